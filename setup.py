@@ -1,0 +1,80 @@
+"""Build script: compiles every ``_ext/*.pyx`` into ``dsh_codegen.<name>``.
+
+Without a working compiler (or without Cython) the package installs as pure
+Python with a warning; ``DSH_CODEGEN_REQUIRE_EXTENSIONS=1`` turns that into a
+hard failure so CI can never pass on the fallback by accident.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from setuptools import Extension, find_packages, setup
+from setuptools.command.build_ext import build_ext
+
+ROOT = Path(__file__).resolve().parent
+REQUIRE = os.environ.get("DSH_CODEGEN_REQUIRE_EXTENSIONS") == "1"
+
+COMPILER_DIRECTIVES = {
+    "language_level": "3",
+    "boundscheck": False,
+    "wraparound": False,
+    "initializedcheck": False,
+    "cdivision": True,
+    "embedsignature": True,
+}
+
+
+def _warn(message: str) -> None:
+    print(f"WARNING: dsh_codegen: {message}; installing the pure-Python twin", file=sys.stderr)
+
+
+def _extensions() -> list[Extension]:
+    sources = sorted((ROOT / "_ext").glob("*.pyx"))
+    # Development convenience: DSH_CODEGEN_EXT=_json_c,_schema_c builds only those.
+    only = {name for name in os.environ.get("DSH_CODEGEN_EXT", "").split(",") if name}
+    if only:
+        sources = [path for path in sources if path.stem in only]
+    if not sources:
+        return []
+    try:
+        from Cython.Build import cythonize
+    except ImportError:
+        if REQUIRE:
+            raise RuntimeError("DSH_CODEGEN_REQUIRE_EXTENSIONS=1 but Cython is not installed")
+        _warn("Cython is not available")
+        return []
+    modules = [
+        Extension(f"dsh_codegen.{path.stem}", [str(path.relative_to(ROOT))], extra_compile_args=["-O2"])
+        for path in sources
+    ]
+    return list(cythonize(modules, compiler_directives=COMPILER_DIRECTIVES, quiet=True))
+
+
+class OptionalBuildExt(build_ext):
+    """Falls back to pure Python when a compile fails, unless extensions are required."""
+
+    def run(self) -> None:
+        try:
+            super().run()
+        except Exception as exc:  # a missing compiler surfaces as several error types
+            if REQUIRE:
+                raise
+            _warn(f"building the extensions failed ({exc})")
+
+    def build_extension(self, ext: Extension) -> None:
+        try:
+            super().build_extension(ext)
+        except Exception as exc:
+            if REQUIRE:
+                raise
+            _warn(f"compiling {ext.name} failed ({exc})")
+
+
+# templates/ lives at the top level (the requested layout) and ships as the
+# package dsh_codegen.templates (package-dir mapping in pyproject.toml).
+PACKAGES = sorted(find_packages(include=["dsh_codegen", "dsh_codegen.*"]) + ["dsh_codegen.templates"])
+
+setup(packages=PACKAGES, ext_modules=_extensions(), cmdclass={"build_ext": OptionalBuildExt})
