@@ -1,0 +1,1 @@
+"""Side-by-side benchmarks (``make bench``); not shipped, not tested for timings."""
