@@ -1,0 +1,199 @@
+"""Call descriptions and the per-phase views of one execution.
+
+- :class:`ToolExecutionInput` is what a caller passes to ``registry.execute``.
+- :class:`ToolExecutionToken` is the opaque identity the registry mints per call.
+- :class:`ToolExecution` is the immutable view every policy and observer sees.
+- :class:`ToolDispatchExecution` is the ``wrap_execute`` view (its signal is current).
+- :class:`ToolRunContext` is what a tool body receives as ``run``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, NamedTuple, final
+
+from dsh_codegen.registry._results import AdditionalContext, JsonValue
+from dsh_codegen.registry.cancel import AbortSignal
+
+if TYPE_CHECKING:
+    from dsh_codegen.registry._definitions import ToolDefinition
+
+__all__ = [
+    "ToolDispatchExecution",
+    "ToolExecution",
+    "ToolExecutionInput",
+    "ToolExecutionToken",
+    "ToolRunContext",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolExecutionInput:
+    """A caller's call description.
+
+    ``signal`` is required and caller-owned; ``agent`` selects the calling
+    scope (any hashable key); ``parent`` is the enclosing call's token for
+    nested calls; ``root_call_id`` names the outermost call. The registry reads
+    each field exactly once.
+    """
+
+    call_id: str
+    name: str
+    arguments: Any
+    signal: AbortSignal
+    agent: Hashable | None = None
+    parent: ToolExecutionToken | None = None
+    root_call_id: str | None = None
+
+
+@final
+class ToolExecutionToken:
+    """Opaque identity of one call: equality is identity; not JSON, not picklable, not copyable."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return f"<ToolExecutionToken {id(self):#x}>"
+
+    def __reduce__(self) -> Any:
+        raise TypeError("ToolExecutionToken cannot be pickled")
+
+    def __copy__(self) -> ToolExecutionToken:
+        return self
+
+    def __deepcopy__(self, memo: object) -> ToolExecutionToken:
+        return self
+
+
+class ToolExecution(NamedTuple):
+    """The immutable view of one call that every phase sees.
+
+    ``arguments`` is the detached, frozen snapshot (``None`` when the
+    arguments could not be materialized); ``signal`` is the caller's signal.
+    """
+
+    token: ToolExecutionToken
+    call_id: str
+    name: str
+    arguments: JsonValue
+    signal: AbortSignal
+    agent: Hashable | None
+    parent: ToolExecutionToken | None
+    root_call_id: str | None
+
+
+class ToolDispatchExecution:
+    """The ``wrap_execute`` view of a call: the execution plus the current signal and definition.
+
+    ``signal`` is the signal the next layer will see (the caller's unless an
+    outer wrapper replaced it); ``definition`` is the tool resolved for the
+    calling scope, or ``None`` when it is unknown.
+    """
+
+    __slots__ = ("definition", "execution", "signal")
+
+    def __init__(
+        self,
+        execution: ToolExecution,
+        signal: AbortSignal,
+        definition: ToolDefinition | None,
+    ) -> None:
+        self.execution = execution
+        self.signal = signal
+        self.definition = definition
+
+    @property
+    def token(self) -> ToolExecutionToken:
+        return self.execution.token
+
+    @property
+    def call_id(self) -> str:
+        return self.execution.call_id
+
+    @property
+    def name(self) -> str:
+        return self.execution.name
+
+    @property
+    def arguments(self) -> JsonValue:
+        return self.execution.arguments
+
+    @property
+    def agent(self) -> Hashable | None:
+        return self.execution.agent
+
+    @property
+    def parent(self) -> ToolExecutionToken | None:
+        return self.execution.parent
+
+    @property
+    def root_call_id(self) -> str | None:
+        return self.execution.root_call_id
+
+
+class ToolRunContext:
+    """What a tool body receives as ``run``: the execution, the fused signal, and two effects.
+
+    ``signal`` is the fused signal (aborted when the caller's or a wrapper's
+    signal aborts, or when the awaiting task is cancelled). ``defer_context``
+    queues an additional context delivered with the final result (even a
+    failure or cancellation); ``conclude_turn`` marks a successful result
+    ``concludes_turn=True``.
+    """
+
+    __slots__ = ("_concluded", "_deferred", "execution", "signal")
+
+    def __init__(self, execution: ToolExecution, signal: AbortSignal) -> None:
+        self.execution = execution
+        self.signal = signal
+        self._deferred: list[AdditionalContext] | None = None
+        self._concluded = False
+
+    @property
+    def token(self) -> ToolExecutionToken:
+        return self.execution.token
+
+    @property
+    def call_id(self) -> str:
+        return self.execution.call_id
+
+    @property
+    def name(self) -> str:
+        return self.execution.name
+
+    @property
+    def arguments(self) -> JsonValue:
+        return self.execution.arguments
+
+    @property
+    def agent(self) -> Hashable | None:
+        return self.execution.agent
+
+    @property
+    def parent(self) -> ToolExecutionToken | None:
+        return self.execution.parent
+
+    @property
+    def root_call_id(self) -> str | None:
+        return self.execution.root_call_id
+
+    def defer_context(self, context: AdditionalContext) -> None:
+        """Queue ``context`` for delivery after this call's result.
+
+        The context must be lossless JSON shaped ``{"role": "user", "content":
+        [blocks], "source": str, "meta"?: {...}}``; it is snapshotted now.
+        Raised errors: ``ValueError`` (including ``LosslessJsonError``) for a
+        malformed context.
+        """
+        from dsh_codegen.registry._materialize import snapshot_context
+
+        frozen = snapshot_context(context, "defer_context()")
+        if self._deferred is None:
+            self._deferred = [frozen]
+        else:
+            self._deferred.append(frozen)
+
+    def conclude_turn(self) -> None:
+        """Mark the result as concluding the agent's turn (kept only if the call succeeds)."""
+        self._concluded = True
