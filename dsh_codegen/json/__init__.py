@@ -1,3 +1,21 @@
-"""Layer package: re-exports only (see DESIGN.md)."""
+"""Layer 1, lossless JSON: snapshot, frozen containers, renderers (re-exports only)."""
 
-__all__: list[str] = []
+from dsh_codegen.json._json import (
+    FrozenJsonArray,
+    FrozenJsonObject,
+    LosslessJsonError,
+    dump_canonical_json,
+    is_json_value,
+    render_json_pretty,
+    snapshot_json,
+)
+
+__all__: list[str] = [
+    "FrozenJsonArray",
+    "FrozenJsonObject",
+    "LosslessJsonError",
+    "dump_canonical_json",
+    "is_json_value",
+    "render_json_pretty",
+    "snapshot_json",
+]

@@ -1,0 +1,270 @@
+"""What both twins share: the error class, the frozen containers, message texts.
+
+Both ``dsh_codegen.json._json_py`` and the compiled ``dsh_codegen._json_c``
+import this module, so the exception class, the frozen container classes and
+every message text exist exactly once. It imports only leaf modules (the
+standard library and :mod:`dsh_codegen.json._paths`); the frozen containers
+reach the selected twin lazily, at construction time.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterable
+from typing import Any, NoReturn, final
+
+from dsh_codegen.json._paths import format_path, quote_path
+
+__all__ = [
+    "MAX_SAFE_INTEGER",
+    "ROOT",
+    "FrozenJsonArray",
+    "FrozenJsonObject",
+    "LosslessJsonError",
+    "cycle_error",
+    "float_error",
+    "int_too_long",
+    "int_too_long_error",
+    "key_error",
+    "make_error",
+    "option_error",
+    "type_error",
+    "unsafe_int_error",
+]
+
+#: The root name of every path in a :class:`LosslessJsonError` message.
+ROOT = "value"
+
+#: The largest integer a double holds exactly (``safe_integers=True`` bound).
+MAX_SAFE_INTEGER = 2**53 - 1
+
+_LOG10_2 = 0.30102999566398120
+
+
+class LosslessJsonError(ValueError):
+    """Raised when a value is not lossless JSON (DESIGN.md "lossless").
+
+    ``path`` holds the segments from the root to the offending value (keys as
+    ``str``, array indices as ``int``; ``()`` for the root itself),
+    ``path_text`` the rendered path (``value.items[3]``) and ``reason`` the
+    part of the message after the path. The message is
+    ``"<path_text>" is not lossless JSON: <reason>``.
+    """
+
+    __module__ = "dsh_codegen.json"
+
+    path: tuple[str | int, ...]
+    path_text: str
+    reason: str
+
+    def __init__(self, reason: str, path: tuple[str | int, ...] = ()) -> None:
+        self.path = path
+        self.path_text = format_path(path, ROOT)
+        self.reason = reason
+        super().__init__(f"{quote_path(self.path_text)} is not lossless JSON: {reason}")
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.reason, self.path))
+
+
+# --- messages (both twins build every error through these) -------------------------------
+
+
+def _type_name(value: object) -> str:
+    try:
+        name = type(value).__qualname__
+    except Exception:  # a hostile metaclass; never let the error text raise
+        return "<unknown type>"
+    return name if type(name) is str else "<unknown type>"
+
+
+def make_error(reason: str, path: Iterable[str | int]) -> LosslessJsonError:
+    """Build the error for ``reason`` at ``path`` (segments from the root)."""
+    return LosslessJsonError(reason, tuple(path))
+
+
+def float_error(value: float, path: Iterable[str | int]) -> LosslessJsonError:
+    """The error for a NaN, an infinity or ``-0.0``."""
+    if value != value:
+        reason = "NaN is not a JSON number"
+    elif value == 0.0:
+        reason = "-0.0 does not survive a JSON round trip"
+    elif value > 0.0:
+        reason = "inf is not a JSON number"
+    else:
+        reason = "-inf is not a JSON number"
+    return make_error(reason, path)
+
+
+def int_too_long_error(path: Iterable[str | int]) -> LosslessJsonError:
+    """The error for an int whose decimal text exceeds the interpreter's limit."""
+    limit = sys.get_int_max_str_digits()
+    return make_error(
+        f"int with more than {limit} decimal digits cannot be written as JSON "
+        "(sys.get_int_max_str_digits())",
+        path,
+    )
+
+
+def unsafe_int_error(path: Iterable[str | int]) -> LosslessJsonError:
+    """The error for an int beyond ``±(2**53-1)`` under ``safe_integers=True``."""
+    return make_error("int beyond ±(2**53-1) with safe_integers=True", path)
+
+
+def cycle_error(path: Iterable[str | int]) -> LosslessJsonError:
+    """The error for a container that contains itself."""
+    return make_error("the container contains itself (a cycle)", path)
+
+
+def key_error(key: object, path: Iterable[str | int]) -> LosslessJsonError:
+    """The error for an object key that is not exactly ``str`` (path: the object)."""
+    return make_error(f"object key of type {_type_name(key)} (keys must be exactly str)", path)
+
+
+def type_error(value: object, path: Iterable[str | int]) -> LosslessJsonError:
+    """The error for a value of any type other than the JSON types of DESIGN.md."""
+    name = _type_name(value)
+    for base, what in ((dict, "dict"), (list, "list"), (tuple, "tuple"), (str, "str"), (int, "int"), (float, "float")):
+        if issubclass(type(value), base):
+            # Subclasses may override anything (iteration, __repr__, __float__): not JSON.
+            return make_error(f"type {name} is not a JSON type (a subclass of {what}; only the exact type is)", path)
+    return make_error(f"type {name} is not a JSON type", path)
+
+
+def option_error(name: str, value: object) -> TypeError | ValueError:
+    """The error for a bad keyword option of the renderers."""
+    if type(value) is not int:
+        return TypeError(f"{name} must be an int, not {_type_name(value)}")
+    return ValueError(f"{name} must be >= 0, got {value}")
+
+
+def int_too_long(value: int) -> bool:
+    """Whether ``int.__repr__(value)`` would raise for exceeding the digit limit."""
+    limit = sys.get_int_max_str_digits()
+    if limit == 0:
+        return False
+    bits = value.bit_length()
+    # digits <= floor(bits * log10(2)) + 1; only near the limit do we pay for the text.
+    if bits * _LOG10_2 + 1.0 < limit:
+        return False
+    try:
+        int.__repr__(value)
+    except ValueError:
+        return True
+    return False
+
+
+# --- frozen containers --------------------------------------------------------------------
+
+
+def _frozen(self: object, *args: object, **kwargs: object) -> NoReturn:
+    raise TypeError(f"{type(self).__name__} is frozen (deeply immutable lossless JSON)")
+
+
+@final
+class FrozenJsonObject(dict[str, Any]):
+    """A deeply frozen, lossless JSON object (a ``dict`` subclass).
+
+    Guaranteed: the whole subtree is lossless JSON and frozen; every mutator
+    (``__setitem__``, ``__delitem__``, ``update``, ``pop``, ``popitem``,
+    ``clear``, ``setdefault``, ``|=``) raises ``TypeError``. Reads, iteration,
+    ``==`` with plain dicts, ``dict(x)``, ``x | {...}`` (a plain ``dict``),
+    ``json.dumps``, ``copy``/``deepcopy`` (the same object: it is immutable)
+    and pickling (a fresh frozen equal value) work.
+
+    ``FrozenJsonObject(x)`` behaves as ``snapshot_json(dict(x))``: it
+    validates and freezes the contents, raising :class:`LosslessJsonError`.
+    Calling ``dict``'s own methods on an instance (``dict.__setitem__(x, ...)``)
+    bypasses the freeze and voids every guarantee.
+    """
+
+    __slots__ = ()
+    # The public home: repr, pickles and tracebacks name dsh_codegen.json.
+    __module__ = "dsh_codegen.json"
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> FrozenJsonObject:
+        from dsh_codegen.json._json import snapshot_json
+
+        frozen: FrozenJsonObject = snapshot_json(dict(*args, **kwargs))
+        return frozen
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        # The contents were set in __new__; re-running dict.__init__ would mutate.
+        pass
+
+    def __init_subclass__(cls, **kwargs: Any) -> NoReturn:
+        raise TypeError("FrozenJsonObject cannot be subclassed")
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (FrozenJsonObject, (dict(self),))
+
+    def __copy__(self) -> FrozenJsonObject:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> FrozenJsonObject:
+        return self
+
+    __setitem__ = _frozen
+    __delitem__ = _frozen
+    __ior__ = _frozen
+    update = _frozen
+    pop = _frozen
+    popitem = _frozen
+    clear = _frozen
+    setdefault = _frozen
+
+
+@final
+class FrozenJsonArray(list[Any]):
+    """A deeply frozen, lossless JSON array (a ``list`` subclass).
+
+    Guaranteed: the whole subtree is lossless JSON and frozen; every mutator
+    (``__setitem__`` and ``__delitem__`` including slices, ``append``,
+    ``extend``, ``insert``, ``remove``, ``pop``, ``clear``, ``sort``,
+    ``reverse``, ``+=``, ``*=``) raises ``TypeError``. Reads, iteration,
+    ``==`` with plain lists, ``list(x)``, ``x + [...]`` (a plain ``list``),
+    ``json.dumps``, ``copy``/``deepcopy`` (the same object) and pickling (a
+    fresh frozen equal value) work.
+
+    ``FrozenJsonArray(x)`` behaves as ``snapshot_json(list(x))``. Calling
+    ``list``'s own methods on an instance bypasses the freeze and voids every
+    guarantee.
+    """
+
+    __slots__ = ()
+    __module__ = "dsh_codegen.json"
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> FrozenJsonArray:
+        from dsh_codegen.json._json import snapshot_json
+
+        frozen: FrozenJsonArray = snapshot_json(list(*args, **kwargs))
+        return frozen
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        # The contents were set in __new__; re-running list.__init__ would mutate.
+        pass
+
+    def __init_subclass__(cls, **kwargs: Any) -> NoReturn:
+        raise TypeError("FrozenJsonArray cannot be subclassed")
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (FrozenJsonArray, (list(self),))
+
+    def __copy__(self) -> FrozenJsonArray:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> FrozenJsonArray:
+        return self
+
+    __setitem__ = _frozen
+    __delitem__ = _frozen
+    __iadd__ = _frozen
+    __imul__ = _frozen
+    append = _frozen
+    extend = _frozen
+    insert = _frozen
+    remove = _frozen
+    pop = _frozen
+    clear = _frozen
+    sort = _frozen
+    reverse = _frozen
