@@ -1,0 +1,42 @@
+"""The Markdown tool catalog (the ``dsh-codegen catalog`` command)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from dsh_codegen.codegen._catalog import ToolSchemaEntry, sorted_catalog
+from dsh_codegen.codegen._environment import render_template
+from dsh_codegen.codegen._jsontext import JsonTextError, dumps_pretty
+from dsh_codegen.codegen._literals import md_code, md_text
+
+__all__ = ["render_catalog_markdown"]
+
+
+def _schema_block(schema: object) -> str:
+    try:
+        return dumps_pretty(schema)
+    except JsonTextError as error:
+        # Still a readable page: say what is wrong instead of failing the whole catalog.
+        return f"// not JSON: {error}"
+
+
+def render_catalog_markdown(catalog: Iterable[ToolSchemaEntry]) -> str:
+    """A Markdown page listing each tool (sorted by name): name, description,
+    parameter schema and output schema as pretty JSON.
+
+    Names are shown in code spans (JSON-quoted when not plain), descriptions
+    collapsed to one inert paragraph. Schemas nested deeper than 8 levels are
+    printed compactly. Never raises for odd schemas.
+    """
+    entries = sorted_catalog(catalog)
+    tools = [
+        {
+            "heading": md_code(entry.name),
+            "description": md_text(entry.description),
+            "parameters": _schema_block(entry.parameters),
+            "output": None if entry.output_schema is None else _schema_block(entry.output_schema),
+        }
+        for entry in entries
+    ]
+    count = f"{len(tools)} tool{'' if len(tools) == 1 else 's'}, sorted by name."
+    return render_template("markdown/catalog.md.jinja", count=count, tools=tools)

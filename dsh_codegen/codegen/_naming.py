@@ -1,0 +1,121 @@
+"""Identifiers and keys: the one place that decides how a name appears in code.
+
+TypeScript keys are bare when they match ``^[A-Za-z_$][A-Za-z0-9_$]*$`` and
+JSON-quoted otherwise. Python tool methods and ``TypedDict`` fields are used
+bare only when Python would keep them as written (an identifier that is
+NFKC-stable, since Python normalizes identifiers, and not a hard keyword).
+Class names come from :class:`ClassNamer`.
+"""
+
+from __future__ import annotations
+
+import keyword
+import re
+import unicodedata
+from collections.abc import Iterable
+
+from dsh_codegen.codegen._literals import code_string
+
+__all__ = [
+    "CLASS_NAME_CAP",
+    "ClassNamer",
+    "camel_case",
+    "is_py_field_name",
+    "is_py_method_name",
+    "ts_key",
+]
+
+#: Longest class-name base; a collision suffix may follow it.
+CLASS_NAME_CAP = 120
+
+_TS_BARE = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*\Z")
+_HARD_KEYWORDS = frozenset(keyword.kwlist) | {"__debug__"}
+
+
+def ts_key(name: str) -> str:
+    """A TypeScript property key: bare when plain, else a JSON-quoted string."""
+    return name if _TS_BARE.match(name) else code_string(name)
+
+
+def _is_stable_identifier(name: str) -> bool:
+    return name.isidentifier() and unicodedata.normalize("NFKC", name) == name and name not in _HARD_KEYWORDS
+
+
+def is_py_method_name(name: str) -> bool:
+    """True when a tool can be declared ``async def <name>`` (CONTRACT.md §6).
+
+    An identifier, NFKC-stable, not a hard keyword or ``__debug__``, and not
+    starting with ``_``. Soft keywords (``match``, ``type``) are fine.
+    """
+    return not name.startswith("_") and _is_stable_identifier(name)
+
+
+def is_py_field_name(name: str) -> bool:
+    """True when ``name`` can be a ``TypedDict`` field written in class syntax.
+
+    As :func:`is_py_method_name` but a leading ``_`` is allowed except the
+    name-mangled ``__x`` form (double underscore not ending in ``__``).
+    """
+    if name.startswith("__") and not name.endswith("__"):
+        return False
+    return _is_stable_identifier(name)
+
+
+def _is_continue(char: str) -> bool:
+    return char != "_" and ("a" + char).isidentifier()
+
+
+def camel_case(name: str) -> str:
+    """CONTRACT.md §6 CamelCase: split on non-identifier characters and ``_``,
+    capitalize each part's first letter, join; prefix ``Tool`` unless the
+    result starts with a letter-like character (``1st-tool`` -> ``Tool1stTool``).
+    The result is NFKC-normalized (Python would normalize it anyway).
+    """
+    parts: list[str] = []
+    current: list[str] = []
+    for char in name:
+        if _is_continue(char):
+            current.append(char)
+        elif current:
+            parts.append("".join(current))
+            current = []
+    if current:
+        parts.append("".join(current))
+    joined = "".join(part[0].upper() + part[1:] for part in parts)
+    joined = unicodedata.normalize("NFKC", joined)
+    # NFKC can produce characters that are not identifier characters.
+    joined = "".join(char for char in joined if _is_continue(char))
+    if not joined or not joined[0].isidentifier():
+        joined = "Tool" + joined
+    return joined
+
+
+class ClassNamer:
+    """Allocates unique class names: ``base`` capped at 120 characters, then
+    ``base2``, ``base3``, ... on collision, skipping taken names.
+
+    Each base remembers its next suffix, so a run of colliding bases costs
+    amortized O(1) per name rather than a probe from 2 every time.
+    """
+
+    def __init__(self, reserved: Iterable[str] = ()) -> None:
+        self._taken: set[str] = set(reserved)
+        self._next: dict[str, int] = {}
+
+    def reserve(self, names: Iterable[str]) -> None:
+        """Mark ``names`` taken (module-level names, field and method names)."""
+        self._taken.update(names)
+
+    def allocate(self, base: str) -> str:
+        """A fresh name for ``base`` (already an identifier)."""
+        base = base[:CLASS_NAME_CAP]
+        if base not in self._taken:
+            self._taken.add(base)
+            return base
+        suffix = self._next.get(base, 2)
+        while f"{base}{suffix}" in self._taken:
+            suffix += 1
+        name = f"{base}{suffix}"
+        self._next[base] = suffix + 1
+        self._taken.add(name)
+        return name

@@ -1,0 +1,149 @@
+"""Reads one JSON-Schema node into a small record the type mappers share.
+
+Reading never raises: anything malformed or outside the supported subset
+becomes ``UNKNOWN`` (``unknown`` in TypeScript, ``Any`` in Python). The
+mappers walk children themselves, with explicit stacks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from dsh_codegen.codegen._literals import is_scalar
+
+__all__ = ["ANNOTATIONS", "KEYWORDS", "Node", "read_node"]
+
+#: Keywords that carry meaning in the subset (CONTRACT.md §7 items 102-108).
+KEYWORDS = frozenset(
+    {"type", "properties", "required", "additionalProperties", "items", "enum", "const", "oneOf"}
+)
+#: Keywords that do not change the type and are ignored when rendering.
+ANNOTATIONS = frozenset({"description", "title", "default", "examples", "$schema", "$id", "$comment"})
+
+_TYPES = frozenset({"object", "array", "string", "number", "integer", "boolean", "null"})
+_OBJECT_ONLY = frozenset({"properties", "required", "additionalProperties"})
+
+# Node kinds.
+UNKNOWN = "unknown"  # unsupported or malformed
+ANY = "any"  # {} or annotations only
+LITERAL = "literal"
+UNION = "union"
+ARRAY = "array"
+OBJECT = "object"
+SCALAR_KINDS = frozenset({"string", "number", "integer", "boolean", "null"})
+
+
+@dataclass(slots=True)
+class Node:
+    """One schema node, read. ``kind`` is one of the constants above or a scalar type name."""
+
+    kind: str
+    literals: list[object] = field(default_factory=list)
+    branches: list[object] = field(default_factory=list)
+    items: object = None
+    has_items: bool = False
+    properties: list[tuple[str, object]] = field(default_factory=list)
+    required: frozenset[str] = frozenset()
+    closed: bool = False
+
+
+_UNKNOWN_NODE = Node(UNKNOWN)
+
+
+def _literal_fits(value: object, declared: object) -> bool:
+    if not is_scalar(value):
+        return False
+    if declared is None:
+        return True
+    kind = type(value)
+    if declared == "string":
+        return kind is str
+    if declared == "number":
+        return kind is int or kind is float
+    if declared == "integer":
+        return kind is int or (isinstance(value, float) and value.is_integer())
+    if declared == "boolean":
+        return kind is bool
+    if declared == "null":
+        return value is None
+    return False
+
+
+def read_node(schema: object) -> Node:
+    """Classify ``schema``; never raises (hostile keys or mappings give ``UNKNOWN``)."""
+    try:
+        return _read(schema)
+    except Exception:  # noqa: BLE001 - a hostile mapping must degrade, not escape
+        return _UNKNOWN_NODE
+
+
+def _read(schema: object) -> Node:
+    if not isinstance(schema, dict):
+        return _UNKNOWN_NODE
+    keys = list(schema.keys())
+    for key in keys:
+        if type(key) is not str or (key not in KEYWORDS and key not in ANNOTATIONS):
+            return _UNKNOWN_NODE
+    get = dict.get
+    declared = get(schema, "type")
+    if "type" in schema and (type(declared) is not str or declared not in _TYPES):
+        return _UNKNOWN_NODE
+    if declared is not None and declared != "object" and any(key in schema for key in _OBJECT_ONLY):
+        return _UNKNOWN_NODE
+    if declared is not None and declared != "array" and "items" in schema:
+        return _UNKNOWN_NODE
+    if "const" in schema:
+        value = get(schema, "const")
+        return Node(LITERAL, literals=[value]) if _literal_fits(value, declared) else _UNKNOWN_NODE
+    if "enum" in schema:
+        values = get(schema, "enum")
+        if type(values) is not list or not values or not all(_literal_fits(v, declared) for v in values):
+            return _UNKNOWN_NODE
+        return Node(LITERAL, literals=list(values))
+    if "oneOf" in schema:
+        branches = get(schema, "oneOf")
+        if declared is not None or "items" in schema or any(key in schema for key in _OBJECT_ONLY):
+            return _UNKNOWN_NODE
+        if type(branches) is not list or not branches:
+            return _UNKNOWN_NODE
+        return Node(UNION, branches=list(branches))
+    if declared is None:
+        if "items" in schema or any(key in schema for key in _OBJECT_ONLY):
+            return _UNKNOWN_NODE
+        return Node(ANY)
+    if declared == "array":
+        if "items" in schema:
+            return Node(ARRAY, items=get(schema, "items"), has_items=True)
+        return Node(ARRAY)
+    if declared == "object":
+        return _read_object(schema)
+    return Node(declared)
+
+
+def _read_object(schema: dict[object, object]) -> Node:
+    properties = dict.get(schema, "properties", {})
+    if not isinstance(properties, dict):
+        return _UNKNOWN_NODE
+    pairs: list[tuple[str, object]] = []
+    for key, child in list(properties.items()):
+        if type(key) is not str:
+            return _UNKNOWN_NODE
+        pairs.append((key, child))
+    required = dict.get(schema, "required", [])
+    if type(required) is not list or not all(type(name) is str for name in required):
+        return _UNKNOWN_NODE
+    additional = dict.get(schema, "additionalProperties", True)
+    if type(additional) is not bool:
+        return _UNKNOWN_NODE
+    return Node(OBJECT, properties=pairs, required=frozenset(required), closed=not additional)
+
+
+def description_of(schema: object) -> object:
+    """The node's ``description`` if it is a ``str`` (anything else: ``None``)."""
+    try:
+        if isinstance(schema, dict):
+            text = dict.get(schema, "description")
+            return text if type(text) is str else None
+    except Exception:  # noqa: BLE001 - hostile keys degrade
+        return None
+    return None

@@ -1,0 +1,231 @@
+"""JSON Schema -> Python type text (CONTRACT.md §6 "Type mapping").
+
+Two uses share one walker. Without a :class:`ClassNamer` (the public
+``json_schema_to_py``) every object degrades to ``dict[str, Any]``. With one
+(the SDK renderers) objects with declarable fields become named ``TypedDict``
+classes, collected in :attr:`PyTypes.classes` children-first.
+
+The walk uses an explicit stack; a node that is its own ancestor renders
+``Any``; ``list[`` nests at most :data:`MAX_LIST_NESTING` deep (the Python
+parser stops near 200 brackets), beyond which the innermost type is ``Any``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from dsh_codegen.codegen._literals import py_comment, py_literal
+from dsh_codegen.codegen._naming import ClassNamer, camel_case, is_py_field_name
+from dsh_codegen.codegen._nodes import (
+    ANY,
+    ARRAY,
+    LITERAL,
+    OBJECT,
+    UNION,
+    description_of,
+    read_node,
+)
+
+__all__ = ["MAX_LIST_NESTING", "SHADOWABLE", "PyClass", "PyField", "PyTypes", "json_schema_to_py"]
+
+MAX_LIST_NESTING = 180
+
+#: Names an annotation may use, and the module that qualifies each when a
+#: class member of the same name would shadow it (render_sdk_module only).
+SHADOWABLE: dict[str, str] = {
+    "str": "builtins",
+    "int": "builtins",
+    "float": "builtins",
+    "bool": "builtins",
+    "list": "builtins",
+    "dict": "builtins",
+    "Any": "typing",
+    "Literal": "typing",
+    "NotRequired": "typing",
+}
+_TYPING_NAMES = frozenset({"Any", "Literal", "NotRequired"})
+_SCALARS = {"string": "str", "number": "float", "integer": "int", "boolean": "bool"}
+
+
+@dataclass(frozen=True, slots=True)
+class PyField:
+    """One ``TypedDict`` field: its comment text (escaped), name and annotation."""
+
+    comment: str | None
+    name: str
+    type: str
+
+
+@dataclass(frozen=True, slots=True)
+class PyClass:
+    """One generated ``TypedDict``: ``open`` adds the extra-keys comment, no fields means ``pass``."""
+
+    name: str
+    fields: tuple[PyField, ...]
+    open: bool
+
+
+@dataclass(slots=True)
+class _Frame:
+    schema: object
+    base: str
+    lists: int
+    shadow: frozenset[str]
+
+
+class _Build:
+    __slots__ = ("kind", "count", "ident", "shadow", "name", "fields", "open", "required")
+
+    def __init__(self, kind: str, count: int, ident: int, shadow: frozenset[str]) -> None:
+        self.kind = kind
+        self.count = count
+        self.ident = ident
+        self.shadow = shadow
+        self.name = ""
+        self.fields: list[tuple[str | None, str]] = []
+        self.open = False
+        self.required: frozenset[str] = frozenset()
+
+
+@dataclass(slots=True)
+class PyTypes:
+    """A type-text builder with its class namer and what it used.
+
+    ``qualify=True`` (files) writes a shadowed name as ``builtins.list`` /
+    ``typing.Any`` inside a class that declares a member of that name.
+    """
+
+    namer: ClassNamer | None = None
+    qualify: bool = False
+    classes: list[PyClass] = field(default_factory=list)
+    typing_used: set[str] = field(default_factory=set)
+    modules_used: set[str] = field(default_factory=set)
+
+    def name(self, token: str, shadow: frozenset[str]) -> str:
+        """``token`` as written in an annotation, recording the import it needs."""
+        if token in shadow:
+            module = SHADOWABLE[token]
+            self.modules_used.add(module)
+            return f"{module}.{token}"
+        if token in _TYPING_NAMES:
+            self.typing_used.add(token)
+        return token
+
+    def shadow_for(self, members: list[str]) -> frozenset[str]:
+        """The shadowable names among a class body's ``members`` (empty unless qualifying)."""
+        if not self.qualify:
+            return frozenset()
+        return frozenset(name for name in members if name in SHADOWABLE)
+
+    def type_text(self, schema: object, base: str, shadow: frozenset[str] = frozenset()) -> str:
+        """Annotation text for ``schema``; never raises (a failure renders ``Any``)."""
+        mark = len(self.classes)
+        try:
+            return self._walk(schema, base, shadow)
+        except (MemoryError, RecursionError):
+            raise
+        except Exception:  # noqa: BLE001 - prompt rendering must not fail on odd input
+            del self.classes[mark:]
+            return self.name("Any", shadow)
+
+    def _dict_any(self, shadow: frozenset[str]) -> str:
+        return f"{self.name('dict', shadow)}[{self.name('str', shadow)}, {self.name('Any', shadow)}]"
+
+    def _literal(self, values: list[object], shadow: frozenset[str]) -> str:
+        texts = [py_literal(value) for value in values]
+        if any(text is None for text in texts):
+            numeric = all(type(value) in (int, float) for value in values)
+            return self.name("float" if numeric else "Any", shadow)
+        return f"{self.name('Literal', shadow)}[{', '.join(texts)}]"  # type: ignore[arg-type]
+
+    def _declarable(self, properties: list[tuple[str, object]]) -> bool:
+        return all(is_py_field_name(key) for key, _ in properties)
+
+    def _walk(self, schema: object, base: str, shadow: frozenset[str]) -> str:
+        results: list[str] = []
+        active: set[int] = set()
+        stack: list[_Build | _Frame] = [_Frame(schema, base, 0, shadow)]
+        while stack:
+            frame = stack.pop()
+            if isinstance(frame, _Build):
+                active.discard(frame.ident)
+                results.append(self._combine(frame, results))
+                continue
+            ident = id(frame.schema)
+            sh = frame.shadow
+            if ident in active:
+                results.append(self.name("Any", sh))
+                continue
+            node = read_node(frame.schema)
+            kind = node.kind
+            if kind in _SCALARS:
+                results.append(self.name(_SCALARS[kind], sh))
+            elif kind == "null":
+                results.append("None")
+            elif kind == LITERAL:
+                results.append(self._literal(node.literals, sh))
+            elif kind == UNION:
+                active.add(ident)
+                stack.append(_Build(UNION, len(node.branches), ident, sh))
+                for index in range(len(node.branches), 0, -1):
+                    stack.append(_Frame(node.branches[index - 1], f"{frame.base}{index}", frame.lists, sh))
+            elif kind == ARRAY:
+                if frame.lists >= MAX_LIST_NESTING:
+                    results.append(self.name("Any", sh))
+                elif not node.has_items:
+                    results.append(f"{self.name('list', sh)}[{self.name('Any', sh)}]")
+                else:
+                    active.add(ident)
+                    stack.append(_Build(ARRAY, 1, ident, sh))
+                    stack.append(_Frame(node.items, frame.base, frame.lists + 1, sh))
+            elif kind == OBJECT:
+                is_class = (
+                    self.namer is not None
+                    and (node.properties or node.closed)
+                    and self._declarable(node.properties)
+                )
+                if not is_class:
+                    results.append(self._dict_any(sh))
+                    continue
+                assert self.namer is not None
+                active.add(ident)
+                build = _Build(OBJECT, len(node.properties), ident, sh)
+                build.name = self.namer.allocate(frame.base)
+                build.open = not node.closed
+                build.required = node.required
+                build.fields = [(py_comment(description_of(child)), key) for key, child in node.properties]
+                inner = self.shadow_for([key for key, _ in node.properties])
+                stack.append(build)
+                for key, child in reversed(node.properties):
+                    stack.append(_Frame(child, build.name + camel_case(key), 0, inner))
+            elif kind == ANY:
+                results.append(self.name("Any", sh))
+            else:
+                results.append(self.name("Any", sh))
+        return results[-1]
+
+    def _combine(self, build: _Build, results: list[str]) -> str:
+        count = build.count
+        children = results[len(results) - count :]
+        del results[len(results) - count :]
+        if build.kind == UNION:
+            return " | ".join(children)
+        if build.kind == ARRAY:
+            return f"{self.name('list', build.shadow)}[{children[0]}]"
+        inner = self.shadow_for([key for _, key in build.fields])
+        fields = []
+        for (comment, key), child in zip(build.fields, children, strict=True):
+            annotation = child if key in build.required else f"{self.name('NotRequired', inner)}[{child}]"
+            fields.append(PyField(comment, key, annotation))
+        self.classes.append(PyClass(build.name, tuple(fields), build.open))
+        return build.name
+
+
+def json_schema_to_py(schema: object) -> str:
+    """Python annotation text for ``schema``, outside any SDK; never raises.
+
+    Objects always render ``dict[str, Any]`` (a ``TypedDict`` needs the
+    naming context of an SDK render); unsupported or malformed parts, cycles
+    and ``{}`` render ``Any``.
+    """
+    return PyTypes().type_text(schema, "Value")

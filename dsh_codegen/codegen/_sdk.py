@@ -1,0 +1,194 @@
+"""The ``tools:sdk`` prompt texts (CONTRACT.md §5, §6) and committed SDK files.
+
+Everything a template prints is computed here: tools sorted by name, keys
+and class names chosen by ``_naming``, text escaped by ``_literals``, type
+text by ``_ts`` / ``_py``. Templates only lay it out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Literal
+
+from dsh_codegen._version import __version__
+from dsh_codegen.codegen._catalog import ToolSchemaEntry, catalog_sha256, sorted_catalog
+from dsh_codegen.codegen._environment import render_template
+from dsh_codegen.codegen._literals import code_string, py_comment, py_docstring, ts_jsdoc
+from dsh_codegen.codegen._naming import ClassNamer, camel_case, is_py_method_name, ts_key
+from dsh_codegen.codegen._py import PyTypes
+from dsh_codegen.codegen._ts import json_schema_to_ts
+
+__all__ = ["render_py_sdk", "render_sdk_module", "render_ts_sdk"]
+
+# Module-level names of the Python SDK; generated classes never take them.
+_PY_MODULE_NAMES = (
+    "Any",
+    "Literal",
+    "NotRequired",
+    "Protocol",
+    "TypedDict",
+    "ToolCallError",
+    "Tools",
+    "tools",
+    "builtins",
+    "typing",
+)
+_TYPING_ORDER = ("Any", "Literal", "NotRequired", "Protocol", "TypedDict")
+
+
+def _ts_context(catalog: Iterable[ToolSchemaEntry], export: str) -> dict[str, object]:
+    entries = sorted_catalog(catalog)
+    args_members = []
+    output_members = []
+    for entry in entries:
+        key = ts_key(entry.name)
+        args_members.append(
+            {"doc": ts_jsdoc(entry.description), "key": key, "type": json_schema_to_ts(entry.parameters, 1)}
+        )
+        output = "JsonValue" if entry.output_schema is None else json_schema_to_ts(entry.output_schema, 1)
+        output_members.append({"key": key, "type": output})
+    return {"export": export, "args_members": args_members, "output_members": output_members}
+
+
+def render_ts_sdk(catalog: Iterable[ToolSchemaEntry]) -> str:
+    """The TypeScript ``tools:sdk`` prompt text for ``catalog`` (CONTRACT.md §5).
+
+    Byte-identical for the same set of tools in any order; never raises for
+    odd schemas (they render ``unknown``). Ends with the closing fence and a
+    newline.
+    """
+    return render_template("typescript/sdk_prompt.md.jinja", **_ts_context(catalog, ""))
+
+
+def _property_names(schemas: list[object]) -> set[str]:
+    """Every ``properties`` key anywhere in ``schemas`` (explicit stack, cycle-safe)."""
+    names: set[str] = set()
+    seen: set[int] = set()
+    stack = list(schemas)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            if id(node) in seen:
+                continue
+            seen.add(id(node))
+            try:
+                properties = dict.get(node, "properties")
+                if isinstance(properties, dict):
+                    names.update(key for key in properties if type(key) is str)
+                stack.extend(dict.values(node))
+            except Exception:  # noqa: BLE001 - hostile mappings are skipped, never fatal
+                continue
+        elif isinstance(node, list):
+            if id(node) in seen:
+                continue
+            seen.add(id(node))
+            stack.extend(node)
+    return names
+
+
+def _py_context(catalog: Iterable[ToolSchemaEntry], qualify: bool) -> dict[str, object]:
+    entries = sorted_catalog(catalog)
+    namer = ClassNamer(_PY_MODULE_NAMES)
+    # A generated class must not share a name with a member of any class body
+    # (a field or a tool method), which would shadow it in annotations.
+    namer.reserve(entry.name for entry in entries)
+    namer.reserve(_property_names([s for entry in entries for s in (entry.parameters, entry.output_schema)]))
+    types = PyTypes(namer, qualify)
+    method_names = [entry.name for entry in entries if is_py_method_name(entry.name)]
+    shadow = types.shadow_for(method_names)
+    members = []
+    for entry in entries:
+        stem = camel_case(entry.name)
+        args = types.type_text(entry.parameters, f"{stem}Args", shadow)
+        if entry.output_schema is None:
+            output = types.name("Any", shadow)
+        else:
+            output = types.type_text(entry.output_schema, f"{stem}Output", shadow)
+        if is_py_method_name(entry.name):
+            members.append(
+                {"method": True, "name": entry.name, "args": args, "output": output, "doc": py_docstring(entry.description)}
+            )
+        else:
+            members.append(
+                {
+                    "method": False,
+                    "name": code_string(entry.name),
+                    "args": args,
+                    "output": output,
+                    "doc": py_comment(entry.description),
+                }
+            )
+    used = set(types.typing_used) | {"Protocol"}
+    if types.classes:
+        used.add("TypedDict")
+    return {
+        "typing_names": ", ".join(name for name in _TYPING_ORDER if name in used),
+        "modules": sorted(types.modules_used),
+        "classes": types.classes,
+        "members": members,
+        "has_methods": any(member["method"] for member in members),
+    }
+
+
+def render_py_sdk(catalog: Iterable[ToolSchemaEntry]) -> str:
+    """The Python ``tools:sdk`` prompt text for ``catalog`` (CONTRACT.md §6).
+
+    Byte-identical for the same set of tools in any order; never raises for
+    odd schemas (they render ``Any`` / ``dict[str, Any]``).
+    """
+    return render_template("python/sdk_prompt.md.jinja", **_py_context(catalog, qualify=False))
+
+
+# Pinned so the output never depends on a user's black configuration.
+def _black_mode() -> object:
+    import black
+    from black.mode import TargetVersion
+
+    return black.Mode(
+        target_versions={TargetVersion.PY311},
+        line_length=100,
+        string_normalization=True,
+        is_pyi=False,
+        magic_trailing_comma=True,
+        preview=False,
+    )
+
+
+def render_sdk_module(
+    catalog: Iterable[ToolSchemaEntry],
+    language: Literal["typescript", "python"],
+    *,
+    format: bool = True,  # noqa: A002 - the public keyword the design names
+) -> str:
+    """A generated SDK file to commit, for ``language`` ``"typescript"`` or ``"python"``.
+
+    The file starts with ``Code generated by dsh_codegen <version>. DO NOT
+    EDIT.`` and the sha256 of the canonical catalog. TypeScript declarations
+    are exported (usable as ``.ts`` or ``.d.ts``). The Python module is
+    importable: its ``TypedDict`` classes can annotate tool bodies (``args:
+    ReadFileArgs``), annotations a member could shadow are qualified
+    (``builtins.list``); with ``format=True`` it is parsed with libcst and
+    formatted by black in a pinned mode.
+
+    Raises ``ValueError`` for an unknown ``language`` or a catalog that is
+    not lossless JSON (the hash needs it; the message names the path).
+    """
+    entries = sorted_catalog(catalog)
+    header = f"Code generated by dsh_codegen {__version__}. DO NOT EDIT."
+    hash_line = f"Catalog sha256: {catalog_sha256(entries)}"
+    if language == "typescript":
+        return render_template(
+            "typescript/sdk_module.ts.jinja", header=header, hash_line=hash_line, **_ts_context(entries, "export ")
+        )
+    if language == "python":
+        source = render_template(
+            "python/sdk_module.py.jinja", header=header, hash_line=hash_line, **_py_context(entries, qualify=True)
+        )
+        if not format:
+            return source
+        import black
+        import libcst
+
+        libcst.parse_module(source)  # a syntax error here is a codegen bug; let it surface
+        return black.format_str(source, mode=_black_mode())  # type: ignore[arg-type]
+    raise ValueError(f'render_sdk_module: unknown language {language!r} (known: "typescript", "python")')
