@@ -1,24 +1,280 @@
-"""The ``dsh-codegen`` command (layer 7)."""
+"""The ``dsh-codegen`` command (layer 7); also ``python -m dsh_codegen``.
+
+Exit codes: 0 success; 1 a check failed (stale file, unsupported schema,
+invalid data); 2 bad usage or unreadable input (argparse's own code for usage
+errors). Errors go to stderr and name the file and, where there is one, the
+JSON path.
+"""
 
 from __future__ import annotations
 
 import argparse
+import difflib
+import importlib
+import os
+import sys
+import tempfile
 from collections.abc import Sequence
+from pathlib import Path
+from typing import TextIO
 
 __all__ = ["main"]
 
+EXIT_OK = 0
+EXIT_CHECK_FAILED = 1
+EXIT_USAGE = 2
+
+_EPILOG = """\
+exit codes:
+  0  success
+  1  a check failed: --check found OUT stale (a unified diff is printed),
+     check-schema found an unsupported schema, validate found violations
+  2  bad usage or unreadable input (missing file, invalid JSON, bad catalog,
+     --registry that cannot be imported)
+"""
+
+
+class _InputError(Exception):
+    """An input problem already phrased for the user (``<file>: <what>``)."""
+
 
 def _build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="dsh-codegen", description="dsh_codegen command-line tools.")
-    commands = parser.add_subparsers(dest="command", required=True)
+    parser = argparse.ArgumentParser(
+        prog="dsh-codegen",
+        description="dsh_codegen command-line tools: SDK files, tool catalogs, schema checks.",
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     commands.add_parser("demo", help="run the main demonstration job")
+
+    def add_source(sub: argparse.ArgumentParser) -> None:
+        source = sub.add_mutually_exclusive_group(required=True)
+        source.add_argument("--catalog", metavar="FILE.json", help="a JSON list of {name, description, parameters, output_schema}")
+        source.add_argument(
+            "--registry",
+            metavar="MODULE:ATTR",
+            help="an object with a .catalog() method (a ToolRegistry) or a list of ToolSchemaEntry",
+        )
+        sub.add_argument("-o", "--output", metavar="OUT", help="write here (atomically) instead of stdout")
+        sub.add_argument(
+            "--check",
+            action="store_true",
+            help="do not write; exit 1 and print a unified diff when OUT is missing or stale",
+        )
+
+    sdk = commands.add_parser(
+        "sdk", help="write a typed SDK file (TypeScript or Python) for a tool catalog", epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    sdk.add_argument("--lang", required=True, choices=("ts", "py"), help="ts: TypeScript declarations; py: Python TypedDicts")
+    add_source(sdk)
+    catalog = commands.add_parser(
+        "catalog", help="write a Markdown tool catalog", epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_source(catalog)
+    check = commands.add_parser(
+        "check-schema", help="check that a JSON schema file is inside the supported subset", epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    check.add_argument("file", metavar="FILE", help="a JSON file holding one schema")
+    validate = commands.add_parser(
+        "validate", help="validate a JSON data file against a schema file", epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    validate.add_argument("--schema", required=True, metavar="FILE", help="a JSON file holding one schema")
+    validate.add_argument("data", metavar="DATA", help="a JSON file holding the value ('-' reads stdin)")
     return parser
 
 
+def _read_json(path: str) -> object:
+    from dsh_codegen.codegen._catalog import CatalogError, parse_json_text
+
+    try:
+        text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
+    except OSError as error:
+        raise _InputError(f"{path}: cannot read: {error.strerror or error}") from None
+    except UnicodeDecodeError as error:
+        raise _InputError(f"{path}: not UTF-8 text ({error.reason} at byte {error.start})") from None
+    try:
+        return parse_json_text(text, "<stdin>" if path == "-" else path)
+    except CatalogError as error:
+        raise _InputError(str(error)) from None
+
+
+def _registry_catalog(spec: str) -> list[object]:
+    from dsh_codegen.codegen import ToolSchemaEntry
+
+    module_name, sep, attr = spec.partition(":")
+    if not sep or not module_name or not attr:
+        raise _InputError(f"--registry {spec}: expected MODULE:ATTR (e.g. myapp.tools:registry)")
+    # A console script does not put the working directory on sys.path; `python -m` does.
+    if os.getcwd() not in sys.path and "" not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        target: object = importlib.import_module(module_name)
+    except Exception as error:  # noqa: BLE001 - any import failure is the user's input problem
+        raise _InputError(f"--registry {spec}: cannot import {module_name}: {type(error).__name__}: {error}") from None
+    for part in attr.split("."):
+        try:
+            target = getattr(target, part)
+        except AttributeError:
+            raise _InputError(f"--registry {spec}: {module_name} has no attribute {attr}") from None
+    catalog_method = getattr(target, "catalog", None)
+    if callable(catalog_method):
+        try:
+            target = catalog_method()
+        except Exception as error:  # noqa: BLE001 - a failing .catalog() is reported, not a traceback
+            raise _InputError(f"--registry {spec}: .catalog() failed: {type(error).__name__}: {error}") from None
+    if isinstance(target, (list, tuple)) and all(isinstance(entry, ToolSchemaEntry) for entry in target):
+        return list(target)
+    raise _InputError(
+        f"--registry {spec}: expected an object with a .catalog() method or a list of ToolSchemaEntry, "
+        f"got {type(target).__name__}"
+    )
+
+
+def _load_source(args: argparse.Namespace) -> list[object]:
+    from dsh_codegen.codegen import CatalogError, load_catalog
+
+    if args.catalog is not None:
+        try:
+            return list(load_catalog(Path(args.catalog)))
+        except CatalogError as error:
+            raise _InputError(str(error)) from None
+    return _registry_catalog(args.registry)
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` via a temp file in the same directory and a rename.
+
+    A failure at any point leaves the previous file (or no file) in place.
+    """
+    directory = path.parent if str(path.parent) else Path(".")
+    try:
+        mode = path.stat().st_mode & 0o7777
+    except FileNotFoundError:
+        umask = os.umask(0)
+        os.umask(umask)
+        mode = 0o666 & ~umask
+    fd, temp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(temp_name, mode)
+        os.replace(temp_name, path)
+    except BaseException:
+        try:
+            os.unlink(temp_name)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+def _emit(args: argparse.Namespace, text: str, stdout: TextIO) -> int:
+    if args.output is None:
+        if args.check:
+            raise _InputError("--check needs -o/--output OUT (the file to compare)")
+        stdout.write(text)
+        return EXIT_OK
+    out = Path(args.output)
+    if args.check:
+        try:
+            current = out.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            current = None
+        except (OSError, UnicodeDecodeError) as error:
+            raise _InputError(f"{out}: cannot read: {error}") from None
+        if current == text:
+            return EXIT_OK
+        diff = difflib.unified_diff(
+            [] if current is None else current.splitlines(keepends=True),
+            text.splitlines(keepends=True),
+            fromfile=f"{out} (on disk)" if current is not None else "/dev/null",
+            tofile=f"{out} (expected)",
+        )
+        stdout.writelines(line if line.endswith("\n") else line + "\n" for line in diff)
+        print(f"dsh-codegen: {out} is {'missing' if current is None else 'stale'}; rerun without --check", file=sys.stderr)
+        return EXIT_CHECK_FAILED
+    try:
+        _write_atomic(out, text)
+    except OSError as error:
+        raise _InputError(f"{out}: cannot write: {error.strerror or error}") from None
+    return EXIT_OK
+
+
+def _cmd_sdk(args: argparse.Namespace, stdout: TextIO) -> int:
+    from dsh_codegen.codegen import render_sdk_module
+
+    catalog = _load_source(args)
+    language = "typescript" if args.lang == "ts" else "python"
+    try:
+        text = render_sdk_module(catalog, language)  # type: ignore[arg-type]
+    except ValueError as error:
+        source = args.catalog or f"--registry {args.registry}"
+        raise _InputError(f"{source}: {error}") from None
+    return _emit(args, text, stdout)
+
+
+def _cmd_catalog(args: argparse.Namespace, stdout: TextIO) -> int:
+    from dsh_codegen.codegen import render_catalog_markdown
+
+    return _emit(args, render_catalog_markdown(_load_source(args)), stdout)  # type: ignore[arg-type]
+
+
+def _cmd_check_schema(args: argparse.Namespace, stdout: TextIO) -> int:
+    from dsh_codegen.schema import JsonSchemaError, assert_supported_json_schema
+
+    schema = _read_json(args.file)
+    try:
+        assert_supported_json_schema(schema)
+    except JsonSchemaError as error:
+        for violation in error.violations:
+            print(f"{args.file}: {violation}", file=sys.stderr)
+        return EXIT_CHECK_FAILED
+    print(f"{args.file}: ok", file=stdout)
+    return EXIT_OK
+
+
+def _cmd_validate(args: argparse.Namespace, stdout: TextIO) -> int:
+    from dsh_codegen.schema import JsonSchemaError, assert_supported_json_schema, validate_json_schema_value
+
+    schema = _read_json(args.schema)
+    try:
+        assert_supported_json_schema(schema)
+    except JsonSchemaError as error:
+        for violation in error.violations:
+            print(f"{args.schema}: {violation}", file=sys.stderr)
+        return EXIT_CHECK_FAILED
+    value = _read_json(args.data)
+    violations = validate_json_schema_value(schema, value)
+    name = "<stdin>" if args.data == "-" else args.data
+    for violation in violations:
+        print(f"{name}: {violation}", file=sys.stderr)
+    if violations:
+        return EXIT_CHECK_FAILED
+    print(f"{name}: ok", file=stdout)
+    return EXIT_OK
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command; returns the exit code (see the module docstring)."""
     args = _build_parser().parse_args(argv)
     if args.command == "demo":
         from dsh_codegen._demo import run_demo
 
         return run_demo()
-    raise AssertionError(f"unhandled command {args.command!r}")
+    handlers = {
+        "sdk": _cmd_sdk,
+        "catalog": _cmd_catalog,
+        "check-schema": _cmd_check_schema,
+        "validate": _cmd_validate,
+    }
+    try:
+        return handlers[args.command](args, sys.stdout)
+    except _InputError as error:
+        print(f"dsh-codegen: error: {error}", file=sys.stderr)
+        return EXIT_USAGE

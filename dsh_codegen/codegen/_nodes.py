@@ -18,7 +18,7 @@ KEYWORDS = frozenset(
     {"type", "properties", "required", "additionalProperties", "items", "enum", "const", "oneOf"}
 )
 #: Keywords that do not change the type and are ignored when rendering.
-ANNOTATIONS = frozenset({"description", "title", "default", "examples", "$schema", "$id", "$comment"})
+ANNOTATIONS = frozenset({"description", "title", "default", "examples"})
 
 _TYPES = frozenset({"object", "array", "string", "number", "integer", "boolean", "null"})
 _OBJECT_ONLY = frozenset({"properties", "required", "additionalProperties"})
