@@ -1,0 +1,331 @@
+"""The JSON-Schema subset check and its compilation to a flat node table (cold code, both twins).
+
+One walk with an explicit stack checks every node and, when the schema is
+supported, builds the :class:`~dsh_codegen.schema._shared.Program` the
+validator twins run. A schema object reused in several places (sibling reuse)
+is checked and compiled once, at its first path; a schema object that contains
+itself is reported as ``<path> is circular``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from dsh_codegen.json._paths import format_path
+from dsh_codegen.schema._errors import JsonSchemaError
+from dsh_codegen.schema._shared import (
+    ARRAY,
+    BOOLEAN,
+    INTEGER,
+    JSON_ANY,
+    KEYWORDS,
+    KIND_OF_TYPE,
+    NULL,
+    NUMBER,
+    OBJECT,
+    ONE_OF,
+    STRING,
+    SUBSET_TEXT,
+    Node,
+    Program,
+    Violation,
+    frozen_types,
+    is_lossless_json,
+    scalar_fits,
+)
+
+__all__ = ["assert_object_json_schema", "assert_supported_json_schema", "compile_program", "schema_violations"]
+
+_KEYWORD_SET: Final = frozenset(KEYWORDS)
+_OBJECT_KEYWORDS: Final = ("properties", "required", "additionalProperties")
+_STRUCTURAL: Final = ("properties", "required", "additionalProperties", "items", "enum", "const")
+_SCALARS: Final = frozenset({NULL, BOOLEAN, INTEGER, NUMBER, STRING})
+_TYPE_LIST_TEXT: Final = "/".join(KIND_OF_TYPE)
+_ARTICLE: Final = {"integer": "an integer", "object": "an object", "array": "an array"}
+
+# A path is a chain ``(parent, segment)`` so that pushing a child costs O(1) even
+# 100,000 levels down; it is flattened only when a violation is reported.
+_Path = tuple[Any, str | int] | None
+# A child to visit: (schema, path, slot) where slot is a property name, a oneOf
+# position, or None for ``items``.
+_Child = tuple[Any, _Path, str | int | None]
+
+
+def _segments(path: _Path) -> tuple[str | int, ...]:
+    out: list[str | int] = []
+    while path is not None:
+        path, segment = path
+        out.append(segment)
+    out.reverse()
+    return tuple(out)
+
+
+class _Checker:
+    """One subset-check walk; ``build`` also compiles the node table."""
+
+    __slots__ = ("violations", "nodes", "branches", "_fobj", "_farr")
+
+    def __init__(self) -> None:
+        self.violations: list[Violation] = []
+        self.nodes: list[Node] = []
+        self.branches: dict[int, list[int]] = {}
+        self._fobj, self._farr = frozen_types()
+
+    def _is_object(self, value: object) -> bool:
+        t = type(value)
+        return t is dict or (self._fobj is not None and t is self._fobj)
+
+    def _is_array(self, value: object) -> bool:
+        t = type(value)
+        return t is list or t is tuple or (self._farr is not None and t is self._farr)
+
+    def _report(self, path: _Path, keyword: str | None, text: str) -> None:
+        segments = _segments(path)
+        if keyword is not None:
+            segments += (keyword,)
+        where = format_path(segments, "schema")
+        self.violations.append(Violation(segments, keyword or "schema", f"{where} {text}"))
+
+    def run(self, schema: object) -> None:
+        """Walk ``schema`` depth first, in document order."""
+        memo: dict[int, int] = {}
+        on_path: set[int] = set()
+        # frames: (schema, node index, path) or an exit marker (None, id, None)
+        stack: list[tuple[Any, int, _Path]] = [(schema, self._new_index(), None)]
+        if self._is_object(schema):
+            memo[id(schema)] = 0
+        while stack:
+            node_schema, index, path = stack.pop()
+            if index < 0:  # exit marker: node_schema's subtree is done
+                on_path.discard(~index)
+                continue
+            children = self._check_node(node_schema, index, path)
+            if not children:
+                continue
+            ident = id(node_schema)
+            on_path.add(ident)
+            stack.append((None, ~ident, None))  # ids are non-negative, so ~id < 0 marks an exit
+            for child, child_path, slot in reversed(children):
+                child_id = id(child)
+                if child_id in on_path:
+                    self._report(child_path, None, "is circular")
+                    continue
+                known = memo.get(child_id) if self._is_object(child) else None
+                if known is not None:
+                    self._link(index, slot, known)
+                    continue
+                child_index = self._new_index()
+                if self._is_object(child):
+                    memo[child_id] = child_index
+                self._link(index, slot, child_index)
+                stack.append((child, child_index, child_path))
+
+    def _link(self, parent: int, slot: str | int | None, child: int) -> None:
+        """Point the parent's slot (a property name, a branch position, or ``None`` for items) at ``child``."""
+        node = self.nodes[parent]
+        if isinstance(slot, str):
+            assert node.props is not None
+            node.props[slot] = child << 1
+        elif slot is None:
+            node.items = child
+        else:
+            self.branches[parent][slot] = child
+
+    def _new_index(self) -> int:
+        self.nodes.append(Node(JSON_ANY))
+        return len(self.nodes) - 1
+
+    def _check_node(self, schema: Any, index: int, path: _Path) -> list[_Child]:
+        """Check one node, fill ``nodes[index]`` and return its children with their slots."""
+        report = self._report
+        if not self._is_object(schema) or any(type(key) is not str for key in schema):
+            report(path, None, "must be a schema object")
+            return []
+        for key in schema:
+            if key not in _KEYWORD_SET:
+                report(path, key, f"is not a supported keyword (subset: {SUBSET_TEXT})")
+        node = self.nodes[index]
+        children: list[_Child] = []
+        type_name: str | None = None
+        if "type" in schema:
+            declared = schema["type"]
+            if self._is_array(declared):
+                report(path, "type", "must be a single type string (type arrays are not supported)")
+            elif type(declared) is str and declared in KIND_OF_TYPE:
+                type_name = declared
+            else:
+                report(path, "type", f"must be one of {_TYPE_LIST_TEXT}")
+        if "oneOf" in schema:
+            if "type" in schema:
+                report(path, None, "cannot declare both type and oneOf")
+            for keyword in _STRUCTURAL:
+                if keyword in schema:
+                    report(path, keyword, "is not supported beside oneOf")
+            branches = schema["oneOf"]
+            if not self._is_array(branches) or len(branches) < 2:
+                report(path, "oneOf", "must be an array of at least two schemas")
+            else:
+                node.kind = ONE_OF
+                self.branches[index] = [0] * len(branches)
+                oneof_path = (path, "oneOf")
+                for position, branch in enumerate(branches):
+                    children.append((branch, (oneof_path, position), position))
+        elif "type" not in schema:
+            for keyword in _STRUCTURAL:
+                if keyword in schema:
+                    report(path, keyword, "requires type or oneOf")
+        elif type_name is not None:
+            node.kind = KIND_OF_TYPE[type_name]
+            self._check_typed(schema, node, type_name, path, children)
+        self._check_annotations(schema, path)
+        return children
+
+    def _check_typed(
+        self, schema: Any, node: Node, type_name: str, path: _Path, children: list[_Child]
+    ) -> None:
+        report = self._report
+        kind = node.kind
+        for keyword in _OBJECT_KEYWORDS:
+            if keyword in schema and kind != OBJECT:
+                report(path, keyword, f'is not supported on type "{type_name}"')
+        if "items" in schema and kind != ARRAY:
+            report(path, "items", f'is not supported on type "{type_name}"')
+        for keyword in ("enum", "const"):
+            if keyword in schema and kind not in _SCALARS:
+                report(path, keyword, f'is not supported on type "{type_name}"')
+        if kind == OBJECT:
+            self._check_object(schema, node, path, children)
+        elif kind == ARRAY:
+            if "items" in schema:
+                children.append((schema["items"], (path, "items"), None))
+        else:
+            self._check_scalar(schema, node, type_name, path)
+
+    def _check_object(self, schema: Any, node: Node, path: _Path, children: list[_Child]) -> None:
+        report = self._report
+        props: dict[str, int] = {}
+        props_ok = True
+        if "properties" in schema:
+            declared = schema["properties"]
+            if not self._is_object(declared) or any(type(key) is not str for key in declared):
+                report(path, "properties", "must be an object of schemas")
+                props_ok = False
+            else:
+                props_path = (path, "properties")
+                for name, child in declared.items():
+                    props[name] = 0
+                    children.append((child, (props_path, name), name))
+        required: list[str] = []
+        if "required" in schema:
+            names = schema["required"]
+            if not self._is_array(names) or any(type(name) is not str for name in names):
+                report(path, "required", "must be an array of strings")
+            else:
+                for name in names:
+                    if props_ok and name not in props:
+                        report(path, "required", f"names {_quote(name)} which is not in properties")
+                    elif name not in required:
+                        required.append(name)
+        if "additionalProperties" in schema and type(schema["additionalProperties"]) is not bool:
+            report(path, "additionalProperties", "must be a boolean")
+        node.props = props
+        node.required = tuple(required)
+        node.closed = schema.get("additionalProperties") is False
+
+    def _check_scalar(self, schema: Any, node: Node, type_name: str, path: _Path) -> None:
+        report = self._report
+        kind = node.kind
+        node.inline = True
+        enum_ok = True
+        if "enum" in schema:
+            values = schema["enum"]
+            if not self._is_array(values) or not values or not all(scalar_fits(kind, v) for v in values):
+                report(path, "enum", f"must be a non-empty array of {type_name} values")
+                enum_ok = False
+            else:
+                node.enum_values = tuple(values)
+                node.enum = frozenset(values)
+        if "const" in schema:
+            const = schema["const"]
+            if not scalar_fits(kind, const):
+                report(path, "const", f"must be {_ARTICLE.get(type_name, 'a ' + type_name)} value")
+            else:
+                node.has_const = True
+                node.const = const
+                if enum_ok and node.enum is not None and const not in node.enum:
+                    report(path, "const", f"must be one of {format_path(_segments(path) + ('enum',), 'schema')} "
+                           "when both are declared")
+
+    def _check_annotations(self, schema: Any, path: _Path) -> None:
+        for keyword in ("description", "title"):
+            if keyword in schema and type(schema[keyword]) is not str:
+                self._report(path, keyword, "must be a string")
+        for keyword in ("default", "examples"):
+            if keyword in schema and not is_lossless_json(schema[keyword]):
+                self._report(path, keyword, "annotation must be lossless JSON data")
+
+
+def _quote(name: str) -> str:
+    from dsh_codegen.json._paths import quote_path
+
+    return quote_path(name)
+
+
+def _finish(checker: _Checker) -> Program:
+    """Mark required properties and inline oneOf nodes once every index is known."""
+    nodes = checker.nodes
+    for index, branches in checker.branches.items():
+        nodes[index].branches = tuple(branches)
+    for node in nodes:
+        if node.kind == OBJECT and node.props:
+            for name in node.required:
+                node.props[name] |= 1
+    return Program(nodes)
+
+
+def schema_violations(schema: object) -> list[Violation]:
+    """Every reason ``schema`` is outside the supported subset, in walk order (``[]`` when supported)."""
+    checker = _Checker()
+    checker.run(schema)
+    return checker.violations
+
+
+def compile_program(schema: object) -> Program:
+    """Check ``schema`` and compile it to a flat node table.
+
+    Raised errors: :class:`JsonSchemaError` listing every violation when the
+    schema is outside the supported subset.
+    """
+    checker = _Checker()
+    checker.run(schema)
+    if checker.violations:
+        raise JsonSchemaError(checker.violations)
+    return _finish(checker)
+
+
+def assert_supported_json_schema(schema: object) -> None:
+    """Return when ``schema`` is inside the supported JSON-Schema subset.
+
+    Raised errors: :class:`JsonSchemaError` (``UNSUPPORTED_SCHEMA``) listing every
+    violation in walk order, rooted at ``schema``.
+    """
+    violations = schema_violations(schema)
+    if violations:
+        raise JsonSchemaError(violations)
+
+
+def assert_object_json_schema(schema: object) -> None:
+    """Like :func:`assert_supported_json_schema`, and the root must declare ``type: "object"``.
+
+    Raised errors: :class:`JsonSchemaError`; the object-root violation
+    (``schema.type must be "object" (structured output is object-rooted)``)
+    comes first.
+    """
+    violations = schema_violations(schema)
+    fobj, _ = frozen_types()
+    if (type(schema) is dict or (fobj is not None and type(schema) is fobj)) and schema.get("type") != "object":  # type: ignore[attr-defined]
+        violations.insert(
+            0, Violation(("type",), "type", 'schema.type must be "object" (structured output is object-rooted)')
+        )
+    if violations:
+        raise JsonSchemaError(violations)

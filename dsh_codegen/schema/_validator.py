@@ -1,0 +1,60 @@
+"""Selects the validator twin and builds the public validation functions on it.
+
+The only module of the layer that knows which twin runs (DESIGN.md "Compiled
+core with a pure-Python twin"); type checkers always see the Python twin.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from dsh_codegen._backend import load_compiled
+from dsh_codegen.schema._compile import compile_program
+from dsh_codegen.schema._dsl import looks_like_parameter_spec, parameter_schema_spec_to_json_schema
+from dsh_codegen.schema._shared import Violation
+
+_c = load_compiled("_schema_c")
+if TYPE_CHECKING or _c is None:
+    from dsh_codegen.schema._validator_py import CompiledValidator
+else:
+    CompiledValidator = _c.CompiledValidator
+
+__all__ = ["CompiledValidator", "compile_validator", "validate_args", "validate_json_schema_value"]
+
+
+def compile_validator(schema: object) -> CompiledValidator:
+    """Check ``schema`` against the supported subset and compile it once for reuse.
+
+    Raised errors: :class:`~dsh_codegen.schema.JsonSchemaError` (``UNSUPPORTED_SCHEMA``)
+    listing every violation when ``schema`` is outside the subset.
+    """
+    return CompiledValidator(compile_program(schema))
+
+
+def validate_json_schema_value(schema: object, value: object, path: str = "value") -> list[Violation]:
+    """One-shot :meth:`CompiledValidator.violations`: every violation of ``value``, rooted at ``path``.
+
+    Raised errors: :class:`~dsh_codegen.schema.JsonSchemaError` for an unsupported
+    ``schema``; never for any ``value``.
+    """
+    return compile_validator(schema).violations(value, path)
+
+
+def validate_args(spec_or_schema: object, args: object) -> list[Violation]:
+    """Every violation of tool arguments ``args`` (``[]`` when valid); total in ``args``.
+
+    ``spec_or_schema`` is a :data:`ParameterSchemaSpec` (a mapping of property
+    name to property spec; ``{}`` is the empty one) or a raw JSON schema (it
+    declares ``type`` or ``oneOf``). A root-level violation names the root
+    ``"arguments"`` (``"arguments" must be an object``); deeper paths are unrooted
+    (``"config.host" must be a string``, ``missing required property "config.host"``).
+
+    Raised errors: none for any ``args`` whatsoever (hostile objects, cycles,
+    subclasses, huge ints all become violations); :class:`JsonSchemaError` when
+    ``spec_or_schema`` itself is unsupported (a programming error, not bad input).
+    """
+    if looks_like_parameter_spec(spec_or_schema):
+        schema: object = parameter_schema_spec_to_json_schema(spec_or_schema)  # type: ignore[arg-type]
+    else:
+        schema = spec_or_schema
+    return compile_validator(schema).validate_args(args)
