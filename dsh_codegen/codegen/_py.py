@@ -97,6 +97,8 @@ class PyTypes:
 
     namer: ClassNamer | None = None
     qualify: bool = False
+    #: How each qualifying module is spelled (an alias when a member takes its name).
+    aliases: dict[str, str] = field(default_factory=lambda: {"builtins": "builtins", "typing": "typing"})
     classes: list[PyClass] = field(default_factory=list)
     typing_used: set[str] = field(default_factory=set)
     modules_used: set[str] = field(default_factory=set)
@@ -106,7 +108,7 @@ class PyTypes:
         if token in shadow:
             module = SHADOWABLE[token]
             self.modules_used.add(module)
-            return f"{module}.{token}"
+            return f"{self.aliases[module]}.{token}"
         if token in _TYPING_NAMES:
             self.typing_used.add(token)
         return token

@@ -86,14 +86,26 @@ def _property_names(schemas: list[object]) -> set[str]:
     return names
 
 
+def _alias(module: str, taken: set[str]) -> str:
+    """``module``, or ``_module``, ``_module_``, ... when a class member takes the name
+    (a tool method ``builtins`` would shadow the module inside ``class Tools``)."""
+    alias = module
+    if alias in taken:
+        alias = "_" + module
+        while alias in taken:
+            alias += "_"
+    return alias
+
+
 def _py_context(catalog: Iterable[ToolSchemaEntry], qualify: bool) -> dict[str, object]:
     entries = sorted_catalog(catalog)
     namer = ClassNamer(_PY_MODULE_NAMES)
     # A generated class must not share a name with a member of any class body
     # (a field or a tool method), which would shadow it in annotations.
-    namer.reserve(entry.name for entry in entries)
-    namer.reserve(_property_names([s for entry in entries for s in (entry.parameters, entry.output_schema)]))
-    types = PyTypes(namer, qualify)
+    members_anywhere = {entry.name for entry in entries}
+    members_anywhere |= _property_names([s for entry in entries for s in (entry.parameters, entry.output_schema)])
+    namer.reserve(members_anywhere)
+    types = PyTypes(namer, qualify, aliases={module: _alias(module, members_anywhere) for module in ("builtins", "typing")})
     method_names = [entry.name for entry in entries if is_py_method_name(entry.name)]
     shadow = types.shadow_for(method_names)
     members = []
@@ -123,7 +135,10 @@ def _py_context(catalog: Iterable[ToolSchemaEntry], qualify: bool) -> dict[str, 
         used.add("TypedDict")
     return {
         "typing_names": ", ".join(name for name in _TYPING_ORDER if name in used),
-        "modules": sorted(types.modules_used),
+        "modules": [
+            module if types.aliases[module] == module else f"{module} as {types.aliases[module]}"
+            for module in sorted(types.modules_used)
+        ],
         "classes": types.classes,
         "members": members,
         "has_methods": any(member["method"] for member in members),
