@@ -1,5 +1,9 @@
 """Layer package: re-exports only (see DESIGN.md)."""
 
+from dsh_codegen.registry._approval import ApprovalAnswer, ApprovalRequest, ApprovalService
+from dsh_codegen.registry._assembly import PromptAssembly, PromptSection
+from dsh_codegen.registry._codemode_seam import CodeModeProvider, CodeRuntime, install_code_mode
+from dsh_codegen.registry._definitions import ToolDefinition, ToolOutput, define_tool
 from dsh_codegen.registry._errors import (
     RUN_CODE_NAME,
     TOOL_ABORTED,
@@ -19,6 +23,8 @@ from dsh_codegen.registry._execution import (
     ToolRunContext,
 )
 from dsh_codegen.registry._gate import PipelineGate
+from dsh_codegen.registry._pipeline import PIPELINE_STAGES
+from dsh_codegen.registry._registry import Disposer, ToolChange, ToolRegistry, ToolSchema, ToolScope
 from dsh_codegen.registry._results import (
     UNSET,
     Accept,
@@ -39,18 +45,29 @@ __all__ = [
     "TOOL_ABORTED",
     "TOOL_ABORTED_BEFORE_DISPATCH",
     "TOOL_TIMEOUT",
+    "PIPELINE_STAGES",
     "UNSET",
     "AbortController",
     "AbortError",
     "AbortSignal",
     "Accept",
     "Allow",
+    "ApprovalAnswer",
+    "ApprovalRequest",
+    "ApprovalService",
     "Ask",
     "Block",
+    "CodeModeProvider",
     "CodeRunFailedError",
+    "CodeRuntime",
     "Deny",
+    "Disposer",
     "HarnessError",
     "PipelineGate",
+    "PromptAssembly",
+    "PromptSection",
+    "ToolChange",
+    "ToolDefinition",
     "ToolDispatchExecution",
     "ToolError",
     "ToolErrorInfo",
@@ -60,8 +77,14 @@ __all__ = [
     "ToolExecutionToken",
     "ToolFailure",
     "ToolNotFoundError",
+    "ToolOutput",
     "ToolOutputError",
+    "ToolRegistry",
     "ToolRunContext",
+    "ToolSchema",
+    "ToolScope",
     "ToolSuccess",
     "ToolTimeoutError",
+    "define_tool",
+    "install_code_mode",
 ]

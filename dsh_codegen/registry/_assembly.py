@@ -1,0 +1,120 @@
+"""Prompt assembly: the tools and sections a scope contributes to a system prompt.
+
+``native`` contributes every visible tool's schema and no section. ``code``
+contributes only the ``run_code`` transport plus the ``tools:code-only`` rule
+(order 99) and the ``tools:sdk`` section (order 150); ``both`` contributes the
+native schemas, ``run_code`` last, and the SDK (the code-only rule renders
+empty). ``on_assemble`` listeners then rewrite the result as a waterfall.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final
+
+from dsh_codegen.codegen import ToolSchemaEntry, render_py_sdk, render_ts_sdk
+from dsh_codegen.registry._errors import RUN_CODE_NAME
+
+if TYPE_CHECKING:
+    from dsh_codegen.registry._definitions import CompiledTool
+    from dsh_codegen.registry._registry import ToolRegistry, ToolScope
+
+__all__ = ["PromptAssembly", "PromptSection"]
+
+CODE_ONLY_RULE: Final = (
+    "`run_code` is the only tool you can call directly \u2014 a tool call naming any other tool"
+    " fails. Reach every tool the SDK declares below from inside the program."
+)
+_RENDERERS: Final[dict[str, Callable[[list[ToolSchemaEntry]], str]]] = {
+    "typescript": render_ts_sdk,
+    "python": render_py_sdk,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class PromptSection:
+    """One named prompt section; lower ``order`` renders first."""
+
+    id: str
+    order: int
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class PromptAssembly:
+    """What the registry contributes to a prompt: tool schemas (wire order) and sections."""
+
+    tools: tuple[dict[str, Any], ...]
+    sections: tuple[PromptSection, ...] = ()
+
+
+def assemble_for(
+    registry: ToolRegistry,
+    mode: str,
+    tools: list[CompiledTool],
+    chain: tuple[ToolScope, ...],
+    tool_order: Sequence[str] | None,
+) -> PromptAssembly:
+    """The registry's own assembly for one scope (before ``on_assemble`` listeners).
+
+    Raised errors (``ValueError``): no runtime in a non-native mode; unknown
+    runtime language; ``tool_order lists unregistered tool "<name>"``.
+    """
+    from dsh_codegen.registry._codemode_seam import no_runtime_message
+    from dsh_codegen.registry._registry import _schema_of
+
+    sections: tuple[PromptSection, ...] = ()
+    if mode == "native":
+        wire = tools
+    else:
+        runtime = registry.code_runtime
+        if runtime is None:
+            raise ValueError(no_runtime_message(mode))
+        language = getattr(runtime, "language", None)
+        renderer = _RENDERERS.get(language) if type(language) is str else None
+        if renderer is None:
+            raise ValueError(
+                f'dsh_codegen: no SDK renderer registered for runtime language "{language}"'
+                ' (known: "typescript", "python")'
+            )
+        catalog = registry.catalog(chain[0] if chain else None)
+        sections = (
+            PromptSection("tools:code-only", 99, CODE_ONLY_RULE if mode == "code" else ""),
+            PromptSection("tools:sdk", 150, renderer(catalog)),
+        )
+        wire = [t for t in tools if t.name == RUN_CODE_NAME] if mode == "code" else tools
+    schemas = [_schema_of(tool) for tool in wire]
+    if tool_order:
+        by_name = {schema["name"]: schema for schema in schemas}
+        first: list[dict[str, Any]] = []
+        for name in tool_order:
+            if name not in by_name:
+                raise ValueError(f'tool_order lists unregistered tool "{name}"')
+            if all(item is not by_name[name] for item in first):
+                first.append(by_name[name])
+        schemas = first + [s for s in schemas if all(s is not item for item in first)]
+    return PromptAssembly(tuple(schemas), sections)
+
+
+def run_assemble_listeners(
+    listeners: list[Callable[..., Any]], base: PromptAssembly
+) -> PromptAssembly:
+    """Run ``fn(assembly, next)`` listeners as a waterfall; the first registered runs outermost.
+
+    ``next()`` returns the downstream assembly (the registry's own at the end).
+    Raised errors: ``TypeError`` when a listener returns something other than
+    a ``PromptAssembly``; whatever a listener raises.
+    """
+
+    def run(index: int) -> PromptAssembly:
+        if index == len(listeners):
+            return base
+        result = listeners[index](base, lambda: run(index + 1))
+        if not isinstance(result, PromptAssembly):
+            raise TypeError(
+                f"on_assemble listener returned {type(result).__name__}, not a PromptAssembly"
+            )
+        return result
+
+    return run(0)

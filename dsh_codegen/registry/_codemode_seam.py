@@ -1,0 +1,173 @@
+"""The seam through which the registry reaches Code Mode (layer 5 plugs in here).
+
+The registry owns the reserved ``run_code`` transport's *shape* (schema,
+output declaration, rendering, ``present_call``) because it must reserve and
+present it in every mode; running a program is delegated to a
+:class:`CodeModeProvider` that ``dsh_codegen.codemode`` installs with
+:func:`install_code_mode`. Without a runtime, ``run_code`` fails with the
+CONTRACT.md "requires a code runtime" message.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Final, Protocol, runtime_checkable
+
+from dsh_codegen.json import render_json_pretty
+from dsh_codegen.registry._definitions import CompiledTool, ToolDefinition, ToolOutput, compiled_for
+from dsh_codegen.registry._errors import RUN_CODE_NAME
+
+if TYPE_CHECKING:
+    from dsh_codegen.registry._execution import ToolRunContext
+    from dsh_codegen.registry._registry import ToolRegistry
+    from dsh_codegen.registry.views import GenericCallView
+
+__all__ = [
+    "CodeModeProvider",
+    "CodeRuntime",
+    "install_code_mode",
+    "no_runtime_message",
+    "run_code_tool",
+]
+
+KNOWN_LANGUAGES: Final = ("typescript", "python")
+NO_OUTPUT: Final = "(run_code completed with no output)"
+
+
+@runtime_checkable
+class CodeRuntime(Protocol):
+    """A program runner: ``language`` selects the SDK flavor; ``run`` executes one program."""
+
+    language: str
+
+    async def run(self, request: Any) -> Any:
+        """Run one program.
+
+        Cancellation: the request carries a signal; the runtime stops the
+        program when it aborts and settles only after it has stopped.
+        """
+        ...
+
+
+@runtime_checkable
+class CodeModeProvider(Protocol):
+    """Runs ``run_code`` programs for a registry (installed by ``dsh_codegen.codemode``)."""
+
+    async def run_code(
+        self, registry: ToolRegistry, run: ToolRunContext, code: str, description: str
+    ) -> Any:
+        """Run ``code`` and return the canonical ``{logs, result?}`` value.
+
+        Cancellation: must abort in-flight sub-calls and drain them before returning.
+        """
+        ...
+
+
+_provider: CodeModeProvider | None = None
+
+
+def install_code_mode(provider: CodeModeProvider | None) -> None:
+    """Install (or with ``None`` remove) the process-wide Code Mode provider."""
+    global _provider
+    _provider = provider
+
+
+def no_runtime_message(mode: str) -> str:
+    """CONTRACT.md §4 "run_code with no runtime", with the Python names."""
+    return (
+        f'dsh_codegen: mode "{mode}" requires a code runtime \u2014 pass'
+        " code_runtime=PythonSubprocessRuntime() (or another CodeRuntime)"
+        ' or set mode="native"'
+    )
+
+
+def _flavor(language: str) -> str:
+    if language == "typescript":
+        return "TypeScript"
+    if language == "python":
+        return "Python"
+    known = ", ".join(f'"{name}"' for name in KNOWN_LANGUAGES)
+    raise ValueError(
+        f'dsh_codegen: no run_code schema flavor registered for runtime language "{language}"'
+        f" (known: {known})"
+    )
+
+
+def render_run_code(_args: Any, value: Any) -> list[dict[str, str]]:
+    """CONTRACT.md §3.2: logs, then the rendered result (a string raw, anything else pretty JSON)."""
+    parts: list[str] = []
+    logs = "\n".join(value["logs"])
+    if logs:
+        parts.append(logs)
+    if "result" in value:
+        result = value["result"]
+        rendered = result if type(result) is str else render_json_pretty(result)
+        if rendered:
+            parts.append(rendered)
+    return [{"type": "text", "text": "\n".join(parts) if parts else NO_OUTPUT}]
+
+
+def present_run_code(args: Any) -> GenericCallView:
+    """The generic card for a ``run_code`` call (there is deliberately no ``present_result``)."""
+    return {
+        "card": "generic",
+        "title": args["description"],
+        "kind": "execute",
+        "rawInput": args["code"],
+    }
+
+
+def run_code_tool(registry: ToolRegistry, language: str) -> CompiledTool:
+    """Build the ``run_code`` transport for ``language``.
+
+    Raised errors: ``ValueError`` ``dsh_codegen: no run_code schema flavor
+    registered for runtime language ...`` for an unknown language.
+    """
+    flavor = _flavor(language)
+
+    async def execute(args: Any, run: ToolRunContext) -> Any:
+        description = args["description"]
+        if not description.strip():
+            raise ValueError("invalid description: expected a non-empty string")
+        if registry.code_runtime is None:
+            raise ValueError(no_runtime_message(registry.presentation(registry.chain_for(run.agent))))
+        if _provider is None:
+            raise RuntimeError(
+                "dsh_codegen: Code Mode is not installed; import dsh_codegen.codemode"
+                " to run run_code programs"
+            )
+        return await _provider.run_code(registry, run, args["code"], description)
+
+    definition = ToolDefinition(
+        name=RUN_CODE_NAME,
+        description=(
+            f"Execute a {flavor} program that calls the tools declared in the SDK section."
+            " Both `code` and `description` are required."
+        ),
+        parameters={
+            "type": "object",
+            "properties": {
+                "code": {
+                    "type": "string",
+                    "description": f"The program: the body of an async {flavor} function.",
+                },
+                "description": {
+                    "type": "string",
+                    "description": "Required: a short, human-readable summary of what the program does.",
+                },
+            },
+            "required": ["code", "description"],
+        },
+        output=ToolOutput(
+            {
+                "type": "object",
+                "properties": {"logs": {"type": "array", "items": {"type": "string"}}, "result": {}},
+                "required": ["logs"],
+                "additionalProperties": False,
+            },
+            render_run_code,
+        ),
+        execute=execute,
+        present_call=present_run_code,
+        validates_arguments=True,
+    )
+    return compiled_for(definition)

@@ -1,0 +1,325 @@
+"""Tool definitions: ``ToolOutput``, ``ToolDefinition``, ``define_tool`` and their compiled form.
+
+A :class:`ToolDefinition` holds JSON schemas. ``define_tool`` builds one from
+the schema DSL and marks it ``validates_arguments=True`` (the registry checks
+arguments before the body); a definition built directly is *raw*: it owns its
+input validation, but its output is still enforced by the registry.
+
+Validators are compiled once per definition (at ``define_tool`` or at the
+first registration) and reused by every call.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import math
+import weakref
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final
+
+from dsh_codegen.json import LosslessJsonError, snapshot_json
+from dsh_codegen.registry._errors import RUN_CODE_NAME
+from dsh_codegen.registry._results import ContentBlock, JsonValue, ToolExecutionResult
+from dsh_codegen.schema import (
+    CompiledValidator,
+    ParameterSchemaSpec,
+    ValueSchemaSpec,
+    assert_supported_json_schema,
+    compile_validator,
+    parameter_schema_spec_to_json_schema,
+    value_schema_spec_to_json_schema,
+)
+
+if TYPE_CHECKING:
+    from dsh_codegen.registry._execution import ToolExecution, ToolRunContext
+    from dsh_codegen.registry.views import ToolCallView, ToolResultView
+
+__all__ = ["ToolDefinition", "ToolOutput", "define_tool"]
+
+_log = logging.getLogger("dsh_codegen")
+
+Render = Callable[[Any, Any], Sequence[ContentBlock]]
+PresentationMeta = Callable[[Any, Any], JsonValue]
+Execute = Callable[[Any, "ToolRunContext"], Awaitable[Any]]
+FinalizeContent = Callable[["ToolExecution", ToolExecutionResult], Sequence[ContentBlock] | None]
+ConcurrencyClassifier = Callable[[Any], object]
+PresentCall = Callable[[Any], "ToolCallView | None"]
+PresentResult = Callable[[Any, ToolExecutionResult], "ToolResultView | None"]
+
+RESERVED_NAME_MESSAGE: Final = (
+    'tool name "run_code" is reserved for the Code Mode presentation transport'
+    " and cannot be registered or shadowed"
+)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class ToolOutput:
+    """A tool's canonical output declaration.
+
+    ``schema`` is the JSON schema of the value the body returns (a
+    ``ValueSchemaSpec`` when given to ``define_tool``); ``render(args, value)``
+    returns the model-facing content blocks; ``presentation_meta(args, value)``
+    optionally derives JSON metadata for top-level calls. Both projectors must
+    be synchronous.
+    """
+
+    schema: Any
+    render: Render
+    presentation_meta: PresentationMeta | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class ToolDefinition:
+    """A registrable tool.
+
+    ``parameters`` and ``output.schema`` are JSON schemas (the supported
+    subset for the output). ``execute(args, run)`` returns the canonical JSON
+    value. ``validates_arguments`` is ``True`` for ``define_tool`` definitions
+    (arguments are validated against ``parameters`` before the body); raw
+    definitions see whatever arguments arrive. Registration checks the rest
+    (see ``ToolRegistry.register``).
+    """
+
+    name: str
+    description: str
+    parameters: Any
+    output: ToolOutput | None
+    execute: Execute
+    finalize_content: FinalizeContent | None = None
+    timeout_ms: float | None = None
+    is_concurrency_safe: ConcurrencyClassifier | None = None
+    present_call: PresentCall | None = None
+    present_result: PresentResult | None = None
+    validates_arguments: bool = False
+
+    def call_view(self, arguments: object) -> ToolCallView | None:
+        """``present_call(args)`` with soft validation: ``None`` for malformed arguments or a failing presenter."""
+        present = self.present_call
+        if present is None:
+            return None
+        args = soft_arguments(self, arguments)
+        if args is _MALFORMED:
+            return None
+        try:
+            return present(args)
+        except Exception:
+            _log.warning("present_call of tool %r raised", self.name, exc_info=True)
+            return None
+
+    def result_view(self, arguments: object, result: ToolExecutionResult) -> ToolResultView | None:
+        """``present_result(args, result)`` with soft validation (see :meth:`call_view`)."""
+        present = self.present_result
+        if present is None:
+            return None
+        args = soft_arguments(self, arguments)
+        if args is _MALFORMED:
+            return None
+        try:
+            return present(args, result)
+        except Exception:
+            _log.warning("present_result of tool %r raised", self.name, exc_info=True)
+            return None
+
+
+_MALFORMED: Final = object()
+
+
+def soft_arguments(definition: ToolDefinition, arguments: object) -> Any:
+    """The arguments a soft-validating callback sees, or ``_MALFORMED``.
+
+    Raw definitions get ``arguments`` as given. ``define_tool`` definitions get
+    a frozen snapshot, and ``_MALFORMED`` when it is lossy or invalid.
+    """
+    if not definition.validates_arguments:
+        return arguments
+    try:
+        frozen = snapshot_json(arguments)
+    except (LosslessJsonError, RecursionError, TypeError, ValueError):
+        return _MALFORMED
+    if not compiled_for(definition).args_validator_is_valid(frozen):
+        return _MALFORMED
+    return frozen
+
+
+# --- compiled form ----------------------------------------------------------------------
+
+
+class CompiledTool:
+    """Everything the pipeline needs from a definition, resolved once.
+
+    Holds the compiled output validator and, for ``define_tool`` definitions,
+    the compiled argument validator.
+    """
+
+    __slots__ = (
+        "args_validator",
+        "definition",
+        "execute",
+        "finalize_content",
+        "name",
+        "output_schema",
+        "output_validator",
+        "parameters",
+        "presentation_meta",
+        "render",
+        "__weakref__",
+    )
+
+    def __init__(self, definition: ToolDefinition) -> None:
+        output = definition.output
+        assert output is not None
+        self.definition = definition
+        self.name = definition.name
+        self.parameters = definition.parameters
+        self.output_schema = output.schema
+        self.output_validator: CompiledValidator = compile_validator(output.schema)
+        self.args_validator: CompiledValidator | None = (
+            compile_validator(definition.parameters) if definition.validates_arguments else None
+        )
+        self.execute = definition.execute
+        self.render = output.render
+        self.presentation_meta = output.presentation_meta
+        self.finalize_content = definition.finalize_content
+
+    def args_validator_is_valid(self, arguments: object) -> bool:
+        validator = self.args_validator
+        return True if validator is None else validator.is_valid(arguments)
+
+
+_compiled: weakref.WeakKeyDictionary[ToolDefinition, CompiledTool] = weakref.WeakKeyDictionary()
+
+
+def compiled_for(definition: ToolDefinition) -> CompiledTool:
+    """The compiled form of a checked definition (compiled on first use, then cached)."""
+    compiled = _compiled.get(definition)
+    if compiled is None:
+        compiled = _compiled[definition] = CompiledTool(definition)
+    return compiled
+
+
+# --- checks -----------------------------------------------------------------------------
+
+
+def valid_timeout(timeout_ms: object) -> bool:
+    """Whether ``timeout_ms`` is ``None`` or a positive finite ``int``/``float`` (never a ``bool``)."""
+    if timeout_ms is None:
+        return True
+    if type(timeout_ms) is int:
+        return timeout_ms > 0
+    if type(timeout_ms) is float:
+        return timeout_ms > 0 and math.isfinite(timeout_ms)
+    return False
+
+
+def _require_sync(owner: str, label: str, fn: object) -> None:
+    if fn is None:
+        return
+    if not callable(fn):
+        raise TypeError(f"{owner}: {label} must be callable")
+    if inspect.iscoroutinefunction(fn):
+        raise TypeError(f"{owner}: {label} must be synchronous (got a coroutine function)")
+
+
+def check_callbacks(owner: str, definition: ToolDefinition) -> None:
+    """Reject non-callables and coroutine functions where a synchronous callback is required."""
+    if not callable(definition.execute):
+        raise TypeError(f"{owner}: execute must be callable")
+    output = definition.output
+    assert output is not None
+    if not callable(output.render):
+        raise TypeError(f"{owner}: output.render must be callable")
+    _require_sync(owner, "output.render", output.render)
+    _require_sync(owner, "output.presentation_meta", output.presentation_meta)
+    _require_sync(owner, "finalize_content", definition.finalize_content)
+    _require_sync(owner, "is_concurrency_safe", definition.is_concurrency_safe)
+    _require_sync(owner, "present_call", definition.present_call)
+    _require_sync(owner, "present_result", definition.present_result)
+
+
+def missing_output_message(name: str) -> str:
+    return f'tool "{name}" must declare output {{ schema, render, presentation_meta? }}'
+
+
+def check_for_registration(definition: object) -> CompiledTool:
+    """Check a definition for ``register`` and return its compiled form.
+
+    Raised errors: ``TypeError`` for a non-definition, a missing ``output`` or
+    a bad callback; ``ValueError`` for a bad name, the reserved name or a bad
+    ``timeout_ms``; ``JsonSchemaError`` for an unsupported output schema.
+    """
+    if not isinstance(definition, ToolDefinition):
+        raise TypeError(f"register() expects a ToolDefinition, got {type(definition).__name__}")
+    name = definition.name
+    if type(name) is not str or not name:
+        raise ValueError(f"tool name must be a non-empty string, got {name!r}")
+    if name == RUN_CODE_NAME:
+        raise ValueError(RESERVED_NAME_MESSAGE)
+    if type(definition.description) is not str:
+        raise TypeError(f'tool "{name}": description must be a string')
+    if not isinstance(definition.output, ToolOutput):
+        raise TypeError(missing_output_message(name))
+    if not valid_timeout(definition.timeout_ms):
+        raise ValueError(f'tool "{name}" timeout_ms must be a positive finite number')
+    check_callbacks(f'tool "{name}"', definition)
+    compiled = _compiled.get(definition)
+    if compiled is None:
+        assert_supported_json_schema(definition.output.schema)
+        compiled = compiled_for(definition)
+    return compiled
+
+
+def define_tool(
+    *,
+    name: str,
+    description: str,
+    parameters: ParameterSchemaSpec,
+    output: ToolOutput,
+    execute: Execute,
+    finalize_content: FinalizeContent | None = None,
+    timeout_ms: float | None = None,
+    is_concurrency_safe: ConcurrencyClassifier | None = None,
+    present_call: PresentCall | None = None,
+    present_result: PresentResult | None = None,
+) -> ToolDefinition:
+    """Build a validated tool from the schema DSL.
+
+    ``parameters`` is a ``ParameterSchemaSpec`` (the implicit open object
+    root) and ``output.schema`` a ``ValueSchemaSpec``; both are compiled to
+    JSON schemas and validators now. The registry validates call arguments
+    before the body and reports bad ones as ``INVALID_ARGS`` results.
+
+    Raised errors: ``JsonSchemaError`` for a bad spec; ``TypeError`` for a
+    missing ``output`` or a bad callback; ``ValueError`` for a bad name, the
+    reserved name or ``define_tool(<name>): timeout_ms must be a positive
+    finite number``.
+    """
+    if type(name) is not str or not name:
+        raise ValueError(f"define_tool(): name must be a non-empty string, got {name!r}")
+    if name == RUN_CODE_NAME:
+        raise ValueError(RESERVED_NAME_MESSAGE)
+    if type(description) is not str:
+        raise TypeError(f"define_tool({name}): description must be a string")
+    if not isinstance(output, ToolOutput):
+        raise TypeError(missing_output_message(name))
+    if not valid_timeout(timeout_ms):
+        raise ValueError(f"define_tool({name}): timeout_ms must be a positive finite number")
+    parameters_schema = parameter_schema_spec_to_json_schema(parameters)
+    output_schema = value_schema_spec_to_json_schema(output.schema)
+    definition = ToolDefinition(
+        name=name,
+        description=description,
+        parameters=parameters_schema,
+        output=ToolOutput(output_schema, output.render, output.presentation_meta),
+        execute=execute,
+        finalize_content=finalize_content,
+        timeout_ms=timeout_ms,
+        is_concurrency_safe=is_concurrency_safe,
+        present_call=present_call,
+        present_result=present_result,
+        validates_arguments=True,
+    )
+    check_callbacks(f"define_tool({name})", definition)
+    compiled_for(definition)
+    return definition

@@ -1,0 +1,917 @@
+"""The execution pipeline: one plain async function over a call and a listener snapshot.
+
+:func:`run_pipeline` runs the stages below, declared here once, in call order
+(``PIPELINE_STAGES`` lists them by name). The registry holds state; this
+module holds order. Each stage returns a normalized, frozen result or
+``None`` ("continue"); every result is normalized exactly once, where it is
+made.
+
+1. :func:`create_execution`   read the input once, mint the token, snapshot ``finalize_content`` and the arguments
+2. :func:`entry_outcome`      argument failure, pre-aborted entry, Code Mode collapse (all skip post-execute)
+3. :func:`run_policy`         pre-execute waterfall, approval, guards, cancellation recheck (inside ``gate.policy()``)
+4. :func:`run_dispatch`       around-dispatch wrappers around the body and the output normalization
+5. :func:`run_post_execute`   post-execute waterfall (accept / block)          -- the rest inside ``gate.commit()``
+6. :func:`settle_cancellation` caller cancellation replaces a success (``ABORTED`` / ``ABORTED_BEFORE_DISPATCH``)
+7. :func:`run_finalize`       ``finalize_content`` exactly once, then re-materialize the content
+8. :func:`notify_result`      ``on_result`` observers (failures logged), then return the same object
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+from collections.abc import Callable, Hashable
+from typing import TYPE_CHECKING, Any, Final
+
+from dsh_codegen.json import LosslessJsonError, snapshot_json
+from dsh_codegen.registry._approval import ApprovalRequest
+from dsh_codegen.registry._errors import (
+    RUN_CODE_NAME,
+    TOOL_ABORTED,
+    TOOL_ABORTED_BEFORE_DISPATCH,
+    ToolNotFoundError,
+    ToolOutputError,
+    error_message,
+)
+from dsh_codegen.registry._execution import (
+    ToolDispatchExecution,
+    ToolExecution,
+    ToolExecutionToken,
+    ToolRunContext,
+)
+from dsh_codegen.registry._materialize import (
+    ARGUMENTS_NOT_LOSSLESS,
+    RESULT_NOT_LOSSLESS,
+    ContentShapeError,
+    check_content,
+    snapshot_contexts,
+)
+from dsh_codegen.registry._results import (
+    UNSET,
+    Accept,
+    Allow,
+    Ask,
+    Block,
+    Deny,
+    ToolError,
+    ToolErrorInfo,
+    ToolExecutionResult,
+    ToolFailure,
+    ToolSuccess,
+    error_content,
+    failure_from_exception,
+)
+from dsh_codegen.registry.cancel import AbortError, AbortSignal, fuse_signals
+from dsh_codegen.schema import ToolArgsError
+
+if TYPE_CHECKING:
+    from dsh_codegen.registry._definitions import CompiledTool
+    from dsh_codegen.registry._execution import ToolExecutionInput
+    from dsh_codegen.registry._gate import PipelineGate
+    from dsh_codegen.registry._registry import (
+        ListenerSnapshot,
+        ToolRegistry,
+        ToolScope,
+        _Listener,
+    )
+
+__all__ = ["PIPELINE_STAGES", "run_pipeline"]
+
+_log = logging.getLogger("dsh_codegen")
+
+PIPELINE_STAGES: Final = (
+    "create_execution",
+    "entry_outcome",
+    "run_policy",
+    "run_dispatch",
+    "run_post_execute",
+    "settle_cancellation",
+    "run_finalize",
+    "notify_result",
+)
+
+ALLOW: Final = Allow()
+_ABORTED_BEFORE_DISPATCH_MESSAGE: Final = "tool call aborted before dispatch"
+_ABORTED_MESSAGE: Final = "tool call aborted"
+_BLOCK_DEFAULT: Final = "tool result blocked by post-execute policy"
+_BOTH_REPLACED: Final = "tools/post-execute accept decision cannot replace both value and content"
+_FAILED_VALUE: Final = "tools/post-execute cannot replace the value of a failed result"
+
+
+class _Call:
+    """The mutable state of one call while the pipeline runs it."""
+
+    __slots__ = (
+        "body_started",
+        "chain",
+        "execution",
+        "finalize",
+        "fused",
+        "listeners",
+        "produced",
+        "registry",
+        "run",
+    )
+
+    def __init__(
+        self,
+        registry: ToolRegistry,
+        execution: ToolExecution,
+        chain: tuple[ToolScope, ...],
+        finalize: Callable[..., Any] | None,
+    ) -> None:
+        self.registry = registry
+        self.execution = execution
+        self.chain = chain
+        self.finalize = finalize
+        self.listeners: ListenerSnapshot | None = None
+        self.body_started = False
+        # The signal of the body currently running (aborted if the awaiting task is cancelled).
+        self.fused: AbortSignal | None = None
+        # The run context of the latest body invocation (its deferred contexts survive cancellation).
+        self.run: ToolRunContext | None = None
+        # Results produced by ``next()`` for wrappers: returning one of them is not "authoring".
+        self.produced: list[ToolExecutionResult] | None = None
+
+
+async def _maybe_await(value: Any) -> Any:
+    # Listeners may be sync or async; only an awaitable result is awaited.
+    if inspect.isawaitable(value):
+        return await value
+    return value
+
+
+def _coded_failure(message: str, name: str, code: str, contexts: Any = ()) -> ToolFailure:
+    return ToolFailure(
+        ToolError(message, ToolErrorInfo(name, code)), error_content(message), UNSET, tuple(contexts)
+    )
+
+
+def _plain_failure(message: str, contexts: Any = ()) -> ToolFailure:
+    return ToolFailure(ToolError(message), error_content(message), UNSET, tuple(contexts))
+
+
+def aborted_before_dispatch(contexts: Any = ()) -> ToolFailure:
+    """The exact ``ABORTED_BEFORE_DISPATCH`` result (CONTRACT.md §3.3)."""
+    return _coded_failure(
+        _ABORTED_BEFORE_DISPATCH_MESSAGE, "AbortError", TOOL_ABORTED_BEFORE_DISPATCH, contexts
+    )
+
+
+def aborted(contexts: Any = ()) -> ToolFailure:
+    """The exact ``ABORTED`` result (CONTRACT.md §3.3)."""
+    return _coded_failure(_ABORTED_MESSAGE, "AbortError", TOOL_ABORTED, contexts)
+
+
+def _not_found(exc: ToolNotFoundError, contexts: Any = ()) -> ToolFailure:
+    return failure_from_exception(exc, additional_contexts=contexts)
+
+
+# --- 1. create_execution -------------------------------------------------------------
+
+
+def create_execution(registry: ToolRegistry, input: ToolExecutionInput) -> tuple[_Call, Any, BaseException | None]:
+    """Read every input field exactly once, mint the token and snapshot the arguments.
+
+    Returns the call, the raw arguments, and the argument snapshot error (or
+    ``None``). ``finalize_content`` is taken from the tool the calling scope
+    resolves now, so it still applies if the tool is disposed mid-pipeline.
+    Raises ``TypeError`` only for a malformed input (not a call description).
+    Cancellation: synchronous; nothing to cancel.
+    """
+    call_id = input.call_id
+    name = input.name
+    raw_arguments = input.arguments
+    signal = input.signal
+    agent: Hashable | None = input.agent
+    parent = input.parent
+    root_call_id = input.root_call_id
+    if type(call_id) is not str:
+        raise TypeError(f"ToolExecutionInput.call_id must be a str, got {type(call_id).__name__}")
+    if type(name) is not str:
+        raise TypeError(f"ToolExecutionInput.name must be a str, got {type(name).__name__}")
+    if type(signal) is not AbortSignal:
+        raise TypeError(
+            f"ToolExecutionInput.signal must be an AbortSignal, got {type(signal).__name__}"
+        )
+    if parent is not None and type(parent) is not ToolExecutionToken:
+        raise TypeError("ToolExecutionInput.parent must be a ToolExecutionToken or None")
+    if root_call_id is not None and type(root_call_id) is not str:
+        raise TypeError("ToolExecutionInput.root_call_id must be a str or None")
+    chain = registry.chain_for(agent)
+    error: BaseException | None = None
+    try:
+        arguments = snapshot_json(raw_arguments)
+    except (LosslessJsonError, RecursionError, TypeError, ValueError) as exc:
+        arguments, error = None, exc
+    execution = ToolExecution(
+        ToolExecutionToken(), call_id, name, arguments, signal, agent, parent, root_call_id
+    )
+    compiled = registry.resolve(name, chain) if name != RUN_CODE_NAME else None
+    finalize = None if compiled is None else compiled.finalize_content
+    return _Call(registry, execution, chain, finalize), raw_arguments, error
+
+
+# --- 2. entry_outcome -----------------------------------------------------------------
+
+
+def entry_outcome(call: _Call, argument_error: BaseException | None) -> ToolFailure | None:
+    """The final outcome decided at entry, or ``None`` to run the policy stages.
+
+    In this order: lossy arguments (``tool execution arguments must be
+    losslessly JSON-serializable``, no info) win over a pre-aborted caller
+    signal (``ABORTED_BEFORE_DISPATCH``), which wins over the Code Mode
+    collapse (a model-direct call to a visible native tool under ``code``:
+    ``UNKNOWN_TOOL`` with the route-back message). Each skips pre-execute,
+    dispatch and post-execute. Cancellation: synchronous.
+    """
+    if argument_error is not None:
+        return _plain_failure(ARGUMENTS_NOT_LOSSLESS)
+    execution = call.execution
+    if execution.signal.aborted:
+        return aborted_before_dispatch()
+    name = execution.name
+    if (
+        execution.parent is None
+        and name != RUN_CODE_NAME
+        and call.registry.presentation(call.chain) == "code"
+        and name in call.registry.view(call.chain)
+    ):
+        return _not_found(ToolNotFoundError.code_only(name))
+    return None
+
+
+# --- 3. run_policy ---------------------------------------------------------------------
+
+
+class _PreNext:
+    """``next()`` of one pre-execute listener: runs the rest of the waterfall once."""
+
+    __slots__ = ("called", "entries", "execution", "index")
+
+    def __init__(self, entries: tuple[_Listener, ...], index: int, execution: ToolExecution) -> None:
+        self.entries = entries
+        self.index = index
+        self.execution = execution
+        self.called = False
+
+    async def __call__(self) -> Any:
+        if self.called:
+            raise RuntimeError("tools/pre-execute: next() was already called")
+        self.called = True
+        return await _pre_waterfall(self.entries, self.index, self.execution)
+
+
+async def _pre_waterfall(entries: tuple[_Listener, ...], index: int, execution: ToolExecution) -> Any:
+    while index < len(entries):
+        entry = entries[index]
+        if entry.alive:
+            decision = await _maybe_await(entry.fn(execution, _PreNext(entries, index + 1, execution)))
+            if type(decision) is not Allow and type(decision) is not Deny and type(decision) is not Ask:
+                raise TypeError(
+                    f"tools/pre-execute listener returned {type(decision).__name__};"
+                    " expected Allow(), Deny(reason) or Ask(reason)"
+                )
+            return decision
+        index += 1
+    return ALLOW
+
+
+def _run_guards(call: _Call) -> str | None:
+    """The first guard reason: the global layer (live: guards added meanwhile run too), then the chain."""
+    execution = call.execution
+    registry = call.registry
+    seen: set[int] = set()
+    while True:
+        pending = [g for g in registry._global.guards if id(g) not in seen and g.alive]
+        if not pending:
+            break
+        for entry in pending:
+            seen.add(id(entry))
+            if not entry.alive:
+                continue
+            reason = _guard_reason(entry.fn(execution))
+            if reason is not None:
+                return reason
+    for scope in reversed(call.chain):
+        for entry in scope.layer.guards:
+            if entry.alive:
+                reason = _guard_reason(entry.fn(execution))
+                if reason is not None:
+                    return reason
+    return None
+
+
+def _guard_reason(value: object) -> str | None:
+    if value is None:
+        return None
+    if type(value) is str:
+        return value
+    raise TypeError(f"guard returned {type(value).__name__}; expected a reason string or None")
+
+
+async def _approve(call: _Call, reason: str | None) -> ToolFailure | None:
+    """Service an ``Ask``: ``None`` when approved, else the denial (or cancellation) result."""
+    execution = call.execution
+    name = execution.name
+    approval = call.registry.approval
+    if approval is None:
+        return _plain_failure(reason if reason is not None else f'tool "{name}" requires approval (not yet supported)')
+    if execution.agent is None:
+        return _plain_failure(
+            f'tool "{name}" requires approval, but the call has no agent to route it through'
+        )
+    answer = await _maybe_await(
+        approval.request(ApprovalRequest(execution.agent, name, execution.call_id, reason, execution.signal))
+    )
+    if execution.signal.aborted and answer != "rejected":
+        return aborted_before_dispatch()
+    if answer == "allowed-once":
+        return None
+    if answer == "rejected":
+        return _plain_failure(f'the user rejected tool "{name}"')
+    if answer == "cancelled":
+        return _plain_failure(f'approval for tool "{name}" was cancelled')
+    if answer == "unavailable":
+        return _plain_failure(
+            f'tool "{name}" requires approval, but no approval channel is available'
+        )
+    return _plain_failure(
+        f'approval for tool "{name}" returned an unsupported answer: {_safe_repr(answer)}'
+    )
+
+
+def _reason_text(reason: object) -> str:
+    if type(reason) is str:
+        return reason
+    try:
+        return str(reason)
+    except Exception:
+        return "<unprintable denial reason>"
+
+
+def _safe_repr(value: object) -> str:
+    try:
+        return repr(value)
+    except Exception:
+        return f"<{type(value).__name__}>"
+
+
+async def run_policy(call: _Call) -> tuple[ToolExecutionResult | None, bool]:
+    """Pre-execute waterfall, then approval (for ``Ask``), then guards, then a cancellation recheck.
+
+    Returns ``(None, False)`` when the call may dispatch, else ``(failure,
+    skip_post)``: a denial, an approval denial or a caller abort is a failure
+    that still reaches post-execute (``skip_post=False``); a raising listener,
+    guard or approval service gives ``Error: <message>`` and skips
+    post-execute. A denial or error that settles after the caller aborted is
+    kept (more specific); an ``Allow`` after the caller aborted becomes
+    ``ABORTED_BEFORE_DISPATCH``. The registry waits for every listener to settle.
+    Cancellation: a ``CancelledError`` propagates to :func:`run_pipeline`.
+    """
+    execution = call.execution
+    listeners = call.listeners
+    assert listeners is not None
+    try:
+        decision = await _pre_waterfall(listeners.pre, 0, execution) if listeners.pre else ALLOW
+        if type(decision) is Deny:
+            return _plain_failure(_reason_text(decision.reason)), False
+        if type(decision) is Ask:
+            denied = await _approve(call, decision.reason)
+            if denied is not None:
+                return denied, False
+        registry = call.registry
+        reason = _run_guards(call) if registry._global.guards or call.chain else None
+    except Exception as exc:
+        return failure_from_exception(exc), True
+    if reason is not None:
+        return _plain_failure(reason), False
+    if execution.signal.aborted:
+        return aborted_before_dispatch(), False
+    return None, False
+
+
+# --- 4. run_dispatch ------------------------------------------------------------------------
+
+
+def normalize_value(
+    call: _Call,
+    compiled: CompiledTool,
+    value: object,
+    contexts: tuple[Any, ...],
+    concludes_turn: bool,
+) -> ToolExecutionResult:
+    """Snapshot, validate, freeze and render a canonical value into a success.
+
+    Violations (any of them makes an ``INVALID_TOOL_OUTPUT`` failure with no
+    value): ``value is not lossless JSON``, ``value snapshot failed: <msg>``,
+    the output schema's violations rooted at ``value``, ``output.render
+    failed: <msg>``, ``output.render returned non-lossless JSON``,
+    ``output.render must return a list of content blocks``,
+    ``output.presentation_meta failed: <msg>``,
+    ``output.presentation_meta returned non-lossless JSON``. ``meta`` is
+    computed only for top-level calls of tools declaring ``presentation_meta``.
+    """
+    try:
+        frozen = snapshot_json(value)
+    except LosslessJsonError:
+        return _output_failure(compiled, ["value is not lossless JSON"], contexts)
+    except Exception as exc:
+        return _output_failure(compiled, [f"value snapshot failed: {error_message(exc)}"], contexts)
+    validator = compiled.output_validator
+    if not validator.is_valid(frozen):
+        violations = [str(v) for v in validator.violations(frozen, "value")]
+        return _output_failure(compiled, violations, contexts)
+    args = call.execution.arguments
+    problems: list[str] = []
+    content: Any = None
+    try:
+        rendered = compiled.render(args, frozen)
+    except Exception as exc:
+        problems.append(f"output.render failed: {error_message(exc)}")
+    else:
+        try:
+            content = check_content(snapshot_json(rendered))
+        except LosslessJsonError:
+            problems.append("output.render returned non-lossless JSON")
+        except ContentShapeError:
+            problems.append("output.render must return a list of content blocks")
+        except Exception as exc:
+            problems.append(f"output.render failed: {error_message(exc)}")
+    meta: Any = UNSET
+    project = compiled.presentation_meta
+    if project is not None and call.execution.parent is None:
+        try:
+            projected = project(args, frozen)
+        except Exception as exc:
+            problems.append(f"output.presentation_meta failed: {error_message(exc)}")
+        else:
+            try:
+                meta = snapshot_json(projected)
+            except LosslessJsonError:
+                problems.append("output.presentation_meta returned non-lossless JSON")
+            except Exception as exc:
+                problems.append(f"output.presentation_meta failed: {error_message(exc)}")
+    if problems:
+        return _output_failure(compiled, problems, contexts)
+    return ToolSuccess(frozen, content, meta, contexts, concludes_turn)
+
+
+def _output_failure(compiled: CompiledTool, violations: list[str], contexts: tuple[Any, ...]) -> ToolFailure:
+    return failure_from_exception(ToolOutputError(compiled.name, violations), additional_contexts=contexts)
+
+
+def _run_contexts(run: ToolRunContext) -> tuple[Any, ...]:
+    deferred = run._deferred
+    return () if deferred is None else tuple(deferred)
+
+
+async def dispatch_core(call: _Call, signal: AbortSignal) -> ToolExecutionResult:
+    """The innermost dispatch: resolve the tool now, validate arguments, run the body, normalize.
+
+    ``signal`` is the current dispatch signal (the caller's, or a wrapper's
+    replacement). Returns: ``UNKNOWN_TOOL`` for a tool the scope cannot see
+    now; ``ABORTED_BEFORE_DISPATCH`` when the caller's or the current signal
+    already aborted; ``INVALID_ARGS`` for invalid ``define_tool`` arguments;
+    the body's exception as ``Error: <message>`` (its deferred contexts kept;
+    ``ABORTED`` when it re-raises the abort reason of a caller cancellation);
+    else the normalized success. The body gets a fused signal of the caller's
+    and the current one and runs inline (no task).
+
+    Cancellation: a ``CancelledError`` raised through the body aborts its
+    fused signal and propagates.
+    """
+    execution = call.execution
+    name = execution.name
+    compiled = call.registry.resolve(name, call.chain)
+    if compiled is None:
+        return _not_found(ToolNotFoundError.unknown(name))
+    caller = execution.signal
+    if caller.aborted or signal.aborted:
+        return aborted_before_dispatch()
+    args = execution.arguments
+    validator = compiled.args_validator
+    if validator is not None and not validator.is_valid(args):
+        return failure_from_exception(ToolArgsError(validator.validate_args(args)))
+    if signal is caller:
+        fused, detach = fuse_signals((caller,))
+    else:
+        fused, detach = fuse_signals((caller, signal))
+    run = ToolRunContext(execution, fused)
+    call.fused = fused
+    call.run = run
+    call.body_started = True
+    try:
+        value = compiled.execute(args, run)
+        if inspect.isawaitable(value):
+            value = await value
+    except asyncio.CancelledError:
+        fused._abort(AbortError(_ABORTED_MESSAGE))
+        raise
+    except Exception as exc:
+        contexts = _run_contexts(run)
+        if caller.aborted and exc is caller.reason:
+            return aborted(contexts)
+        return failure_from_exception(exc, additional_contexts=contexts)
+    finally:
+        detach()
+    return normalize_value(call, compiled, value, _run_contexts(run), run._concluded)
+
+
+class _WrapNext:
+    """``next(signal=None)`` of one wrapper: runs the inner layers with the (optionally) replaced signal."""
+
+    __slots__ = ("call", "dispatch", "index")
+
+    def __init__(self, call: _Call, index: int, dispatch: ToolDispatchExecution) -> None:
+        self.call = call
+        self.index = index
+        self.dispatch = dispatch
+
+    async def __call__(self, signal: AbortSignal | None = None) -> ToolExecutionResult:
+        dispatch = self.dispatch
+        if signal is not None and type(signal) is not AbortSignal:
+            raise TypeError(f"next(signal=...) expects an AbortSignal, got {type(signal).__name__}")
+        previous = dispatch.signal
+        if signal is not None:
+            dispatch.signal = signal
+        try:
+            result = await _wrap_chain(self.call, self.index, dispatch)
+        finally:
+            # Restore: outer wrappers (and the registry) see their own signal again.
+            dispatch.signal = previous
+        produced = self.call.produced
+        if produced is None:
+            self.call.produced = [result]
+        else:
+            produced.append(result)
+        return result
+
+
+async def _wrap_chain(call: _Call, index: int, dispatch: ToolDispatchExecution) -> ToolExecutionResult:
+    wrappers = call.listeners.wrappers  # type: ignore[union-attr]
+    while index < len(wrappers):
+        entry = wrappers[index]
+        if entry.alive:
+            if call.execution.signal.aborted:
+                # The caller cancelled while an outer wrapper was still deciding.
+                return aborted_before_dispatch()
+            returned = await _maybe_await(entry.fn(dispatch, _WrapNext(call, index + 1, dispatch)))
+            return normalize_authored(call, returned)
+        index += 1
+    return await dispatch_core(call, dispatch.signal)
+
+
+def normalize_authored(call: _Call, returned: object) -> ToolExecutionResult:
+    """Normalize what a wrapper returned.
+
+    A result some ``next()`` produced is kept as is. A wrapper-authored
+    success is re-validated and re-rendered from its value under the tool the
+    scope resolves now (``unknown tool`` if it is gone); its contexts and
+    ``concludes_turn`` are kept. A wrapper-authored failure keeps its message,
+    info, content, meta and contexts (``tool result must be losslessly
+    JSON-serializable`` if they are lossy). Anything else raises ``TypeError``
+    (treated as a raising wrapper).
+    """
+    produced = call.produced
+    if produced is not None:
+        for item in produced:
+            if item is returned:
+                return item
+    if type(returned) is ToolSuccess:
+        try:
+            contexts = snapshot_contexts(returned.additional_contexts, "tools/execute")
+        except (ValueError, TypeError, RecursionError):
+            return _plain_failure(RESULT_NOT_LOSSLESS)
+        name = call.execution.name
+        compiled = call.registry.resolve(name, call.chain)
+        if compiled is None:
+            return _not_found(ToolNotFoundError.unknown(name), contexts)
+        return normalize_value(call, compiled, returned.value, contexts, returned.concludes_turn is True)
+    if type(returned) is ToolFailure:
+        return _materialize_failure(returned)
+    raise TypeError(
+        f"tools/execute wrapper returned {type(returned).__name__}; expected a ToolSuccess or ToolFailure"
+    )
+
+
+def _materialize_failure(failure: ToolFailure) -> ToolFailure:
+    error = failure.error
+    if type(error) is not ToolError or type(error.message) is not str:
+        return _plain_failure(RESULT_NOT_LOSSLESS)
+    try:
+        content = check_content(snapshot_json(failure.content))
+        meta = failure.meta if failure.meta is UNSET else snapshot_json(failure.meta)
+        contexts = snapshot_contexts(failure.additional_contexts, "tools/execute")
+    except (ValueError, TypeError, RecursionError):
+        return _plain_failure(RESULT_NOT_LOSSLESS)
+    info = error.info
+    if info is not None and (type(info) is not ToolErrorInfo or type(info.name) is not str or type(info.code) is not str):
+        return _plain_failure(RESULT_NOT_LOSSLESS)
+    if content is failure.content and meta is failure.meta and contexts is failure.additional_contexts:
+        return failure
+    return ToolFailure(error, content, meta, contexts)
+
+
+async def run_dispatch(call: _Call) -> tuple[ToolExecutionResult, bool]:
+    """Run the wrappers (first registered outermost) around :func:`dispatch_core`.
+
+    Returns ``(result, skip_post)``: a raising wrapper (or one returning a
+    non-result) gives ``Error: <message>`` with ``skip_post=True``; every other
+    outcome continues to post-execute. A wrapper may replace only the signal
+    (via ``next(signal=...)``); the caller's signal is re-fused before the body.
+    Cancellation: a ``CancelledError`` propagates to :func:`run_pipeline`.
+    """
+    listeners = call.listeners
+    assert listeners is not None
+    if not listeners.wrappers:
+        return await dispatch_core(call, call.execution.signal), False
+    execution = call.execution
+    resolved = call.registry.resolve(execution.name, call.chain)
+    dispatch = ToolDispatchExecution(
+        execution, execution.signal, None if resolved is None else resolved.definition
+    )
+    try:
+        return await _wrap_chain(call, 0, dispatch), False
+    except Exception as exc:
+        contexts = () if call.run is None else _run_contexts(call.run)
+        return failure_from_exception(exc, additional_contexts=contexts), True
+
+
+# --- 5. run_post_execute ------------------------------------------------------------------
+
+
+class _PostNext:
+    """``next()`` of one post-execute listener."""
+
+    __slots__ = ("called", "entries", "execution", "index", "result")
+
+    def __init__(self, entries: tuple[_Listener, ...], index: int, execution: ToolExecution, result: ToolExecutionResult) -> None:
+        self.entries = entries
+        self.index = index
+        self.execution = execution
+        self.result = result
+        self.called = False
+
+    async def __call__(self) -> Any:
+        if self.called:
+            raise RuntimeError("tools/post-execute: next() was already called")
+        self.called = True
+        return await _post_waterfall(self.entries, self.index, self.execution, self.result)
+
+
+_ACCEPT: Final = Accept()
+
+
+async def _post_waterfall(
+    entries: tuple[_Listener, ...], index: int, execution: ToolExecution, result: ToolExecutionResult
+) -> Any:
+    while index < len(entries):
+        entry = entries[index]
+        if entry.alive:
+            decision = await _maybe_await(
+                entry.fn(execution, result, _PostNext(entries, index + 1, execution, result))
+            )
+            if type(decision) is not Accept and type(decision) is not Block:
+                raise TypeError(
+                    f"tools/post-execute listener returned {type(decision).__name__};"
+                    " expected Accept(...) or Block(feedback)"
+                )
+            return decision
+        index += 1
+    return _ACCEPT
+
+
+def _feedback_message(content: Any) -> str:
+    parts = [
+        block["text"] if block["type"] == "text" and type(block.get("text")) is str else f"[{block['type']} content]"
+        for block in content
+    ]
+    return "\n".join(parts) if parts else _BLOCK_DEFAULT
+
+
+def apply_post_decision(call: _Call, result: ToolExecutionResult, decision: Accept | Block) -> ToolExecutionResult:
+    """Apply an ``Accept``/``Block`` decision to ``result`` (see CONTRACT.md behaviours 49-56)."""
+    if type(decision) is Block:
+        try:
+            feedback = check_content(snapshot_json(decision.feedback))
+            block_contexts = snapshot_contexts(decision.additional_contexts, "Block")
+        except (ValueError, TypeError, RecursionError):
+            return _plain_failure(RESULT_NOT_LOSSLESS, result.additional_contexts)
+        return ToolFailure(ToolError(_feedback_message(feedback)), feedback, UNSET, block_contexts)
+    assert type(decision) is Accept
+    kept: tuple[Any, ...] = tuple(result.additional_contexts)
+    try:
+        added = snapshot_contexts(decision.additional_contexts, "Accept")
+    except (ValueError, TypeError, RecursionError):
+        return _plain_failure(RESULT_NOT_LOSSLESS, kept)
+    contexts: tuple[Any, ...] = kept + added if added else kept
+    content, value = decision.content, decision.value
+    if content is not UNSET and value is not UNSET:
+        return _plain_failure(_BOTH_REPLACED, kept)
+    if value is not UNSET:
+        if not isinstance(result, ToolSuccess):
+            return _plain_failure(_FAILED_VALUE, kept)
+        name = call.execution.name
+        compiled = call.registry.resolve(name, call.chain)
+        if compiled is None:
+            return _not_found(ToolNotFoundError.unknown(name), contexts)
+        return normalize_value(call, compiled, value, contexts, result.concludes_turn)
+    if content is not UNSET:
+        try:
+            new_content = check_content(snapshot_json(content))
+        except (ValueError, TypeError, RecursionError):
+            return _plain_failure(RESULT_NOT_LOSSLESS, kept)
+        if isinstance(result, ToolSuccess):
+            return ToolSuccess(result.value, new_content, result.meta, contexts, result.concludes_turn)
+        return ToolFailure(result.error, new_content, result.meta, contexts)
+    if not added:
+        return result
+    if isinstance(result, ToolSuccess):
+        return ToolSuccess(result.value, result.content, result.meta, contexts, result.concludes_turn)
+    return ToolFailure(result.error, result.content, result.meta, contexts)
+
+
+async def run_post_execute(call: _Call, result: ToolExecutionResult) -> ToolExecutionResult:
+    """The post-execute waterfall (chain end ``Accept()``) over the frozen ``result``.
+
+    Returns the decided result: accept keeps, replaces content (value and meta
+    kept) or replaces the value (re-validated, re-rendered, meta recomputed),
+    never both, and appends its contexts after the existing ones; block makes a
+    valueless failure whose content is the feedback and whose contexts are only
+    the block's. A raising listener gives ``Error: <message>`` keeping the
+    existing contexts. Listeners see the caller's signal on the execution.
+    Cancellation: a ``CancelledError`` propagates to :func:`run_pipeline`.
+    """
+    entries = call.listeners.post  # type: ignore[union-attr]
+    try:
+        decision = await _post_waterfall(entries, 0, call.execution, result)
+    except Exception as exc:
+        return failure_from_exception(exc, additional_contexts=result.additional_contexts)
+    return apply_post_decision(call, result, decision)
+
+
+# --- 6. settle_cancellation ---------------------------------------------------------------
+
+
+def settle_cancellation(call: _Call, result: ToolExecutionResult, task_cancelled: bool) -> ToolExecutionResult:
+    """Replace a success with ``ABORTED`` (body started) or ``ABORTED_BEFORE_DISPATCH`` if the caller cancelled.
+
+    The caller cancelled when its signal aborted or its awaiting task was
+    cancelled. Failures are kept (more specific). The replacement keeps the
+    success's additional contexts. Cancellation: synchronous.
+    """
+    if not isinstance(result, ToolSuccess):
+        return result
+    if not (task_cancelled or call.execution.signal.aborted):
+        return result
+    if call.body_started:
+        return aborted(result.additional_contexts)
+    return aborted_before_dispatch(result.additional_contexts)
+
+
+# --- 7. run_finalize ------------------------------------------------------------------------
+
+
+def run_finalize(call: _Call, result: ToolExecutionResult) -> ToolExecutionResult:
+    """Call the snapshotted ``finalize_content(execution, result)`` exactly once.
+
+    ``None`` keeps the content; returned content replaces only ``content``
+    (re-materialized; lossy content gives ``tool result must be losslessly
+    JSON-serializable``); a raising finalizer gives ``Error: <message>``. The
+    finalizer is never called again. Contexts are kept. Cancellation: synchronous.
+    """
+    finalize = call.finalize
+    if finalize is None:
+        return result
+    try:
+        replaced = finalize(call.execution, result)
+    except Exception as exc:
+        return failure_from_exception(exc, additional_contexts=result.additional_contexts)
+    if replaced is None:
+        return result
+    try:
+        content = check_content(snapshot_json(replaced))
+    except (ValueError, TypeError, RecursionError):
+        return _plain_failure(RESULT_NOT_LOSSLESS, result.additional_contexts)
+    if isinstance(result, ToolSuccess):
+        return ToolSuccess(result.value, content, result.meta, result.additional_contexts, result.concludes_turn)
+    return ToolFailure(result.error, content, result.meta, result.additional_contexts)
+
+
+# --- 8. notify_result -----------------------------------------------------------------------
+
+
+async def notify_result(call: _Call, result: ToolExecutionResult) -> bool:
+    """Call every ``on_result`` observer with the execution and the final result (emit: no transform).
+
+    Observer failures (raising, rejecting, unprintable) are logged at WARNING
+    on ``dsh_codegen`` and never stop the other observers. Returns whether a
+    ``CancelledError`` arrived while awaiting an observer (the remaining
+    observers still run; the caller re-raises).
+    Cancellation: contained as described, then reported to the caller.
+    """
+    entries = call.listeners.observers if call.listeners is not None else ()
+    cancelled = False
+    execution = call.execution
+    for entry in entries:
+        if not entry.alive:
+            continue
+        try:
+            outcome = entry.fn(execution, result)
+            if inspect.isawaitable(outcome):
+                await outcome
+        except asyncio.CancelledError:
+            cancelled = True
+        except Exception as exc:
+            _log.warning(
+                "tools/result observer %s raised: %s", _safe_repr(entry.fn), error_message(exc), exc_info=True
+            )
+    return cancelled
+
+
+# --- the pipeline ---------------------------------------------------------------------------
+
+
+async def _commit(
+    call: _Call, result: ToolExecutionResult, skip_post: bool, cancelled: bool
+) -> tuple[ToolExecutionResult, bool]:
+    """Stages 5-8; returns the final result and whether the awaiting task was cancelled."""
+    if not skip_post and not cancelled and call.listeners is not None and call.listeners.post:
+        try:
+            result = await run_post_execute(call, result)
+        except asyncio.CancelledError:
+            cancelled = True
+            call_cancelled(call)
+    result = settle_cancellation(call, result, cancelled)
+    result = run_finalize(call, result)
+    if call.listeners is not None and call.listeners.observers:
+        if await notify_result(call, result):
+            cancelled = True
+    return result, cancelled
+
+
+def call_cancelled(call: _Call) -> None:
+    """The awaiting task was cancelled: abort the running body's signal (its handed-off work stops)."""
+    fused = call.fused
+    if fused is not None:
+        fused._abort(AbortError(_ABORTED_MESSAGE))
+
+
+def _cancelled_outcome(call: _Call) -> ToolFailure:
+    contexts = () if call.run is None else _run_contexts(call.run)
+    return aborted(contexts) if call.body_started else aborted_before_dispatch(contexts)
+
+
+async def run_pipeline(
+    registry: ToolRegistry, input: ToolExecutionInput, gate: PipelineGate | None
+) -> ToolExecutionResult:
+    """Run every stage in order and return the one frozen result that observers saw.
+
+    Cancellation: see ``ToolRegistry.execute``. A ``CancelledError`` from any
+    awaiting stage ends the policy/dispatch stages; the body (inline) has
+    settled by then. The call then records ``ABORTED`` /
+    ``ABORTED_BEFORE_DISPATCH``, runs finalize and observers once (inside
+    ``gate.commit()`` unless entering it is cancelled too), and the original
+    ``CancelledError`` is re-raised.
+    """
+    call, _raw, argument_error = create_execution(registry, input)
+    result: ToolExecutionResult | None = entry_outcome(call, argument_error)
+    skip_post = True
+    cancel_exc: asyncio.CancelledError | None = None
+    if result is None:
+        call.listeners = registry.listeners_for(call.chain)
+        try:
+            if gate is None:
+                result, skip_post = await run_policy(call)
+            else:
+                async with gate.policy():
+                    result, skip_post = await run_policy(call)
+            if result is None:
+                result, skip_post = await run_dispatch(call)
+        except asyncio.CancelledError as exc:
+            cancel_exc = exc
+            call_cancelled(call)
+            result, skip_post = _cancelled_outcome(call), True
+    elif call.listeners is None:
+        call.listeners = registry.listeners_for(call.chain)
+    cancelled = cancel_exc is not None
+    if gate is None:
+        result, cancelled = await _commit(call, result, skip_post, cancelled)
+    else:
+        committed = False
+        try:
+            async with gate.commit():
+                committed = True
+                result, cancelled = await _commit(call, result, skip_post, cancelled)
+        except asyncio.CancelledError as exc:
+            if committed:
+                raise
+            # Entering the gate was cancelled: still finalize and observe, without ordering.
+            cancel_exc = cancel_exc or exc
+            call_cancelled(call)
+            result, cancelled = await _commit(call, result, True, True)
+    if cancelled:
+        raise cancel_exc if cancel_exc is not None else asyncio.CancelledError()
+    return result
