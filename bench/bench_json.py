@@ -1,0 +1,175 @@
+"""Lossless JSON: snapshot and render against their peers, side by side.
+
+Payloads (generated deterministically, no files): a ~1 MB typical tool result
+(a file listing, grep matches and nested records), a 100,000-key object and a
+100,000-deep value. Peers: ``copy.deepcopy``, a ``json`` round trip, an
+``orjson`` round trip and ``msgspec.json`` decode(encode) for the snapshot;
+``json.dumps(indent=2)`` and ``orjson`` ``OPT_INDENT_2`` for the renderer.
+Both twins of ours run in the same process (the compiled one imported
+directly), so the table does not depend on ``DSH_CODEGEN_PURE_PYTHON``.
+Optional peers that are not installed are reported as such.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import random
+import sys
+from collections.abc import Callable
+from types import ModuleType
+from typing import Any
+
+from bench._util import median_time, ratio_table
+from dsh_codegen.json import _json_py
+
+__all__ = ["main", "tool_result_payload", "wide_payload", "deep_payload"]
+
+
+def _optional(name: str) -> ModuleType | None:
+    try:
+        return __import__(name, fromlist=["_"])
+    except ImportError:
+        return None
+
+
+orjson = _optional("orjson")
+msgspec_json = _optional("msgspec.json")
+_json_c = _optional("dsh_codegen._json_c")
+
+
+def tool_result_payload(target_bytes: int = 1_000_000) -> dict[str, Any]:
+    """A realistic tool result of about ``target_bytes`` of compact JSON."""
+    rng = random.Random(20260101)
+    words = ["alpha", "beta", "gamma", "delta", "config", "handler", "request", "value", "TODO", "naïve", "日本"]
+    dirs = ["src", "lib", "tests", "docs", "pkg/util", "internal/api", "cmd/tool"]
+    files: list[dict[str, Any]] = []
+    matches: list[dict[str, Any]] = []
+    records: list[dict[str, Any]] = []
+    result: dict[str, Any] = {
+        "tool": "workspace_scan",
+        "ok": True,
+        "elapsed_ms": 1234.5,
+        "files": files,
+        "matches": matches,
+        "records": records,
+        "truncated": False,
+        "cursor": None,
+    }
+    size = 0
+    i = 0
+    while size < target_bytes:
+        i += 1
+        path = f"{rng.choice(dirs)}/{rng.choice(words)}_{i}.py"
+        files.append(
+            {
+                "path": path,
+                "size": rng.randrange(10, 200_000),
+                "mtime": 1_700_000_000 + rng.randrange(0, 10_000_000),
+                "executable": rng.random() < 0.1,
+                "tags": rng.sample(words, 2),
+            }
+        )
+        line = " ".join(rng.choice(words) for _ in range(rng.randrange(4, 14)))
+        matches.append(
+            {
+                "path": path,
+                "line": rng.randrange(1, 5000),
+                "column": rng.randrange(0, 80),
+                "text": f'    {line} = "{rng.choice(words)}"\t# note',
+                "submatches": [{"start": 4, "end": 9, "match": {"text": line[:5]}}],
+            }
+        )
+        if i % 4 == 0:
+            records.append(
+                {
+                    "id": i,
+                    "score": round(rng.random(), 6),
+                    "owner": {"name": rng.choice(words), "team": {"id": rng.randrange(100), "labels": [1, 2.5, None]}},
+                    "history": [{"at": j, "delta": rng.randrange(-50, 50)} for j in range(3)],
+                }
+            )
+        if i % 64 == 0:
+            size = len(json.dumps(result, separators=(",", ":"), ensure_ascii=False).encode())
+    return result
+
+
+def wide_payload(keys: int = 100_000) -> dict[str, Any]:
+    """An object with ``keys`` members of mixed scalar values."""
+    return {f"key_{i:06d}": (i if i % 3 == 0 else f"v{i}" if i % 3 == 1 else i / 7) for i in range(keys)}
+
+
+def deep_payload(depth: int = 100_000) -> Any:
+    """A value nested ``depth`` levels, alternating objects and arrays."""
+    value: Any = [1]
+    for level in range(depth - 1):
+        value = {"k": value} if level % 2 else [value]
+    return value
+
+
+def _attempt(fn: Callable[[], object]) -> float | str:
+    try:
+        return median_time(fn, repeat=5, min_sample_s=0.05)
+    except RecursionError:
+        return "fails: RecursionError"
+    except Exception as exc:  # report how a peer fails, never stop the run
+        return f"fails: {type(exc).__name__}: {str(exc)[:60]}"
+
+
+def _snapshot_rows(payload: Any) -> list[tuple[str, float | str]]:
+    rows: list[tuple[str, float | str]] = []
+    if _json_c is not None:
+        rows.append(("snapshot_json compiled (freeze)", _attempt(lambda: _json_c.snapshot_json(payload))))
+        rows.append(("snapshot_json compiled (no freeze)", _attempt(lambda: _json_c.snapshot_json(payload, freeze=False))))
+    rows.append(("snapshot_json pure (freeze)", _attempt(lambda: _json_py.snapshot_json(payload))))
+    rows.append(("copy.deepcopy", _attempt(lambda: copy.deepcopy(payload))))
+    rows.append(("json loads(dumps)", _attempt(lambda: json.loads(json.dumps(payload)))))
+    if orjson is not None:
+        rows.append(("orjson loads(dumps)", _attempt(lambda: orjson.loads(orjson.dumps(payload)))))
+    else:
+        rows.append(("orjson loads(dumps)", "not installed"))
+    if msgspec_json is not None:
+        rows.append(("msgspec decode(encode)", _attempt(lambda: msgspec_json.decode(msgspec_json.encode(payload)))))
+    else:
+        rows.append(("msgspec decode(encode)", "not installed"))
+    return rows
+
+
+def _render_rows(payload: Any) -> list[tuple[str, float | str]]:
+    rows: list[tuple[str, float | str]] = []
+    if _json_c is not None:
+        rows.append(("render_json_pretty compiled", _attempt(lambda: _json_c.render_json_pretty(payload))))
+        rows.append(("dump_canonical_json compiled", _attempt(lambda: _json_c.dump_canonical_json(payload))))
+    rows.append(("render_json_pretty pure", _attempt(lambda: _json_py.render_json_pretty(payload))))
+    rows.append(("json.dumps(indent=2)", _attempt(lambda: json.dumps(payload, indent=2, ensure_ascii=False))))
+    if orjson is not None:
+        opt = orjson.OPT_INDENT_2
+        rows.append(("orjson OPT_INDENT_2 (bytes)", _attempt(lambda: orjson.dumps(payload, option=opt))))
+        rows.append(
+            ("orjson OPT_INDENT_2 + decode", _attempt(lambda: orjson.dumps(payload, option=opt).decode()))
+        )
+    else:
+        rows.append(("orjson OPT_INDENT_2 (bytes)", "not installed"))
+    return rows
+
+
+def main() -> None:
+    if _json_c is None:
+        print("note: dsh_codegen._json_c is not built; only the pure twin is measured")
+    payloads = [
+        ("~1 MB tool result", tool_result_payload()),
+        ("100,000-key object", wide_payload()),
+        ("100,000-deep value", deep_payload()),
+    ]
+    baseline_snapshot = "orjson loads(dumps)" if orjson is not None else "json loads(dumps)"
+    baseline_render = "orjson OPT_INDENT_2 (bytes)" if orjson is not None else "json.dumps(indent=2)"
+    print(f"recursion limit {sys.getrecursionlimit()}; medians of 5 samples; ratio < 1 is faster than the baseline")
+    for name, payload in payloads:
+        print()
+        print(ratio_table(f"snapshot, {name}", _snapshot_rows(payload), baseline=baseline_snapshot))
+        print()
+        print(ratio_table(f"render, {name}", _render_rows(payload), baseline=baseline_render))
+
+
+if __name__ == "__main__":
+    main()
