@@ -1,0 +1,160 @@
+"""Generated SDKs type-check, and the checkers agree with the schemas.
+
+One ``tsc --noEmit --strict`` run and one ``mypy --strict`` run cover every
+golden case (batched to keep the suite fast). For each tool, candidate
+argument and output values are assigned to the generated types; a value the
+type oracle (``codegen_helpers``) expects to be rejected is marked
+``// @ts-expect-error`` in TypeScript, and for Python the set of lines mypy
+reports must equal the set the oracle predicts.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from codegen_helpers import CASES, REPO, case_names, load_json, py_accepts, ts_accepts, variants
+from dsh_codegen.codegen import ToolSchemaEntry, load_catalog, render_sdk_module, render_ts_sdk
+from dsh_codegen.codegen._literals import code_string
+from dsh_codegen.codegen._sdk import _py_context
+
+pytestmark = pytest.mark.once
+
+TSC = REPO / "node_modules" / ".bin" / "tsc"
+
+
+def _candidates(case: str, entry: ToolSchemaEntry) -> tuple[list[Any], list[Any]]:
+    args = variants(entry.parameters)
+    outputs = variants(entry.output_schema) if entry.output_schema is not None else [{"any": [1]}, None]
+    extra = CASES / case / "args.json"
+    if extra.is_file():
+        for item in load_json(extra):
+            if item["name"] == entry.name:
+                args += item["valid"] + item["invalid"]
+    return args, outputs
+
+
+def _ts_check_file(case: str, catalog: list[ToolSchemaEntry]) -> tuple[str, int]:
+    lines = [f'import type {{ ToolArgsMap, ToolOutputMap }} from "./sdk_{case}";', f'import {{ tools }} from "./sdk_{case}";']
+    expected_errors = 0
+    for index, entry in enumerate(catalog):
+        key = code_string(entry.name)
+        args, outputs = _candidates(case, entry)
+        for number, value in enumerate(args):
+            text = json.dumps(value)
+            for statement in (
+                f"const a{index}_{number}: ToolArgsMap[{key}] = {text};",
+                f"void tools[{key}]({text});",
+            ):
+                if not ts_accepts(entry.parameters, value):
+                    lines.append("// @ts-expect-error")
+                    expected_errors += 1
+                lines.append(statement)
+        for number, value in enumerate(outputs):
+            if not ts_accepts(entry.output_schema, value):
+                lines.append("// @ts-expect-error")
+                expected_errors += 1
+            lines.append(f"const o{index}_{number}: ToolOutputMap[{key}] = {json.dumps(value)};")
+    return "\n".join(lines) + "\n", expected_errors
+
+
+@pytest.fixture(scope="module")
+def catalogs() -> dict[str, list[ToolSchemaEntry]]:
+    return {case: load_catalog(CASES / case / "catalog.json") for case in case_names()}
+
+
+@pytest.mark.skipif(not TSC.exists(), reason="node_modules/.bin/tsc missing: run `npm ci` (make test does)")
+def test_typescript_sdks_pass_tsc_strict(tmp_path: Path, catalogs: dict[str, list[ToolSchemaEntry]]) -> None:
+    files = []
+    total_expected = 0
+    for case, catalog in catalogs.items():
+        (tmp_path / f"sdk_{case}.ts").write_text(render_sdk_module(catalog, "typescript"), encoding="utf-8")
+        prompt = render_ts_sdk(catalog)
+        block = prompt[prompt.index("```ts\n") + 6 : prompt.rindex("```")]
+        # export {} makes the prompt block a module, so cases do not share globals.
+        (tmp_path / f"prompt_{case}.ts").write_text(block + "export {};\n", encoding="utf-8")
+        check, expected = _ts_check_file(case, catalog)
+        total_expected += expected
+        (tmp_path / f"check_{case}.ts").write_text(check, encoding="utf-8")
+        files += [f"sdk_{case}.ts", f"prompt_{case}.ts", f"check_{case}.ts"]
+    node = shutil.which("node")
+    assert node is not None
+    result = subprocess.run(
+        [node, str(TSC), "--noEmit", "--strict", "--target", "es2022", "--module", "esnext",
+         "--moduleResolution", "bundler", *files],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300,
+    )
+    assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-2000:]
+    # The oracle must predict some rejections, or the expect-error half proves nothing.
+    assert total_expected > 100
+
+
+def _py_check_file(case: str, catalog: list[ToolSchemaEntry]) -> tuple[str, set[int]]:
+    context = _py_context(catalog, qualify=False)
+    members = {entry.name: member for entry, member in zip(sorted(catalog, key=lambda e: e.name), context["members"])}  # type: ignore[call-overload]
+    lines = [
+        f"from sdk_{case} import *  # noqa: F403",
+        f"from sdk_{case} import Tools",
+        "from typing import Any, Literal, NotRequired",
+        "",
+        "async def _calls(t: Tools) -> None:",
+        "    pass",
+    ]
+    calls: list[tuple[str, bool]] = []
+    expected: set[int] = set()
+    statements: list[tuple[str, bool]] = []
+    for index, entry in enumerate(catalog):
+        member = members[entry.name]
+        args, outputs = _candidates(case, entry)
+        for number, value in enumerate(args):
+            ok = py_accepts(entry.parameters, value)
+            statements.append((f"a{index}_{number}: {member['args']} = {value!r}", ok))
+            if member["method"]:
+                calls.append((f"    await t.{entry.name}({value!r})", ok))
+        for number, value in enumerate(outputs):
+            ok = py_accepts(entry.output_schema, value)
+            statements.append((f"o{index}_{number}: {member['output']} = {value!r}", ok))
+    for text, ok in calls + [("", True)] + statements:
+        lines.append(text)
+        if not ok:
+            expected.add(len(lines))
+    return "\n".join(lines) + "\n", expected
+
+
+def test_python_sdks_pass_mypy_strict(tmp_path: Path, catalogs: dict[str, list[ToolSchemaEntry]]) -> None:
+    files = []
+    expected: dict[str, set[int]] = {}
+    for case, catalog in catalogs.items():
+        (tmp_path / f"sdk_{case}.py").write_text(render_sdk_module(catalog, "python"), encoding="utf-8")
+        check, lines = _py_check_file(case, catalog)
+        (tmp_path / f"check_{case}.py").write_text(check, encoding="utf-8")
+        expected[f"check_{case}.py"] = lines
+        files += [f"sdk_{case}.py", f"check_{case}.py"]
+    result = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--no-error-summary", "--show-error-codes",
+         "--cache-dir", str(tmp_path / ".mypy_cache"), "--disable-error-code", "unused-ignore", *files],
+        cwd=tmp_path, capture_output=True, text=True, timeout=600,
+    )
+    reported: dict[str, set[int]] = {name: set() for name in expected}
+    unexpected_files = []
+    for line in result.stdout.splitlines():
+        match = re.match(r"([^:]+):(\d+): error:", line)
+        if match is None:
+            continue
+        if match.group(1) in reported:
+            reported[match.group(1)].add(int(match.group(2)))
+        else:
+            unexpected_files.append(line)
+    assert unexpected_files == [], "\n".join(unexpected_files[:40])
+    for name in sorted(expected):
+        missing = expected[name] - reported[name]
+        extra = reported[name] - expected[name]
+        assert not missing and not extra, (name, sorted(missing)[:20], sorted(extra)[:20], result.stdout[-4000:])
+    assert sum(len(lines) for lines in expected.values()) > 100
