@@ -136,8 +136,11 @@ class PyTypes:
     def _literal(self, values: list[object], shadow: frozenset[str]) -> str:
         texts = [py_literal(value) for value in values]
         if any(text is None for text in texts):
+            # Only a non-integral float makes a numeric enum a plain float (DESIGN.md);
+            # any other failure (an int too long to print) is unsupported.
             numeric = all(type(value) in (int, float) for value in values)
-            return self.name("float" if numeric else "Any", shadow)
+            floats_only = all(type(value) is float for value, text in zip(values, texts) if text is None)
+            return self.name("float" if numeric and floats_only else "Any", shadow)
         return f"{self.name('Literal', shadow)}[{', '.join(texts)}]"  # type: ignore[arg-type]
 
     def _declarable(self, properties: list[tuple[str, object]]) -> bool:
