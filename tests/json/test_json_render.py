@@ -1,0 +1,215 @@
+"""render_json_pretty (CONTRACT.md section 3.2) and dump_canonical_json, active twin."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+
+from dsh_codegen.json import LosslessJsonError, dump_canonical_json, render_json_pretty, snapshot_json
+from json_strategies import lossless_values, surrogate_free
+
+
+def test_contract_depth_five_example_byte_for_byte() -> None:
+    value = {"a": [1, {"b": {"c": {"d": {"e": [1, {"f": 2}]}}}}]}
+    expected = "\n".join(
+        [
+            "{",
+            '  "a": [',
+            "    1,",
+            "    {",
+            '      "b": {',
+            '        "c": {',
+            '          "d": {"e":[1,{"f":2}]}',
+            "        }",
+            "      }",
+            "    }",
+            "  ]",
+            "}",
+        ]
+    )
+    assert render_json_pretty(value) == expected
+    assert render_json_pretty(snapshot_json(value)) == expected
+
+
+def test_contract_compact_example() -> None:
+    value = [[[[[{"e": [1, {"f": 2}], "g": {}}]]]]]
+    rendered = render_json_pretty(value)
+    assert rendered.splitlines()[5] == '          {"e":[1,{"f":2}],"g":{}}'
+
+
+def test_5000_deep_array() -> None:
+    value: Any = []
+    for _ in range(4999):
+        value = [value]
+    rendered = render_json_pretty(value)
+    assert len(rendered) < 11_000
+    assert rendered.startswith("[\n  [\n    [")
+    assert rendered.endswith("    ]\n  ]\n]")
+
+
+def test_100000_deep_values_render_under_the_default_recursion_limit() -> None:
+    assert sys.getrecursionlimit() < 100_000
+    value: Any = 1
+    for level in range(100_000):
+        value = {"k": value} if level % 2 else [value]
+    rendered = render_json_pretty(value)
+    assert rendered.startswith('{\n  "k": [\n    {\n      "k": [\n        {\n          "k": [{"k":[{"k":')
+    assert rendered.count("1") == 1
+    compact = dump_canonical_json(value)
+    assert compact == '{"k":[' * 50_000 + "1" + "]}" * 50_000
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [
+        ("plain", '"plain"'),
+        ("", '""'),
+        (None, "null"),
+        (True, "true"),
+        (False, "false"),
+        (0, "0"),
+        (-7, "-7"),
+        (2**64, "18446744073709551616"),
+        (-(2**63), "-9223372036854775808"),
+        (2.0, "2.0"),
+        (1e-7, "1e-07"),
+        (1e300, "1e+300"),
+        (0.1, "0.1"),
+        ({}, "{}"),
+        ([], "[]"),
+        ((), "[]"),
+        ([{}], "[\n  {}\n]"),
+        ({"a": []}, '{\n  "a": []\n}'),
+    ],
+)
+def test_roots_render_as_json(value: Any, text: str) -> None:
+    assert render_json_pretty(value) == text
+
+
+def test_strings_escape_like_json_dumps_and_escape_lone_surrogates() -> None:
+    text = 'q" b\\ n\n t\t r\r b\b f\f nul\x00 us\x1f del\x7f é 日 😀 lone\ud800 pair\ud83d\ude00 end\udfff'
+    rendered = render_json_pretty({text: [text]})
+    expected_string = json.dumps(text, ensure_ascii=False)
+    for ch in ("\ud800", "\ud83d", "\ude00", "\udfff"):
+        expected_string = expected_string.replace(ch, f"\\u{ord(ch):04x}")
+    assert rendered == "{\n  " + expected_string + ": [\n    " + expected_string + "\n  ]\n}"
+    rendered.encode("utf-8")
+    assert "\\ud800" in rendered and "é 日 😀" in rendered
+    # json.loads would join the escaped pair into one character; the rest round-trips.
+    assert json.loads(rendered.replace("\\ud83d\\ude00", "X")) == {text.replace("\ud83d\ude00", "X"): [text.replace("\ud83d\ude00", "X")]}
+    assert dump_canonical_json([text]) == "[" + expected_string + "]"
+
+
+@pytest.mark.parametrize("kind", ["latin1", "ucs2", "ucs4", "ascii"])
+def test_long_strings_of_every_width(kind: str) -> None:
+    base = {"latin1": "é\"x\\", "ucs2": "日\"\ud800\n", "ucs4": "😀\t\udc00é", "ascii": "abc\"\\\x01" + "z" * 20}[kind]
+    text = base * 500
+    expected = json.dumps(text, ensure_ascii=False)
+    expected = "".join(f"\\u{ord(ch):04x}" if "\ud800" <= ch <= "\udfff" else ch for ch in expected)
+    assert render_json_pretty(text) == expected
+    assert dump_canonical_json([text]) == f"[{expected}]"
+
+
+def test_indent_options() -> None:
+    value = {"a": [1, {"b": [2]}]}
+    assert render_json_pretty(value, indent=4, max_indent=16) == json.dumps(value, indent=4)
+    assert render_json_pretty(value, indent=4, max_indent=4) == '{\n    "a": [1,{"b":[2]}]\n}'
+    assert render_json_pretty(value, max_indent=0) == '{"a":[1,{"b":[2]}]}'
+    assert render_json_pretty(value, indent=0) == json.dumps(value, indent=0)
+    assert render_json_pretty(value, indent=1, max_indent=1) == '{\n "a": [1,{"b":[2]}]\n}'
+
+
+@pytest.mark.parametrize(
+    ("options", "error", "message"),
+    [
+        ({"indent": -1}, ValueError, "indent must be >= 0, got -1"),
+        ({"max_indent": -3}, ValueError, "max_indent must be >= 0, got -3"),
+        ({"indent": 2.0}, TypeError, "indent must be an int, not float"),
+        ({"indent": True}, TypeError, "indent must be an int, not bool"),
+        ({"max_indent": "10"}, TypeError, "max_indent must be an int, not str"),
+    ],
+)
+def test_bad_options(options: dict[str, Any], error: type[Exception], message: str) -> None:
+    with pytest.raises(error) as info:
+        render_json_pretty({}, **options)
+    assert str(info.value) == message
+
+
+@pytest.mark.parametrize(
+    ("value", "path", "reason"),
+    [
+        ({"a": [float("nan")]}, ("a", 0), "NaN is not a JSON number"),
+        ([-0.0], (0,), "-0.0 does not survive a JSON round trip"),
+        ({"s": {1, 2}}, ("s",), "type set is not a JSON type"),
+        ({"o": {2: 1}}, ("o",), "object key of type int (keys must be exactly str)"),
+        ([10**5000], (0,), None),
+    ],
+)
+def test_writers_reject_non_lossless_values(value: Any, path: tuple[Any, ...], reason: str | None) -> None:
+    for writer in (render_json_pretty, dump_canonical_json):
+        with pytest.raises(LosslessJsonError) as info:
+            writer(value)
+        assert info.value.path == path
+        if reason is not None:
+            assert info.value.reason == reason
+        else:
+            assert info.value.reason.startswith("int with more than")
+
+
+def test_writers_reject_cycles() -> None:
+    value: dict[str, Any] = {"a": []}
+    value["a"].append(value)
+    for writer in (render_json_pretty, dump_canonical_json):
+        with pytest.raises(LosslessJsonError) as info:
+            writer(value)
+        assert info.value.path == ("a", 0)
+        assert info.value.reason == "the container contains itself (a cycle)"
+
+
+def test_shared_references_render_twice() -> None:
+    shared = [1, 2]
+    assert dump_canonical_json({"a": shared, "b": [shared]}) == '{"a":[1,2],"b":[[1,2]]}'
+
+
+def test_canonical_writer_sorts_keys_by_code_point() -> None:
+    value = {"b": 1, "a": {"z": [], "é": None, "Z": True, "😀": 0, "\uffff": 1}}
+    assert dump_canonical_json(value) == '{"a":{"Z":true,"z":[],"é":null,"\uffff":1,"😀":0},"b":1}'
+    assert dump_canonical_json(value, sort_keys=False) == '{"b":1,"a":{"z":[],"é":null,"Z":true,"😀":0,"\uffff":1}}'
+    assert dump_canonical_json(snapshot_json(value)) == dump_canonical_json(value)
+
+
+def test_canonical_writer_checks_every_key_before_sorting() -> None:
+    with pytest.raises(LosslessJsonError) as info:
+        dump_canonical_json({"b": [float("nan")], 1: "x"})
+    assert info.value.path == ()
+    assert info.value.reason == "object key of type int (keys must be exactly str)"
+    with pytest.raises(LosslessJsonError) as info:
+        dump_canonical_json({"b": [float("nan")], 1: "x"}, sort_keys=False)
+    assert info.value.path == ("b", 0)
+
+
+def _reference_render(value: Any, depth: int = 0) -> str:
+    """A recursive reading of CONTRACT.md section 3.2 (small inputs only)."""
+    compact = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    if not isinstance(value, (dict, list, tuple)) or not value or (depth + 1) * 2 > 10:
+        return compact
+    pad = "  " * (depth + 1)
+    if isinstance(value, dict):
+        items = [f"{pad}{json.dumps(k, ensure_ascii=False)}: {_reference_render(v, depth + 1)}" for k, v in value.items()]
+        return "{\n" + ",\n".join(items) + "\n" + "  " * depth + "}"
+    items = [f"{pad}{_reference_render(v, depth + 1)}" for v in value]
+    return "[\n" + ",\n".join(items) + "\n" + "  " * depth + "]"
+
+
+@settings(max_examples=150)
+@given(value=lossless_values)
+def test_render_matches_the_contract_reading(value: Any) -> None:
+    rendered = render_json_pretty(value)
+    if surrogate_free(value):
+        assert rendered == _reference_render(value)
+    rendered.encode("utf-8")
+    assert json.loads(rendered) == json.loads(json.dumps(value))

@@ -1,0 +1,131 @@
+"""The two twins agree: values, types and error messages (a differential test).
+
+Imports both twins directly, so it does not depend on the active one and runs
+once (in the compiled pass).
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+from types import ModuleType
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dsh_codegen.json import _json_py
+from json_strategies import any_values, lossless_values, surrogate_free
+
+pytestmark = pytest.mark.once
+
+
+def _compiled() -> ModuleType:
+    try:
+        return importlib.import_module("dsh_codegen._json_c")
+    except ImportError:
+        pytest.skip("dsh_codegen._json_c is not built (no compiler at install time); nothing to compare")
+
+
+def _outcome(fn: Any, *args: Any, **kwargs: Any) -> tuple[str, Any]:
+    try:
+        return ("ok", fn(*args, **kwargs))
+    except Exception as exc:  # compare the class, the message and the path
+        return ("error", (type(exc), str(exc), getattr(exc, "path", None)))
+
+
+def _typed(value: Any) -> Any:
+    """``value`` with every container tagged by its exact type (iteratively)."""
+    out: list[Any] = []
+    stack: list[Any] = [value]
+    while stack:
+        item = stack.pop()
+        out.append(type(item).__name__)
+        if isinstance(item, dict):
+            out.append(list(item.keys()))
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            out.append(len(item))
+            stack.extend(item)
+        else:
+            out.append(repr(item))
+    return out
+
+
+def test_twins_export_the_same_names() -> None:
+    compiled = _compiled()
+    assert compiled.__all__ == _json_py.__all__
+    for name in _json_py.__all__:
+        assert hasattr(compiled, name), name
+    # One class each, shared: values from either twin are interchangeable.
+    assert compiled.FrozenJsonObject is _json_py.FrozenJsonObject
+    assert compiled.FrozenJsonArray is _json_py.FrozenJsonArray
+    assert compiled.LosslessJsonError is _json_py.LosslessJsonError
+
+
+@settings(max_examples=300)
+@given(value=any_values, freeze=st.booleans(), safe=st.booleans())
+def test_twins_agree_on_snapshot(value: Any, freeze: bool, safe: bool) -> None:
+    compiled = _compiled()
+    c = _outcome(compiled.snapshot_json, value, freeze=freeze, safe_integers=safe)
+    p = _outcome(_json_py.snapshot_json, value, freeze=freeze, safe_integers=safe)
+    assert c[0] == p[0]
+    if c[0] == "ok":
+        assert _typed(c[1]) == _typed(p[1])
+    else:
+        assert c[1] == p[1]
+    assert compiled.is_json_value(value, safe_integers=safe) == _json_py.is_json_value(value, safe_integers=safe)
+    assert compiled.is_json_value(value, safe_integers=safe) == (p[0] == "ok")
+
+
+@settings(max_examples=300)
+@given(value=any_values, indent=st.integers(0, 4), max_indent=st.integers(0, 12), sort_keys=st.booleans())
+def test_twins_agree_on_writers(value: Any, indent: int, max_indent: int, sort_keys: bool) -> None:
+    compiled = _compiled()
+    c = _outcome(compiled.render_json_pretty, value, indent=indent, max_indent=max_indent)
+    p = _outcome(_json_py.render_json_pretty, value, indent=indent, max_indent=max_indent)
+    assert c == p
+    c = _outcome(compiled.dump_canonical_json, value, sort_keys=sort_keys)
+    p = _outcome(_json_py.dump_canonical_json, value, sort_keys=sort_keys)
+    assert c == p
+
+
+@settings(max_examples=200)
+@given(value=lossless_values)
+def test_snapshot_then_json_dumps_equals_json_dumps(value: Any) -> None:
+    compiled = _compiled()
+    expected = json.dumps(value)
+    for twin in (compiled, _json_py):
+        assert json.dumps(twin.snapshot_json(value)) == expected
+        assert json.dumps(twin.snapshot_json(value, freeze=False)) == expected
+        assert twin.is_json_value(value)
+
+
+@settings(max_examples=200)
+@given(value=lossless_values)
+def test_canonical_writer_matches_json_dumps(value: Any) -> None:
+    compiled = _compiled()
+    if surrogate_free(value):
+        for sort_keys in (True, False):
+            expected = json.dumps(value, sort_keys=sort_keys, separators=(",", ":"), ensure_ascii=False)
+            assert compiled.dump_canonical_json(value, sort_keys=sort_keys) == expected
+            assert _json_py.dump_canonical_json(value, sort_keys=sort_keys) == expected
+    else:
+        text = compiled.dump_canonical_json(value)
+        text.encode("utf-8")  # lone surrogates are escaped
+        assert json.loads(text) == json.loads(json.dumps(value, sort_keys=True))
+
+
+@pytest.mark.parametrize("depth", [100_000])
+def test_twins_agree_on_deep_values(depth: int) -> None:
+    compiled = _compiled()
+    value: Any = ["leaf", float("nan")]
+    for level in range(depth):
+        value = {"k": value} if level % 2 else [value]
+    c = _outcome(compiled.snapshot_json, value)
+    p = _outcome(_json_py.snapshot_json, value)
+    assert c == p and c[0] == "error"
+    c = _outcome(compiled.render_json_pretty, value)
+    p = _outcome(_json_py.render_json_pretty, value)
+    assert c == p and c[0] == "error"
