@@ -183,7 +183,10 @@ def retry_policy(
     deadline), and never an abort, ``INVALID_ARGS``, ``UNKNOWN_TOOL`` or
     ``INVALID_TOOL_OUTPUT``. Nothing is retried once the dispatch's signal
     has aborted. Between attempts it waits ``delay_s * backoff**(n-1)``
-    seconds, cut short by an abort (the last result is then returned).
+    seconds, cut short by an abort (the last result is then returned). An
+    attempt that comes back ``ABORTED`` / ``ABORTED_BEFORE_DISPATCH`` because
+    the signal aborted meanwhile is dropped in favour of the previous
+    attempt's failure, which is more specific (the body did run).
 
     Guarantees: the returned result is the last attempt's, exactly as
     ``next()`` normalized it; a predicate that raises is treated as "do not
@@ -218,10 +221,20 @@ def retry_policy(
             if pause and await _sleep_unless_aborted(dispatch.signal, pause):
                 break
             attempt += 1
-            result = await next()
+            retried = await next()
+            if dispatch.signal.aborted and _is_abort(retried):
+                # Cancelled while retrying: the earlier attempt's failure says
+                # more than "aborted", and the body did run (behaviour 73).
+                break
+            result = retried
         return result
 
     return wrap_target.wrap_execute(retry_wrapper)
+
+
+def _is_abort(result: ToolExecutionResult) -> bool:
+    info = result.error.info if isinstance(result, ToolFailure) else None
+    return info is not None and info.code in (TOOL_ABORTED, TOOL_ABORTED_BEFORE_DISPATCH)
 
 
 def _wants_retry(
