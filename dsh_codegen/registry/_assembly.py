@@ -49,6 +49,27 @@ class PromptAssembly:
     sections: tuple[PromptSection, ...] = ()
 
 
+def sdk_renderer(registry: ToolRegistry, mode: str) -> Callable[[list[ToolSchemaEntry]], str]:
+    """The SDK renderer for the registry's runtime, checked before anything else is assembled.
+
+    Raised errors (``ValueError``): no runtime (``dsh_codegen: mode "<mode>"
+    requires a code runtime ...``); a runtime language without a renderer.
+    """
+    from dsh_codegen.registry._codemode_seam import no_runtime_message
+
+    runtime = registry.code_runtime
+    if runtime is None:
+        raise ValueError(no_runtime_message(mode))
+    language = getattr(runtime, "language", None)
+    renderer = _RENDERERS.get(language) if type(language) is str else None
+    if renderer is None:
+        raise ValueError(
+            f'dsh_codegen: no SDK renderer registered for runtime language "{language}"'
+            ' (known: "typescript", "python")'
+        )
+    return renderer
+
+
 def assemble_for(
     registry: ToolRegistry,
     mode: str,
@@ -61,23 +82,13 @@ def assemble_for(
     Raised errors (``ValueError``): no runtime in a non-native mode; unknown
     runtime language; ``tool_order lists unregistered tool "<name>"``.
     """
-    from dsh_codegen.registry._codemode_seam import no_runtime_message
     from dsh_codegen.registry._registry import _schema_of
 
     sections: tuple[PromptSection, ...] = ()
     if mode == "native":
         wire = tools
     else:
-        runtime = registry.code_runtime
-        if runtime is None:
-            raise ValueError(no_runtime_message(mode))
-        language = getattr(runtime, "language", None)
-        renderer = _RENDERERS.get(language) if type(language) is str else None
-        if renderer is None:
-            raise ValueError(
-                f'dsh_codegen: no SDK renderer registered for runtime language "{language}"'
-                ' (known: "typescript", "python")'
-            )
+        renderer = sdk_renderer(registry, mode)
         catalog = registry.catalog(chain[0] if chain else None)
         sections = (
             PromptSection("tools:code-only", 99, CODE_ONLY_RULE if mode == "code" else ""),

@@ -31,6 +31,7 @@ from dsh_codegen.registry._assembly import (
     PromptAssembly,
     assemble_for,
     run_assemble_listeners,
+    sdk_renderer,
 )
 from dsh_codegen.registry._codemode_seam import CodeRuntime, run_code_tool
 from dsh_codegen.registry._definitions import _MALFORMED as MALFORMED
@@ -744,8 +745,11 @@ class ToolRegistry(_Surface):
         "<name>"``; in a non-native mode without a runtime, ``dsh_codegen: mode
         "<mode>" requires a code runtime ...``.
         """
+        resolved = self._scope_arg(scope)
+        mode = self.presentation(() if resolved is None else resolved.chain)
+        if mode != "native":
+            sdk_renderer(self, mode)  # runtime problems reject the assembly first
         chain, tools = self._visible(scope)
-        mode = self.presentation(chain)
         base = assemble_for(self, mode, tools, chain, tool_order)
         assemblers = [
             e for e in self._assemblers if e.scope is None or e.scope in frozenset(chain)
