@@ -22,6 +22,7 @@ import asyncio
 import inspect
 import logging
 from collections.abc import Callable, Hashable
+from types import CoroutineType
 from typing import TYPE_CHECKING, Any, Final
 
 from dsh_codegen.json import LosslessJsonError, snapshot_json
@@ -92,6 +93,9 @@ PIPELINE_STAGES: Final = (
 )
 
 ALLOW: Final = Allow()
+_PLAIN_RESULTS: Final = frozenset(
+    {type(None), str, int, float, bool, dict, list, tuple, Allow, Deny, Ask, Accept, Block, ToolSuccess, ToolFailure}
+)
 _ABORTED_BEFORE_DISPATCH_MESSAGE: Final = "tool call aborted before dispatch"
 _ABORTED_MESSAGE: Final = "tool call aborted"
 _BLOCK_DEFAULT: Final = "tool result blocked by post-execute policy"
@@ -135,9 +139,19 @@ class _Call:
         self.produced: list[ToolExecutionResult] | None = None
 
 
+def _is_awaitable(value: object) -> bool:
+    # Fast path for the two common cases before the general protocol check.
+    kind = type(value)
+    if kind is CoroutineType:
+        return True
+    if kind in _PLAIN_RESULTS:
+        return False
+    return inspect.isawaitable(value)
+
+
 async def _maybe_await(value: Any) -> Any:
     # Listeners may be sync or async; only an awaitable result is awaited.
-    if inspect.isawaitable(value):
+    if _is_awaitable(value):
         return await value
     return value
 
@@ -281,19 +295,26 @@ async def _pre_waterfall(entries: tuple[_Listener, ...], index: int, execution: 
 def _run_guards(call: _Call) -> str | None:
     """The first guard reason: the global layer (live: guards added meanwhile run too), then the chain."""
     execution = call.execution
-    registry = call.registry
-    seen: set[int] = set()
+    layer = call.registry._global
+    snapshot = layer.guards
+    done: set[int] | None = None
     while True:
-        pending = [g for g in registry._global.guards if id(g) not in seen and g.alive]
-        if not pending:
+        for entry in snapshot:
+            if done is not None:
+                if id(entry) in done:
+                    continue
+                done.add(id(entry))
+            if entry.alive:
+                reason = _guard_reason(entry.fn(execution))
+                if reason is not None:
+                    return reason
+        current = layer.guards
+        if current is snapshot:
             break
-        for entry in pending:
-            seen.add(id(entry))
-            if not entry.alive:
-                continue
-            reason = _guard_reason(entry.fn(execution))
-            if reason is not None:
-                return reason
+        # A guard registered (or disposed) during this pass: run the ones not yet run.
+        if done is None:
+            done = {id(entry) for entry in snapshot}
+        snapshot = current
     for scope in reversed(call.chain):
         for entry in scope.layer.guards:
             if entry.alive:
@@ -504,7 +525,7 @@ async def dispatch_core(call: _Call, signal: AbortSignal) -> ToolExecutionResult
     call.body_started = True
     try:
         value = compiled.execute(args, run)
-        if inspect.isawaitable(value):
+        if _is_awaitable(value):
             value = await value
     except asyncio.CancelledError:
         fused._abort(AbortError(_ABORTED_MESSAGE))
@@ -820,7 +841,7 @@ async def notify_result(call: _Call, result: ToolExecutionResult) -> bool:
             continue
         try:
             outcome = entry.fn(execution, result)
-            if inspect.isawaitable(outcome):
+            if _is_awaitable(outcome):
                 await outcome
         except asyncio.CancelledError:
             cancelled = True
