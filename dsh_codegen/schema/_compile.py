@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from dsh_codegen.json._paths import format_path
+from dsh_codegen.json._paths import format_path, quote_path
 from dsh_codegen.schema._errors import JsonSchemaError
 from dsh_codegen.schema._shared import (
+    ANNOTATIONS,
     ARRAY,
     BOOLEAN,
     INTEGER,
@@ -37,8 +38,12 @@ from dsh_codegen.schema._shared import (
 __all__ = ["assert_object_json_schema", "assert_supported_json_schema", "compile_program", "schema_violations"]
 
 _KEYWORD_SET: Final = frozenset(KEYWORDS)
-_OBJECT_KEYWORDS: Final = ("properties", "required", "additionalProperties")
+_ANNOTATION_SET: Final = frozenset(ANNOTATIONS)
+_MISSING: Final = object()
 _STRUCTURAL: Final = ("properties", "required", "additionalProperties", "items", "enum", "const")
+_STRUCTURAL_SET: Final = frozenset(_STRUCTURAL)
+_ARRAY_KEYS: Final = _KEYWORD_SET - _STRUCTURAL_SET | {"items"}
+_SCALAR_KEYS: Final = _KEYWORD_SET - _STRUCTURAL_SET | {"enum", "const"}
 _SCALARS: Final = frozenset({NULL, BOOLEAN, INTEGER, NUMBER, STRING})
 _TYPE_LIST_TEXT: Final = "/".join(KIND_OF_TYPE)
 _ARTICLE: Final = {"integer": "an integer", "object": "an object", "array": "an array"}
@@ -88,122 +93,122 @@ class _Checker:
 
     def run(self, schema: object) -> None:
         """Walk ``schema`` depth first, in document order."""
+        nodes = self.nodes
         memo: dict[int, int] = {}
         on_path: set[int] = set()
-        # frames: (schema, node index, path) or an exit marker (None, id, None)
-        stack: list[tuple[Any, int, _Path]] = [(schema, self._new_index(), None)]
-        if self._is_object(schema):
-            memo[id(schema)] = 0
+        nodes.append(Node(JSON_ANY))
+        memo[id(schema)] = 0
+        # frames: (schema, node index, path); an exit marker has index ~id(schema) < 0
+        stack: list[tuple[Any, int, _Path]] = [(schema, 0, None)]
+        pop = stack.pop
+        push = stack.append
         while stack:
-            node_schema, index, path = stack.pop()
+            node_schema, index, path = pop()
             if index < 0:  # exit marker: node_schema's subtree is done
                 on_path.discard(~index)
                 continue
-            children = self._check_node(node_schema, index, path)
+            children = self._check_node(node_schema, nodes[index], index, path)
             if not children:
                 continue
             ident = id(node_schema)
             on_path.add(ident)
-            stack.append((None, ~ident, None))  # ids are non-negative, so ~id < 0 marks an exit
+            push((None, ~ident, None))  # ids are non-negative, so ~id < 0 marks an exit
+            node = nodes[index]
             for child, child_path, slot in reversed(children):
                 child_id = id(child)
                 if child_id in on_path:
                     self._report(child_path, None, "is circular")
                     continue
-                known = memo.get(child_id) if self._is_object(child) else None
-                if known is not None:
-                    self._link(index, slot, known)
-                    continue
-                child_index = self._new_index()
-                if self._is_object(child):
+                child_index = memo.get(child_id)
+                if child_index is None:
+                    child_index = len(nodes)
+                    nodes.append(Node(JSON_ANY))
                     memo[child_id] = child_index
-                self._link(index, slot, child_index)
-                stack.append((child, child_index, child_path))
+                    push((child, child_index, child_path))
+                # point the parent's slot (property name, branch position, None for items) at the child
+                if slot is None:
+                    node.items = child_index
+                elif type(slot) is str:
+                    node.props[slot] = child_index << 1  # type: ignore[index]
+                else:
+                    self.branches[index][slot] = child_index  # type: ignore[index]
 
-    def _link(self, parent: int, slot: str | int | None, child: int) -> None:
-        """Point the parent's slot (a property name, a branch position, or ``None`` for items) at ``child``."""
-        node = self.nodes[parent]
-        if isinstance(slot, str):
-            assert node.props is not None
-            node.props[slot] = child << 1
-        elif slot is None:
-            node.items = child
-        else:
-            self.branches[parent][slot] = child
-
-    def _new_index(self) -> int:
-        self.nodes.append(Node(JSON_ANY))
-        return len(self.nodes) - 1
-
-    def _check_node(self, schema: Any, index: int, path: _Path) -> list[_Child]:
-        """Check one node, fill ``nodes[index]`` and return its children with their slots."""
-        report = self._report
-        if not self._is_object(schema) or any(type(key) is not str for key in schema):
-            report(path, None, "must be a schema object")
-            return []
-        for key in schema:
-            if key not in _KEYWORD_SET:
-                report(path, key, f"is not a supported keyword (subset: {SUBSET_TEXT})")
-        node = self.nodes[index]
-        children: list[_Child] = []
-        type_name: str | None = None
-        if "type" in schema:
-            declared = schema["type"]
-            if self._is_array(declared):
-                report(path, "type", "must be a single type string (type arrays are not supported)")
-            elif type(declared) is str and declared in KIND_OF_TYPE:
-                type_name = declared
-            else:
-                report(path, "type", f"must be one of {_TYPE_LIST_TEXT}")
+    def _check_node(self, schema: Any, node: Node, index: int, path: _Path) -> list[_Child] | None:
+        """Check one node, fill ``node`` and return its children with their slots."""
+        t = type(schema)
+        if t is not dict and (t is not self._fobj or t is None):
+            self._report(path, None, "must be a schema object")
+            return None
+        if not _KEYWORD_SET.issuperset(schema):
+            if any(type(key) is not str for key in schema):
+                self._report(path, None, "must be a schema object")
+                return None
+            for key in schema:
+                if key not in _KEYWORD_SET:
+                    self._report(path, key, f"is not a supported keyword (subset: {SUBSET_TEXT})")
+        children: list[_Child] | None = None
+        declared = schema.get("type", _MISSING)
+        kind = KIND_OF_TYPE.get(declared) if type(declared) is str else None
         if "oneOf" in schema:
-            if "type" in schema:
-                report(path, None, "cannot declare both type and oneOf")
+            children = self._check_one_of(schema, node, index, path)
+        elif kind is not None:
+            node.kind = kind
+            if kind == OBJECT:
+                children = self._check_object(schema, node, path)
+            elif kind == ARRAY:
+                if not _ARRAY_KEYS.issuperset(schema):
+                    self._misplaced(schema, path, "items", "array")
+                if "items" in schema:
+                    children = [(schema["items"], (path, "items"), None)]
+            else:
+                node.inline = True
+                if not _SCALAR_KEYS.issuperset(schema):
+                    self._misplaced(schema, path, "enum", declared)
+                if "enum" in schema or "const" in schema:
+                    self._check_scalar(schema, node, declared, path)
+        elif declared is _MISSING:
+            if not _STRUCTURAL_SET.isdisjoint(schema):
+                for keyword in _STRUCTURAL:
+                    if keyword in schema:
+                        self._report(path, keyword, "requires type or oneOf")
+        elif self._is_array(declared):
+            self._report(path, "type", "must be a single type string (type arrays are not supported)")
+        else:
+            self._report(path, "type", f"must be one of {_TYPE_LIST_TEXT}")
+        if not _ANNOTATION_SET.isdisjoint(schema):
+            self._check_annotations(schema, path)
+        return children
+
+    def _misplaced(self, schema: Any, path: _Path, allowed: str, type_name: str) -> None:
+        for keyword in _STRUCTURAL:
+            if keyword in schema and keyword != allowed and not (allowed == "enum" and keyword == "const"):
+                self._report(path, keyword, f'is not supported on type "{type_name}"')
+
+    def _check_one_of(self, schema: Any, node: Node, index: int, path: _Path) -> list[_Child] | None:
+        report = self._report
+        if "type" in schema:
+            report(path, None, "cannot declare both type and oneOf")
+        if not _STRUCTURAL_SET.isdisjoint(schema):
             for keyword in _STRUCTURAL:
                 if keyword in schema:
                     report(path, keyword, "is not supported beside oneOf")
-            branches = schema["oneOf"]
-            if not self._is_array(branches) or len(branches) < 2:
-                report(path, "oneOf", "must be an array of at least two schemas")
-            else:
-                node.kind = ONE_OF
-                self.branches[index] = [0] * len(branches)
-                oneof_path = (path, "oneOf")
-                for position, branch in enumerate(branches):
-                    children.append((branch, (oneof_path, position), position))
-        elif "type" not in schema:
-            for keyword in _STRUCTURAL:
-                if keyword in schema:
-                    report(path, keyword, "requires type or oneOf")
-        elif type_name is not None:
-            node.kind = KIND_OF_TYPE[type_name]
-            self._check_typed(schema, node, type_name, path, children)
-        self._check_annotations(schema, path)
-        return children
+        branches = schema["oneOf"]
+        if not self._is_array(branches) or len(branches) < 2:
+            report(path, "oneOf", "must be an array of at least two schemas")
+            return None
+        node.kind = ONE_OF
+        self.branches[index] = [0] * len(branches)
+        oneof_path = (path, "oneOf")
+        return [(branch, (oneof_path, position), position) for position, branch in enumerate(branches)]
 
-    def _check_typed(
-        self, schema: Any, node: Node, type_name: str, path: _Path, children: list[_Child]
-    ) -> None:
+    def _check_object(self, schema: Any, node: Node, path: _Path) -> list[_Child] | None:
         report = self._report
-        kind = node.kind
-        for keyword in _OBJECT_KEYWORDS:
-            if keyword in schema and kind != OBJECT:
-                report(path, keyword, f'is not supported on type "{type_name}"')
-        if "items" in schema and kind != ARRAY:
-            report(path, "items", f'is not supported on type "{type_name}"')
-        for keyword in ("enum", "const"):
-            if keyword in schema and kind not in _SCALARS:
-                report(path, keyword, f'is not supported on type "{type_name}"')
-        if kind == OBJECT:
-            self._check_object(schema, node, path, children)
-        elif kind == ARRAY:
-            if "items" in schema:
-                children.append((schema["items"], (path, "items"), None))
-        else:
-            self._check_scalar(schema, node, type_name, path)
-
-    def _check_object(self, schema: Any, node: Node, path: _Path, children: list[_Child]) -> None:
-        report = self._report
+        for keyword in ("items", "enum", "const"):
+            if keyword in schema:
+                report(path, keyword, 'is not supported on type "object"')
         props: dict[str, int] = {}
+        node.props = props
+        children: list[_Child] | None = None
         props_ok = True
         if "properties" in schema:
             declared = schema["properties"]
@@ -212,30 +217,32 @@ class _Checker:
                 props_ok = False
             else:
                 props_path = (path, "properties")
+                children = []
                 for name, child in declared.items():
                     props[name] = 0
                     children.append((child, (props_path, name), name))
-        required: list[str] = []
         if "required" in schema:
             names = schema["required"]
             if not self._is_array(names) or any(type(name) is not str for name in names):
                 report(path, "required", "must be an array of strings")
             else:
+                required: list[str] = []
                 for name in names:
                     if props_ok and name not in props:
-                        report(path, "required", f"names {_quote(name)} which is not in properties")
+                        report(path, "required", f"names {quote_path(name)} which is not in properties")
                     elif name not in required:
                         required.append(name)
-        if "additionalProperties" in schema and type(schema["additionalProperties"]) is not bool:
-            report(path, "additionalProperties", "must be a boolean")
-        node.props = props
-        node.required = tuple(required)
-        node.closed = schema.get("additionalProperties") is False
+                node.required = tuple(required)
+        if "additionalProperties" in schema:
+            closed = schema["additionalProperties"]
+            if type(closed) is not bool:
+                report(path, "additionalProperties", "must be a boolean")
+            node.closed = closed is False
+        return children
 
     def _check_scalar(self, schema: Any, node: Node, type_name: str, path: _Path) -> None:
         report = self._report
         kind = node.kind
-        node.inline = True
         enum_ok = True
         if "enum" in schema:
             values = schema["enum"]
@@ -253,22 +260,19 @@ class _Checker:
                 node.has_const = True
                 node.const = const
                 if enum_ok and node.enum is not None and const not in node.enum:
-                    report(path, "const", f"must be one of {format_path(_segments(path) + ('enum',), 'schema')} "
-                           "when both are declared")
+                    where = format_path(_segments(path) + ("enum",), "schema")
+                    report(path, "const", f"must be one of {where} when both are declared")
 
     def _check_annotations(self, schema: Any, path: _Path) -> None:
-        for keyword in ("description", "title"):
-            if keyword in schema and type(schema[keyword]) is not str:
-                self._report(path, keyword, "must be a string")
-        for keyword in ("default", "examples"):
-            if keyword in schema and not is_lossless_json(schema[keyword]):
+        for keyword in ANNOTATIONS:
+            if keyword not in schema:
+                continue
+            value = schema[keyword]
+            if keyword in ("description", "title"):
+                if type(value) is not str:
+                    self._report(path, keyword, "must be a string")
+            elif not is_lossless_json(value):
                 self._report(path, keyword, "annotation must be lossless JSON data")
-
-
-def _quote(name: str) -> str:
-    from dsh_codegen.json._paths import quote_path
-
-    return quote_path(name)
 
 
 def _finish(checker: _Checker) -> Program:
