@@ -1,0 +1,204 @@
+"""Per-call overhead of ``registry.execute`` beside the bare body and two peers.
+
+One trivial tool with a 5-property argument object (``a`` string, ``b``
+integer, ``c`` number, ``d`` boolean, ``e`` array of strings) returning a
+small object. Every variant starts from the model's raw argument text, so
+each pays for JSON parsing:
+
+- ``bare body``: ``json.loads`` + the body coroutine, nothing else;
+- ``dsh execute``: ``parse_call_arguments`` + ``registry.execute`` (argument
+  snapshot and freeze, validation, pipeline, output snapshot, validation and
+  render, final materialization, exactly-once accounting), no listeners;
+- ``dsh execute + 5 hooks``: the same with one pre-execute listener, one
+  guard, one ``wrap_execute`` wrapper, one post-execute listener and one
+  ``on_result`` observer;
+- ``dsh execute_tool_calls``: the loop helper over one call (gate, ordering);
+- ``openai-agents function_tool``: ``FunctionTool.on_invoke_tool(ctx, text)``
+  with a reused ``ToolContext`` and tracing disabled (pydantic validation of
+  the arguments, the call, no output validation), no model;
+- ``pydantic-ai FunctionToolset``: ``args_validator.validate_json(text)`` then
+  ``FunctionToolset.call_tool`` with a ``RunContext`` whose model is the
+  never-called ``TestModel`` (the lightest public path without an agent run).
+
+Timing: each sample runs a batch of calls inside one event loop (``asyncio``
+loop entry is paid once per batch, not per call), median over samples.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from bench._util import median_time, ratio_table
+
+ARGUMENTS = {"a": "hello", "b": 42, "c": 2.5, "d": True, "e": ["x", "y", "z"]}
+RAW = json.dumps(ARGUMENTS)
+BATCH = 500
+
+
+async def body(args: Any, run: Any = None) -> dict[str, Any]:
+    return {"a": args["a"], "n": args["b"] + len(args["e"])}
+
+
+def _per_call(loop: asyncio.AbstractEventLoop, one: Callable[[], Awaitable[Any]]) -> float:
+    async def batch() -> None:
+        for _ in range(BATCH):
+            await one()
+
+    return median_time(lambda: loop.run_until_complete(batch()), repeat=7, min_sample_s=0.1) / BATCH
+
+
+def _dsh_variants(loop: asyncio.AbstractEventLoop) -> list[tuple[str, Callable[[], Awaitable[Any]]]]:
+    from dsh_codegen.registry import AbortController, ToolExecutionInput
+    from dsh_codegen.registry._definitions import ToolOutput, define_tool
+    from dsh_codegen.registry._loop import ToolCall, execute_tool_calls, parse_call_arguments
+    from dsh_codegen.registry._registry import ToolRegistry
+    from dsh_codegen.registry._results import ToolSuccess
+
+    tool = define_tool(
+        name="echo5",
+        description="Echo five fields.",
+        parameters={
+            "a": {"type": "string", "required": True},
+            "b": {"type": "integer", "required": True},
+            "c": {"type": "number", "required": True},
+            "d": {"type": "boolean", "required": True},
+            "e": {"type": "array", "items": {"type": "string"}, "required": True},
+        },
+        output=ToolOutput(
+            schema={
+                "type": "object",
+                "properties": {"a": {"type": "string", "required": True}, "n": {"type": "integer", "required": True}},
+                "additionalProperties": False,
+            },
+            render=lambda args, value: [{"type": "text", "text": f"{value['a']} {value['n']}"}],
+        ),
+        execute=body,
+    )
+    signal = AbortController().signal
+
+    plain = ToolRegistry()
+    plain.register(tool)
+    hooked = ToolRegistry()
+    hooked.register(tool)
+
+    async def pre(execution: Any, next: Any) -> Any:
+        return await next()
+
+    async def wrapper(dispatch: Any, next: Any) -> Any:
+        return await next()
+
+    async def post(execution: Any, result: Any, next: Any) -> Any:
+        return await next()
+
+    hooked.on_pre_execute(pre)
+    hooked.guard(lambda execution: None)
+    hooked.wrap_execute(wrapper)
+    hooked.on_post_execute(post)
+    hooked.on_result(lambda execution, result: None)
+
+    async def check(registry: Any) -> None:
+        result = await registry.execute(ToolExecutionInput("c1", "echo5", parse_call_arguments(RAW), signal))
+        assert isinstance(result, ToolSuccess), result
+
+    loop.run_until_complete(check(plain))
+    loop.run_until_complete(check(hooked))
+
+    def run_plain() -> Awaitable[Any]:
+        return plain.execute(ToolExecutionInput("c1", "echo5", parse_call_arguments(RAW), signal))
+
+    def run_hooked() -> Awaitable[Any]:
+        return hooked.execute(ToolExecutionInput("c1", "echo5", parse_call_arguments(RAW), signal))
+
+    calls = [ToolCall("c1", "echo5", RAW)]
+
+    def run_loop() -> Awaitable[Any]:
+        return execute_tool_calls(plain, calls, signal=signal)
+
+    return [
+        ("dsh execute", run_plain),
+        ("dsh execute + 5 hooks", run_hooked),
+        ("dsh execute_tool_calls (1 call)", run_loop),
+    ]
+
+
+def _openai_agents(loop: asyncio.AbstractEventLoop) -> Callable[[], Awaitable[Any]] | str:
+    try:
+        from agents import function_tool, set_tracing_disabled
+        from agents.tool_context import ToolContext
+    except ImportError as exc:  # pragma: no cover - optional peer
+        return f"not installed ({exc.name})"
+    set_tracing_disabled(True)
+
+    @function_tool
+    async def echo5(a: str, b: int, c: float, d: bool, e: list[str]) -> dict[str, Any]:
+        """Echo five fields."""
+        return {"a": a, "n": b + len(e)}
+
+    context: Any = ToolContext(context=None, tool_name="echo5", tool_call_id="c1", tool_arguments=RAW)
+    result = loop.run_until_complete(echo5.on_invoke_tool(context, RAW))
+    assert result == {"a": "hello", "n": 45}, result
+
+    def one() -> Awaitable[Any]:
+        return echo5.on_invoke_tool(context, RAW)  # type: ignore[no-any-return]
+
+    return one
+
+
+def _pydantic_ai(loop: asyncio.AbstractEventLoop) -> Callable[[], Awaitable[Any]] | str:
+    try:
+        from pydantic_ai import RunContext
+        from pydantic_ai.models.test import TestModel
+        from pydantic_ai.toolsets import FunctionToolset
+        from pydantic_ai.usage import RunUsage
+    except ImportError as exc:  # pragma: no cover - optional peer
+        return f"not installed ({exc.name})"
+
+    async def echo5(a: str, b: int, c: float, d: bool, e: list[str]) -> dict[str, Any]:
+        """Echo five fields."""
+        return {"a": a, "n": b + len(e)}
+
+    toolset: Any = FunctionToolset([echo5])
+    context: Any = RunContext(deps=None, model=TestModel(), usage=RunUsage())
+    tool = loop.run_until_complete(toolset.get_tools(context))["echo5"]
+
+    async def one() -> Any:
+        args = tool.args_validator.validate_json(RAW)
+        return await toolset.call_tool("echo5", args, context, tool)
+
+    result = loop.run_until_complete(one())
+    assert result == {"a": "hello", "n": 45}, result
+    return one
+
+
+def main() -> None:
+    loop = asyncio.new_event_loop()
+    try:
+        rows: list[tuple[str, float | str]] = []
+
+        async def bare() -> Any:
+            return await body(json.loads(RAW))
+
+        rows.append(("bare body", _per_call(loop, bare)))
+        for name, one in _dsh_variants(loop):
+            rows.append((name, _per_call(loop, one)))
+        for name, make in (
+            ("openai-agents function_tool", _openai_agents),
+            ("pydantic-ai FunctionToolset", _pydantic_ai),
+        ):
+            peer = make(loop)
+            rows.append((name, peer if isinstance(peer, str) else _per_call(loop, peer)))
+    finally:
+        loop.close()
+    print(ratio_table("registry: per-call time, trivial 5-property tool (median)", rows, baseline="bare body"))
+    timed = dict((name, value) for name, value in rows if isinstance(value, float))
+    for peer in ("openai-agents function_tool", "pydantic-ai FunctionToolset"):
+        if peer in timed:
+            for ours in ("dsh execute", "dsh execute + 5 hooks"):
+                print(f"  {ours} / {peer}: {timed[ours] / timed[peer]:.2f}x")
+
+
+if __name__ == "__main__":
+    main()
