@@ -67,30 +67,66 @@ cdef extern from *:
         Py_SET_SIZE(b, 0);
         return dest;
     }
-    /* Length of the prefix of the ASCII text `p` that JSON writes as is (no '"',
-       backslash or control character), scanning eight bytes at a time. */
+    /* Whether an 8-byte word of ASCII holds a byte that JSON escapes (below
+       0x20, '"' or backslash): such a byte borrows into its high bit, and the
+       test is exact for "any" because ASCII bytes are all below 0x80. */
+    static inline int dsh_json_word_special(uint64_t w) {
+        const uint64_t ones = 0x0101010101010101ULL;
+        uint64_t q = w ^ (ones * 0x22), b = w ^ (ones * 0x5C);
+        return (((w - ones * 0x20) | (q - ones) | (b - ones)) & (ones * 0x80)) != 0;
+    }
+    /* Length of the prefix of the ASCII text `p` that JSON writes as is. */
     static Py_ssize_t dsh_json_plain_prefix(const unsigned char *p, Py_ssize_t n) {
-        const uint64_t ones = 0x0101010101010101ULL, highs = 0x8080808080808080ULL;
         Py_ssize_t i = 0;
-        for (; i + 8 <= n; i += 8) {
-            uint64_t w, q, b;
-            memcpy(&w, p + i, 8);
-            q = w ^ (ones * 0x22);
-            b = w ^ (ones * 0x5C);
-            /* A byte below 0x20, or equal to '"' or '\\', borrows into its high
-               bit; exact "any" test because ASCII bytes are all below 0x80. */
-            if (((w - ones * 0x20) | (q - ones) | (b - ones)) & highs) {
-                break;
+        uint64_t w;
+        if (n >= 8) {
+            for (; i + 8 <= n; i += 8) {
+                memcpy(&w, p + i, 8);
+                if (dsh_json_word_special(w)) goto bytes;
             }
+            if (i == n) return n;
+            memcpy(&w, p + n - 8, 8);  /* the tail, overlapping checked bytes */
+            if (!dsh_json_word_special(w)) return n;
+        } else {
+            w = 0x6161616161616161ULL;  /* padding with 'a', which is plain */
+            memcpy(&w, p, (size_t)n);
+            if (!dsh_json_word_special(w)) return n;
         }
+    bytes:
         for (; i < n; i++) {
             unsigned char c = p[i];
             if (c < 0x20 || c == '"' || c == 0x5C) return i;
         }
         return n;
     }
+    static const char dsh_json_digit_pairs[201] =
+        "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+        "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+        "8081828384858687888990919293949596979899";
+    /* Write the decimal text of `x` at `out` (room for 20 bytes); return its length. */
+    static int dsh_json_format_ll(char *out, long long x) {
+        char tmp[24];
+        char *end = tmp + sizeof(tmp), *p = end;
+        unsigned long long u = x < 0 ? (unsigned long long)(-(x + 1)) + 1 : (unsigned long long)x;
+        while (u >= 100) {
+            unsigned r = (unsigned)(u % 100);
+            u /= 100;
+            p -= 2;
+            memcpy(p, dsh_json_digit_pairs + 2 * r, 2);
+        }
+        if (u >= 10) {
+            p -= 2;
+            memcpy(p, dsh_json_digit_pairs + 2 * u, 2);
+        } else {
+            *--p = (char)('0' + u);
+        }
+        if (x < 0) *--p = '-';
+        memcpy(out, p, (size_t)(end - p));
+        return (int)(end - p);
+    }
     """
     Py_ssize_t dsh_json_plain_prefix(const unsigned char* p, Py_ssize_t n)
+    int dsh_json_format_ll(char* out, long long x)
     PyObject* dsh_json_new_dict(PyObject* cls, PyObject* empty)
     PyObject* dsh_json_move_list(PyObject* plain, PyObject* cls, PyObject* empty)
 
@@ -105,7 +141,9 @@ cdef extern from "Python.h":
     void incref "Py_INCREF"(PyObject*)
     void decref "Py_DECREF"(PyObject*)
 
-    PyObject* _PyDict_NewPresized(Py_ssize_t) except NULL
+    PyObject* PyDict_Copy(PyObject*) except NULL
+    PyObject* PyDict_New() except NULL
+    int PyDict_Update(PyObject*, PyObject*) except -1
     int PyDict_Next(PyObject*, Py_ssize_t*, PyObject**, PyObject**)
     int PyDict_SetItem(PyObject*, PyObject*, PyObject*) except -1
     PyObject* PyDict_GetItemWithError(PyObject*, PyObject*)
@@ -320,15 +358,34 @@ cdef inline int classify(PyObject* v, bint safe, bint reuse, Stack* st) except -
 
 # --- snapshot ------------------------------------------------------------------------------
 
+cdef bint all_str_keys(PyObject* src) noexcept:
+    cdef Py_ssize_t pos = 0
+    cdef PyObject* k
+    cdef PyObject* v
+    while PyDict_Next(src, &pos, &k, &v):
+        if type_of(k) != STR_T:
+            return False
+    return True
+
+
 cdef int open_copy(Stack* st, PyObject* src, int kind, bint freeze) except -1:
     cdef Frame* f = stack_push(st, src, OBJECT if kind == OBJECT else kind)
     if kind == OBJECT:
+        # A copy of the whole object up front (CPython clones the hash table of
+        # an exact dict into an empty one); the walk then replaces the values
+        # that are containers with their copies, in place, keeping the order.
+        # Copying a key that is not an exact str could run its __eq__; such an
+        # object fails the walk anyway, so its copy stays empty.
         if freeze:
             f.dest = dsh_json_new_dict(<PyObject*>FrozenJsonObject, <PyObject*>EMPTY_TUPLE)
             if f.dest == NULL:
                 return propagate()
+            if all_str_keys(src):
+                PyDict_Update(f.dest, src)
+        elif all_str_keys(src):
+            f.dest = PyDict_Copy(src)
         else:
-            f.dest = _PyDict_NewPresized(PyDict_GET_SIZE(src))
+            f.dest = PyDict_New()
     else:
         f.dest = PyList_New(f.size)
     return 0
@@ -368,9 +425,7 @@ cdef object walk(object root, bint freeze, bint safe, bint build):
                     frame_set_key(f, k)
                     kind = classify(v, safe, reuse, &st)
                     if kind <= REUSE:
-                        if build:
-                            PyDict_SetItem(f.dest, k, v)
-                        continue
+                        continue  # already in the copy
                     if on_path(&st, v, deep):
                         raise cycle_error(stack_path(&st, 0))
                     if build:
@@ -676,21 +731,11 @@ cdef int write_str(Buf* b, PyObject* s) except -1:
 cdef int write_int(Buf* b, PyObject* v, Stack* st) except -1:
     cdef int overflow = 0
     cdef long long x = PyLong_AsLongLongAndOverflow(v, &overflow)
-    cdef char tmp[24]
-    cdef int pos = 24
-    cdef unsigned long long u
     if overflow == 0:
-        u = <unsigned long long>(-(x + 1)) + 1 if x < 0 else <unsigned long long>x
-        while True:
-            pos -= 1
-            tmp[pos] = <char>(48 + u % 10)
-            u //= 10
-            if u == 0:
-                break
-        if x < 0:
-            pos -= 1
-            tmp[pos] = b"-"
-        return buf_write(b, tmp + pos, 24 - pos)
+        if 24 > b.cap - b.length:
+            buf_reserve(b, 24)
+        b.length += dsh_json_format_ll(b.data + b.length, x)
+        return 0
     try:
         text = int.__repr__(<object>v)
     except ValueError:

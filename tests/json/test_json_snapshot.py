@@ -378,3 +378,33 @@ def test_deep_error_path_is_complete() -> None:
 def test_options_are_keyword_only() -> None:
     with pytest.raises(TypeError):
         snapshot_json({}, False)  # type: ignore[misc]
+
+
+class CollidingKey(str):
+    """A str subclass whose hash collides with "b" and whose __eq__ can be armed."""
+
+    armed = False
+
+    def __hash__(self) -> int:
+        return hash("b")
+
+    def __eq__(self, other: object) -> bool:
+        if CollidingKey.armed:
+            raise RuntimeError("__eq__ ran")
+        return str.__eq__(self, other)
+
+    __ne__ = str.__ne__
+
+
+def test_no_user_code_runs_for_a_colliding_subclass_key() -> None:
+    value = {"b": 1, CollidingKey("a"): 2, "c": [3]}
+    CollidingKey.armed = True
+    try:
+        assert not is_json_value(value)
+        for freeze in (True, False):
+            with pytest.raises(LosslessJsonError) as info:
+                snapshot_json({"outer": value}, freeze=freeze)
+            assert info.value.path == ("outer",)
+            assert info.value.reason == "object key of type CollidingKey (keys must be exactly str)"
+    finally:
+        CollidingKey.armed = False
