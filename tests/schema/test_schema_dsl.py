@@ -1,0 +1,221 @@
+"""The authoring DSL (CONTRACT.md items 85-91) and its static typing under mypy --strict."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dsh_codegen.schema import (
+    JsonSchemaError,
+    ParameterSchemaSpec,
+    ValueSchemaSpec,
+    assert_supported_json_schema,
+    parameter_schema_spec_to_json_schema,
+    value_schema_spec_to_json_schema,
+)
+
+
+def rejected(spec: Any, *, parameters: bool = False) -> list[str]:
+    convert: Any = parameter_schema_spec_to_json_schema if parameters else value_schema_spec_to_json_schema
+    with pytest.raises(JsonSchemaError) as info:
+        convert(spec)
+    assert info.value.code == "UNSUPPORTED_SCHEMA"
+    return [str(v) for v in info.value.violations]
+
+
+def test_parameter_spec_compiles_to_an_open_object() -> None:
+    spec: ParameterSchemaSpec = {
+        "path": {"type": "string", "description": "Absolute path.", "required": True},
+        "limit": {"type": "integer", "default": 10},
+    }
+    schema = parameter_schema_spec_to_json_schema(spec)
+    assert schema == {
+        "type": "object",
+        "properties": {"path": {"type": "string", "description": "Absolute path."}, "limit": {"type": "integer", "default": 10}},
+        "required": ["path"],
+    }
+    assert "additionalProperties" not in schema
+    assert_supported_json_schema(schema)
+
+
+def test_required_omitted_when_none() -> None:
+    assert parameter_schema_spec_to_json_schema({"a": {"type": "boolean"}}) == {
+        "type": "object",
+        "properties": {"a": {"type": "boolean"}},
+    }
+    assert parameter_schema_spec_to_json_schema({}) == {"type": "object", "properties": {}}
+
+
+def test_nested_objects_declare_additional_properties_and_own_required() -> None:
+    spec: ValueSchemaSpec = {
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {
+            "host": {"type": "string", "required": True},
+            "port": {"type": "integer"},
+            "tls": {"type": "object", "additionalProperties": True, "properties": {"ca": {"type": "string", "required": True}}},
+        },
+    }
+    assert value_schema_spec_to_json_schema(spec) == {
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {
+            "host": {"type": "string"},
+            "port": {"type": "integer"},
+            "tls": {"type": "object", "additionalProperties": True, "properties": {"ca": {"type": "string"}}, "required": ["ca"]},
+        },
+        "required": ["host"],
+    }
+    assert rejected({"type": "object", "properties": {}}) == [
+        "spec must declare additionalProperties: true or false (DSL objects are explicit)"
+    ]
+    assert rejected({"type": "object", "additionalProperties": "no"}) == ["spec.additionalProperties must be a boolean"]
+
+
+def test_json_type_is_annotation_only() -> None:
+    spec: ValueSchemaSpec = {"type": "json", "description": "anything", "title": "T", "default": [1], "examples": [{"a": 1}]}
+    assert value_schema_spec_to_json_schema(spec) == {
+        "description": "anything",
+        "title": "T",
+        "default": [1],
+        "examples": [{"a": 1}],
+    }
+
+
+def test_one_of() -> None:
+    spec: ValueSchemaSpec = {"oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "json"}}], "description": "d"}
+    assert value_schema_spec_to_json_schema(spec) == {
+        "oneOf": [{"type": "string"}, {"type": "array", "items": {}}],
+        "description": "d",
+    }
+    assert rejected({"oneOf": [{"type": "string"}]}) == ["spec.oneOf must be an array of at least two schema specs"]
+    assert rejected({"oneOf": [{"type": "string"}, {"type": "null"}], "type": "string"}) == [
+        "spec cannot declare both type and oneOf"
+    ]
+
+
+def test_enum_and_const_match_the_type() -> None:
+    assert value_schema_spec_to_json_schema({"type": "integer", "enum": [1, 2], "const": 2}) == {
+        "type": "integer",
+        "enum": [1, 2],
+        "const": 2,
+    }
+    assert rejected({"type": "number", "enum": ["a"]}) == ["spec.enum must be a non-empty array of number values"]
+    assert rejected({"type": "integer", "const": 1.5}) == ["spec.const must be an integer value"]
+    assert rejected({"type": "string", "enum": ["a"], "const": "b"}) == [
+        "spec.const must be one of spec.enum when both are declared"
+    ]
+    assert rejected({"type": "boolean", "enum": [1]}) == ["spec.enum must be a non-empty array of boolean values"]
+
+
+def test_required_rules() -> None:
+    assert rejected({"a": {"type": "string", "required": False}}, parameters=True) == [
+        "spec.a.required must be true (omit it for an optional property)"
+    ]
+    assert rejected({"a": {"type": "string", "required": "yes"}}, parameters=True) == [
+        "spec.a.required must be true (omit it for an optional property)"
+    ]
+    assert rejected({"type": "array", "items": {"type": "string", "required": True}}) == [
+        "spec.items.required is only allowed on object properties"
+    ]
+    assert rejected({"type": "string", "required": True}) == ["spec.required is only allowed on object properties"]
+
+
+def test_unknown_keys_types_and_shapes() -> None:
+    assert rejected({"type": "string", "pattern": "x"}) == [
+        'spec.pattern is not a supported DSL key for type "string" '
+        "(allowed: type, enum, const, description, title, default, examples)"
+    ]
+    assert rejected({"type": "date"}) == ["spec.type must be one of string/number/integer/boolean/null/array/object/json"]
+    assert rejected({"description": "x"}) == [
+        "spec must declare a type (string/number/integer/boolean/null/array/object/json) or oneOf"
+    ]
+    assert rejected("string") == ["spec must be a schema spec object"]
+    assert rejected({1: {"type": "string"}}, parameters=True) == [
+        "spec must be a mapping of property name to property spec"
+    ]
+    assert rejected({"type": "object", "additionalProperties": True, "properties": {"a": {"type": "string"}, "b": 3}}) == [
+        "spec.properties.b must be a schema spec object"
+    ]
+    assert rejected({"type": "string", "enum": {"a"}}) == ["spec.enum must be a non-empty array of string values"]
+    assert rejected({"type": "string", "description": 3, "default": float("nan")}) == [
+        "spec.description must be a string",
+        "spec.default annotation must be lossless JSON data",
+    ]
+
+
+def test_cyclic_specs_are_rejected() -> None:
+    spec: dict[str, Any] = {"type": "array"}
+    spec["items"] = spec
+    assert rejected(spec) == ["spec.items is circular"]
+    obj: dict[str, Any] = {"type": "object", "additionalProperties": True, "properties": {}}
+    obj["properties"]["me"] = obj
+    assert rejected(obj) == ["spec.properties.me is circular"]
+
+
+def test_sibling_reuse_is_fine() -> None:
+    shared: Any = {"type": "string"}
+    schema = parameter_schema_spec_to_json_schema({"a": shared, "b": shared})
+    assert schema["properties"] == {"a": {"type": "string"}, "b": {"type": "string"}}
+
+
+GOOD = """
+from dsh_codegen.schema import ParameterSchemaSpec, ValueSchemaSpec
+
+params: ParameterSchemaSpec = {
+    "path": {"type": "string", "description": "Absolute path.", "required": True},
+    "mode": {"type": "string", "enum": ["a", "b"]},
+    "limit": {"type": "integer", "default": 10, "const": 3},
+    "ratio": {"type": "number", "enum": [1, 2.5]},
+    "flags": {"type": "array", "items": {"type": "boolean"}},
+    "blob": {"type": "json"},
+    "either": {"oneOf": [{"type": "string"}, {"type": "null"}]},
+    "config": {
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {"host": {"type": "string", "required": True}},
+    },
+}
+output: ValueSchemaSpec = {"type": "array", "items": {"type": "object", "additionalProperties": True}}
+"""
+
+BAD = {
+    "unknown_type": 'spec: ValueSchemaSpec = {"type": "date"}',
+    "object_without_additional": 'spec: ValueSchemaSpec = {"type": "object", "properties": {}}',
+    "enum_of_wrong_type": 'spec: ValueSchemaSpec = {"type": "number", "enum": ["a"]}',
+    "const_of_wrong_type": 'spec: ValueSchemaSpec = {"type": "string", "const": 1}',
+    "required_false": 'spec: ParameterSchemaSpec = {"a": {"type": "string", "required": False}}',
+    "required_in_items": (
+        'spec: ValueSchemaSpec = {"type": "array", "items": {"type": "string", "required": True}}'
+    ),
+    "unknown_key": 'spec: ValueSchemaSpec = {"type": "string", "pattern": "x"}',
+    "description_not_str": 'spec: ValueSchemaSpec = {"type": "string", "description": 3}',
+}
+
+
+def run_mypy(tmp_path: Path, name: str, body: str) -> subprocess.CompletedProcess[str]:
+    source = tmp_path / f"{name}.py"
+    source.write_text("from dsh_codegen.schema import ParameterSchemaSpec, ValueSchemaSpec\n" + textwrap.dedent(body) + "\n")
+    return subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", "--cache-dir", str(tmp_path / ".cache"), str(source)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+@pytest.mark.once
+def test_spec_literals_type_check(tmp_path: Path) -> None:
+    result = run_mypy(tmp_path, "good", GOOD)
+    assert result.returncode == 0, result.stdout + result.stderr
+    bad_source = "\n".join(f"def case_{name}() -> None:\n    {line}" for name, line in BAD.items())
+    result = run_mypy(tmp_path, "bad", bad_source)
+    assert result.returncode == 1, result.stdout
+    for index, name in enumerate(BAD):
+        line_number = 2 + 2 * index + 1  # the import line, then two lines per case
+        assert f"bad.py:{line_number}:" in result.stdout, (name, result.stdout)
