@@ -484,3 +484,68 @@ async def test_b40_unknown_and_thrown_tools() -> None:
     assert isinstance(thrown, ToolFailure) and thrown.error.info is None
     assert post_seen == ['Error: unknown tool "nope"', "Error: exploded"]
     assert Accept() == Accept() and ToolRegistry().schemas() == []
+
+
+@async_test
+async def test_pre_execute_next_may_be_called_once() -> None:
+    registry = registry_with(echo_tool())
+
+    async def twice(execution: ToolExecution, next: Any) -> Any:
+        await next()
+        return await next()
+
+    registry.on_pre_execute(twice)
+    result = await registry.execute(call())
+    assert text(result) == "Error: tools/pre-execute: next() was already called"
+
+
+@async_test
+async def test_bad_listener_returns_and_bad_registrations() -> None:
+    registry = registry_with(echo_tool())
+    dispose = registry.on_pre_execute(lambda e, n: None)
+    result = await registry.execute(call())
+    assert text(result) == (
+        "Error: tools/pre-execute listener returned NoneType; expected Allow(), Deny(reason) or Ask(reason)"
+    )
+    dispose()
+    dispose = registry.guard(lambda e: 42)  # type: ignore[arg-type,return-value]
+    assert text(await registry.execute(call())) == "Error: guard returned int; expected a reason string or None"
+    dispose()
+    dispose = registry.wrap_execute(lambda d, n: "not a result")
+    assert text(await registry.execute(call())) == (
+        "Error: tools/execute wrapper returned str; expected a ToolSuccess or ToolFailure"
+    )
+    dispose()
+
+    async def async_guard(execution: Any) -> None:
+        return None
+
+    with pytest.raises(TypeError, match="must be synchronous"):
+        registry.guard(async_guard)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="must be callable"):
+        registry.on_result("nope")  # type: ignore[arg-type]
+    scope = registry.scope("a")
+    scope.dispose()
+    with pytest.raises(ValueError, match="disposed"):
+        scope.register(echo_tool("x"))
+    with pytest.raises(ValueError, match="disposed"):
+        scope.on_result(lambda e, r: None)
+
+
+@async_test
+async def test_defer_context_checks_its_argument() -> None:
+    problems: list[str] = []
+
+    async def body(args: Any, run: Any) -> str:
+        for bad in ({"role": "assistant", "content": [], "source": "s"}, {"role": "user", "content": [{"type": "text", "text": print}], "source": "s"}):
+            try:
+                run.defer_context(bad)
+            except ValueError as exc:
+                problems.append(type(exc).__name__)
+        return "x"
+
+    registry = registry_with(echo_tool(execute=body))
+    result = await registry.execute(call())
+    assert text(result) == "x"
+    assert problems == ["ValueError", "LosslessJsonError"]
+    assert result.additional_contexts == ()
