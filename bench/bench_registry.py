@@ -12,7 +12,9 @@ each pays for JSON parsing:
 - ``dsh execute + 5 hooks``: the same with one pre-execute listener, one
   guard, one ``wrap_execute`` wrapper, one post-execute listener and one
   ``on_result`` observer;
-- ``dsh execute_tool_calls``: the loop helper over one call (gate, ordering);
+- ``dsh execute_tool_calls``: the loop helper over one call, and over ten
+  calls (not concurrency-safe, so serial) reported per call (task, gate,
+  ordering, no log);
 - ``openai-agents function_tool``: ``FunctionTool.on_invoke_tool(ctx, text)``
   with a reused ``ToolContext`` and tracing disabled (pydantic validation of
   the arguments, the call, no output validation), no model;
@@ -50,7 +52,7 @@ def _per_call(loop: asyncio.AbstractEventLoop, one: Callable[[], Awaitable[Any]]
     return median_time(lambda: loop.run_until_complete(batch()), repeat=7, min_sample_s=0.1) / BATCH
 
 
-def _dsh_variants(loop: asyncio.AbstractEventLoop) -> list[tuple[str, Callable[[], Awaitable[Any]]]]:
+def _dsh_variants(loop: asyncio.AbstractEventLoop) -> list[tuple[str, Callable[[], Awaitable[Any]], int]]:
     from dsh_codegen.registry import AbortController, ToolExecutionInput
     from dsh_codegen.registry._definitions import ToolOutput, define_tool
     from dsh_codegen.registry._loop import ToolCall, execute_tool_calls, parse_call_arguments
@@ -112,15 +114,20 @@ def _dsh_variants(loop: asyncio.AbstractEventLoop) -> list[tuple[str, Callable[[
     def run_hooked() -> Awaitable[Any]:
         return hooked.execute(ToolExecutionInput("c1", "echo5", parse_call_arguments(RAW), signal))
 
-    calls = [ToolCall("c1", "echo5", RAW)]
+    one_call = [ToolCall("c1", "echo5", RAW)]
+    ten_calls = [ToolCall(f"c{i}", "echo5", RAW) for i in range(10)]
 
-    def run_loop() -> Awaitable[Any]:
-        return execute_tool_calls(plain, calls, signal=signal)
+    def run_loop_one() -> Awaitable[Any]:
+        return execute_tool_calls(plain, one_call, signal=signal)
+
+    def run_loop_ten() -> Awaitable[Any]:
+        return execute_tool_calls(plain, ten_calls, signal=signal)
 
     return [
-        ("dsh execute", run_plain),
-        ("dsh execute + 5 hooks", run_hooked),
-        ("dsh execute_tool_calls (1 call)", run_loop),
+        ("dsh execute", run_plain, 1),
+        ("dsh execute + 5 hooks", run_hooked, 1),
+        ("dsh execute_tool_calls, 1 call", run_loop_one, 1),
+        ("dsh execute_tool_calls, 10 calls (per call)", run_loop_ten, 10),
     ]
 
 
@@ -182,8 +189,8 @@ def main() -> None:
             return await body(json.loads(RAW))
 
         rows.append(("bare body", _per_call(loop, bare)))
-        for name, one in _dsh_variants(loop):
-            rows.append((name, _per_call(loop, one)))
+        for name, one, calls_each in _dsh_variants(loop):
+            rows.append((name, _per_call(loop, one) / calls_each))
         for name, make in (
             ("openai-agents function_tool", _openai_agents),
             ("pydantic-ai FunctionToolset", _pydantic_ai),

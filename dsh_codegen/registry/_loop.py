@@ -198,6 +198,7 @@ class _Batch:
         self.stop = AbortController()
         self.call_signal: AbortSignal = signal
         self.results: list[ToolExecutionResult | None] = [None] * count
+        self.inputs: list[ToolExecutionInput | None] = [None] * count
         self.policy_done = [asyncio.Event() for _ in range(count)]
         self.commit_done = [asyncio.Event() for _ in range(count)]
         self.in_flight: dict[asyncio.Task[None], int] = {}
@@ -209,6 +210,12 @@ class _Batch:
     # -- scheduling ----------------------------------------------------------
 
     async def run(self) -> list[ToolExecutionResult]:
+        """Schedule every call and return the results in model order.
+
+        Cancellation: a ``CancelledError`` (or an internal failure) aborts
+        the stop signal, drains every started call (surviving further
+        cancellations) and is re-raised; see :func:`execute_tool_calls`.
+        """
         self.call_signal, detach = fuse_signals([self.signal, self.stop.signal])
         remove = self.signal.add_listener(lambda _signal: self.wake.set())
         try:
@@ -225,16 +232,22 @@ class _Batch:
             detach()
 
     async def _schedule(self) -> None:
+        """Start calls while the pool allows, then wait for the started ones to commit.
+
+        Cancellation: it only waits on the wake event, so a cancellation
+        leaves the call tasks untouched; :meth:`run` drains them.
+        """
         count = len(self.calls)
         while self.next_start < count and not self.signal.aborted:
             self._raise_failure()
+            if self.exclusive_in_flight or len(self.in_flight) >= self.max_parallel:
+                # Nothing can start whatever the next call is; classify it
+                # after the next commit, when the answer can matter.
+                await self._wait_for_change()
+                continue
             index = self.next_start
             parallel = self.registry.execution_mode(self._input(index)) == "parallel"
-            if parallel:
-                startable = not self.exclusive_in_flight and len(self.in_flight) < self.max_parallel
-            else:
-                startable = not self.in_flight
-            if startable:
+            if parallel or not self.in_flight:
                 self._start(index, exclusive=not parallel)
             else:
                 await self._wait_for_change()
@@ -244,6 +257,10 @@ class _Batch:
         self._raise_failure()
 
     async def _wait_for_change(self) -> None:
+        """Wait for a commit, a failure or the caller's abort.
+
+        Cancellation: propagates at once; nothing is held.
+        """
         self.wake.clear()
         await self.wake.wait()
 
@@ -252,14 +269,19 @@ class _Batch:
             raise self.failure
 
     def _input(self, index: int) -> ToolExecutionInput:
-        call = self.calls[index]
-        return ToolExecutionInput(
-            call_id=call.call_id,
-            name=call.name,
-            arguments=self.arguments[index],
-            signal=self.call_signal,
-            agent=self.agent,
-        )
+        # One input per call, built on first use (classification or start):
+        # the registry reads it, never changes it (it is frozen).
+        made = self.inputs[index]
+        if made is None:
+            call = self.calls[index]
+            made = self.inputs[index] = ToolExecutionInput(
+                call_id=call.call_id,
+                name=call.name,
+                arguments=self.arguments[index],
+                signal=self.call_signal,
+                agent=self.agent,
+            )
+        return made
 
     def _start(self, index: int, *, exclusive: bool) -> None:
         if self.log is not None:
@@ -270,7 +292,12 @@ class _Batch:
         self.exclusive_in_flight = exclusive
 
     async def _drain(self) -> bool:
-        """Wait until no call task is left; return whether a cancellation arrived meanwhile."""
+        """Wait until no call task is left; return whether a cancellation arrived meanwhile.
+
+        Cancellation: absorbed and reported through the return value, so the
+        drain always completes (the calls were aborted, so it is bounded by
+        how fast bodies honour their signal).
+        """
         cancelled = False
         while self.in_flight:
             try:
@@ -451,9 +478,11 @@ class _PolicyTurn:
         self._gate = gate
 
     async def __aenter__(self) -> None:
+        """Wait for the policy turn. Cancellation: propagates; nothing is held."""
         await self._gate.acquire_policy_turn()
 
     async def __aexit__(self, *exc_info: object) -> None:
+        """Pass the policy turn on. Cancellation: never awaits."""
         self._gate.policy_finished()
 
 
@@ -464,8 +493,10 @@ class _CommitTurn:
         self._gate = gate
 
     async def __aenter__(self) -> None:
+        """Wait for the commit turn. Cancellation: propagates; nothing is held."""
         await self._gate.acquire_commit_turn()
 
     async def __aexit__(self, *exc_info: object) -> None:
+        """Keep the turn. Cancellation: never awaits."""
         # The turn stays held until the loop has logged the result (release()).
         return None
