@@ -80,7 +80,12 @@ class ToolCallExecutor(Protocol):
     """What :func:`execute_tool_calls` needs from a registry."""
 
     async def execute(self, input: ToolExecutionInput, *, gate: PipelineGate | None = None) -> ToolExecutionResult:
-        """Run one call through the pipeline and return its final result."""
+        """Run one call through the pipeline and return its final result.
+
+        Cancellation: the loop never cancels the task awaiting this (it aborts
+        ``input.signal`` instead); an implementation must settle the body
+        before it returns.
+        """
         ...
 
     def execution_mode(self, input: ToolExecutionInput) -> str:
