@@ -16,15 +16,7 @@ from dataclasses import dataclass, field
 
 from dsh_codegen.codegen._literals import py_comment, py_literal
 from dsh_codegen.codegen._naming import ClassNamer, camel_case, is_py_field_name
-from dsh_codegen.codegen._nodes import (
-    ANY,
-    ARRAY,
-    LITERAL,
-    OBJECT,
-    UNION,
-    description_of,
-    read_node,
-)
+from dsh_codegen.codegen._nodes import ARRAY, LITERAL, OBJECT, UNION, description_of, read_node
 
 __all__ = ["MAX_LIST_NESTING", "SHADOWABLE", "PyClass", "PyField", "PyTypes", "json_schema_to_py"]
 
@@ -67,24 +59,26 @@ class PyClass:
 
 @dataclass(slots=True)
 class _Frame:
+    """A schema node to render into ``out``."""
+
     schema: object
     base: str
     lists: int
     shadow: frozenset[str]
+    out: list[str]
 
 
-class _Build:
-    __slots__ = ("kind", "count", "ident", "shadow", "name", "fields", "open", "required")
+class _Done:
+    """Stack marker: a container's children are rendered (leave the cycle guard;
+    for a class, collect its fields)."""
 
-    def __init__(self, kind: str, count: int, ident: int, shadow: frozenset[str]) -> None:
-        self.kind = kind
-        self.count = count
+    __slots__ = ("ident", "name", "fields", "open")
+
+    def __init__(self, ident: int) -> None:
         self.ident = ident
-        self.shadow = shadow
         self.name = ""
-        self.fields: list[tuple[str | None, str]] = []
+        self.fields: list[tuple[str | None, str, list[str]]] = []
         self.open = False
-        self.required: frozenset[str] = frozenset()
 
 
 @dataclass(slots=True)
@@ -147,42 +141,53 @@ class PyTypes:
         return all(is_py_field_name(key) for key, _ in properties)
 
     def _walk(self, schema: object, base: str, shadow: frozenset[str]) -> str:
-        results: list[str] = []
+        # Text is appended in order to per-annotation buffers and joined once,
+        # so deep unions stay linear; each class field gets its own buffer.
+        root: list[str] = []
         active: set[int] = set()
-        stack: list[_Build | _Frame] = [_Frame(schema, base, 0, shadow)]
+        stack: list[_Frame | _Done | tuple[list[str], str]] = [_Frame(schema, base, 0, shadow, root)]
         while stack:
             frame = stack.pop()
-            if isinstance(frame, _Build):
-                active.discard(frame.ident)
-                results.append(self._combine(frame, results))
+            if isinstance(frame, tuple):
+                frame[0].append(frame[1])
                 continue
+            if isinstance(frame, _Done):
+                active.discard(frame.ident)
+                if frame.name:
+                    self._finish_class(frame)
+                continue
+            out = frame.out
             ident = id(frame.schema)
             sh = frame.shadow
             if ident in active:
-                results.append(self.name("Any", sh))
+                out.append(self.name("Any", sh))
                 continue
             node = read_node(frame.schema)
             kind = node.kind
             if kind in _SCALARS:
-                results.append(self.name(_SCALARS[kind], sh))
+                out.append(self.name(_SCALARS[kind], sh))
             elif kind == "null":
-                results.append("None")
+                out.append("None")
             elif kind == LITERAL:
-                results.append(self._literal(node.literals, sh))
+                out.append(self._literal(node.literals, sh))
             elif kind == UNION:
                 active.add(ident)
-                stack.append(_Build(UNION, len(node.branches), ident, sh))
+                stack.append(_Done(ident))
                 for index in range(len(node.branches), 0, -1):
-                    stack.append(_Frame(node.branches[index - 1], f"{frame.base}{index}", frame.lists, sh))
+                    stack.append(_Frame(node.branches[index - 1], f"{frame.base}{index}", frame.lists, sh, out))
+                    if index > 1:
+                        stack.append((out, " | "))
             elif kind == ARRAY:
                 if frame.lists >= MAX_LIST_NESTING:
-                    results.append(self.name("Any", sh))
+                    out.append(self.name("Any", sh))
                 elif not node.has_items:
-                    results.append(f"{self.name('list', sh)}[{self.name('Any', sh)}]")
+                    out.append(f"{self.name('list', sh)}[{self.name('Any', sh)}]")
                 else:
                     active.add(ident)
-                    stack.append(_Build(ARRAY, 1, ident, sh))
-                    stack.append(_Frame(node.items, frame.base, frame.lists + 1, sh))
+                    out.append(self.name("list", sh) + "[")
+                    stack.append(_Done(ident))
+                    stack.append((out, "]"))
+                    stack.append(_Frame(node.items, frame.base, frame.lists + 1, sh, out))
             elif kind == OBJECT:
                 is_class = (
                     self.namer is not None
@@ -190,40 +195,34 @@ class PyTypes:
                     and self._declarable(node.properties)
                 )
                 if not is_class:
-                    results.append(self._dict_any(sh))
+                    out.append(self._dict_any(sh))
                     continue
                 assert self.namer is not None
                 active.add(ident)
-                build = _Build(OBJECT, len(node.properties), ident, sh)
-                build.name = self.namer.allocate(frame.base)
-                build.open = not node.closed
-                build.required = node.required
-                build.fields = [(py_comment(description_of(child)), key) for key, child in node.properties]
+                done = _Done(ident)
+                done.name = self.namer.allocate(frame.base)
+                done.open = not node.closed
+                out.append(done.name)
                 inner = self.shadow_for([key for key, _ in node.properties])
-                stack.append(build)
-                for key, child in reversed(node.properties):
-                    stack.append(_Frame(child, build.name + camel_case(key), 0, inner))
-            elif kind == ANY:
-                results.append(self.name("Any", sh))
+                stack.append(done)
+                tasks: list[_Frame | tuple[list[str], str]] = []
+                for key, child in node.properties:
+                    buffer: list[str] = []
+                    done.fields.append((py_comment(description_of(child)), key, buffer))
+                    child_frame = _Frame(child, done.name + camel_case(key), 0, inner, buffer)
+                    if key in node.required:
+                        tasks.append(child_frame)
+                    else:
+                        buffer.append(self.name("NotRequired", inner) + "[")
+                        tasks += [child_frame, (buffer, "]")]
+                stack.extend(reversed(tasks))
             else:
-                results.append(self.name("Any", sh))
-        return results[-1]
+                out.append(self.name("Any", sh))
+        return "".join(root)
 
-    def _combine(self, build: _Build, results: list[str]) -> str:
-        count = build.count
-        children = results[len(results) - count :]
-        del results[len(results) - count :]
-        if build.kind == UNION:
-            return " | ".join(children)
-        if build.kind == ARRAY:
-            return f"{self.name('list', build.shadow)}[{children[0]}]"
-        inner = self.shadow_for([key for _, key in build.fields])
-        fields = []
-        for (comment, key), child in zip(build.fields, children, strict=True):
-            annotation = child if key in build.required else f"{self.name('NotRequired', inner)}[{child}]"
-            fields.append(PyField(comment, key, annotation))
-        self.classes.append(PyClass(build.name, tuple(fields), build.open))
-        return build.name
+    def _finish_class(self, done: _Done) -> None:
+        fields = tuple(PyField(comment, key, "".join(buffer)) for comment, key, buffer in done.fields)
+        self.classes.append(PyClass(done.name, fields, done.open))
 
 
 def json_schema_to_py(schema: object) -> str:

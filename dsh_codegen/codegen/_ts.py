@@ -17,6 +17,7 @@ from dsh_codegen.codegen._nodes import (
     LITERAL,
     OBJECT,
     UNION,
+    Node,
     description_of,
     read_node,
 )
@@ -35,26 +36,17 @@ def _has_bar(text: str) -> bool:
 
 
 class _Build:
-    """Stack marker: combine the last ``count`` results into one type."""
+    """Stack marker: the children of a union, array or object are done."""
 
-    __slots__ = ("count", "kind", "ident", "indent", "depth", "members")
+    __slots__ = ("kind", "count", "ident", "slot", "closing", "bar")
 
-    def __init__(
-        self,
-        kind: str,
-        count: int,
-        ident: int,
-        indent: int,
-        depth: int,
-        members: list[tuple[str | None, str, bool]] | None = None,
-        closed: bool = False,
-    ) -> None:
-        self.kind = kind if not closed else kind + "!"
+    def __init__(self, kind: str, count: int, ident: int, slot: int = 0, closing: str = "", bar: bool = False) -> None:
+        self.kind = kind
         self.count = count
         self.ident = ident
-        self.indent = indent
-        self.depth = depth
-        self.members = members
+        self.slot = slot  # index in the output of the "(" placeholder (arrays)
+        self.closing = closing  # text after the last child (objects)
+        self.bar = bar  # own text (keys, docs, suffix) contains "|" or "&"
 
 
 def json_schema_to_ts(schema: object, indent: int = 0) -> str:
@@ -74,98 +66,121 @@ def json_schema_to_ts(schema: object, indent: int = 0) -> str:
 
 
 def _render(schema: object, indent: int) -> str:
-    # Results are (text, contains "|" or "&"); the flag is carried so that
-    # deciding on "(T)[]" never rescans nested text.
-    results: list[tuple[str, bool]] = []
+    # Text is emitted in order into ``out`` and joined once, so deep nesting
+    # stays linear; each finished node leaves one flag on ``flags``: whether its
+    # text contains "|" or "&" (an array of it then needs "(T)[]"). An array
+    # reserves a slot for "(" and fills it when its item is done.
+    out: list[str] = []
+    flags: list[bool] = []
     active: set[int] = set()
-    stack: list[_Build | tuple[object, int, int]] = [(schema, indent, 0)]
+    stack: list[_Build | str | tuple[object, int, int]] = [(schema, indent, 0)]
     while stack:
         item = stack.pop()
+        if isinstance(item, str):
+            out.append(item)
+            continue
         if isinstance(item, _Build):
-            _combine(item, results)
+            _finish(item, out, flags)
             active.discard(item.ident)
             continue
         node_schema, level, depth = item
         ident = id(node_schema)
         if ident in active:
-            results.append(("unknown", False))
+            out.append("unknown")
+            flags.append(False)
             continue
         node = read_node(node_schema)
         kind = node.kind
         if kind in _SCALARS:
-            results.append((_SCALARS[kind], False))
+            out.append(_SCALARS[kind])
+            flags.append(False)
         elif kind == ANY:
-            results.append(("JsonValue", False))
+            out.append("JsonValue")
+            flags.append(False)
         elif kind == LITERAL:
             texts = [ts_literal(value) for value in node.literals]
             if any(text is None for text in texts):
-                results.append(("unknown", False))
+                out.append("unknown")
+                flags.append(False)
             else:
                 joined = " | ".join(texts)  # type: ignore[arg-type]
-                results.append((joined, _has_bar(joined)))
+                out.append(joined)
+                flags.append(_has_bar(joined))
         elif kind == UNION:
             active.add(ident)
-            stack.append(_Build(UNION, len(node.branches), ident, level, depth))
-            for branch in reversed(node.branches):
-                stack.append((branch, level, depth))
+            stack.append(_Build(UNION, len(node.branches), ident))
+            for position in range(len(node.branches) - 1, -1, -1):
+                stack.append((node.branches[position], level, depth))
+                if position:
+                    stack.append(" | ")
         elif kind == ARRAY:
             if not node.has_items:
-                results.append(("JsonValue[]", False))
+                out.append("JsonValue[]")
+                flags.append(False)
                 continue
             active.add(ident)
-            stack.append(_Build(ARRAY, 1, ident, level, depth))
+            stack.append(_Build(ARRAY, 1, ident, slot=len(out)))
+            out.append("")
             stack.append((node.items, level, depth))
         elif kind == OBJECT:
             if not node.properties:
-                results.append(("Record<string, never>" if node.closed else "Record<string, JsonValue>", False))
+                out.append("Record<string, never>" if node.closed else "Record<string, JsonValue>")
+                flags.append(False)
                 continue
             active.add(ident)
-            members = [
-                (ts_jsdoc(description_of(child)), ts_key(key), key in node.required)
-                for key, child in node.properties
-            ]
-            stack.append(_Build(OBJECT, len(members), ident, level, depth + 1, members, node.closed))
-            for _, child in reversed(node.properties):
-                stack.append((child, level + 1, depth + 1))
+            _push_object(node, ident, level, depth + 1, out, stack)
         else:
-            results.append(("unknown", False))
-    return results[-1][0]
+            out.append("unknown")
+            flags.append(False)
+    return "".join(out)
 
 
-def _combine(build: _Build, results: list[tuple[str, bool]]) -> None:
-    count = build.count
-    children = results[len(results) - count :]
-    del results[len(results) - count :]
-    if build.kind == UNION:
-        text = " | ".join(child for child, _ in children)
-        results.append((text, count > 1 or any(bar for _, bar in children)))
-        return
-    if build.kind == ARRAY:
-        child, bar = children[0]
-        results.append((f"({child})[]" if bar else f"{child}[]", bar))
-        return
-    closed = build.kind.endswith("!")
-    members = build.members or []
-    bar = not closed or any(bar for _, bar in children)
-    if build.depth > MAX_MULTILINE_DEPTH:
+def _push_object(
+    node: Node, ident: int, level: int, depth: int, out: list[str], stack: list[_Build | str | tuple[object, int, int]]
+) -> None:
+    suffix = "" if node.closed else _OPEN_SUFFIX
+    bar = not node.closed
+    members = node.properties
+    one_line = depth > MAX_MULTILINE_DEPTH
+    if one_line:
         # One line, without JSDoc: output stays linear in the schema size.
-        parts = [
-            f"{key}{'' if required else '?'}: {child}"
-            for (_, key, required), (child, _) in zip(members, children, strict=True)
-        ]
-        text = "{ " + "; ".join(parts) + " }"
-        bar = bar or any(_has_bar(key) for _, key, _ in members)
+        out.append("{ ")
+        stack.append(_Build(OBJECT, len(members), ident, closing=" }" + suffix))
     else:
-        pad = "  " * (build.indent + 1)
-        lines = ["{"]
-        for (doc, key, required), (child, _) in zip(members, children, strict=True):
-            if doc is not None:
-                lines.append(f"{pad}/** {doc} */")
-                bar = bar or _has_bar(doc)
-            lines.append(f"{pad}{key}{'' if required else '?'}: {child};")
-            bar = bar or _has_bar(key)
-        lines.append("  " * build.indent + "}")
-        text = "\n".join(lines)
-    if not closed:
-        text += _OPEN_SUFFIX
-    results.append((text, bar))
+        out.append("{\n")
+        stack.append(_Build(OBJECT, len(members), ident, closing="  " * level + "}" + suffix))
+    pad = "  " * (level + 1)
+    tasks: list[str | tuple[object, int, int]] = []
+    for position, (key, child) in enumerate(members):
+        name = ts_key(key) + ("" if key in node.required else "?")
+        bar = bar or _has_bar(name)
+        if one_line:
+            tasks.append(("; " if position else "") + name + ": ")
+        else:
+            doc = ts_jsdoc(description_of(child))
+            head = f"{pad}{name}: " if doc is None else f"{pad}/** {doc} */\n{pad}{name}: "
+            bar = bar or (doc is not None and _has_bar(doc))
+            tasks.append(head)
+        tasks.append((child, level + 1, depth))
+        if not one_line:
+            tasks.append(";\n")
+    stack[-1].bar = bar  # type: ignore[union-attr]
+    stack.extend(reversed(tasks))
+
+
+def _finish(build: _Build, out: list[str], flags: list[bool]) -> None:
+    count = build.count
+    children = flags[len(flags) - count :]
+    del flags[len(flags) - count :]
+    if build.kind == UNION:
+        flags.append(count > 1 or any(children))
+    elif build.kind == ARRAY:
+        if children[0]:
+            out[build.slot] = "("
+            out.append(")[]")
+        else:
+            out.append("[]")
+        flags.append(children[0])
+    else:
+        out.append(build.closing)
+        flags.append(build.bar or any(children))
