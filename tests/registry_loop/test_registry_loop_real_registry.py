@@ -442,3 +442,19 @@ def test_retry_does_not_retry_denied_or_unknown_calls() -> None:
 def test_signal_type_is_checked_before_the_registry_is_touched() -> None:
     with pytest.raises(TypeError):
         run(execute_tool_calls(ToolRegistry(), [ToolCall("a", "t", "")], signal=None))  # type: ignore[arg-type]
+
+
+def test_unknown_tools_and_guard_denials_go_through_the_loop_as_results() -> None:
+    trace = Trace()
+    registry = ToolRegistry()
+    registry.register(make_tool("t", trace.body()))
+    registry.guard(lambda execution: "guarded" if execution.call_id == "b" else None)
+    trace.observe(registry)
+    log = MemorySessionLog()
+    calls = [ToolCall("a", "nope", "{}"), ToolCall("b", "t", "{}"), ToolCall("c", "t", "{}")]
+    results = run(execute_tool_calls(registry, calls, signal=AbortController().signal, log=log))
+    assert text(results[0]) == 'Error: unknown tool "nope"' and code(results[0]) == "UNKNOWN_TOOL"
+    assert text(results[1]) == "Error: guarded"
+    assert isinstance(results[2], ToolSuccess)
+    assert trace.phase("result") == ["a", "b", "c"]
+    assert [e["isError"] for e in log.events if e["type"] == "tool/result"] == [True, True, False]

@@ -420,3 +420,26 @@ def test_caller_signal_listeners_are_removed_after_the_batch() -> None:
     for _ in range(3):
         run(execute_tool_calls(registry, calls("e", "e"), signal=controller.signal))
     assert not controller.signal._listeners  # nothing accumulates on a long-lived signal
+
+
+def test_log_failure_on_a_call_event_stops_before_that_call_starts() -> None:
+    registry = FakeRegistry({"p": FakeTool(sleeper(5))})
+    log = ExplodingLog(fail_on=2)  # the second tool/call event
+    with pytest.raises(OSError, match="disk full"):
+        run(execute_tool_calls(registry, calls("p", "p", "p"), signal=AbortController().signal, log=log))
+    assert registry.executed == ["c0"]  # c1 never started, nothing fabricated
+    assert registry.running == set()
+    assert [(e["type"], e["callId"]) for e in log.events] == [("tool/call", "c0"), ("tool/result", "c0")]
+
+
+def test_a_registry_entering_the_policy_gate_twice_is_an_internal_failure() -> None:
+    class Twice(FakeRegistry):
+        async def execute(self, input: Any, *, gate: Any = None) -> Any:
+            async with gate.policy():
+                pass
+            async with gate.policy():
+                pass
+            raise AssertionError("unreachable")
+
+    with pytest.raises(RuntimeError, match=r"PipelineGate.policy\(\) entered twice for one call"):
+        run(execute_tool_calls(Twice({"p": FakeTool(echo)}), calls("p"), signal=AbortController().signal))
