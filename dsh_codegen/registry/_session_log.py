@@ -31,7 +31,10 @@ import time
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from dsh_codegen.registry._results import ToolExecutionResult
 
 __all__ = [
     "CODE_DISPATCH_EVENT",
@@ -46,6 +49,7 @@ __all__ = [
     "derive_messages",
     "event_time",
     "read_session_log",
+    "replay_result",
 ]
 
 _logger = logging.getLogger("dsh_codegen")
@@ -419,3 +423,40 @@ def _field(index: int, event: Mapping[str, Any], key: str, kind: type) -> Any:
     if not isinstance(value, kind):
         raise ValueError(f"session event {index} ({event.get('type')}): {key} must be a {kind.__name__}")
     return value
+
+
+def replay_result(event: Mapping[str, Any]) -> ToolExecutionResult:
+    """Rebuild a result from a logged ``tool/result`` event, for presenters.
+
+    The log never holds the canonical value, so a replayed success has
+    ``value=UNSET``; ``content``, ``meta``, ``additional_contexts``,
+    ``concludes_turn`` and a failure's ``error`` (message and ``{name, code}``
+    info) are as logged, frozen. Pass it with the logged call arguments to
+    ``definition.result_view(arguments, result)`` to render a card the way it
+    rendered live (presenters that read ``result.value`` see ``UNSET``).
+
+    Raised errors: ``ValueError`` when ``event`` is not a well-formed
+    ``tool/result`` event (naming the field).
+    """
+    from dsh_codegen.json import snapshot_json
+    from dsh_codegen.registry._results import UNSET, ToolError, ToolErrorInfo, ToolFailure, ToolSuccess
+
+    if not isinstance(event, Mapping) or event.get("type") != TOOL_RESULT_EVENT:
+        raise ValueError("replay_result() needs a tool/result event")
+    is_error = _field(0, event, "isError", bool)
+    content = snapshot_json(_field(0, event, "content", list))
+    meta = snapshot_json(event["meta"]) if "meta" in event else UNSET
+    contexts = event.get("additionalContexts", [])
+    if not isinstance(contexts, list):
+        raise ValueError("session event 0 (tool/result): additionalContexts must be a list")
+    frozen_contexts = tuple(snapshot_json(context) for context in contexts)
+    if not is_error:
+        return ToolSuccess(UNSET, content, meta, frozen_contexts, event.get("concludesTurn") is True)
+    error = event.get("error")
+    if not isinstance(error, Mapping) or not isinstance(error.get("message"), str):
+        raise ValueError("session event 0 (tool/result): error.message must be a str")
+    info = error.get("info")
+    error_info = None
+    if isinstance(info, Mapping) and isinstance(info.get("name"), str) and isinstance(info.get("code"), str):
+        error_info = ToolErrorInfo(info["name"], info["code"])
+    return ToolFailure(ToolError(error["message"], error_info), content, meta, frozen_contexts)

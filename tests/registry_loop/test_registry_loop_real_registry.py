@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 import pytest
 
 from dsh_codegen.registry import (
+    UNSET,
     AbortController,
 
     Accept,
@@ -21,7 +22,13 @@ from dsh_codegen.registry import (
 )
 from dsh_codegen.registry._definitions import ToolOutput, define_tool
 from dsh_codegen.registry._loop import ToolCall, execute_tool_calls
-from dsh_codegen.registry._session_log import JsonlSessionLog, MemorySessionLog, derive_messages, read_session_log
+from dsh_codegen.registry._session_log import (
+    JsonlSessionLog,
+    MemorySessionLog,
+    derive_messages,
+    read_session_log,
+    replay_result,
+)
 from dsh_codegen.registry.policies import ToolMetrics, metrics_policy, retry_policy, timeout_policy
 
 T = TypeVar("T")
@@ -266,6 +273,9 @@ def test_session_log_replays_presenters_without_the_value(tmp_path: Path) -> Non
     def present(args: Any) -> Any:
         return {"card": "generic", "title": f"x={args.get('x')}", "kind": "execute"}
 
+    def present_result(args: Any, result: Any) -> Any:
+        return {"card": "generic", "title": f"x={args.get('x')}", "kind": "execute", "rawOutput": result.content[0]["text"]}
+
     async def body(args: Any, run: Any) -> Any:
         return "secret canonical value"
 
@@ -278,8 +288,11 @@ def test_session_log_replays_presenters_without_the_value(tmp_path: Path) -> Non
             output=ToolOutput(schema={"type": "string"}, render=lambda args, value: [{"type": "text", "text": "shown"}]),
             execute=body,
             present_call=present,
+            present_result=present_result,
         )
     )
+    live: list[Any] = []
+    registry.on_result(lambda execution, result: live.append(registry.get("t").result_view(execution.arguments, result)))  # type: ignore[union-attr]
     path = tmp_path / "session.jsonl"
     with JsonlSessionLog(path) as log:
         run(execute_tool_calls(registry, [ToolCall("a", "t", '{"x": 7}')], signal=AbortController().signal, log=log))
@@ -290,6 +303,27 @@ def test_session_log_replays_presenters_without_the_value(tmp_path: Path) -> Non
     assert definition is not None
     assert definition.call_view(call_event["arguments"]) == {"card": "generic", "title": "x=7", "kind": "execute"}
     assert derive_messages(events)[1]["content"] == [{"type": "text", "text": "shown"}]
+    result_event = next(e for e in events if e["type"] == "tool/result")
+    replayed = replay_result(result_event)
+    assert isinstance(replayed, ToolSuccess) and replayed.value is UNSET
+    assert definition.result_view(call_event["arguments"], replayed) == live[0]
+
+
+def test_replay_result_rebuilds_failures() -> None:
+    registry = ToolRegistry()
+    log = MemorySessionLog()
+    run(execute_tool_calls(registry, [ToolCall("a", "nope", "{}")], signal=AbortController().signal, log=log))
+    replayed = replay_result(log.events[1])
+    assert isinstance(replayed, ToolFailure)
+    assert replayed.error.message == 'unknown tool "nope"'
+    assert replayed.error.info is not None and replayed.error.info.code == "UNKNOWN_TOOL"
+    assert replayed.content == [{"type": "text", "text": 'Error: unknown tool "nope"'}]
+    with pytest.raises(TypeError):
+        replayed.content.append({"type": "text", "text": "x"})  # type: ignore[attr-defined]
+    with pytest.raises(ValueError, match="needs a tool/result event"):
+        replay_result(log.events[0])
+    with pytest.raises(ValueError, match="error.message must be a str"):
+        replay_result({"type": "tool/result", "isError": True, "content": []})
 
 
 # -- 151-152: timeout policy on the real registry -----------------------------------
