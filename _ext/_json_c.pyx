@@ -67,15 +67,15 @@ cdef extern from *:
         Py_SET_SIZE(b, 0);
         return dest;
     }
-    /* Whether an 8-byte word of ASCII holds a byte that JSON escapes (below
-       0x20, '"' or backslash): such a byte borrows into its high bit, and the
-       test is exact for "any" because ASCII bytes are all below 0x80. */
+    /* Whether an 8-byte word of UTF-8 holds a byte that JSON escapes (below
+       0x20, '"' or backslash); the classic "has a byte less than n" test, exact
+       for "any" (bytes of 0x80 and above never match: they are written raw). */
     static inline int dsh_json_word_special(uint64_t w) {
         const uint64_t ones = 0x0101010101010101ULL;
         uint64_t q = w ^ (ones * 0x22), b = w ^ (ones * 0x5C);
-        return (((w - ones * 0x20) | (q - ones) | (b - ones)) & (ones * 0x80)) != 0;
+        return ((((w - ones * 0x20) & ~w) | ((q - ones) & ~q) | ((b - ones) & ~b)) & (ones * 0x80)) != 0;
     }
-    /* Length of the prefix of the ASCII text `p` that JSON writes as is. */
+    /* Length of the prefix of the UTF-8 text `p` that JSON writes as is. */
     static Py_ssize_t dsh_json_plain_prefix(const unsigned char *p, Py_ssize_t n) {
         Py_ssize_t i = 0;
         uint64_t w;
@@ -99,34 +99,63 @@ cdef extern from *:
         }
         return n;
     }
+    /* The value of a one-digit int without a call into the runtime. */
+    static inline int dsh_json_compact_int(PyObject *v, long long *out) {
+    #if PY_VERSION_HEX < 0x030C0000
+        Py_ssize_t size = Py_SIZE(v);
+        if (size >= -1 && size <= 1) {
+            *out = (long long)size * (long long)((PyLongObject *)v)->ob_digit[0];
+            return 1;
+        }
+        return 0;
+    #else
+        if (PyUnstable_Long_IsCompact((PyLongObject *)v)) {
+            *out = (long long)PyUnstable_Long_CompactValue((PyLongObject *)v);
+            return 1;
+        }
+        return 0;
+    #endif
+    }
     static const char dsh_json_digit_pairs[201] =
         "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
         "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
         "8081828384858687888990919293949596979899";
-    /* Write the decimal text of `x` at `out` (room for 20 bytes); return its length. */
+    /* Write the decimal text of `x` at `out` (room for 20 bytes); return its length.
+       Digits go straight to their place (no variable-length copy). */
     static int dsh_json_format_ll(char *out, long long x) {
-        char tmp[24];
-        char *end = tmp + sizeof(tmp), *p = end;
         unsigned long long u = x < 0 ? (unsigned long long)(-(x + 1)) + 1 : (unsigned long long)x;
+        int len = 1, neg = x < 0;
+        unsigned long long t = u;
+        for (;;) {  /* the digit count, one division per four digits */
+            if (t < 10) break;
+            if (t < 100) { len += 1; break; }
+            if (t < 1000) { len += 2; break; }
+            if (t < 10000) { len += 3; break; }
+            t /= 10000;
+            len += 4;
+        }
+        char *p = out + neg + len;
         while (u >= 100) {
             unsigned r = (unsigned)(u % 100);
             u /= 100;
             p -= 2;
-            memcpy(p, dsh_json_digit_pairs + 2 * r, 2);
+            p[0] = dsh_json_digit_pairs[2 * r];
+            p[1] = dsh_json_digit_pairs[2 * r + 1];
         }
         if (u >= 10) {
             p -= 2;
-            memcpy(p, dsh_json_digit_pairs + 2 * u, 2);
+            p[0] = dsh_json_digit_pairs[2 * u];
+            p[1] = dsh_json_digit_pairs[2 * u + 1];
         } else {
             *--p = (char)('0' + u);
         }
-        if (x < 0) *--p = '-';
-        memcpy(out, p, (size_t)(end - p));
-        return (int)(end - p);
+        if (neg) out[0] = '-';
+        return neg + len;
     }
     """
     Py_ssize_t dsh_json_plain_prefix(const unsigned char* p, Py_ssize_t n)
     int dsh_json_format_ll(char* out, long long x)
+    bint dsh_json_compact_int(PyObject* v, long long* out)
     PyObject* dsh_json_new_dict(PyObject* cls, PyObject* empty)
     PyObject* dsh_json_move_list(PyObject* plain, PyObject* cls, PyObject* empty)
 
@@ -167,6 +196,8 @@ cdef extern from "Python.h":
     bint PyUnicode_IS_ASCII(PyObject*)
     int PyUnicode_1BYTE_KIND
     int PyUnicode_2BYTE_KIND
+    const char* PyUnicode_AsUTF8AndSize(PyObject*, Py_ssize_t*)
+    void PyErr_Clear()
     object PyUnicode_DecodeUTF8(const char*, Py_ssize_t, const char*)
     object PyUnicode_New(Py_ssize_t, uint32_t)
 
@@ -577,6 +608,26 @@ cdef inline int buf_putc(Buf* b, char c) except -1:
     return 0
 
 
+cdef inline int buf_separator(Buf* b, bint comma, Py_ssize_t depth, Py_ssize_t indent) except -1:
+    """Write ``,`` (when ``comma``), a newline and the indentation of ``depth``."""
+    cdef Py_ssize_t spaces = depth * indent
+    cdef char* out
+    if depth <= 16 and indent <= 16 and spaces <= 16:
+        # The common case, with fixed-size stores: reserve 18 bytes, keep 2 + spaces.
+        if 18 > b.cap - b.length:
+            buf_reserve(b, 18)
+        out = b.data + b.length
+        if comma:
+            out[0] = b","
+            out += 1
+        memcpy(out, NEWLINE_SPACES, 17)
+        b.length = out + 1 + spaces - b.data
+        return 0
+    if comma:
+        buf_putc(b, b",")
+    return buf_newline(b, depth, indent)
+
+
 cdef inline int buf_newline(Buf* b, Py_ssize_t depth, Py_ssize_t indent) except -1:
     cdef Py_ssize_t spaces
     if depth <= 64 and indent <= 64:
@@ -594,6 +645,7 @@ cdef inline int buf_newline(Buf* b, Py_ssize_t depth, Py_ssize_t indent) except 
 
 
 cdef const char* HEX = b"0123456789abcdef"
+cdef const char* NEWLINE_SPACES = b"\n                "  # a newline and 16 spaces
 
 # For each ASCII byte: 0 = written as is, else the letter after the backslash
 # (``u`` meaning ``\u00XX``), as json.dumps(ensure_ascii=False) writes it.
@@ -627,21 +679,14 @@ cdef inline char* put_escape(char* p, uint32_t c):
     return p + 6
 
 
-cdef int write_str(Buf* b, PyObject* s) except -1:
-    cdef Py_ssize_t n = PyUnicode_GET_LENGTH(s)
-    cdef Py_ssize_t i
-    cdef int kind = PyUnicode_KIND(s)
-    cdef void* data = PyUnicode_DATA(s)
+cdef inline int write_str(Buf* b, PyObject* s) except -1:
+    cdef Py_ssize_t n
     cdef const uint8_t* p1
-    cdef const uint16_t* p2
-    cdef const uint32_t* p4
-    cdef uint32_t c
     cdef char* out
-    cdef Py_ssize_t plain
     if PyUnicode_IS_ASCII(s):
-        p1 = <const uint8_t*>data
-        plain = dsh_json_plain_prefix(p1, n)
-        if plain == n:
+        n = PyUnicode_GET_LENGTH(s)
+        p1 = <const uint8_t*>PyUnicode_DATA(s)
+        if dsh_json_plain_prefix(p1, n) == n:
             # The common case: nothing to escape.
             if n + 2 > b.cap - b.length:
                 buf_reserve(b, n + 2)
@@ -651,26 +696,55 @@ cdef int write_str(Buf* b, PyObject* s) except -1:
             out[n + 1] = b'"'
             b.length += n + 2
             return 0
-        if n > (PY_SSIZE_T_MAX // 8):
-            raise MemoryError()
-        buf_reserve(b, 6 * n + 2)
-        out = b.data + b.length
-        out[0] = b'"'
-        out += 1
-        i = 0
-        # Copy plain runs whole; escape the one character that ends each run.
-        while True:
-            memcpy(out, p1 + i, plain)
-            out += plain
-            i += plain
-            if i == n:
-                break
-            out = put_escape(out, p1[i])
-            i += 1
-            plain = dsh_json_plain_prefix(p1 + i, n - i)
-        out[0] = b'"'
-        b.length = out + 1 - b.data
-        return 0
+    return write_str_escaped(b, s)
+
+
+cdef int write_utf8_escaped(Buf* b, const uint8_t* p, Py_ssize_t n) except -1:
+    """Write the valid UTF-8 text ``p`` as a JSON string."""
+    cdef Py_ssize_t plain = dsh_json_plain_prefix(p, n)
+    cdef Py_ssize_t i = 0
+    if n > (PY_SSIZE_T_MAX // 8):
+        raise MemoryError()
+    buf_reserve(b, 6 * n + 2)
+    cdef char* out = b.data + b.length
+    out[0] = b'"'
+    out += 1
+    # Copy plain runs whole; escape the one byte that ends each run.
+    while True:
+        memcpy(out, p + i, plain)
+        out += plain
+        i += plain
+        if i == n:
+            break
+        out = put_escape(out, p[i])
+        i += 1
+        plain = dsh_json_plain_prefix(p + i, n - i)
+    out[0] = b'"'
+    b.length = out + 1 - b.data
+    return 0
+
+
+cdef int write_str_escaped(Buf* b, PyObject* s) except -1:
+    cdef Py_ssize_t n = PyUnicode_GET_LENGTH(s)
+    cdef Py_ssize_t i
+    cdef int kind = PyUnicode_KIND(s)
+    cdef void* data = PyUnicode_DATA(s)
+    cdef const uint8_t* p1
+    cdef const uint16_t* p2
+    cdef const uint32_t* p4
+    cdef uint32_t c
+    cdef char* out
+    cdef Py_ssize_t size
+    cdef const char* utf8
+    if PyUnicode_IS_ASCII(s):
+        return write_utf8_escaped(b, <const uint8_t*>data, n)
+    # The UTF-8 form (cached on the string by CPython) is copied in runs like
+    # ASCII; a string holding a surrogate has none and is written per character.
+    utf8 = PyUnicode_AsUTF8AndSize(s, &size)
+    if utf8 != NULL:
+        b.ascii = False
+        return write_utf8_escaped(b, <const uint8_t*>utf8, size)
+    PyErr_Clear()
     if n > (PY_SSIZE_T_MAX // 8):
         raise MemoryError()
     b.ascii = False
@@ -728,9 +802,11 @@ cdef int write_str(Buf* b, PyObject* s) except -1:
     return 0
 
 
-cdef int write_int(Buf* b, PyObject* v, Stack* st) except -1:
+cdef inline int write_int(Buf* b, PyObject* v, Stack* st) except -1:
     cdef int overflow = 0
-    cdef long long x = PyLong_AsLongLongAndOverflow(v, &overflow)
+    cdef long long x
+    if not dsh_json_compact_int(v, &x):
+        x = PyLong_AsLongLongAndOverflow(v, &overflow)
     if overflow == 0:
         if 24 > b.cap - b.length:
             buf_reserve(b, 24)
@@ -760,21 +836,29 @@ cdef int write_float(Buf* b, PyObject* v, Stack* st) except -1:
     return 0
 
 
-cdef int write_value(Buf* b, PyObject* v, Stack* st, set deep, bint sort_keys, Py_ssize_t pretty_levels) except -1:
+cdef inline int write_value(
+    Buf* b, PyObject* v, Stack* st, set deep, bint sort_keys, Py_ssize_t pretty_levels
+) except -1:
     """Write a scalar, or open a container (push a frame); return 1 when a frame was pushed."""
     cdef void* t = type_of(v)
     if t == STR_T:
         return write_str(b, v)
+    if t == INT_T:
+        return write_int(b, v, st)
     if v == Py_None:
         return buf_write(b, b"null", 4)
     if t == BOOL_T:
         if v == Py_True:
             return buf_write(b, b"true", 4)
         return buf_write(b, b"false", 5)
-    if t == INT_T:
-        return write_int(b, v, st)
     if t == FLOAT_T:
         return write_float(b, v, st)
+    return open_container(b, v, t, st, deep, sort_keys, pretty_levels)
+
+
+cdef int open_container(
+    Buf* b, PyObject* v, void* t, Stack* st, set deep, bint sort_keys, Py_ssize_t pretty_levels
+) except -1:
     cdef int kind
     if t == DICT_T or t == FROZEN_OBJECT_T:
         kind = OBJECT
@@ -873,11 +957,11 @@ cdef str write(object root, Py_ssize_t pretty_levels, Py_ssize_t indent, bint so
                     else:
                         raise RuntimeError("list changed size during the walk")
                     f.pos += 1
-                if f.started:
+                if f.pretty:
+                    buf_separator(b, f.started, st.depth, indent)
+                elif f.started:
                     buf_putc(b, b",")
                 f.started = True
-                if f.pretty:
-                    buf_newline(b, st.depth, indent)
                 if f.kind == OBJECT:
                     write_str(b, k)
                     if f.pretty:

@@ -104,14 +104,32 @@ def test_strings_escape_like_json_dumps_and_escape_lone_surrogates() -> None:
     assert dump_canonical_json([text]) == "[" + expected_string + "]"
 
 
-@pytest.mark.parametrize("kind", ["latin1", "ucs2", "ucs4", "ascii"])
+STRING_BASES = {
+    "latin1": "é\"x\\",
+    "ucs2": "日\"\ud800\n",
+    "ucs2 no surrogate": "日\"x\n" + "y" * 9,
+    "ucs4": "😀\t\udc00é",
+    "ucs4 no surrogate": "😀\t\x00é" + "日" * 9,
+    "ascii": "abc\"\\\x01" + "z" * 20,
+}
+
+
+@pytest.mark.parametrize("kind", list(STRING_BASES))
 def test_long_strings_of_every_width(kind: str) -> None:
-    base = {"latin1": "é\"x\\", "ucs2": "日\"\ud800\n", "ucs4": "😀\t\udc00é", "ascii": "abc\"\\\x01" + "z" * 20}[kind]
+    base = STRING_BASES[kind]
     text = base * 500
     expected = json.dumps(text, ensure_ascii=False)
     expected = "".join(f"\\u{ord(ch):04x}" if "\ud800" <= ch <= "\udfff" else ch for ch in expected)
     assert render_json_pretty(text) == expected
     assert dump_canonical_json([text]) == f"[{expected}]"
+
+
+def test_int_text_at_every_width() -> None:
+    values = [0, 1, 9, 10, 99, 100, 999, 1000, 9999, 10000, 99999, 10**9 - 1, 10**9, 2**30 - 1, 2**30]
+    values += [10**17, 10**18 - 1, 10**18, 2**63 - 1, 2**63, 2**64, 10**30]
+    values += [-v for v in values] + [-(2**63)]
+    assert dump_canonical_json(values) == json.dumps(values, separators=(",", ":"))
+    assert render_json_pretty(values) == json.dumps(values, indent=2)
 
 
 def test_indent_options() -> None:
