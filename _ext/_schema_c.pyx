@@ -45,7 +45,7 @@ cdef extern from "Python.h":
     PyObject* Py_None
     PyTypeObject* Py_TYPE(PyObject* o)
     int PyDict_Next(PyObject* p, Py_ssize_t* ppos, PyObject** pkey, PyObject** pvalue)
-    PyObject* PyDict_GetItem(PyObject* p, PyObject* key)
+    PyObject* PyDict_GetItemWithError(PyObject* p, PyObject* key)
     Py_ssize_t PyList_GET_SIZE(PyObject* p)
     PyObject* PyList_GET_ITEM(PyObject* p, Py_ssize_t i)
     Py_ssize_t PyTuple_GET_SIZE(PyObject* p)
@@ -54,6 +54,8 @@ cdef extern from "Python.h":
     long PyLong_AsLong(PyObject* obj)
     double PyFloat_AS_DOUBLE(PyObject* p)
     int PySet_Contains(PyObject* anyset, PyObject* key)
+    Py_hash_t PyObject_Hash(PyObject* o)
+    int PyUnicode_Compare(PyObject* left, PyObject* right)
     int PyObject_RichCompareBool(PyObject* a, PyObject* b, int op)
     void PyErr_Clear()
     int Py_EQ
@@ -92,9 +94,18 @@ cdef struct CNode:
     Py_ssize_t n_required
     Py_ssize_t first_branch
     Py_ssize_t n_branches
-    PyObject* props
+    PyObject* props          # dict: name -> position in the validator's entry array
+    Py_ssize_t first_prop
+    Py_ssize_t n_props
     PyObject* enum_set
     PyObject* const_val
+
+
+cdef struct PropEntry:
+    PyObject* name
+    Py_hash_t hash
+    int child
+    int required
 
 
 cdef struct Frame:
@@ -171,6 +182,7 @@ cdef class CompiledValidator:
     cdef CNode* _nodes
     cdef Py_ssize_t _n
     cdef int* _branches
+    cdef PropEntry* _props
     cdef list _py_nodes
     cdef list _keep
     cdef PyTypeObject* _fobj
@@ -180,13 +192,15 @@ cdef class CompiledValidator:
     def __cinit__(self):
         self._nodes = NULL
         self._branches = NULL
+        self._props = NULL
 
     def __init__(self, program):
         if not isinstance(program, _Program):
             raise TypeError("CompiledValidator needs a compiled Program (use compile_validator)")
         cdef list nodes = list(program.nodes)
-        cdef Py_ssize_t n = len(nodes), i, total = 0, b
+        cdef Py_ssize_t n = len(nodes), i, total = 0, b, total_props = 0, p
         cdef CNode* c
+        cdef PropEntry* e
         fobj, farr = frozen_types()
         self._fobj = <PyTypeObject*>fobj if fobj is not None else NULL
         self._farr = <PyTypeObject*>farr if farr is not None else NULL
@@ -195,12 +209,16 @@ cdef class CompiledValidator:
         self._any_node = _PyNode(0)
         for node in nodes:
             total += len(node.branches)
+            if node.props:
+                total_props += len(node.props)
         self._nodes = <CNode*>malloc(max(n, 1) * sizeof(CNode))
         self._branches = <int*>malloc(max(total, 1) * sizeof(int))
-        if self._nodes == NULL or self._branches == NULL:
+        self._props = <PropEntry*>malloc(max(total_props, 1) * sizeof(PropEntry))
+        if self._nodes == NULL or self._branches == NULL or self._props == NULL:
             raise MemoryError()
         self._n = n
         b = 0
+        p = 0
         for i in range(n):
             node = nodes[i]
             c = &self._nodes[i]
@@ -216,11 +234,24 @@ cdef class CompiledValidator:
                 self._branches[b] = branch
                 b += 1
             c.props = NULL
+            c.first_prop = p
+            c.n_props = 0
             c.enum_set = NULL
             c.const_val = NULL
-            if node.props is not None:
-                self._keep.append(node.props)
-                c.props = <PyObject*>node.props
+            if node.props:
+                positions = {}
+                for name, code in node.props.items():
+                    positions[name] = p - c.first_prop
+                    e = &self._props[p]
+                    e.name = <PyObject*>name
+                    e.hash = hash(name)
+                    e.child = code >> 1
+                    e.required = code & 1
+                    p += 1
+                c.n_props = p - c.first_prop
+                self._keep.append(positions)
+                self._keep.append(node.props)  # keeps the entry names alive
+                c.props = <PyObject*>positions
             if node.enum is not None:
                 self._keep.append(node.enum)
                 c.enum_set = <PyObject*>node.enum
@@ -231,6 +262,7 @@ cdef class CompiledValidator:
     def __dealloc__(self):
         free(self._nodes)
         free(self._branches)
+        free(self._props)
 
     # --- verdict -------------------------------------------------------------------------
 
@@ -361,8 +393,9 @@ cdef class CompiledValidator:
         cdef PyObject* key
         cdef PyObject* item
         cdef PyObject* code_obj
-        cdef Py_ssize_t pos, i, size, seen
-        cdef long code
+        cdef PropEntry* props
+        cdef PropEntry* e
+        cdef Py_ssize_t pos, i, size, seen, cursor
         cdef int container = 0
         cdef int index
         cdef bint ok
@@ -403,12 +436,27 @@ cdef class CompiledValidator:
                             if ok:
                                 pos = 0
                                 seen = 0
+                                cursor = 0
+                                props = &self._props[n.first_prop]
                                 while PyDict_Next(v, &pos, &key, &item):
                                     if Py_TYPE(key) != &PyUnicode_Type:
                                         ok = False
                                         break
-                                    code_obj = PyDict_GetItem(n.props, key) if n.props != NULL else NULL
-                                    if code_obj == NULL:
+                                    # Values usually list their keys in the schema's order: try the
+                                    # next declared property before the hash table.
+                                    e = NULL
+                                    if cursor < n.n_props:
+                                        e = &props[cursor]
+                                        if e.name != key and (PyObject_Hash(key) != e.hash or
+                                                              PyUnicode_Compare(key, e.name) != 0):
+                                            e = NULL
+                                    if e == NULL and n.props != NULL:
+                                        # exact str keys only: the lookup cannot run user code or fail
+                                        code_obj = PyDict_GetItemWithError(n.props, key)
+                                        if code_obj != NULL:
+                                            cursor = PyLong_AsLong(code_obj)
+                                            e = &props[cursor]
+                                    if e == NULL:
                                         if n.closed:
                                             ok = False
                                             break
@@ -418,15 +466,15 @@ cdef class CompiledValidator:
                                                 break
                                             _push(&s, item, -1, F_VISIT)
                                         continue
-                                    code = PyLong_AsLong(code_obj)
-                                    seen += code & 1
-                                    child = &self._nodes[code >> 1]
+                                    cursor += 1
+                                    seen += e.required
+                                    child = &self._nodes[e.child]
                                     if child.inline_:
                                         if not self._scalar_ok(child, item):
                                             ok = False
                                             break
                                     else:
-                                        _push(&s, item, <int>(code >> 1), F_VISIT)
+                                        _push(&s, item, e.child, F_VISIT)
                                 if ok and seen != n.n_required:
                                     ok = False
                         elif n.kind == K_ARRAY:
