@@ -87,11 +87,9 @@ cdef extern from *:
             if (i == n) return n;
             memcpy(&w, p + n - 8, 8);  /* the tail, overlapping checked bytes */
             if (!dsh_json_word_special(w)) return n;
-        } else {
-            w = 0x6161616161616161ULL;  /* padding with 'a', which is plain */
-            memcpy(&w, p, (size_t)n);
-            if (!dsh_json_word_special(w)) return n;
         }
+        /* Short texts byte by byte: composing a word from fewer bytes would stall
+           the load on the partial stores. */
     bytes:
         for (; i < n; i++) {
             unsigned char c = p[i];
