@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Final
@@ -178,6 +179,7 @@ class Node:
     items: int = -1
     branches: tuple[int, ...] = ()
     inline: bool = False
+    texts: dict[int, str] | None = None  # enum/const message suffixes, rendered on first use
 
 
 @dataclass(slots=True)
@@ -351,20 +353,29 @@ def json_text(value: object) -> str:
     return text
 
 
+# Characters that JSON quoting leaves alone: with only these, quoting a path is adding quotes.
+_NEEDS_ESCAPE: Final = re.compile(r'[^\x20\x21\x23-\x5b\x5d-\x7e]')
+
+
 @lru_cache(maxsize=8192)
 def _segment_text(segment: str | int) -> tuple[str, bool]:
     """``(".key" | "[i]" | '["a b"]', safe)``; ``safe`` means quoting is just adding quotes."""
     text = format_path([segment], "x")[1:]
-    safe = all(ch.isascii() and ch.isprintable() and ch not in '"\\' for ch in text)
-    return text, safe
+    return text, _NEEDS_ESCAPE.search(text) is None
+
+
+@lru_cache(maxsize=256)
+def _root_text(root: str, alias: str) -> tuple[str, bool, str]:
+    """``(root, safe, quoted root-or-alias)`` for one ``violations(path=...)`` root."""
+    return root, _NEEDS_ESCAPE.search(root) is None, quote_path(root or alias)
 
 
 def _path_text(segments: tuple[str | int, ...], root: str, alias: str) -> str:
     """The quoted path text; ``alias`` names the root when it is unrooted (``root == ""``)."""
+    root, all_safe, quoted_root = _root_text(root, alias)
     if not segments:
-        return quote_path(root or alias)
+        return quoted_root
     parts = [root]
-    all_safe = all(ch.isascii() and ch.isprintable() and ch not in '"\\' for ch in root)
     for segment in segments:
         text, safe = _segment_text(segment)
         parts.append(text)
@@ -375,7 +386,28 @@ def _path_text(segments: tuple[str | int, ...], root: str, alias: str) -> str:
     return f'"{text}"' if all_safe else quote_path(text)
 
 
-_ENUM_TEXT: dict[int, str] = {}
+_FIXED_SUFFIX: Final[dict[int, str]] = {
+    V_FINITE: " must be a finite JSON number",
+    V_LOSSLESS_VALUE: " must be a lossless JSON value",
+    V_LOSSLESS_OBJECT: " must be a lossless JSON object",
+    V_LOSSLESS_ARRAY: " must be a dense lossless JSON array",
+    V_ADDITIONAL: " is not a declared property (additionalProperties: false)",
+}
+_TYPE_SUFFIX: Final[dict[int, str]] = {kind: f" must be {words}" for kind, words in _TYPE_WORDS.items()}
+
+
+def _node_suffix(code: int, node: Node) -> str:
+    """`` must be one of [...]`` / `` must be <const>``, rendered once per node."""
+    cached = node.texts.get(code) if node.texts is not None else None
+    if cached is None:
+        if code == V_ENUM:
+            cached = f" must be one of {json_text(list(node.enum_values))}"
+        else:
+            cached = f" must be {json_text(node.const)}"
+        if node.texts is None:
+            node.texts = {}
+        node.texts[code] = cached
+    return cached
 
 
 def make_violation(
@@ -392,30 +424,19 @@ def make_violation(
     (``V_ONE_OF``). ``segments`` is the offending value's path; for
     ``V_REQUIRED`` the path of the object missing the property.
     """
-    keyword = _KEYWORD_OF_CODE[code]
     if code == V_REQUIRED:
         path = segments + (extra,)
-        return Violation(path, keyword, f"missing required property {_path_text(path, root, alias)}")
+        return Violation(path, "required", "missing required property " + _path_text(path, root, alias))
     where = _path_text(segments, root, alias)
     if code == V_TYPE:
-        message = f"{where} must be {_TYPE_WORDS[node.kind]}"
-    elif code == V_FINITE:
-        message = f"{where} must be a finite JSON number"
-    elif code == V_LOSSLESS_VALUE:
-        message = f"{where} must be a lossless JSON value"
-    elif code == V_LOSSLESS_OBJECT:
-        message = f"{where} must be a lossless JSON object"
-    elif code == V_LOSSLESS_ARRAY:
-        message = f"{where} must be a dense lossless JSON array"
-    elif code == V_ENUM:
-        message = f"{where} must be one of {json_text(list(node.enum_values))}"
-    elif code == V_CONST:
-        message = f"{where} must be {json_text(node.const)}"
-    elif code == V_ADDITIONAL:
-        message = f"{where} is not a declared property (additionalProperties: false)"
-    elif code == V_ONE_OF:
-        message = f"{where} must match exactly one oneOf branch (matched {extra})"
-    else:  # pragma: no cover - every code is listed above
-        raise AssertionError(code)
-    return Violation(segments, keyword, message)
+        return Violation(segments, "type", where + _TYPE_SUFFIX[node.kind])
+    suffix = _FIXED_SUFFIX.get(code)
+    if suffix is None:
+        if code == V_ONE_OF:
+            suffix = f" must match exactly one oneOf branch (matched {extra})"
+        elif code == V_ENUM or code == V_CONST:
+            suffix = _node_suffix(code, node)
+        else:  # pragma: no cover - every code is listed above
+            raise AssertionError(code)
+    return Violation(segments, _KEYWORD_OF_CODE[code], where + suffix)
 
