@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from dsh_codegen.codegen._literals import is_scalar
 
-__all__ = ["ANNOTATIONS", "KEYWORDS", "Node", "read_node"]
+__all__ = ["ANNOTATIONS", "KEYWORDS", "SCALAR_NODE_KEYS", "Node", "description_of", "read_node"]
 
 #: Keywords that carry meaning in the subset (CONTRACT.md §7 items 102-108).
 KEYWORDS = frozenset(
@@ -22,6 +22,10 @@ ANNOTATIONS = frozenset({"description", "title", "default", "examples"})
 
 _TYPES = frozenset({"object", "array", "string", "number", "integer", "boolean", "null"})
 _OBJECT_ONLY = frozenset({"properties", "required", "additionalProperties"})
+_ALLOWED = KEYWORDS | ANNOTATIONS
+_STRUCTURAL = _OBJECT_ONLY | {"items"}
+#: Keys of a plain scalar node (``{"type": "string", "description": ...}``), the fast path.
+SCALAR_NODE_KEYS = ANNOTATIONS | {"type"}
 
 # Node kinds.
 UNKNOWN = "unknown"  # unsupported or malformed
@@ -80,18 +84,18 @@ def read_node(schema: object) -> Node:
 def _read(schema: object) -> Node:
     if not isinstance(schema, dict):
         return _UNKNOWN_NODE
-    keys = list(schema.keys())
-    for key in keys:
-        if type(key) is not str or (key not in KEYWORDS and key not in ANNOTATIONS):
-            return _UNKNOWN_NODE
+    # C-level set checks: every key known; str subclasses compare as their text.
+    if not _ALLOWED.issuperset(schema):
+        return _UNKNOWN_NODE
     get = dict.get
     declared = get(schema, "type")
-    if "type" in schema and (type(declared) is not str or declared not in _TYPES):
-        return _UNKNOWN_NODE
-    if declared is not None and declared != "object" and any(key in schema for key in _OBJECT_ONLY):
-        return _UNKNOWN_NODE
-    if declared is not None and declared != "array" and "items" in schema:
-        return _UNKNOWN_NODE
+    if declared is not None:
+        if type(declared) is not str or declared not in _TYPES:
+            return _UNKNOWN_NODE
+        if declared != "object" and not _OBJECT_ONLY.isdisjoint(schema):
+            return _UNKNOWN_NODE
+        if declared != "array" and "items" in schema:
+            return _UNKNOWN_NODE
     if "const" in schema:
         value = get(schema, "const")
         return Node(LITERAL, literals=[value]) if _literal_fits(value, declared) else _UNKNOWN_NODE
@@ -102,15 +106,13 @@ def _read(schema: object) -> Node:
         return Node(LITERAL, literals=list(values))
     if "oneOf" in schema:
         branches = get(schema, "oneOf")
-        if declared is not None or "items" in schema or any(key in schema for key in _OBJECT_ONLY):
+        if declared is not None or not _STRUCTURAL.isdisjoint(schema):
             return _UNKNOWN_NODE
         if type(branches) is not list or not branches:
             return _UNKNOWN_NODE
         return Node(UNION, branches=list(branches))
     if declared is None:
-        if "items" in schema or any(key in schema for key in _OBJECT_ONLY):
-            return _UNKNOWN_NODE
-        return Node(ANY)
+        return Node(ANY) if _STRUCTURAL.isdisjoint(schema) else _UNKNOWN_NODE
     if declared == "array":
         if "items" in schema:
             return Node(ARRAY, items=get(schema, "items"), has_items=True)
@@ -124,11 +126,9 @@ def _read_object(schema: dict[object, object]) -> Node:
     properties = dict.get(schema, "properties", {})
     if not isinstance(properties, dict):
         return _UNKNOWN_NODE
-    pairs: list[tuple[str, object]] = []
-    for key, child in list(properties.items()):
-        if type(key) is not str:
-            return _UNKNOWN_NODE
-        pairs.append((key, child))
+    pairs: list[tuple[str, object]] = list(properties.items())
+    if not all(type(key) is str for key, _ in pairs):
+        return _UNKNOWN_NODE
     required = dict.get(schema, "required", [])
     if type(required) is not list or not all(type(name) is str for name in required):
         return _UNKNOWN_NODE

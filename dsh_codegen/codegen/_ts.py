@@ -16,6 +16,7 @@ from dsh_codegen.codegen._nodes import (
     ARRAY,
     LITERAL,
     OBJECT,
+    SCALAR_NODE_KEYS,
     UNION,
     Node,
     description_of,
@@ -84,6 +85,11 @@ def _render(schema: object, indent: int) -> str:
             active.discard(item.ident)
             continue
         node_schema, level, depth = item
+        scalar = _plain_scalar(node_schema)
+        if scalar is not None:
+            out.append(scalar)
+            flags.append(False)
+            continue
         ident = id(node_schema)
         if ident in active:
             out.append("unknown")
@@ -135,36 +141,51 @@ def _render(schema: object, indent: int) -> str:
     return "".join(out)
 
 
+def _plain_scalar(schema: object) -> str | None:
+    """The type text of a plain scalar node (``{"type": "string", ...annotations}``), else ``None``."""
+    if type(schema) is dict:
+        declared = schema.get("type")
+        if type(declared) is str and declared in _SCALARS and SCALAR_NODE_KEYS.issuperset(schema):
+            return _SCALARS[declared]
+    return None
+
+
 def _push_object(
     node: Node, ident: int, level: int, depth: int, out: list[str], stack: list[_Build | str | tuple[object, int, int]]
 ) -> None:
     suffix = "" if node.closed else _OPEN_SUFFIX
     bar = not node.closed
-    members = node.properties
     one_line = depth > MAX_MULTILINE_DEPTH
-    if one_line:
-        # One line, without JSDoc: output stays linear in the schema size.
-        out.append("{ ")
-        stack.append(_Build(OBJECT, len(members), ident, closing=" }" + suffix))
-    else:
-        out.append("{\n")
-        stack.append(_Build(OBJECT, len(members), ident, closing="  " * level + "}" + suffix))
     pad = "  " * (level + 1)
     tasks: list[str | tuple[object, int, int]] = []
-    for position, (key, child) in enumerate(members):
+    pending = 0  # children left on the stack, each leaving one flag
+    for position, (key, child) in enumerate(node.properties):
         name = ts_key(key) + ("" if key in node.required else "?")
         bar = bar or _has_bar(name)
         if one_line:
-            tasks.append(("; " if position else "") + name + ": ")
+            head = ("; " if position else "") + name + ": "
+            tail = ""
         else:
             doc = ts_jsdoc(description_of(child))
             head = f"{pad}{name}: " if doc is None else f"{pad}/** {doc} */\n{pad}{name}: "
             bar = bar or (doc is not None and _has_bar(doc))
-            tasks.append(head)
-        tasks.append((child, level + 1, depth))
-        if not one_line:
-            tasks.append(";\n")
-    stack[-1].bar = bar  # type: ignore[union-attr]
+            tail = ";\n"
+        scalar = _plain_scalar(child)
+        if scalar is not None:
+            # Most members are plain scalars: one text, no stack round trip.
+            tasks.append(head + scalar + tail)
+            continue
+        pending += 1
+        tasks += [head, (child, level + 1, depth)]
+        if tail:
+            tasks.append(tail)
+    if one_line:
+        # One line, without JSDoc: output stays linear in the schema size.
+        out.append("{ ")
+        stack.append(_Build(OBJECT, pending, ident, closing=" }" + suffix, bar=bar))
+    else:
+        out.append("{\n")
+        stack.append(_Build(OBJECT, pending, ident, closing="  " * level + "}" + suffix, bar=bar))
     stack.extend(reversed(tasks))
 
 
