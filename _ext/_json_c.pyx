@@ -76,6 +76,17 @@ cdef extern from *:
         return ((((w - ones * 0x20) & ~w) | ((q - ones) & ~q) | ((b - ones) & ~b)) & (ones * 0x80)) != 0;
     }
     /* Length of the prefix of the UTF-8 text `p` that JSON writes as is. */
+    /* 1 for the bytes JSON escapes: controls, '"' and backslash. */
+    static const unsigned char dsh_json_special[256] = {
+        1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+        0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+        0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0,
+        0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+        0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+        0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+        0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+        0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0
+    };
     static Py_ssize_t dsh_json_plain_prefix(const unsigned char *p, Py_ssize_t n) {
         Py_ssize_t i = 0;
         uint64_t w;
@@ -92,8 +103,7 @@ cdef extern from *:
            the load on the partial stores. */
     bytes:
         for (; i < n; i++) {
-            unsigned char c = p[i];
-            if (c < 0x20 || c == '"' || c == 0x5C) return i;
+            if (dsh_json_special[p[i]]) return i;
         }
         return n;
     }
@@ -701,25 +711,20 @@ cdef int write_utf8_escaped(Buf* b, const uint8_t* p, Py_ssize_t n) except -1:
     """Write the valid UTF-8 text ``p`` as a JSON string."""
     cdef Py_ssize_t plain = dsh_json_plain_prefix(p, n)
     cdef Py_ssize_t i = 0
-    if n > (PY_SSIZE_T_MAX // 8):
-        raise MemoryError()
-    buf_reserve(b, 6 * n + 2)
-    cdef char* out = b.data + b.length
-    out[0] = b'"'
-    out += 1
-    # Copy plain runs whole; escape the one byte that ends each run.
+    buf_putc(b, b'"')
+    # Copy plain runs whole; escape the one byte that ends each run. Space is
+    # reserved run by run, so a long text costs its own size, not six times it.
     while True:
-        memcpy(out, p + i, plain)
-        out += plain
+        buf_write(b, <const char*>p + i, plain)
         i += plain
         if i == n:
             break
-        out = put_escape(out, p[i])
+        if 6 > b.cap - b.length:
+            buf_reserve(b, 6)
+        b.length = put_escape(b.data + b.length, p[i]) - b.data
         i += 1
         plain = dsh_json_plain_prefix(p + i, n - i)
-    out[0] = b'"'
-    b.length = out + 1 - b.data
-    return 0
+    return buf_putc(b, b'"')
 
 
 cdef int write_str_escaped(Buf* b, PyObject* s) except -1:
