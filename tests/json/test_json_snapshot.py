@@ -8,7 +8,7 @@ import decimal
 import enum
 import json
 import sys
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
 
@@ -27,6 +27,10 @@ class Color(enum.IntEnum):
 
 class Key(str):
     pass
+
+
+class Point(NamedTuple):
+    x: int
 
 
 class Hostile:
@@ -214,9 +218,9 @@ REJECTIONS: list[tuple[str, Any, tuple[str | int, ...], str]] = [
     ),
     (
         "namedtuple",
-        [collections.namedtuple("P", "x")(1)],
+        [Point(1)],
         (0,),
-        "type P is not a JSON type (a subclass of tuple; only the exact type is)",
+        "type Point is not a JSON type (a subclass of tuple; only the exact type is)",
     ),
     ("hostile", {"h": Hostile()}, ("h",), "type Hostile is not a JSON type"),
     ("odd key path", {"a b": {"ü": [float("nan")]}}, ("a b", "ü", 0), "NaN is not a JSON number"),
@@ -377,7 +381,7 @@ def test_deep_error_path_is_complete() -> None:
 
 def test_options_are_keyword_only() -> None:
     with pytest.raises(TypeError):
-        snapshot_json({}, False)  # type: ignore[misc]
+        snapshot_json({}, False)  # type: ignore[call-arg]
 
 
 class CollidingKey(str):
@@ -408,3 +412,16 @@ def test_no_user_code_runs_for_a_colliding_subclass_key() -> None:
             assert info.value.reason == "object key of type CollidingKey (keys must be exactly str)"
     finally:
         CollidingKey.armed = False
+
+
+def test_the_selector_exports_the_active_twin() -> None:
+    import importlib
+
+    import dsh_codegen
+    import dsh_codegen.json as layer
+    from dsh_codegen.json import _json_py
+
+    twin = importlib.import_module("dsh_codegen._json_c") if dsh_codegen.backend() == "compiled" else _json_py
+    for name in layer.__all__:
+        assert getattr(layer, name) is getattr(twin, name), name
+    assert sorted(layer.__all__) == sorted(_json_py.__all__)
