@@ -9,6 +9,7 @@ differential test pins it. Only exact types are inspected, so no user code
 runs during a walk.
 """
 
+from cpython.ref cimport PyObject, Py_XDECREF
 from libc.math cimport isfinite, signbit
 from libc.stdint cimport uint8_t, uint16_t, uint32_t
 from libc.stdlib cimport free, realloc
@@ -39,9 +40,6 @@ __all__ = [
     "render_json_pretty",
     "snapshot_json",
 ]
-
-
-from cpython.ref cimport PyObject, Py_XDECREF
 
 
 cdef extern from *:
