@@ -10,7 +10,6 @@
 from __future__ import annotations
 
 from collections.abc import Hashable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple, final
 
 from dsh_codegen.registry._results import AdditionalContext, JsonValue
@@ -28,14 +27,14 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True)
-class ToolExecutionInput:
-    """A caller's call description.
+class ToolExecutionInput(NamedTuple):
+    """A caller's call description (immutable).
 
     ``signal`` is required and caller-owned; ``agent`` selects the calling
     scope (any hashable key); ``parent`` is the enclosing call's token for
     nested calls; ``root_call_id`` names the outermost call. The registry reads
-    each field exactly once.
+    each field exactly once. (A named tuple: the cheapest immutable record,
+    built once per call.)
     """
 
     call_id: str

@@ -34,14 +34,18 @@ def check_content(frozen: Any) -> FrozenJsonArray:
 
     Raised errors: :class:`ContentShapeError` naming the first bad block.
     """
-    if type(frozen) is not FrozenJsonArray:
-        raise ContentShapeError("content must be a list of content blocks")
-    for index, block in enumerate(frozen):
-        if type(block) is not FrozenJsonObject or type(block.get("type")) is not str:
-            raise ContentShapeError(
-                f'content block [{index}] must be an object with a string "type"'
-            )
-    return frozen
+    if type(frozen) is FrozenJsonArray:
+        for block in frozen:
+            if type(block) is not FrozenJsonObject or type(block.get("type")) is not str:
+                break
+        else:
+            return frozen
+        for index, block in enumerate(frozen):
+            if type(block) is not FrozenJsonObject or type(block.get("type")) is not str:
+                raise ContentShapeError(
+                    f'content block [{index}] must be an object with a string "type"'
+                )
+    raise ContentShapeError("content must be a list of content blocks")
 
 
 def snapshot_context(context: object, where: str) -> FrozenJsonObject:

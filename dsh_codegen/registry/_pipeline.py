@@ -63,7 +63,7 @@ from dsh_codegen.registry._results import (
     error_content,
     failure_from_exception,
 )
-from dsh_codegen.registry.cancel import AbortError, AbortSignal, fuse_signals
+from dsh_codegen.registry.cancel import AbortError, AbortSignal
 from dsh_codegen.schema import ToolArgsError
 
 if TYPE_CHECKING:
@@ -92,6 +92,7 @@ PIPELINE_STAGES: Final = (
     "notify_result",
 )
 
+_tuple_new: Final = tuple.__new__
 ALLOW: Final = Allow()
 _PLAIN_RESULTS: Final = frozenset(
     {type(None), str, int, float, bool, dict, list, tuple, Allow, Deny, Ask, Accept, Block, ToolSuccess, ToolFailure}
@@ -109,6 +110,7 @@ class _Call:
     __slots__ = (
         "body_started",
         "chain",
+        "compiled",
         "execution",
         "finalize",
         "fused",
@@ -116,6 +118,7 @@ class _Call:
         "produced",
         "registry",
         "run",
+        "version",
     )
 
     def __init__(
@@ -123,12 +126,15 @@ class _Call:
         registry: ToolRegistry,
         execution: ToolExecution,
         chain: tuple[ToolScope, ...],
-        finalize: Callable[..., Any] | None,
+        compiled: CompiledTool | None,
     ) -> None:
         self.registry = registry
         self.execution = execution
         self.chain = chain
-        self.finalize = finalize
+        # The tool resolved at entry, reused while the registry is unchanged.
+        self.compiled = compiled
+        self.version = registry._version
+        self.finalize = None if compiled is None else compiled.finalize_content
         self.listeners: ListenerSnapshot | None = None
         self.body_started = False
         # The signal of the body currently running (aborted if the awaiting task is cancelled).
@@ -185,11 +191,10 @@ def _not_found(exc: ToolNotFoundError, contexts: Any = ()) -> ToolFailure:
 # --- 1. create_execution -------------------------------------------------------------
 
 
-def create_execution(registry: ToolRegistry, input: ToolExecutionInput) -> tuple[_Call, Any, BaseException | None]:
+def create_execution(registry: ToolRegistry, input: ToolExecutionInput) -> tuple[_Call, BaseException | None]:
     """Read every input field exactly once, mint the token and snapshot the arguments.
 
-    Returns the call, the raw arguments, and the argument snapshot error (or
-    ``None``). ``finalize_content`` is taken from the tool the calling scope
+    Returns the call and the argument snapshot error (or ``None``). ``finalize_content`` is taken from the tool the calling scope
     resolves now, so it still applies if the tool is disposed mid-pipeline.
     Raises ``TypeError`` only for a malformed input (not a call description).
     Cancellation: synchronous; nothing to cancel.
@@ -213,18 +218,24 @@ def create_execution(registry: ToolRegistry, input: ToolExecutionInput) -> tuple
         raise TypeError("ToolExecutionInput.parent must be a ToolExecutionToken or None")
     if root_call_id is not None and type(root_call_id) is not str:
         raise TypeError("ToolExecutionInput.root_call_id must be a str or None")
-    chain = registry.chain_for(agent)
+    # (Inlined fast paths: this runs once per call.)
+    chain = () if agent is None else registry.chain_for(agent)
     error: BaseException | None = None
     try:
         arguments = snapshot_json(raw_arguments)
     except (LosslessJsonError, RecursionError, TypeError, ValueError) as exc:
         arguments, error = None, exc
-    execution = ToolExecution(
-        ToolExecutionToken(), call_id, name, arguments, signal, agent, parent, root_call_id
+    # tuple.__new__ skips the named tuple's Python-level __new__ (same object).
+    execution: ToolExecution = _tuple_new(
+        ToolExecution, (ToolExecutionToken(), call_id, name, arguments, signal, agent, parent, root_call_id)
     )
-    compiled = registry.resolve(name, chain) if name != RUN_CODE_NAME else None
-    finalize = None if compiled is None else compiled.finalize_content
-    return _Call(registry, execution, chain, finalize), raw_arguments, error
+    if name == RUN_CODE_NAME:
+        compiled = None
+    elif chain:
+        compiled = registry.resolve(name, chain)
+    else:
+        compiled = registry._global.tools.get(name)
+    return _Call(registry, execution, chain, compiled), error
 
 
 # --- 2. entry_outcome -----------------------------------------------------------------
@@ -243,14 +254,17 @@ def entry_outcome(call: _Call, argument_error: BaseException | None) -> ToolFail
     if argument_error is not None:
         return _plain_failure(ARGUMENTS_NOT_LOSSLESS)
     execution = call.execution
-    if execution.signal.aborted:
+    signal = execution.signal
+    if signal._aborted or (signal._sources is not None and signal._poll()):
         return aborted_before_dispatch()
     name = execution.name
+    registry = call.registry
     if (
         execution.parent is None
+        and (registry.mode == "code" or call.chain)
         and name != RUN_CODE_NAME
-        and call.registry.presentation(call.chain) == "code"
-        and name in call.registry.view(call.chain)
+        and registry.presentation(call.chain) == "code"
+        and name in registry.view(call.chain)
     ):
         return _not_found(ToolNotFoundError.code_only(name))
     return None
@@ -445,35 +459,39 @@ def normalize_value(
         violations = [str(v) for v in validator.violations(frozen, "value")]
         return _output_failure(compiled, violations, contexts)
     args = call.execution.arguments
-    problems: list[str] = []
+    problem: str | None = None
     content: Any = None
     try:
         rendered = compiled.render(args, frozen)
     except Exception as exc:
-        problems.append(f"output.render failed: {error_message(exc)}")
+        problem = f"output.render failed: {error_message(exc)}"
     else:
         try:
             content = check_content(snapshot_json(rendered))
         except LosslessJsonError:
-            problems.append("output.render returned non-lossless JSON")
+            problem = "output.render returned non-lossless JSON"
         except ContentShapeError:
-            problems.append("output.render must return a list of content blocks")
+            problem = "output.render must return a list of content blocks"
         except Exception as exc:
-            problems.append(f"output.render failed: {error_message(exc)}")
-    meta: Any = UNSET
+            problem = f"output.render failed: {error_message(exc)}"
     project = compiled.presentation_meta
-    if project is not None and call.execution.parent is None:
+    if project is None or call.execution.parent is not None:
+        if problem is None:
+            return ToolSuccess(frozen, content, UNSET, contexts, concludes_turn)
+        return _output_failure(compiled, [problem], contexts)
+    problems = [] if problem is None else [problem]
+    meta: Any = UNSET
+    try:
+        projected = project(args, frozen)
+    except Exception as exc:
+        problems.append(f"output.presentation_meta failed: {error_message(exc)}")
+    else:
         try:
-            projected = project(args, frozen)
+            meta = snapshot_json(projected)
+        except LosslessJsonError:
+            problems.append("output.presentation_meta returned non-lossless JSON")
         except Exception as exc:
             problems.append(f"output.presentation_meta failed: {error_message(exc)}")
-        else:
-            try:
-                meta = snapshot_json(projected)
-            except LosslessJsonError:
-                problems.append("output.presentation_meta returned non-lossless JSON")
-            except Exception as exc:
-                problems.append(f"output.presentation_meta failed: {error_message(exc)}")
     if problems:
         return _output_failure(compiled, problems, contexts)
     return ToolSuccess(frozen, content, meta, contexts, concludes_turn)
@@ -505,27 +523,31 @@ async def dispatch_core(call: _Call, signal: AbortSignal) -> ToolExecutionResult
     """
     execution = call.execution
     name = execution.name
-    compiled = call.registry.resolve(name, call.chain)
-    if compiled is None:
-        return _not_found(ToolNotFoundError.unknown(name))
+    registry = call.registry
+    compiled = call.compiled
+    if compiled is None or call.version != registry._version:
+        compiled = registry.resolve(name, call.chain)
+        if compiled is None:
+            return _not_found(ToolNotFoundError.unknown(name))
     caller = execution.signal
-    if caller.aborted or signal.aborted:
+    # Inlined ``caller.aborted or signal.aborted`` (a property call per check).
+    if (caller._aborted or (caller._sources is not None and caller._poll())) or (
+        signal is not caller and signal.aborted
+    ):
         return aborted_before_dispatch()
     args = execution.arguments
     validator = compiled.args_validator
     if validator is not None and not validator.is_valid(args):
         return failure_from_exception(ToolArgsError(validator.validate_args(args)))
-    if signal is caller:
-        fused, detach = fuse_signals((caller,))
-    else:
-        fused, detach = fuse_signals((caller, signal))
+    fused = AbortSignal()  # derive_signal(), inlined
+    fused._sources = (caller,) if signal is caller else (caller, signal)
     run = ToolRunContext(execution, fused)
     call.fused = fused
     call.run = run
     call.body_started = True
     try:
         value = compiled.execute(args, run)
-        if _is_awaitable(value):
+        if type(value) is CoroutineType or _is_awaitable(value):
             value = await value
     except asyncio.CancelledError:
         fused._abort(AbortError(_ABORTED_MESSAGE))
@@ -536,8 +558,12 @@ async def dispatch_core(call: _Call, signal: AbortSignal) -> ToolExecutionResult
             return aborted(contexts)
         return failure_from_exception(exc, additional_contexts=contexts)
     finally:
-        detach()
-    return normalize_value(call, compiled, value, _run_contexts(run), run._concluded)
+        if fused._links is None:
+            fused._sources = None  # _release() without listeners to remove
+        else:
+            fused._release()
+    deferred = run._deferred
+    return normalize_value(call, compiled, value, () if deferred is None else tuple(deferred), run._concluded)
 
 
 class _WrapNext:
@@ -897,29 +923,49 @@ async def run_pipeline(
     ``gate.commit()`` unless entering it is cancelled too), and the original
     ``CancelledError`` is re-raised.
     """
-    call, _raw, argument_error = create_execution(registry, input)
-    result: ToolExecutionResult | None = entry_outcome(call, argument_error)
+    call, argument_error = create_execution(registry, input)
+    signal = call.execution.signal
+    chain = call.chain
+    result: ToolExecutionResult | None
+    if argument_error is None and not chain and registry.mode != "code" and not signal._aborted and signal._sources is None:
+        result = None  # entry_outcome() has nothing to say (inlined check)
+    else:
+        result = entry_outcome(call, argument_error)
+    listeners = registry._global_listeners
+    if chain or listeners is None or registry._global_listeners_version != registry._listener_version:
+        listeners = registry.listeners_for(chain)
+    call.listeners = listeners
     skip_post = True
     cancel_exc: asyncio.CancelledError | None = None
     if result is None:
-        call.listeners = registry.listeners_for(call.chain)
         try:
-            if gate is None:
-                result, skip_post = await run_policy(call)
-            else:
+            if gate is not None:
                 async with gate.policy():
                     result, skip_post = await run_policy(call)
+            elif listeners.pre or call.chain or registry._global.guards:
+                result, skip_post = await run_policy(call)
+            # else: no policy at all; the caller's signal was checked at entry
+            # and nothing has been awaited since.
             if result is None:
-                result, skip_post = await run_dispatch(call)
+                if listeners.wrappers:
+                    result, skip_post = await run_dispatch(call)
+                else:
+                    result, skip_post = await dispatch_core(call, call.execution.signal), False
         except asyncio.CancelledError as exc:
             cancel_exc = exc
             call_cancelled(call)
             result, skip_post = _cancelled_outcome(call), True
-    elif call.listeners is None:
-        call.listeners = registry.listeners_for(call.chain)
     cancelled = cancel_exc is not None
     if gate is None:
-        result, cancelled = await _commit(call, result, skip_post, cancelled)
+        if listeners.post or listeners.observers:
+            result, cancelled = await _commit(call, result, skip_post, cancelled)
+        else:
+            # Stages 6-7 without their calls when they have nothing to do.
+            caller = call.execution.signal
+            if cancelled or caller._aborted or (caller._sources is not None and caller._poll()):
+                result = settle_cancellation(call, result, cancelled)
+            if call.finalize is not None:
+                result = run_finalize(call, result)
     else:
         committed = False
         try:

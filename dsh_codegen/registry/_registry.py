@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import inspect
 import logging
-from collections.abc import Callable, Hashable, Iterable, Sequence
+from collections.abc import Callable, Coroutine, Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
@@ -758,9 +758,9 @@ class ToolRegistry(_Surface):
 
     # --- execution -------------------------------------------------------------------
 
-    async def execute(
+    def execute(
         self, input: ToolExecutionInput, *, gate: PipelineGate | None = None
-    ) -> ToolExecutionResult:
+    ) -> Coroutine[Any, Any, ToolExecutionResult]:
         """Run one call through the whole pipeline and return its frozen result.
 
         Never raises for tool, policy or argument failures (they are results);
@@ -776,8 +776,10 @@ class ToolRegistry(_Surface):
         signal, records ``ABORTED`` (body started) or
         ``ABORTED_BEFORE_DISPATCH``, runs ``finalize_content`` and ``on_result``
         exactly once, and re-raises the ``CancelledError``.
+
+        (A plain method returning the pipeline coroutine: one frame less per call.)
         """
-        return await run_pipeline(self, input, gate)
+        return run_pipeline(self, input, gate)
 
     def execution_mode(self, input: ToolExecutionInput) -> Literal["parallel", "exclusive"]:
         """``"parallel"`` only when the visible tool's ``is_concurrency_safe(args)`` returns exactly ``True``.

@@ -16,7 +16,7 @@ from typing import Final, final
 
 from dsh_codegen.registry._errors import TOOL_ABORTED, HarnessError
 
-__all__ = ["AbortController", "AbortError", "AbortSignal", "SignalListener"]
+__all__ = ["AbortController", "AbortError", "AbortSignal", "SignalListener", "derive_signal", "fuse_signals"]
 
 _log = logging.getLogger("dsh_codegen")
 
@@ -53,7 +53,16 @@ class AbortSignal:
     aborted signal is never called (check ``aborted`` first).
     """
 
-    __slots__ = ("__weakref__", "_aborted", "_listeners", "_next_key", "_reason", "_waiters")
+    __slots__ = (
+        "__weakref__",
+        "_aborted",
+        "_links",
+        "_listeners",
+        "_next_key",
+        "_reason",
+        "_sources",
+        "_waiters",
+    )
 
     def __init__(self) -> None:
         self._aborted = False
@@ -61,24 +70,56 @@ class AbortSignal:
         self._listeners: dict[int, SignalListener] | None = None
         self._next_key = 0
         self._waiters: list[asyncio.Future[None]] | None = None
+        # A derived signal (see derive_signal) follows these sources; it links
+        # listeners to them only once someone listens to it, and polls otherwise.
+        self._sources: tuple[AbortSignal, ...] | None = None
+        self._links: list[Callable[[], None]] | None = None
 
     def __repr__(self) -> str:
-        state = f"aborted reason={self._reason!r}" if self._aborted else "pending"
+        state = f"aborted reason={self.reason!r}" if self.aborted else "pending"
         return f"<AbortSignal {state}>"
 
     @property
     def aborted(self) -> bool:
         """Whether the signal has aborted."""
-        return self._aborted
+        if self._aborted:
+            return True
+        if self._sources is None:
+            return False
+        return self._poll()
 
     @property
     def reason(self) -> object:
         """The abort reason (``None`` while not aborted)."""
+        if not self._aborted and self._sources is not None:
+            self._poll()
         return self._reason
+
+    def _poll(self) -> bool:
+        sources = self._sources
+        if sources is not None:
+            for source in sources:
+                if source.aborted:
+                    self._abort(source._reason)
+                    return True
+        return False
+
+    def _link(self) -> None:
+        if self._sources is not None and self._links is None:
+            self._links = [source.add_listener(self._follow) for source in self._sources]
+
+    def _release(self) -> None:
+        """Stop following the sources (the signal keeps its current state)."""
+        self._sources = None
+        links = self._links
+        if links is not None:
+            self._links = None
+            for remove in links:
+                remove()
 
     def throw_if_aborted(self) -> None:
         """Raise the reason when aborted (an :class:`AbortError` if the reason is not an exception)."""
-        if self._aborted:
+        if self.aborted:
             reason = self._reason
             if isinstance(reason, BaseException):
                 raise reason
@@ -90,8 +131,9 @@ class AbortSignal:
         On an already aborted signal the listener is not registered and the
         remover does nothing.
         """
-        if self._aborted:
+        if self.aborted:
             return _noop
+        self._link()
         listeners = self._listeners
         if listeners is None:
             listeners = self._listeners = {}
@@ -112,8 +154,9 @@ class AbortSignal:
         Cancellation: cancelling the waiting task only stops this wait; the
         signal is unaffected.
         """
-        if self._aborted:
+        if self.aborted:
             return self._reason
+        self._link()
         waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         waiters = self._waiters
         if waiters is None:
@@ -135,6 +178,8 @@ class AbortSignal:
             return False
         self._reason = AbortError() if reason is None else reason
         self._aborted = True
+        if self._sources is not None:
+            self._release()
         waiters = self._waiters
         if waiters is not None:
             self._waiters = None
@@ -184,6 +229,19 @@ class AbortSignal:
         signal = AbortSignal()
         signal._abort(reason)
         return signal
+
+
+def derive_signal(sources: tuple[AbortSignal, ...]) -> AbortSignal:
+    """A new signal following ``sources`` lazily; call ``signal._release()`` when done with it.
+
+    Observably the same as :meth:`AbortSignal.any` (listeners and waiters are
+    notified at the moment a source aborts), but it registers nothing on the
+    sources until someone listens to it, so a body that never listens costs
+    one small object.
+    """
+    signal = AbortSignal()
+    signal._sources = sources
+    return signal
 
 
 def fuse_signals(signals: Iterable[AbortSignal]) -> tuple[AbortSignal, Callable[[], None]]:
