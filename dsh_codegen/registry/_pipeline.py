@@ -295,7 +295,9 @@ async def _pre_waterfall(entries: tuple[_Listener, ...], index: int, execution: 
     while index < len(entries):
         entry = entries[index]
         if entry.alive:
-            decision = await _maybe_await(entry.fn(execution, _PreNext(entries, index + 1, execution)))
+            decision = entry.fn(execution, _PreNext(entries, index + 1, execution))
+            if _is_awaitable(decision):
+                decision = await decision
             if type(decision) is not Allow and type(decision) is not Deny and type(decision) is not Ask:
                 raise TypeError(
                     f"tools/pre-execute listener returned {type(decision).__name__};"
@@ -604,7 +606,9 @@ async def _wrap_chain(call: _Call, index: int, dispatch: ToolDispatchExecution) 
             if call.execution.signal.aborted:
                 # The caller cancelled while an outer wrapper was still deciding.
                 return aborted_before_dispatch()
-            returned = await _maybe_await(entry.fn(dispatch, _WrapNext(call, index + 1, dispatch)))
+            returned = entry.fn(dispatch, _WrapNext(call, index + 1, dispatch))
+            if _is_awaitable(returned):
+                returned = await returned
             return normalize_authored(call, returned)
         index += 1
     return await dispatch_core(call, dispatch.signal)
@@ -717,9 +721,9 @@ async def _post_waterfall(
     while index < len(entries):
         entry = entries[index]
         if entry.alive:
-            decision = await _maybe_await(
-                entry.fn(execution, result, _PostNext(entries, index + 1, execution, result))
-            )
+            decision = entry.fn(execution, result, _PostNext(entries, index + 1, execution, result))
+            if _is_awaitable(decision):
+                decision = await decision
             if type(decision) is not Accept and type(decision) is not Block:
                 raise TypeError(
                     f"tools/post-execute listener returned {type(decision).__name__};"
