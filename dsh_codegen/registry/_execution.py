@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Hashable
 from typing import TYPE_CHECKING, Any, NamedTuple, final
 
+from dsh_codegen.registry._materialize import snapshot_context
 from dsh_codegen.registry._results import AdditionalContext, JsonValue
 from dsh_codegen.registry.cancel import AbortSignal
 
@@ -185,8 +186,6 @@ class ToolRunContext:
         Raised errors: ``ValueError`` (including ``LosslessJsonError``) for a
         malformed context.
         """
-        from dsh_codegen.registry._materialize import snapshot_context
-
         frozen = snapshot_context(context, "defer_context()")
         if self._deferred is None:
             self._deferred = [frozen]

@@ -528,7 +528,10 @@ async def dispatch_core(call: _Call, signal: AbortSignal) -> ToolExecutionResult
     registry = call.registry
     compiled = call.compiled
     if compiled is None or call.version != registry._version:
-        compiled = registry.resolve(name, call.chain)
+        try:
+            compiled = registry.resolve(name, call.chain)
+        except Exception as exc:  # e.g. run_code for an unknown runtime language
+            return failure_from_exception(exc)
         if compiled is None:
             return _not_found(ToolNotFoundError.unknown(name))
     caller = execution.signal
@@ -679,7 +682,10 @@ async def run_dispatch(call: _Call) -> tuple[ToolExecutionResult, bool]:
     if not listeners.wrappers:
         return await dispatch_core(call, call.execution.signal), False
     execution = call.execution
-    resolved = call.registry.resolve(execution.name, call.chain)
+    try:
+        resolved = call.registry.resolve(execution.name, call.chain)
+    except Exception:
+        resolved = None  # dispatch_core reports the error as the result
     dispatch = ToolDispatchExecution(
         execution, execution.signal, None if resolved is None else resolved.definition
     )

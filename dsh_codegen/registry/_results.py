@@ -9,10 +9,11 @@ additional context) are frozen JSON containers once the pipeline returns them.
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Final, Literal, TypeAlias
 
+from dsh_codegen.json import snapshot_json
 from dsh_codegen.registry._errors import error_info_of, error_message
 
 __all__ = [
@@ -170,23 +171,10 @@ PostToolDecision: TypeAlias = Accept | Block
 
 # Failure construction ----------------------------------------------------------
 
-_snapshot: Callable[[object], Any] | None = None
-
-
-def _frozen(value: object) -> Any:
-    # Imported on first use so this module stays importable without the JSON
-    # layer's twin being selected yet (results are built long after import).
-    global _snapshot
-    if _snapshot is None:
-        from dsh_codegen.json import snapshot_json
-
-        _snapshot = snapshot_json
-    return _snapshot(value)
-
-
 def error_content(message: str) -> Sequence[ContentBlock]:
     """The frozen content of a registry error: exactly ``[{"type": "text", "text": "Error: <message>"}]``."""
-    return _frozen([{"type": "text", "text": "Error: " + message}])  # type: ignore[no-any-return]
+    content: Sequence[ContentBlock] = snapshot_json([{"type": "text", "text": "Error: " + message}])
+    return content
 
 
 def failure_from_exception(

@@ -233,3 +233,21 @@ def test_code_assembly_needs_a_runtime() -> None:
     assert str(info.value) == (
         'dsh_codegen: no SDK renderer registered for runtime language "cobol" (known: "typescript", "python")'
     )
+
+
+@async_test
+async def test_run_code_with_an_unknown_runtime_language_is_a_result_not_a_raise() -> None:
+    class Runtime:
+        language = "cobol"
+
+        async def run(self, request: Any) -> Any:
+            raise NotImplementedError
+
+    registry = registry_with(echo_tool(), mode="both", code_runtime=Runtime())
+    result = await registry.execute(call(RUN_CODE_NAME, {"code": "x", "description": "d"}))
+    assert text(result) == (
+        'Error: dsh_codegen: no run_code schema flavor registered for runtime language "cobol"'
+        ' (known: "typescript", "python")'
+    )
+    with pytest.raises(ValueError):
+        registry.schemas()
