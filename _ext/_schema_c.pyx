@@ -12,13 +12,22 @@ so both twins render identical texts.
 """
 
 from cpython.object cimport PyObject, PyTypeObject
+from cpython.ref cimport Py_INCREF, Py_DECREF
 from libc.math cimport isfinite, floor, signbit
 from libc.stdlib cimport malloc, realloc, free
 from libc.string cimport memcpy
 
+from dsh_codegen.json._paths import quote_path
 from dsh_codegen.schema._shared import (
+    _FIXED_SUFFIX,
+    _KEYWORD_OF_CODE,
+    _TYPE_SUFFIX,
     Node as _PyNode,
     Program as _Program,
+    Violation as _Violation,
+    _node_suffix,
+    _root_text,
+    _segment_text,
     V_ADDITIONAL,
     V_CONST,
     V_ENUM,
@@ -29,8 +38,6 @@ from dsh_codegen.schema._shared import (
     any_code,
     frozen_types,
     int_is_lossless,
-    is_lossless_json,
-    make_violation,
     mismatch_code,
 )
 
@@ -55,6 +62,8 @@ cdef extern from "Python.h":
     double PyFloat_AS_DOUBLE(PyObject* p)
     int PySet_Contains(PyObject* anyset, PyObject* key)
     Py_hash_t PyObject_Hash(PyObject* o)
+    object PyLong_FromVoidPtr(PyObject* p)
+    int PyObject_GenericSetAttr(object o, object name, object value) except -1
     int PyUnicode_Compare(PyObject* left, PyObject* right)
     int PyObject_RichCompareBool(PyObject* a, PyObject* b, int op)
     void PyErr_Clear()
@@ -172,6 +181,153 @@ cdef inline bint _leaf(PyObject* v, int* is_container):
     return False
 
 
+# --- the violations walk: owned references, a path arena -------------------------------------
+
+cdef enum:
+    T_VISIT = 0
+    T_EXTRAS = 1
+    T_EXIT = 2
+    # violation codes of dsh_codegen.schema._shared (asserted below)
+    V_TYPE_C = 1
+    V_FINITE_C = 2
+    V_ENUM_C = 6
+    V_CONST_C = 7
+    V_REQUIRED_C = 8
+
+assert (_sh.V_TYPE, _sh.V_FINITE, _sh.V_ENUM, _sh.V_CONST, _sh.V_REQUIRED) == (1, 2, 6, 7, 8)
+
+
+cdef struct VFrame:
+    PyObject* value      # an owned reference: the walk runs Python code (messages), so it holds on
+    int node             # -1: any JSON
+    int tag
+    Py_ssize_t path      # index into the path arena, -1 for the root
+
+
+cdef struct PathSeg:
+    Py_ssize_t parent
+    PyObject* key        # an owned reference, or NULL for an array index
+    Py_ssize_t index
+
+
+cdef struct VStack:
+    VFrame* items
+    Py_ssize_t size
+    Py_ssize_t cap
+
+
+cdef struct Paths:
+    PathSeg* items
+    Py_ssize_t size
+    Py_ssize_t cap
+
+
+cdef int _vpush(VStack* s, PyObject* value, int node, int tag, Py_ssize_t path) except -1:
+    cdef VFrame* grown
+    cdef Py_ssize_t cap
+    if s.size == s.cap:
+        cap = 32 if s.cap == 0 else 2 * s.cap
+        grown = <VFrame*>realloc(s.items, cap * sizeof(VFrame))
+        if grown == NULL:
+            raise MemoryError()
+        s.items = grown
+        s.cap = cap
+    Py_INCREF(<object>value)
+    s.items[s.size].value = value
+    s.items[s.size].node = node
+    s.items[s.size].tag = tag
+    s.items[s.size].path = path
+    s.size += 1
+    return 0
+
+
+cdef Py_ssize_t _path_add(Paths* p, Py_ssize_t parent, PyObject* key, Py_ssize_t index) except -2:
+    cdef PathSeg* grown
+    cdef Py_ssize_t cap
+    if p.size == p.cap:
+        cap = 32 if p.cap == 0 else 2 * p.cap
+        grown = <PathSeg*>realloc(p.items, cap * sizeof(PathSeg))
+        if grown == NULL:
+            raise MemoryError()
+        p.items = grown
+        p.cap = cap
+    if key != NULL:
+        Py_INCREF(<object>key)
+    p.items[p.size].parent = parent
+    p.items[p.size].key = key
+    p.items[p.size].index = index
+    p.size += 1
+    return p.size - 1
+
+
+cdef tuple _segments_of(Paths* p, Py_ssize_t at):
+    """The path segments of arena entry ``at`` (``()`` for the root)."""
+    cdef list out = []
+    while at >= 0:
+        if p.items[at].key != NULL:
+            out.append(<object>p.items[at].key)
+        else:
+            out.append(p.items[at].index)
+        at = p.items[at].parent
+    out.reverse()
+    return tuple(out)
+
+
+cdef object _object_new = object.__new__
+
+
+cdef class _Render:
+    """Builds ``Violation``s exactly as ``dsh_codegen.schema._shared.make_violation`` does."""
+
+    cdef str root
+    cdef bint root_safe
+    cdef str quoted_root
+
+    def __cinit__(self, str root, str alias):
+        self.root, self.root_safe, self.quoted_root = _root_text(root, alias)
+
+    cdef str where(self, tuple segments):
+        cdef list parts
+        cdef bint safe = self.root_safe
+        if not segments:
+            return self.quoted_root
+        parts = [self.root]
+        for segment in segments:
+            text, segment_safe = _segment_text(segment)
+            parts.append(text)
+            safe = safe and segment_safe
+        if not self.root and (<str>parts[1]).startswith("."):
+            parts[1] = (<str>parts[1])[1:]
+        text = "".join(parts)
+        return '"' + text + '"' if safe else quote_path(text)
+
+    cdef object violation(self, int code, object node, tuple segments, object extra):
+        cdef str suffix
+        if code == V_REQUIRED_C:
+            path = segments + (extra,)
+            return _new_violation(path, "required", "missing required property " + self.where(path))
+        where = self.where(segments)
+        if code == V_TYPE_C:
+            return _new_violation(segments, "type", where + _TYPE_SUFFIX[node.kind])
+        suffix = _FIXED_SUFFIX.get(code)
+        if suffix is None:
+            if code == V_ONE_OF:
+                suffix = f" must match exactly one oneOf branch (matched {extra})"
+            else:
+                suffix = _node_suffix(code, node)
+        return _new_violation(segments, _KEYWORD_OF_CODE[code], where + suffix)
+
+
+cdef inline object _new_violation(tuple path, str keyword, str message):
+    # what _shared.new_violation does, minus the Python call: a frozen dataclass refuses
+    # setattr, so the slots are filled through object's own setter
+    violation = _object_new(_Violation)
+    PyObject_GenericSetAttr(violation, "path", path)
+    PyObject_GenericSetAttr(violation, "keyword", keyword)
+    PyObject_GenericSetAttr(violation, "message", message)
+    return violation
+
+
 cdef class CompiledValidator:
     """Validates values against one compiled schema (compiled twin).
 
@@ -188,6 +344,7 @@ cdef class CompiledValidator:
     cdef PyTypeObject* _fobj
     cdef PyTypeObject* _farr
     cdef object _any_node
+    cdef set _ancestors
 
     def __cinit__(self):
         self._nodes = NULL
@@ -207,6 +364,7 @@ cdef class CompiledValidator:
         self._keep = [fobj, farr]
         self._py_nodes = nodes
         self._any_node = _PyNode(0)
+        self._ancestors = set()  # made here: the verdict walk must not allocate containers
         for node in nodes:
             total += len(node.branches)
             if node.props:
@@ -348,7 +506,7 @@ cdef class CompiledValidator:
                 budget -= 1
                 if budget < 0:
                     # only a cycle or an enormous shared-reference DAG gets here
-                    ok = is_lossless_json(<object>root)
+                    ok = self._lossless_careful(root)
                     break
                 if self._is_object(v):
                     pos = 0
@@ -375,6 +533,76 @@ cdef class CompiledValidator:
                     ok = False
                     break
         finally:
+            if s.heap:
+                free(s.frames)
+        return ok
+
+    cdef bint _lossless_careful(self, PyObject* root) except -1:
+        """The lossless walk with cycle detection: ancestors' ids in a set kept on the validator.
+
+        Creates only ints (which the garbage collector does not track), so no
+        collection and no finalizer can run while borrowed references are held.
+        """
+        cdef Frame inline_frames[INLINE_FRAMES]
+        cdef Stack s
+        cdef PyObject* v
+        cdef PyObject* key
+        cdef PyObject* item
+        cdef Py_ssize_t pos, i, size
+        cdef int container = 0
+        cdef bint ok = True
+        cdef object ident
+        cdef set ancestors = self._ancestors
+        s.frames = inline_frames
+        s.size = 0
+        s.cap = INLINE_FRAMES
+        s.heap = False
+        try:
+            _push(&s, root, -1, F_VISIT)
+            while s.size > 0:
+                s.size -= 1
+                v = s.frames[s.size].value
+                if s.frames[s.size].tag == F_MARK:  # leaving v: no longer an ancestor
+                    ancestors.discard(PyLong_FromVoidPtr(v))
+                    continue
+                if _leaf(v, &container):
+                    continue
+                if not container:
+                    ok = False
+                    break
+                ident = PyLong_FromVoidPtr(v)
+                if ident in ancestors:
+                    ok = False
+                    break
+                if self._is_object(v):
+                    pos = 0
+                    while PyDict_Next(v, &pos, &key, &item):
+                        if Py_TYPE(key) != &PyUnicode_Type:
+                            ok = False
+                            break
+                    if not ok:
+                        break
+                    ancestors.add(ident)
+                    _push(&s, v, -1, F_MARK)
+                    pos = 0
+                    while PyDict_Next(v, &pos, &key, &item):
+                        _push(&s, item, -1, F_VISIT)
+                elif self._is_array(v):
+                    ancestors.add(ident)
+                    _push(&s, v, -1, F_MARK)
+                    if Py_TYPE(v) == &PyTuple_Type:
+                        size = PyTuple_GET_SIZE(v)
+                        for i in range(size):
+                            _push(&s, PyTuple_GET_ITEM(v, i), -1, F_VISIT)
+                    else:
+                        size = PyList_GET_SIZE(v)
+                        for i in range(size):
+                            _push(&s, PyList_GET_ITEM(v, i), -1, F_VISIT)
+                else:
+                    ok = False
+                    break
+        finally:
+            ancestors.clear()
             if s.heap:
                 free(s.frames)
         return ok
@@ -552,125 +780,190 @@ cdef class CompiledValidator:
             return []
         return self._collect(args, "", "arguments")
 
-    cdef int _scalar_code(self, CNode* n, object node, object v) except -1:
-        if self._scalar_ok(n, <PyObject*>v):
+    cdef int _mismatch(self, int kind, PyObject* v) except -1:
+        """``mismatch_code`` of the shared module, without the call for plain JSON values."""
+        cdef PyTypeObject* t = Py_TYPE(v)
+        if t == &PyUnicode_Type or t == &PyBool_Type or v == Py_None or t == &PyList_Type or t == &PyTuple_Type:
+            return V_TYPE_C
+        if t == &PyDict_Type and kind != K_OBJECT:
+            return V_TYPE_C
+        if t == &PyFloat_Type:
+            if (kind == K_NUMBER or kind == K_INTEGER) and not _float_ok(PyFloat_AS_DOUBLE(v)):
+                return V_FINITE_C
+            return V_TYPE_C
+        return mismatch_code(kind, <object>v)
+
+    cdef int _scalar_code(self, CNode* n, PyObject* v) except -1:
+        """0 when ``v`` satisfies the scalar node, else the first failing rule: type, enum, const."""
+        cdef CNode bare
+        if self._scalar_ok(n, v):
             return 0
-        # re-run the parts in order to name the first failing rule
-        cdef CNode bare = n[0]
+        bare = n[0]
         bare.enum_set = NULL
         bare.const_val = NULL
-        if not self._scalar_ok(&bare, <PyObject*>v):
-            return mismatch_code(n.kind, v)
+        if not self._scalar_ok(&bare, v):
+            return self._mismatch(n.kind, v)
         if n.enum_set != NULL:
             bare.enum_set = n.enum_set
-            if not self._scalar_ok(&bare, <PyObject*>v):
-                return V_ENUM
-        return V_CONST
+            if not self._scalar_ok(&bare, v):
+                return V_ENUM_C
+        return V_CONST_C
 
     cdef list _collect(self, object value, str root, str alias):
-        cdef list out = []
-        cdef list stack = [(0, 0, value, None)]
-        cdef set on_path = set()
-        cdef int tag, index, code
+        cdef VStack s
+        cdef Paths p
+        cdef VFrame f
         cdef CNode* n
-        cdef list nodes = self._py_nodes
-        cdef object any_node = self._any_node
-        cdef Py_ssize_t matched
-        while stack:
-            tag, index, v, at = stack.pop()
-            if tag == 2:  # exit of an unconstrained container
-                on_path.discard(id(v))
-                continue
-            node = nodes[index] if index >= 0 else any_node
-            if tag == 1:
-                self._report_extras(index, node, v, at, stack, out, root, alias)
-                continue
-            if index < 0:
-                self._collect_any(v, at, stack, on_path, out, root, alias)
-                continue
-            n = &self._nodes[index]
-            if n.inline_:
-                code = self._scalar_code(n, node, v)
-                if code:
-                    out.append(make_violation(code, node, _segments(at), root, alias))
-            elif n.kind == K_OBJECT:
-                self._collect_object(index, node, v, at, stack, out, root, alias)
-            elif n.kind == K_ARRAY:
-                if not self._is_array(<PyObject*>v):
-                    out.append(make_violation(mismatch_code(K_ARRAY, v), node, _segments(at), root, alias))
+        cdef PropEntry* e
+        cdef PyObject* v
+        cdef PyObject* key
+        cdef PyObject* item
+        cdef Py_ssize_t pos, i, j, size, seg, matched
+        cdef int code, container = 0
+        cdef bint bad
+        cdef object vobj, node
+        cdef list out = []
+        cdef list members
+        cdef set on_path = set()
+        cdef _Render r = _Render(root, alias)
+        s.items = NULL
+        s.size = 0
+        s.cap = 0
+        p.items = NULL
+        p.size = 0
+        p.cap = 0
+        try:
+            _vpush(&s, <PyObject*>value, 0, T_VISIT, -1)
+            while s.size > 0:
+                s.size -= 1
+                f = s.items[s.size]
+                vobj = <object>f.value  # takes a reference of its own ...
+                Py_DECREF(vobj)         # ... so the frame's can go
+                v = f.value
+                if f.tag == T_EXIT:
+                    on_path.discard(id(vobj))
                     continue
-                child = n.items
-                for i in range(len(v) - 1, -1, -1):
-                    stack.append((0, child, v[i], (at, i)))
-            elif n.kind == K_ONE_OF:
-                matched = 0
-                for i in range(n.n_branches):
-                    if self._valid_from(self._branches[n.first_branch + i], <PyObject*>v):
-                        matched += 1
-                if matched != 1:
-                    out.append(make_violation(V_ONE_OF, node, _segments(at), root, alias, matched))
-            else:
-                self._collect_any(v, at, stack, on_path, out, root, alias)
+                if f.tag == T_EXTRAS:
+                    self._extras(&s, &p, f, vobj, out, r)
+                    continue
+                if f.node < 0:
+                    self._collect_any(&s, &p, f, vobj, on_path, out, r)
+                    continue
+                n = &self._nodes[f.node]
+                node = self._py_nodes[f.node]
+                if n.inline_:
+                    code = self._scalar_code(n, v)
+                    if code:
+                        out.append(r.violation(code, node, _segments_of(&p, f.path), None))
+                elif n.kind == K_OBJECT:
+                    if not self._is_object(v):
+                        out.append(r.violation(self._mismatch(K_OBJECT, v), node, _segments_of(&p, f.path), None))
+                        continue
+                    pos = 0
+                    bad = False
+                    while PyDict_Next(v, &pos, &key, &item):
+                        if Py_TYPE(key) != &PyUnicode_Type:
+                            bad = True
+                            break
+                    if bad:
+                        out.append(r.violation(V_LOSSLESS_OBJECT, node, _segments_of(&p, f.path), None))
+                        continue
+                    for name in node.required:
+                        if PyDict_GetItemWithError(v, <PyObject*>name) == NULL:
+                            out.append(r.violation(V_REQUIRED_C, node, _segments_of(&p, f.path), name))
+                    _vpush(&s, v, f.node, T_EXTRAS, f.path)
+                    for j in range(n.n_props - 1, -1, -1):
+                        e = &self._props[n.first_prop + j]
+                        item = PyDict_GetItemWithError(v, e.name)
+                        if item != NULL:
+                            seg = _path_add(&p, f.path, e.name, 0)
+                            _vpush(&s, item, e.child, T_VISIT, seg)
+                elif n.kind == K_ARRAY:
+                    if not self._is_array(v):
+                        out.append(r.violation(self._mismatch(K_ARRAY, v), node, _segments_of(&p, f.path), None))
+                        continue
+                    size = PyTuple_GET_SIZE(v) if Py_TYPE(v) == &PyTuple_Type else PyList_GET_SIZE(v)
+                    for i in range(size - 1, -1, -1):
+                        item = PyTuple_GET_ITEM(v, i) if Py_TYPE(v) == &PyTuple_Type else PyList_GET_ITEM(v, i)
+                        seg = _path_add(&p, f.path, NULL, i)
+                        _vpush(&s, item, n.items, T_VISIT, seg)
+                elif n.kind == K_ONE_OF:
+                    matched = 0
+                    for i in range(n.n_branches):
+                        if self._valid_from(self._branches[n.first_branch + i], v):
+                            matched += 1
+                    if matched != 1:
+                        out.append(r.violation(V_ONE_OF, node, _segments_of(&p, f.path), matched))
+                else:
+                    self._collect_any(&s, &p, f, vobj, on_path, out, r)
+        finally:
+            while s.size > 0:
+                s.size -= 1
+                Py_DECREF(<object>s.items[s.size].value)
+            for i in range(p.size):
+                if p.items[i].key != NULL:
+                    Py_DECREF(<object>p.items[i].key)
+            free(s.items)
+            free(p.items)
         return out
 
-    cdef _collect_object(self, int index, object node, object v, object at, list stack, list out, str root, str alias):
-        if not self._is_object(<PyObject*>v):
-            out.append(make_violation(mismatch_code(K_OBJECT, v), node, _segments(at), root, alias))
-            return
-        for key in v:
-            if type(key) is not str:
-                out.append(make_violation(V_LOSSLESS_OBJECT, node, _segments(at), root, alias))
-                return
-        for name in node.required:
-            if name not in v:
-                out.append(make_violation(V_REQUIRED, node, _segments(at), root, alias, name))
-        stack.append((1, index, v, at))
-        props = node.props or {}
-        children = [(0, code >> 1, v[name], (at, name)) for name, code in props.items() if name in v]
-        children.reverse()
-        stack.extend(children)
+    cdef int _extras(self, VStack* s, Paths* p, VFrame f, object vobj, list out, _Render r) except -1:
+        """After an object's declared children: its undeclared keys (closed) or their values (open)."""
+        cdef CNode* n = &self._nodes[f.node]
+        cdef PyObject* key
+        cdef PyObject* item
+        cdef Py_ssize_t pos = 0, i
+        cdef list extras = []
+        node = self._py_nodes[f.node]
+        while PyDict_Next(f.value, &pos, &key, &item):
+            if n.props == NULL or PyDict_GetItemWithError(n.props, key) == NULL:
+                extras.append((<object>key, <object>item))
+        if n.closed:
+            if extras:
+                segments = _segments_of(p, f.path)
+                for key_obj, _ in extras:
+                    out.append(r.violation(V_ADDITIONAL, node, segments + (key_obj,), None))
+            return 0
+        for i in range(len(extras) - 1, -1, -1):
+            key_obj, item_obj = extras[i]
+            _vpush(s, <PyObject*>item_obj, -1, T_VISIT, _path_add(p, f.path, <PyObject*>key_obj, 0))
+        return 0
 
-    cdef _report_extras(self, int index, object node, object v, object at, list stack, list out, str root, str alias):
-        props = node.props or {}
-        extras = [key for key in v if key not in props]
-        if node.closed:
-            for key in extras:
-                out.append(make_violation(V_ADDITIONAL, node, _segments((at, key)), root, alias))
-            return
-        extras.reverse()
-        stack.extend([(0, -1, v[key], (at, key)) for key in extras])
-
-    cdef _collect_any(self, object v, object at, list stack, set on_path, list out, str root, str alias):
+    cdef int _collect_any(self, VStack* s, Paths* p, VFrame f, object vobj, set on_path, list out,
+                          _Render r) except -1:
+        """Where any JSON is allowed: report every part that is not lossless JSON."""
+        cdef PyObject* v = f.value
+        cdef PyObject* key
+        cdef PyObject* item
+        cdef Py_ssize_t pos = 0, i, size
         cdef int container = 0
-        if _leaf(<PyObject*>v, &container):
-            return
-        if not container:
-            out.append(make_violation(any_code(v), self._any_node, _segments(at), root, alias))
-            return
-        if self._is_object(<PyObject*>v):
-            for key in v:
-                if type(key) is not str:
-                    out.append(make_violation(V_LOSSLESS_OBJECT, self._any_node, _segments(at), root, alias))
-                    return
-            members = [(key, v[key]) for key in v]
-        elif self._is_array(<PyObject*>v):
-            members = list(enumerate(v))
+        cdef list members
+        if _leaf(v, &container):
+            return 0
+        if container and self._is_object(v):
+            members = []
+            while PyDict_Next(v, &pos, &key, &item):
+                if Py_TYPE(key) != &PyUnicode_Type:
+                    out.append(r.violation(V_LOSSLESS_OBJECT, self._any_node, _segments_of(p, f.path), None))
+                    return 0
+                members.append((<object>key, <object>item))
+        elif container and self._is_array(v):
+            members = None
         else:
-            out.append(make_violation(any_code(v), self._any_node, _segments(at), root, alias))
-            return
-        if id(v) in on_path:
-            out.append(make_violation(V_LOSSLESS_VALUE, self._any_node, _segments(at), root, alias))
-            return
-        on_path.add(id(v))
-        stack.append((2, -1, v, at))
-        members.reverse()
-        stack.extend([(0, -1, item, (at, key)) for key, item in members])
-
-
-cdef tuple _segments(object at):
-    cdef list out = []
-    while at is not None:
-        at, segment = at
-        out.append(segment)
-    out.reverse()
-    return tuple(out)
+            out.append(r.violation(any_code(vobj), self._any_node, _segments_of(p, f.path), None))
+            return 0
+        if id(vobj) in on_path:
+            out.append(r.violation(V_LOSSLESS_VALUE, self._any_node, _segments_of(p, f.path), None))  # inside itself
+            return 0
+        on_path.add(id(vobj))
+        _vpush(s, v, -1, T_EXIT, f.path)
+        if members is not None:
+            for i in range(len(members) - 1, -1, -1):
+                key_obj, item_obj = members[i]
+                _vpush(s, <PyObject*>item_obj, -1, T_VISIT, _path_add(p, f.path, <PyObject*>key_obj, 0))
+        else:
+            size = PyTuple_GET_SIZE(v) if Py_TYPE(v) == &PyTuple_Type else PyList_GET_SIZE(v)
+            for i in range(size - 1, -1, -1):
+                item = PyTuple_GET_ITEM(v, i) if Py_TYPE(v) == &PyTuple_Type else PyList_GET_ITEM(v, i)
+                _vpush(s, item, -1, T_VISIT, _path_add(p, f.path, NULL, i))
+        return 0

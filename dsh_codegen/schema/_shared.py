@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import sys
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Final
@@ -52,6 +53,7 @@ __all__ = [
     "is_lossless_json",
     "json_text",
     "make_violation",
+    "new_violation",
     "mismatch_code",
     "scalar_fits",
 ]
@@ -154,6 +156,19 @@ class Violation:
         return self.message
 
 
+_object_new = object.__new__
+_object_setattr = object.__setattr__
+
+
+def new_violation(path: tuple[str | int, ...], keyword: str, message: str) -> Violation:
+    """``Violation(path, keyword, message)`` without the frozen dataclass ``__init__`` (hot path)."""
+    violation: Violation = _object_new(Violation)
+    _object_setattr(violation, "path", path)
+    _object_setattr(violation, "keyword", keyword)
+    _object_setattr(violation, "message", message)
+    return violation
+
+
 # --- the compiled program: a flat node table shared by both twins ---------------------------
 
 
@@ -221,15 +236,25 @@ def frozen_types() -> tuple[type | None, type | None]:
 _SMALL_INT_BITS: Final = 2000
 
 
+_POWERS_OF_TEN: dict[int, int] = {}
+
+
 def int_is_lossless(value: int) -> bool:
-    """Whether an exact ``int`` can be written as JSON text under the interpreter's digit limit."""
+    """Whether an exact ``int`` can be written as JSON text under the interpreter's digit limit.
+
+    Allocates no garbage-collected object (no exception, no container), so the
+    compiled twin may call it in the middle of a walk over borrowed references:
+    it cannot trigger a collection that would run a finalizer.
+    """
     if value.bit_length() <= _SMALL_INT_BITS:
         return True
-    try:
-        str(value)
-    except ValueError:
-        return False
-    return True
+    limit = sys.get_int_max_str_digits()
+    if limit == 0:
+        return True
+    bound = _POWERS_OF_TEN.get(limit)
+    if bound is None:
+        bound = _POWERS_OF_TEN[limit] = 10**limit
+    return -bound < value < bound  # fewer than ``limit + 1`` decimal digits
 
 
 def _finite_number(value: float) -> bool:
@@ -426,10 +451,10 @@ def make_violation(
     """
     if code == V_REQUIRED:
         path = segments + (extra,)
-        return Violation(path, "required", "missing required property " + _path_text(path, root, alias))
+        return new_violation(path, "required", "missing required property " + _path_text(path, root, alias))
     where = _path_text(segments, root, alias)
     if code == V_TYPE:
-        return Violation(segments, "type", where + _TYPE_SUFFIX[node.kind])
+        return new_violation(segments, "type", where + _TYPE_SUFFIX[node.kind])
     suffix = _FIXED_SUFFIX.get(code)
     if suffix is None:
         if code == V_ONE_OF:
@@ -438,5 +463,5 @@ def make_violation(
             suffix = _node_suffix(code, node)
         else:  # pragma: no cover - every code is listed above
             raise AssertionError(code)
-    return Violation(segments, _KEYWORD_OF_CODE[code], where + suffix)
+    return new_violation(segments, _KEYWORD_OF_CODE[code], where + suffix)
 
