@@ -119,6 +119,8 @@ class CompiledValidator:
     __slots__ = ("_nodes", "_fobj", "_farr")
 
     def __init__(self, program: Program) -> None:
+        if not isinstance(program, Program):
+            raise TypeError("CompiledValidator needs a compiled Program (use compile_validator)")
         self._nodes: list[Node] = program.nodes
         self._fobj, self._farr = frozen_types()
 
