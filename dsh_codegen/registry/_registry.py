@@ -160,6 +160,16 @@ class ListenerSnapshot:
         self.observers = observers
 
 
+_METHOD_OF: Final = {
+    "_pre": "on_pre_execute()",
+    "_wrappers": "wrap_execute()",
+    "_post": "on_post_execute()",
+    "_observers": "on_result()",
+    "_changes": "on_change()",
+    "_assemblers": "on_assemble()",
+}
+
+
 def _check_listener(label: str, fn: object, *, sync_only: bool) -> None:
     if not callable(fn):
         raise TypeError(f"{label}: listener must be callable, got {type(fn).__name__}")
@@ -462,6 +472,7 @@ class ToolRegistry(_Surface):
         self._version = 0
         self._listener_version = 0
         self._global_listeners: ListenerSnapshot | None = None
+        self._global_listeners_version = -1
         self._run_code: dict[str, CompiledTool] = {}
 
     def __repr__(self) -> str:
@@ -552,7 +563,7 @@ class ToolRegistry(_Surface):
     ) -> Disposer:
         if scope is not None and scope.disposed:
             raise ValueError(f"scope {scope.agent!r} is disposed")
-        _check_listener(attr.strip("_"), fn, sync_only=False)
+        _check_listener(_METHOD_OF[attr], fn, sync_only=False)
         entry = _Listener(fn, scope)
         current: tuple[_Listener, ...] = getattr(self, attr)
         setattr(self, attr, (entry, *current) if prepend else (*current, entry))
@@ -663,8 +674,6 @@ class ToolRegistry(_Surface):
         snapshot = self._filter_listeners(frozenset(chain))
         nearest._listener_cache = (version, snapshot)
         return snapshot
-
-    _global_listeners_version = -1
 
     def _filter_listeners(self, scopes: frozenset[ToolScope]) -> ListenerSnapshot:
         def pick(entries: tuple[_Listener, ...]) -> tuple[_Listener, ...]:
