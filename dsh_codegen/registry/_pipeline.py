@@ -288,6 +288,8 @@ class _PreNext:
         if self.called:
             raise RuntimeError("tools/pre-execute: next() was already called")
         self.called = True
+        if self.index == len(self.entries):
+            return ALLOW  # the chain's end, without another coroutine
         return await _pre_waterfall(self.entries, self.index, self.execution)
 
 
@@ -589,7 +591,11 @@ class _WrapNext:
         if signal is not None:
             dispatch.signal = signal
         try:
-            result = await _wrap_chain(self.call, self.index, dispatch)
+            call = self.call
+            if self.index == len(call.listeners.wrappers):  # type: ignore[union-attr]
+                result = await dispatch_core(call, dispatch.signal)
+            else:
+                result = await _wrap_chain(call, self.index, dispatch)
         finally:
             # Restore: outer wrappers (and the registry) see their own signal again.
             dispatch.signal = previous
@@ -715,6 +721,8 @@ class _PostNext:
         if self.called:
             raise RuntimeError("tools/post-execute: next() was already called")
         self.called = True
+        if self.index == len(self.entries):
+            return _ACCEPT  # the chain's end, without another coroutine
         return await _post_waterfall(self.entries, self.index, self.execution, self.result)
 
 
