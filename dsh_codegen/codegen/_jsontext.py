@@ -9,6 +9,7 @@ in text"). Numbers use Python's ``json`` text (``2.0`` stays ``2.0``).
 
 from __future__ import annotations
 
+import json
 import json.encoder
 import math
 import re
@@ -52,29 +53,37 @@ def _path_text(path: _Path) -> str:
 
 
 def _scalar(value: object, path: _Path) -> str | None:
-    """JSON text of a scalar, ``None`` for a container; raises for non-JSON."""
-    kind = type(value)
+    """JSON text of a scalar as ``json.dumps`` writes it, ``None`` for a container;
+    raises for what ``json.dumps(allow_nan=False)`` rejects."""
     if value is None:
         return "null"
-    if kind is bool:
-        return "true" if value else "false"
-    if isinstance(value, str) and kind is str:
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if isinstance(value, str):
         return _encode_string(value)
-    if isinstance(value, int) and kind is int:
+    if isinstance(value, int):
         try:
             return int.__repr__(value)
         except ValueError:
             raise JsonTextError(f"{_path_text(path)} is an integer too long to write as JSON") from None
-    if isinstance(value, float) and kind is float:
-        number = value
-        if math.isnan(number) or math.isinf(number):
-            raise JsonTextError(f"{_path_text(path)} is {number!r}, which JSON cannot represent")
-        if number == 0.0 and math.copysign(1.0, number) < 0:
-            raise JsonTextError(f"{_path_text(path)} is -0.0, which is not lossless JSON")
-        return float.__repr__(number)
+    if isinstance(value, float):
+        if math.isnan(value) or math.isinf(value):
+            raise JsonTextError(f"{_path_text(path)} is {value!r}, which JSON cannot represent")
+        return float.__repr__(value)
     if isinstance(value, (dict, list, tuple)):
         return None
-    raise JsonTextError(f"{_path_text(path)} is a {kind.__name__}, not a JSON value")
+    raise JsonTextError(f"{_path_text(path)} is a {type(value).__name__}, not a JSON value")
+
+
+def _key(key: object, path: _Path) -> str:
+    """An object key as ``json.dumps`` writes it (scalar keys become strings)."""
+    if isinstance(key, str):
+        return _encode_string(key)
+    if key is None or isinstance(key, (bool, int, float)):
+        return _encode_string(_scalar(key, path) or "")
+    raise JsonTextError(f"{_path_text(path)} has a non-string key {key!r}")
 
 
 class _Close:
@@ -123,10 +132,9 @@ def _dumps(value: object, indent: int, max_pretty_depth: int) -> str:
             stack.append(_Close(ident, outer + "}"))
             for position in range(len(pairs) - 1, -1, -1):
                 key, child = pairs[position]
-                if type(key) is not str:
-                    raise JsonTextError(f"{_path_text(path)} has a non-string key {key!r}")
-                stack.append((child, (key, path), depth + 1))
-                stack.append(("," if position else "") + inner + _encode_string(key) + colon)
+                text = _key(key, path)
+                stack.append((child, (key if isinstance(key, str) else text[1:-1], path), depth + 1))
+                stack.append(("," if position else "") + inner + text + colon)
         else:
             elements = list(node)  # type: ignore[call-overload]  # a list or tuple here
             if not elements:
@@ -142,12 +150,25 @@ def _dumps(value: object, indent: int, max_pretty_depth: int) -> str:
 
 
 def dumps_compact(value: object) -> str:
-    """Compact JSON (``,`` and ``:`` separators), key order kept.
+    """Compact JSON (``,`` and ``:`` separators), key order kept: the text of
+    ``json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)``
+    with lone surrogates escaped, for values of any depth.
 
-    Raises :class:`JsonTextError` for NaN, infinities, ``-0.0``, cycles,
-    non-``str`` keys and non-JSON types, naming the path.
+    Raises :class:`JsonTextError` for NaN, infinities, cycles, unsupported key
+    and value types, naming the path.
     """
-    return _dumps(value, 0, 0)
+    try:
+        # The C encoder is the fast path; the walk below handles what it cannot
+        # (deep values) and phrases every error with a path.
+        return escape_surrogates(
+            json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False, default=_no_default)
+        )
+    except (RecursionError, TypeError, ValueError):
+        return _dumps(value, 0, 0)
+
+
+def _no_default(value: object) -> object:
+    raise TypeError(type(value).__name__)
 
 
 def dumps_pretty(value: object, *, indent: int = 2, max_pretty_depth: int = 8) -> str:

@@ -53,6 +53,8 @@ def _escape_control(match: re.Match[str]) -> str:
 
 def escape_controls(text: str) -> str:
     """C0/DEL/C1 controls -> literal ``\\xNN``; U+2028/9 and lone surrogates -> literal ``\\uNNNN``."""
+    if text.isprintable():  # no controls, separators or surrogates: the common case
+        return text
     text = _CONTROLS.sub(_escape_control, text)
     return _SURROGATES.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
 

@@ -81,15 +81,26 @@ def test_markdown_catalog_of_odd_schemas() -> None:
 
 def test_json_text_matches_the_stdlib_and_rejects_non_json() -> None:
     import json
+    import sys
+
+    assert sys.getrecursionlimit() < 5000
 
     value = {"a": [1, 2.5, None, True, {"b": "ü\n"}], "c": {}, "d": []}
     assert dumps_compact(value) == json.dumps(value, separators=(",", ":"), ensure_ascii=False)
     assert dumps_pretty(value, max_pretty_depth=99) == json.dumps(value, indent=2, ensure_ascii=False)
     assert dumps_pretty({"a": {"b": {"c": 1}}}, max_pretty_depth=1) == '{\n  "a": {"b":{"c":1}}\n}'
-    for bad, message in [(float("nan"), "nan"), (-0.0, "-0.0"), ({1: 2}, "non-string key"), (set(), "set"),
-                         ({"x": [float("inf")]}, "inf")]:
+    for bad, message in [(float("nan"), "nan"), ({(1,): 2}, "non-string key"), (set(), "set"),
+                         ({"x": [float("inf")]}, '"catalog.x[0]" is inf'), ({"a": [object()]}, '"catalog.a[0]" is a object')]:
         with pytest.raises(JsonTextError, match=re.escape(message)):
             dumps_compact(bad)
+    # The deep walk writes exactly what json.dumps writes, scalar keys and -0.0 included.
+    odd = {1: -0.0, None: True, 2.5: (1, 2), "s": "\ud800"}
+    deep: Any = odd
+    for _ in range(5000):
+        deep = [deep]
+    inner = json.dumps(odd, ensure_ascii=False, separators=(",", ":")).replace("\ud800", "\\ud800")
+    expected = "[" * 5000 + inner + "]" * 5000
+    assert dumps_compact(deep) == expected
 
 
 def test_one_environment_with_the_pinned_settings() -> None:

@@ -1,0 +1,259 @@
+"""Codegen benchmark: dsh_codegen's SDK renderers against json-schema-to-typescript
+and datamodel-code-generator, on the shared ~60-tool catalog and a generated
+1,000-tool catalog.
+
+Measured side by side in one run (medians): the library in-process against each
+peer in-process (node's own timer for json-schema-to-typescript, with and
+without its prettier pass; ``generate()`` for datamodel-code-generator with
+TypedDict output), then whole process to whole process (``python -m
+dsh_codegen sdk`` against ``node`` and ``datamodel-codegen``). Every side runs
+twice more as separate processes to check that its output is byte-identical
+across runs. Peers that are not installed are reported as such, not skipped
+silently: ``npm ci`` installs json-schema-to-typescript (package.json),
+``pip install datamodel-code-generator`` (the ``bench`` extra) the other.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from bench._util import format_seconds, median_time, ratio_table
+from dsh_codegen.codegen import (
+    ToolSchemaEntry,
+    load_catalog,
+    render_py_sdk,
+    render_sdk_module,
+    render_ts_sdk,
+)
+
+__all__ = ["main"]
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "bench" / "data" / "catalog60.json"
+JSTT = ROOT / "node_modules" / "json-schema-to-typescript"
+
+# The peer gets the whole catalog as one schema (one property per tool's
+# arguments and output), the fairest match for "render the catalog's types".
+_NODE_SCRIPT = r"""
+const { compile } = require(process.env.JSTT_PATH);
+const fs = require("fs");
+const crypto = require("crypto");
+const [file, format, repeat, outFile] = process.argv.slice(2);
+const catalog = JSON.parse(fs.readFileSync(file, "utf8"));
+const props = {};
+for (const t of catalog) {
+  props[t.name + "_args"] = t.parameters;
+  if (t.output_schema != null) props[t.name + "_output"] = t.output_schema;
+}
+const schema = { title: "Catalog", type: "object", properties: props, additionalProperties: false };
+(async () => {
+  const times = [];
+  let out = "";
+  for (let i = 0; i < Number(repeat); i++) {
+    const copy = JSON.parse(JSON.stringify(schema));
+    const start = performance.now();
+    out = await compile(copy, "Catalog", { format: format === "1", bannerComment: "" });
+    times.push((performance.now() - start) / 1000);
+  }
+  times.sort((a, b) => a - b);
+  if (outFile) fs.writeFileSync(outFile, out);
+  console.log(JSON.stringify({ median: times[times.length >> 1],
+    sha: crypto.createHash("sha256").update(out).digest("hex") }));
+})();
+"""
+
+
+def _big_catalog(base: list[ToolSchemaEntry], count: int) -> list[ToolSchemaEntry]:
+    return [
+        ToolSchemaEntry(f"{base[i % len(base)].name}_{i:04d}", base[i % len(base)].description,
+                        base[i % len(base)].parameters, base[i % len(base)].output_schema)
+        for i in range(count)
+    ]
+
+
+def _write_catalog(catalog: list[ToolSchemaEntry], path: Path) -> None:
+    items = [{"name": e.name, "description": e.description, "parameters": e.parameters,
+              "output_schema": e.output_schema} for e in catalog]
+    path.write_text(json.dumps(items), encoding="utf-8")
+
+
+def _combined_schema(catalog: list[ToolSchemaEntry]) -> dict[str, object]:
+    props: dict[str, object] = {}
+    for entry in catalog:
+        props[f"{entry.name}_args"] = entry.parameters
+        if entry.output_schema is not None:
+            props[f"{entry.name}_output"] = entry.output_schema
+    return {"title": "Catalog", "type": "object", "properties": props, "additionalProperties": False}
+
+
+def _sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _wall(argv: list[str], repeat: int, env: dict[str, str] | None = None, *, reports_sha: bool = False) -> tuple[float, str]:
+    """Median wall seconds of a whole process, and whether its output was the same every run.
+
+    The output is stdout, or (``reports_sha``) the ``sha`` the node script prints.
+    """
+    times, digests = [], set()
+    for _ in range(repeat):
+        start = time.perf_counter()
+        result = subprocess.run(argv, capture_output=True, env=env, timeout=900, check=True)
+        times.append(time.perf_counter() - start)
+        digests.add(json.loads(result.stdout)["sha"] if reports_sha else _sha(result.stdout))
+    return statistics.median(times), "yes" if len(digests) == 1 else f"NO ({len(digests)} different outputs)"
+
+
+def _node() -> str | None:
+    node = shutil.which("node")
+    return node if node and JSTT.is_dir() else None
+
+
+def _jstt(node: str, script: Path, catalog_file: Path, fmt: bool, repeat: int) -> dict[str, object]:
+    env = {**os.environ, "JSTT_PATH": str(JSTT)}
+    result = subprocess.run([node, str(script), str(catalog_file), "1" if fmt else "0", str(repeat)],
+                            capture_output=True, text=True, env=env, timeout=900, check=True)
+    return json.loads(result.stdout)  # type: ignore[no-any-return]
+
+
+def _dcg_generate(schema_text: str) -> str:
+    from datamodel_code_generator import DataModelType, InputFileType, generate
+
+    out = generate(schema_text, input_file_type=InputFileType.JsonSchema,
+                   output_model_type=DataModelType.TypingTypedDict)
+    assert isinstance(out, str)
+    return out
+
+
+def _speedups(title: str, rows: list[tuple[str, float | str]], ours: list[str], peers: list[str]) -> str:
+    values = dict(rows)
+    lines = [f"  speed-up ({title}):"]
+    for peer in peers:
+        base = values.get(peer)
+        if not isinstance(base, float):
+            continue
+        for name in ours:
+            mine = values.get(name)
+            if isinstance(mine, float) and mine > 0:
+                lines.append(f"    {name} is {base / mine:7.1f}x faster than {peer}")
+    return "\n".join(lines)
+
+
+def _library_ts(label: str, catalog: list[ToolSchemaEntry], catalog_file: Path, script: Path, slow: bool) -> None:
+    rows: list[tuple[str, float | str]] = [
+        ("render_ts_sdk", median_time(lambda: render_ts_sdk(catalog), repeat=7)),
+        ("render_sdk_module(ts)", median_time(lambda: render_sdk_module(catalog, "typescript"), repeat=7)),
+    ]
+    node = _node()
+    peers = ["json-schema-to-typescript (no format)", "json-schema-to-typescript (prettier)"]
+    if node is None:
+        rows += [(peer, "not installed (npm ci)") for peer in peers]
+    else:
+        rows.append((peers[0], float(_jstt(node, script, catalog_file, False, 7)["median"])))  # type: ignore[arg-type]
+        rows.append((peers[1], float(_jstt(node, script, catalog_file, True, 3 if slow else 5)["median"])))  # type: ignore[arg-type]
+    print(ratio_table(f"TypeScript, in-process, {label}", rows, baseline=peers[0]))
+    print(_speedups("in-process", rows, ["render_ts_sdk", "render_sdk_module(ts)"], peers))
+
+
+def _library_py(label: str, catalog: list[ToolSchemaEntry], slow: bool) -> None:
+    rows: list[tuple[str, float | str]] = [
+        ("render_py_sdk", median_time(lambda: render_py_sdk(catalog), repeat=7)),
+        ("render_sdk_module(py, format=False)",
+         median_time(lambda: render_sdk_module(catalog, "python", format=False), repeat=5)),
+        ("render_sdk_module(py)", median_time(lambda: render_sdk_module(catalog, "python"), repeat=3,
+                                              min_sample_s=0.0)),
+    ]
+    peer = "datamodel-code-generator (TypedDict)"
+    try:
+        import datamodel_code_generator  # noqa: F401
+    except ImportError:
+        rows.append((peer, "not installed (pip install datamodel-code-generator)"))
+    else:
+        schema_text = json.dumps(_combined_schema(catalog))
+        rows.append((peer, median_time(lambda: _dcg_generate(schema_text), repeat=3 if slow else 5, min_sample_s=0.0)))
+    print(ratio_table(f"Python, in-process, {label}", rows, baseline=peer))
+    print(_speedups("in-process", rows, ["render_py_sdk", "render_sdk_module(py)"], [peer]))
+
+
+def _whole_process(label: str, catalog: list[ToolSchemaEntry], catalog_file: Path, schema_file: Path,
+                   script: Path, repeat: int) -> None:
+    python = [sys.executable, "-m", "dsh_codegen", "sdk", "--catalog", str(catalog_file)]
+    ts_rows: list[tuple[str, float | str]] = []
+    checks: list[tuple[str, str]] = []
+    seconds, same = _wall(python + ["--lang", "ts"], repeat)
+    ts_rows.append(("dsh-codegen sdk --lang ts", seconds))
+    checks.append(("dsh-codegen sdk --lang ts", same))
+    node = _node()
+    peers = ["node json-schema-to-typescript (no format)", "node json-schema-to-typescript (prettier)"]
+    if node is None:
+        ts_rows += [(peer, "not installed (npm ci)") for peer in peers]
+    else:
+        env = {**os.environ, "JSTT_PATH": str(JSTT)}
+        for peer, fmt in zip(peers, ("0", "1"), strict=True):
+            seconds, same = _wall([node, str(script), str(catalog_file), fmt, "1"], repeat, env, reports_sha=True)
+            ts_rows.append((peer, seconds))
+            checks.append((peer, same))
+    print(ratio_table(f"TypeScript, whole process, {label}", ts_rows, baseline=peers[0]))
+    print(_speedups("whole process", ts_rows, ["dsh-codegen sdk --lang ts"], peers))
+    py_rows: list[tuple[str, float | str]] = []
+    seconds, same = _wall(python + ["--lang", "py"], repeat)
+    py_rows.append(("dsh-codegen sdk --lang py", seconds))
+    checks.append(("dsh-codegen sdk --lang py", same))
+    peer = "datamodel-codegen (TypedDict)"
+    dcg = shutil.which("datamodel-codegen", path=str(Path(sys.executable).parent)) or shutil.which("datamodel-codegen")
+    if dcg is None:
+        py_rows.append((peer, "not installed (pip install datamodel-code-generator)"))
+    else:
+        seconds, same = _wall([dcg, "--input", str(schema_file), "--input-file-type", "jsonschema",
+                               "--output-model-type", "typing.TypedDict"], repeat)
+        py_rows.append((peer, seconds))
+        checks.append((peer, same))
+    print(ratio_table(f"Python, whole process, {label}", py_rows, baseline=peer))
+    print(_speedups("whole process", py_rows, ["dsh-codegen sdk --lang py"], [peer]))
+    print(f"byte-identical output across {repeat} runs, {label}:")
+    for name, same in checks:
+        print(f"  {name:<45} {same}")
+
+
+def _determinism_in_process(catalog: list[ToolSchemaEntry]) -> None:
+    renders: list[Callable[[], str]] = [lambda: render_ts_sdk(catalog), lambda: render_py_sdk(catalog),
+                                        lambda: render_sdk_module(catalog, "typescript")]
+    same = all(len({_sha(render().encode()) for _ in range(3)}) == 1 for render in renders)
+    reordered = list(reversed(catalog))
+    same = same and render_ts_sdk(reordered) == render_ts_sdk(catalog) and render_py_sdk(reordered) == render_py_sdk(catalog)
+    print(f"in-process renders identical across repeats and input orders: {'yes' if same else 'NO'}")
+
+
+def main() -> None:
+    base = load_catalog(DATA)
+    big = _big_catalog(base, 1000)
+    with tempfile.TemporaryDirectory(prefix="dsh-bench-codegen-") as tmp:
+        root = Path(tmp)
+        script = root / "jstt.cjs"
+        script.write_text(_NODE_SCRIPT, encoding="utf-8")
+        for label, catalog, slow in (("catalog60 (61 tools)", base, False), ("1,000 tools", big, True)):
+            catalog_file = root / f"catalog_{len(catalog)}.json"
+            _write_catalog(catalog, catalog_file)
+            schema_file = root / f"schema_{len(catalog)}.json"
+            schema_file.write_text(json.dumps(_combined_schema(catalog)), encoding="utf-8")
+            print(f"\n--- {label} ---")
+            _determinism_in_process(catalog)
+            _library_ts(label, catalog, catalog_file, script, slow)
+            _library_py(label, catalog, slow)
+            _whole_process(label, catalog, catalog_file, schema_file, script, repeat=3)
+    print("\n(ratios: below 1.0 is faster than the baseline; interpreter start-up ~60 ms and black+libcst import"
+          " ~0.5 s are inside the whole-process figures)")
+
+
+if __name__ == "__main__":
+    main()
