@@ -251,3 +251,30 @@ async def test_run_code_with_an_unknown_runtime_language_is_a_result_not_a_raise
     )
     with pytest.raises(ValueError):
         registry.schemas()
+
+
+def test_run_code_transport_shape() -> None:
+    registry = registry_with(echo_tool(), mode="both")
+    run_code = registry.get(RUN_CODE_NAME)
+    assert run_code is not None
+    assert run_code.call_view({"code": "return 1", "description": "One"}) == {
+        "card": "generic",
+        "title": "One",
+        "kind": "execute",
+        "rawInput": "return 1",
+    }
+    assert run_code.call_view({"code": "return 1"}) is None  # soft validation
+    assert run_code.present_result is None
+    [*_, schema] = registry.schemas()
+    assert schema["name"] == RUN_CODE_NAME
+    assert schema["parameters"]["required"] == ["code", "description"]
+    assert "TypeScript" in schema["description"]
+    render = run_code.output.render  # type: ignore[union-attr]
+    assert render({}, {"logs": []}) == [{"type": "text", "text": "(run_code completed with no output)"}]
+    assert render({}, {"logs": ["printed"], "result": "returned"}) == [
+        {"type": "text", "text": "printed\nreturned"}
+    ]
+    assert render({}, {"logs": [], "result": {"n": 42, "ok": True}}) == [
+        {"type": "text", "text": '{\n  "n": 42,\n  "ok": true\n}'}
+    ]
+    assert render({}, {"logs": [], "result": None}) == [{"type": "text", "text": "null"}]
