@@ -293,7 +293,12 @@ class ToolScope(_Surface):
         return self.layer
 
     def _track(self, disposer: Disposer) -> Disposer:
-        self._disposers.append(disposer)
+        disposers = self._disposers
+        if len(disposers) >= 64 and len(disposers) & (len(disposers) - 1) == 0:
+            # Drop already-disposed entries now and then (at powers of two) so a
+            # long-lived scope that registers and disposes repeatedly stays small.
+            disposers[:] = [d for d in disposers if not d.disposed]
+        disposers.append(disposer)
         return disposer
 
     @property

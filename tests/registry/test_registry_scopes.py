@@ -178,3 +178,14 @@ async def test_b23_scoped_pre_execute_sees_only_its_agents_calls() -> None:
     await registry.execute(call())
     assert seen == ["a"]
     assert Allow() == Allow()
+
+
+def test_scope_bookkeeping_stays_small_under_churn() -> None:
+    registry = ToolRegistry()
+    scope = registry.scope("a")
+    for _ in range(1000):
+        scope.on_result(lambda e, r: None)()
+    keep = scope.on_result(lambda e, r: None)
+    assert len(scope._disposers) < 100
+    scope.dispose()
+    assert keep.disposed
