@@ -274,6 +274,12 @@ cdef tuple _segments_of(Paths* p, Py_ssize_t at):
 
 
 cdef object _object_new = object.__new__
+cdef object _ANY_NODE = _PyNode(0)  # what unconstrained values are checked against
+
+# Objects with at most this many declared properties find a key by scanning their
+# entries (hash first); larger ones keep a name -> position dict.
+cdef enum:
+    _SCAN_PROPS = 8
 
 
 cdef class _Render:
@@ -358,17 +364,20 @@ cdef class CompiledValidator:
         cdef Py_ssize_t n = len(nodes), i, total = 0, b, total_props = 0, p
         cdef CNode* c
         cdef PropEntry* e
+        cdef dict fields
         fobj, farr = frozen_types()
         self._fobj = <PyTypeObject*>fobj if fobj is not None else NULL
         self._farr = <PyTypeObject*>farr if farr is not None else NULL
         self._keep = [fobj, farr]
         self._py_nodes = nodes
-        self._any_node = _PyNode(0)
+        self._any_node = _ANY_NODE
         self._ancestors = set()  # made here: the verdict walk must not allocate containers
         for node in nodes:
-            total += len(node.branches)
-            if node.props:
-                total_props += len(node.props)
+            fields = node.__dict__  # only what differs from the class defaults
+            if "branches" in fields:
+                total += len(<tuple>fields["branches"])
+            if "props" in fields:
+                total_props += len(<dict>fields["props"])
         self._nodes = <CNode*>malloc(max(n, 1) * sizeof(CNode))
         self._branches = <int*>malloc(max(total, 1) * sizeof(int))
         self._props = <PropEntry*>malloc(max(total_props, 1) * sizeof(PropEntry))
@@ -378,28 +387,30 @@ cdef class CompiledValidator:
         b = 0
         p = 0
         for i in range(n):
-            node = nodes[i]
+            fields = nodes[i].__dict__
             c = &self._nodes[i]
-            c.kind = node.kind
-            c.inline_ = node.inline
-            c.closed = node.closed
-            c.has_const = node.has_const
-            c.items = node.items
-            c.n_required = len(node.required)
+            c.kind = fields["kind"]
+            c.inline_ = fields.get("inline", False)
+            c.closed = fields.get("closed", False)
+            c.has_const = fields.get("has_const", False)
+            c.items = fields.get("items", -1)
+            c.n_required = len(<tuple>fields.get("required", ()))
             c.first_branch = b
-            c.n_branches = len(node.branches)
-            for branch in node.branches:
-                self._branches[b] = branch
-                b += 1
+            c.n_branches = 0
             c.props = NULL
             c.first_prop = p
             c.n_props = 0
             c.enum_set = NULL
             c.const_val = NULL
-            if node.props:
-                positions = {}
-                for name, code in node.props.items():
-                    positions[name] = p - c.first_prop
+            if "branches" in fields:
+                for branch in <tuple>fields["branches"]:
+                    self._branches[b] = branch
+                    b += 1
+                c.n_branches = b - c.first_branch
+            props = fields.get("props")
+            if props:
+                self._keep.append(props)  # keeps the entry names alive
+                for name, code in (<dict>props).items():
                     e = &self._props[p]
                     e.name = <PyObject*>name
                     e.hash = hash(name)
@@ -407,15 +418,38 @@ cdef class CompiledValidator:
                     e.required = code & 1
                     p += 1
                 c.n_props = p - c.first_prop
-                self._keep.append(positions)
-                self._keep.append(node.props)  # keeps the entry names alive
-                c.props = <PyObject*>positions
-            if node.enum is not None:
-                self._keep.append(node.enum)
-                c.enum_set = <PyObject*>node.enum
-            if node.has_const:
-                self._keep.append(node.const)
-                c.const_val = <PyObject*>node.const
+                if c.n_props > _SCAN_PROPS:
+                    positions = {name: position for position, name in enumerate(<dict>props)}
+                    self._keep.append(positions)
+                    c.props = <PyObject*>positions
+            enum = fields.get("enum")
+            if enum is not None:
+                self._keep.append(enum)
+                c.enum_set = <PyObject*>enum
+            if c.has_const:
+                const = fields["const"]
+                self._keep.append(const)
+                c.const_val = <PyObject*>const
+
+    cdef inline PropEntry* _find_prop(self, CNode* n, PyObject* key, Py_ssize_t* position):
+        """The declared property named ``key`` (an exact ``str``), or NULL; sets its position."""
+        cdef PyObject* found
+        cdef Py_hash_t h
+        cdef Py_ssize_t j
+        cdef PropEntry* props = &self._props[n.first_prop]
+        if n.props != NULL:
+            # exact str keys only: the lookup cannot run user code or fail
+            found = PyDict_GetItemWithError(n.props, key)
+            if found == NULL:
+                return NULL
+            position[0] = PyLong_AsLong(found)
+            return &props[position[0]]
+        h = PyObject_Hash(key)
+        for j in range(n.n_props):
+            if props[j].hash == h and (props[j].name == key or PyUnicode_Compare(key, props[j].name) == 0):
+                position[0] = j
+                return &props[j]
+        return NULL
 
     def __dealloc__(self):
         free(self._nodes)
@@ -678,12 +712,8 @@ cdef class CompiledValidator:
                                         if e.name != key and (PyObject_Hash(key) != e.hash or
                                                               PyUnicode_Compare(key, e.name) != 0):
                                             e = NULL
-                                    if e == NULL and n.props != NULL:
-                                        # exact str keys only: the lookup cannot run user code or fail
-                                        code_obj = PyDict_GetItemWithError(n.props, key)
-                                        if code_obj != NULL:
-                                            cursor = PyLong_AsLong(code_obj)
-                                            e = &props[cursor]
+                                    if e == NULL:
+                                        e = self._find_prop(n, key, &cursor)
                                     if e == NULL:
                                         if n.closed:
                                             ok = False
@@ -912,11 +942,11 @@ cdef class CompiledValidator:
         cdef CNode* n = &self._nodes[f.node]
         cdef PyObject* key
         cdef PyObject* item
-        cdef Py_ssize_t pos = 0, i
+        cdef Py_ssize_t pos = 0, i, position = 0
         cdef list extras = []
         node = self._py_nodes[f.node]
         while PyDict_Next(f.value, &pos, &key, &item):
-            if n.props == NULL or PyDict_GetItemWithError(n.props, key) == NULL:
+            if self._find_prop(n, key, &position) == NULL:
                 extras.append((<object>key, <object>item))
         if n.closed:
             if extras:

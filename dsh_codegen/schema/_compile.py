@@ -45,6 +45,8 @@ _STRUCTURAL_SET: Final = frozenset(_STRUCTURAL)
 _ARRAY_KEYS: Final = _KEYWORD_SET - _STRUCTURAL_SET | {"items"}
 _SCALAR_KEYS: Final = _KEYWORD_SET - _STRUCTURAL_SET | {"enum", "const"}
 _SCALARS: Final = frozenset({NULL, BOOLEAN, INTEGER, NUMBER, STRING})
+_SCALAR_KIND: Final = {name: kind for name, kind in KIND_OF_TYPE.items() if kind in _SCALARS}
+_LEAF_KEYS: Final = frozenset({"type", "description", "title"})
 _TYPE_LIST_TEXT: Final = "/".join(KIND_OF_TYPE)
 _ARTICLE: Final = {"integer": "an integer", "object": "an object", "array": "an array"}
 
@@ -68,12 +70,13 @@ def _segments(path: _Path) -> tuple[str | int, ...]:
 class _Checker:
     """One subset-check walk; ``build`` also compiles the node table."""
 
-    __slots__ = ("violations", "nodes", "branches", "_fobj", "_farr")
+    __slots__ = ("violations", "nodes", "branches", "leaves", "_fobj", "_farr")
 
     def __init__(self) -> None:
         self.violations: list[Violation] = []
         self.nodes: list[Node] = []
         self.branches: dict[int, list[int]] = {}
+        self.leaves: dict[int, int] = {}
         self._fobj, self._farr = frozen_types()
 
     def _is_object(self, value: object) -> bool:
@@ -133,6 +136,30 @@ class _Checker:
                 else:
                     self.branches[index][slot] = child_index  # type: ignore[index]
 
+    def _plain_leaf(self, child: Any) -> int:
+        """The node index of a plain scalar leaf (``{"type": "string", "description": ...}``), else -1.
+
+        The commonest child by far: it can report nothing and has nothing to walk,
+        so it is compiled in place, and every plain leaf of one kind shares one node.
+        """
+        if type(child) is not dict or not _LEAF_KEYS.issuperset(child):
+            return -1
+        declared = child.get("type")
+        kind = _SCALAR_KIND.get(declared) if type(declared) is str else None
+        if kind is None:
+            return -1
+        if len(child) > 1:
+            for key in ("description", "title"):
+                if key in child and type(child[key]) is not str:
+                    return -1
+        index = self.leaves.get(kind)
+        if index is None:
+            index = self.leaves[kind] = len(self.nodes)
+            leaf = Node(kind)
+            leaf.inline = True
+            self.nodes.append(leaf)
+        return index
+
     def _check_node(self, schema: Any, node: Node, index: int, path: _Path) -> list[_Child] | None:
         """Check one node, fill ``node`` and return its children with their slots."""
         t = type(schema)
@@ -159,7 +186,12 @@ class _Checker:
                 if not _ARRAY_KEYS.issuperset(schema):
                     self._misplaced(schema, path, "items", "array")
                 if "items" in schema:
-                    children = [(schema["items"], (path, "items"), None)]
+                    items = schema["items"]
+                    leaf = self._plain_leaf(items)
+                    if leaf >= 0:
+                        node.items = leaf
+                    else:
+                        children = [(items, (path, "items"), None)]
             else:
                 node.inline = True
                 if not _SCALAR_KEYS.issuperset(schema):
@@ -218,9 +250,14 @@ class _Checker:
             else:
                 props_path = (path, "properties")
                 children = []
+                plain_leaf = self._plain_leaf
                 for name, child in declared.items():
-                    props[name] = 0
-                    children.append((child, (props_path, name), name))
+                    leaf = plain_leaf(child)
+                    if leaf >= 0:
+                        props[name] = leaf << 1
+                    else:
+                        props[name] = 0
+                        children.append((child, (props_path, name), name))
         if "required" in schema:
             names = schema["required"]
             if not self._is_array(names) or any(type(name) is not str for name in names):

@@ -172,7 +172,6 @@ def new_violation(path: tuple[str | int, ...], keyword: str, message: str) -> Vi
 # --- the compiled program: a flat node table shared by both twins ---------------------------
 
 
-@dataclass(slots=True)
 class Node:
     """One compiled schema node. Children are indices into :attr:`Program.nodes`.
 
@@ -181,6 +180,9 @@ class Node:
     ``items`` is ``-1`` for an array without ``items`` (its elements need only
     be lossless JSON). ``inline`` marks a scalar node (type check plus optional
     enum/const) that walkers check in place without pushing a frame.
+
+    A plain class whose defaults live on the class: compiling makes one node per
+    schema object, and setting only what differs keeps that cheap.
     """
 
     kind: int
@@ -195,6 +197,12 @@ class Node:
     branches: tuple[int, ...] = ()
     inline: bool = False
     texts: dict[int, str] | None = None  # enum/const message suffixes, rendered on first use
+
+    def __init__(self, kind: int) -> None:
+        self.kind = kind
+
+    def __repr__(self) -> str:
+        return f"Node({', '.join(f'{k}={v!r}' for k, v in vars(self).items())})"
 
 
 @dataclass(slots=True)
