@@ -44,6 +44,7 @@ _STRUCTURAL: Final = ("properties", "required", "additionalProperties", "items",
 _STRUCTURAL_SET: Final = frozenset(_STRUCTURAL)
 _ARRAY_KEYS: Final = _KEYWORD_SET - _STRUCTURAL_SET | {"items"}
 _SCALAR_KEYS: Final = _KEYWORD_SET - _STRUCTURAL_SET | {"enum", "const"}
+_OBJECT_KEYS: Final = _KEYWORD_SET - {"items", "enum", "const", "oneOf"}
 _SCALARS: Final = frozenset({NULL, BOOLEAN, INTEGER, NUMBER, STRING})
 _SCALAR_KIND: Final = {name: kind for name, kind in KIND_OF_TYPE.items() if kind in _SCALARS}
 _LEAF_KEYS: Final = frozenset({"type", "description", "title"})
@@ -70,13 +71,14 @@ def _segments(path: _Path) -> tuple[str | int, ...]:
 class _Checker:
     """One subset-check walk; ``build`` also compiles the node table."""
 
-    __slots__ = ("violations", "nodes", "branches", "leaves", "_fobj", "_farr")
+    __slots__ = ("violations", "nodes", "branches", "leaves", "with_required", "_fobj", "_farr")
 
     def __init__(self) -> None:
         self.violations: list[Violation] = []
         self.nodes: list[Node] = []
         self.branches: dict[int, list[int]] = {}
         self.leaves: dict[int, int] = {}
+        self.with_required: list[Node] = []
         self._fobj, self._farr = frozen_types()
 
     def _is_object(self, value: object) -> bool:
@@ -235,29 +237,36 @@ class _Checker:
 
     def _check_object(self, schema: Any, node: Node, path: _Path) -> list[_Child] | None:
         report = self._report
-        for keyword in ("items", "enum", "const"):
-            if keyword in schema:
-                report(path, keyword, 'is not supported on type "object"')
+        if not _OBJECT_KEYS.issuperset(schema):
+            for keyword in ("items", "enum", "const"):
+                if keyword in schema:
+                    report(path, keyword, 'is not supported on type "object"')
         props: dict[str, int] = {}
         node.props = props
         children: list[_Child] | None = None
         props_ok = True
         if "properties" in schema:
             declared = schema["properties"]
-            if not self._is_object(declared) or any(type(key) is not str for key in declared):
-                report(path, "properties", "must be an object of schemas")
-                props_ok = False
-            else:
+            if self._is_object(declared):
                 props_path = (path, "properties")
                 children = []
                 plain_leaf = self._plain_leaf
                 for name, child in declared.items():
+                    if type(name) is not str:
+                        break
                     leaf = plain_leaf(child)
                     if leaf >= 0:
                         props[name] = leaf << 1
                     else:
                         props[name] = 0
                         children.append((child, (props_path, name), name))
+                else:
+                    declared = None  # every key was a str
+            if declared is not None:
+                report(path, "properties", "must be an object of schemas")
+                props.clear()
+                children = None
+                props_ok = False
         if "required" in schema:
             names = schema["required"]
             if not self._is_array(names) or any(type(name) is not str for name in names):
@@ -270,6 +279,8 @@ class _Checker:
                     elif name not in required:
                         required.append(name)
                 node.required = tuple(required)
+                if required and props_ok:
+                    self.with_required.append(node)
         if "additionalProperties" in schema:
             closed = schema["additionalProperties"]
             if type(closed) is not bool:
@@ -317,10 +328,11 @@ def _finish(checker: _Checker) -> Program:
     nodes = checker.nodes
     for index, branches in checker.branches.items():
         nodes[index].branches = tuple(branches)
-    for node in nodes:
-        if node.kind == OBJECT and node.props:
-            for name in node.required:
-                node.props[name] |= 1
+    for node in checker.with_required:
+        props = node.props
+        assert props is not None
+        for name in node.required:
+            props[name] |= 1
     return Program(nodes)
 
 
