@@ -37,6 +37,7 @@ from dsh_codegen.registry._errors import (
 )
 from dsh_codegen.registry._execution import (
     ToolDispatchExecution,
+    ToolExecutionInput,
     ToolExecution,
     ToolExecutionToken,
     ToolRunContext,
@@ -68,7 +69,6 @@ from dsh_codegen.schema import ToolArgsError
 
 if TYPE_CHECKING:
     from dsh_codegen.registry._definitions import CompiledTool
-    from dsh_codegen.registry._execution import ToolExecutionInput
     from dsh_codegen.registry._gate import PipelineGate
     from dsh_codegen.registry._registry import (
         ListenerSnapshot,
@@ -199,13 +199,18 @@ def create_execution(registry: ToolRegistry, input: ToolExecutionInput) -> tuple
     Raises ``TypeError`` only for a malformed input (not a call description).
     Cancellation: synchronous; nothing to cancel.
     """
-    call_id = input.call_id
-    name = input.name
-    raw_arguments = input.arguments
-    signal = input.signal
-    agent: Hashable | None = input.agent
-    parent = input.parent
-    root_call_id = input.root_call_id
+    agent: Hashable | None
+    if type(input) is ToolExecutionInput:
+        # One unpack instead of seven attribute reads (the common case).
+        call_id, name, raw_arguments, signal, agent, parent, root_call_id = input
+    else:  # any object with these attributes, each read exactly once
+        call_id = input.call_id
+        name = input.name
+        raw_arguments = input.arguments
+        signal = input.signal
+        agent = input.agent
+        parent = input.parent
+        root_call_id = input.root_call_id
     if type(call_id) is not str:
         raise TypeError(f"ToolExecutionInput.call_id must be a str, got {type(call_id).__name__}")
     if type(name) is not str:
