@@ -693,10 +693,12 @@ async def run_dispatch(call: _Call) -> tuple[ToolExecutionResult, bool]:
     if not listeners.wrappers:
         return await dispatch_core(call, call.execution.signal), False
     execution = call.execution
-    try:
-        resolved = call.registry.resolve(execution.name, call.chain)
-    except Exception:
-        resolved = None  # dispatch_core reports the error as the result
+    resolved = call.compiled
+    if resolved is None or call.version != call.registry._version:
+        try:
+            resolved = call.registry.resolve(execution.name, call.chain)
+        except Exception:
+            resolved = None  # dispatch_core reports the error as the result
     dispatch = ToolDispatchExecution(
         execution, execution.signal, None if resolved is None else resolved.definition
     )
