@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Final
 
-from dsh_codegen.json import FrozenJsonArray, FrozenJsonObject, LosslessJsonError, snapshot_json
+from dsh_codegen.json import FrozenJsonArray, FrozenJsonObject, snapshot_json
 
 __all__ = [
     "ARGUMENTS_NOT_LOSSLESS",
@@ -82,8 +82,3 @@ def snapshot_contexts(contexts: Sequence[object], where: str) -> tuple[FrozenJso
     if type(contexts) is not tuple and type(contexts) is not list:
         raise TypeError(f"{where}: additional_contexts must be a list or tuple")
     return tuple(snapshot_context(item, where) for item in contexts)
-
-
-def is_lossless_error(exc: BaseException) -> bool:
-    """Whether ``exc`` reports lossy JSON (as opposed to a failure while reading it)."""
-    return isinstance(exc, LosslessJsonError)

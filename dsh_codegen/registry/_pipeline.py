@@ -21,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-from collections.abc import Callable, Hashable
+from collections.abc import Hashable
 from types import CoroutineType
 from typing import TYPE_CHECKING, Any, Final
 
