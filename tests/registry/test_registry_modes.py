@@ -278,3 +278,32 @@ def test_run_code_transport_shape() -> None:
         {"type": "text", "text": '{\n  "n": 42,\n  "ok": true\n}'}
     ]
     assert render({}, {"logs": [], "result": None}) == [{"type": "text", "text": "null"}]
+
+
+def test_scope_assembly_catalog_and_change_notifications() -> None:
+    registry = registry_with(echo_tool("g"))
+    changes: list[tuple[str, Any, Any]] = []
+    registry.on_change(lambda c: changes.append((c.kind, c.name, c.agent)))
+    scope = registry.scope("a")
+    dispose_tool = scope.register(echo_tool("own"))
+    dispose_mask = scope.restrict(deny=["g"])
+    dispose_mode = scope.present_as("native")
+    assert [t["name"] for t in scope.assemble().tools] == ["own"]
+    assert [e.name for e in scope.catalog()] == ["own"]
+    seen: list[str] = []
+    scope.on_assemble(lambda assembly, next: seen.append("scoped") or next())
+    registry.assemble()
+    assert seen == []
+    scope.assemble()
+    assert seen == ["scoped"]
+    dispose_mode()
+    dispose_mask()
+    dispose_tool()
+    assert changes == [
+        ("register", "own", "a"),
+        ("restrict", None, "a"),
+        ("present_as", None, "a"),
+        ("present_as", None, "a"),
+        ("restrict", None, "a"),
+        ("unregister", "own", "a"),
+    ]
