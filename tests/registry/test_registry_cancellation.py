@@ -527,3 +527,20 @@ async def test_signal_primitives() -> None:
     born = AbortSignal.any([AbortSignal.aborted_signal("early"), AbortController().signal])
     assert born.aborted and born.reason == "early"
     assert ToolRegistry().schemas() == []
+
+
+@async_test
+async def test_finished_calls_leave_nothing_on_the_caller_signal() -> None:
+    fired: list[int] = []
+
+    async def listening(args: Any, run: Any) -> str:
+        run.signal.add_listener(lambda s: fired.append(1))
+        return "x"
+
+    registry = registry_with(echo_tool(execute=listening))
+    controller = AbortController()
+    for _ in range(50):
+        assert text(await registry.execute(call(signal=controller.signal))) == "x"
+    assert controller.signal._listeners in (None, {})
+    controller.abort()
+    assert fired == []  # the finished bodies' signals no longer follow the caller
