@@ -821,6 +821,8 @@ async def run_post_execute(call: _Call, result: ToolExecutionResult) -> ToolExec
         decision = await _post_waterfall(entries, 0, call.execution, result)
     except Exception as exc:
         return failure_from_exception(exc, additional_contexts=result.additional_contexts)
+    if decision is _ACCEPT:
+        return result  # the chain's own end: nothing to apply
     return apply_post_decision(call, result, decision)
 
 
