@@ -7,7 +7,8 @@ mappers walk children themselves, with explicit stacks.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 from dsh_codegen.codegen._literals import is_scalar
 
@@ -42,11 +43,11 @@ class Node:
     """One schema node, read. ``kind`` is one of the constants above or a scalar type name."""
 
     kind: str
-    literals: list[object] = field(default_factory=list)
-    branches: list[object] = field(default_factory=list)
+    literals: Sequence[object] = ()
+    branches: Sequence[object] = ()
     items: object = None
     has_items: bool = False
-    properties: list[tuple[str, object]] = field(default_factory=list)
+    properties: Sequence[tuple[str, object]] = ()
     required: frozenset[str] = frozenset()
     closed: bool = False
 

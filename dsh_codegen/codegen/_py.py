@@ -12,6 +12,7 @@ parser stops near 200 brackets), beyond which the innermost type is ``Any``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from dsh_codegen.codegen._literals import py_comment, py_literal
@@ -127,7 +128,7 @@ class PyTypes:
     def _dict_any(self, shadow: frozenset[str]) -> str:
         return f"{self.name('dict', shadow)}[{self.name('str', shadow)}, {self.name('Any', shadow)}]"
 
-    def _literal(self, values: list[object], shadow: frozenset[str]) -> str:
+    def _literal(self, values: Sequence[object], shadow: frozenset[str]) -> str:
         texts = [py_literal(value) for value in values]
         if any(text is None for text in texts):
             # Only a non-integral float makes a numeric enum a plain float (DESIGN.md);
@@ -137,7 +138,7 @@ class PyTypes:
             return self.name("float" if numeric and floats_only else "Any", shadow)
         return f"{self.name('Literal', shadow)}[{', '.join(texts)}]"  # type: ignore[arg-type]
 
-    def _declarable(self, properties: list[tuple[str, object]]) -> bool:
+    def _declarable(self, properties: Sequence[tuple[str, object]]) -> bool:
         return all(is_py_field_name(key) for key, _ in properties)
 
     def _walk(self, schema: object, base: str, shadow: frozenset[str]) -> str:

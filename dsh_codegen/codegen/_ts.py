@@ -9,6 +9,8 @@ indentation cannot make the text quadratic in the depth.
 
 from __future__ import annotations
 
+import functools
+
 from dsh_codegen.codegen._literals import ts_jsdoc, ts_literal
 from dsh_codegen.codegen._naming import ts_key
 from dsh_codegen.codegen._nodes import (
@@ -141,6 +143,12 @@ def _render(schema: object, indent: int) -> str:
     return "".join(out)
 
 
+# Keys and descriptions repeat across tools (path, limit, ...); both are exact
+# str (or None) here, so caching by value is safe.
+_key_text = functools.lru_cache(maxsize=8192)(ts_key)
+_doc_text = functools.lru_cache(maxsize=8192)(ts_jsdoc)
+
+
 def _plain_scalar(schema: object) -> str | None:
     """The type text of a plain scalar node (``{"type": "string", ...annotations}``), else ``None``."""
     if type(schema) is dict:
@@ -160,13 +168,13 @@ def _push_object(
     tasks: list[str | tuple[object, int, int]] = []
     pending = 0  # children left on the stack, each leaving one flag
     for position, (key, child) in enumerate(node.properties):
-        name = ts_key(key) + ("" if key in node.required else "?")
+        name = _key_text(key) + ("" if key in node.required else "?")
         bar = bar or _has_bar(name)
         if one_line:
             head = ("; " if position else "") + name + ": "
             tail = ""
         else:
-            doc = ts_jsdoc(description_of(child))
+            doc = _doc_text(description_of(child))
             head = f"{pad}{name}: " if doc is None else f"{pad}/** {doc} */\n{pad}{name}: "
             bar = bar or (doc is not None and _has_bar(doc))
             tail = ";\n"

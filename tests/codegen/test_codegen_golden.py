@@ -160,3 +160,13 @@ def test_py_prompt_layout() -> None:
     assert lines[2].endswith("Inside the program:")
     assert [line[:2] for line in lines[3:7]] == ["- "] * 4
     assert lines[7:11] == ["", "The available tools:", "", "```python"]
+
+
+@pytest.mark.parametrize("case", case_names())
+def test_python_prompt_block_is_valid_python(case: str) -> None:
+    import ast
+
+    block = _fenced_block(render_py_sdk(load_catalog(CASES / case / "catalog.json")), "```python")
+    tree = ast.parse(block)
+    assert isinstance(tree.body[-1], ast.AnnAssign)  # tools: Tools
+    compile(block, f"<{case} prompt>", "exec")
