@@ -64,6 +64,7 @@ cdef extern from "Python.h":
     Py_hash_t PyObject_Hash(PyObject* o)
     object PyLong_FromVoidPtr(PyObject* p)
     int PyObject_GenericSetAttr(object o, object name, object value) except -1
+    Py_ssize_t PyDict_Size(PyObject* p)
     int PyUnicode_Compare(PyObject* left, PyObject* right)
     int PyObject_RichCompareBool(PyObject* a, PyObject* b, int op)
     void PyErr_Clear()
@@ -187,6 +188,11 @@ cdef enum:
     T_VISIT = 0
     T_EXTRAS = 1
     T_EXIT = 2
+    T_NOOP = 3
+    # Children at most this deep are first run through the verdict walk and skipped when
+    # valid, so reporting costs what the invalid parts cost; deeper ones are walked
+    # directly, which keeps a 100,000-deep value linear.
+    PRECHECK_DEPTH = 32
     # violation codes of dsh_codegen.schema._shared (asserted below)
     V_TYPE_C = 1
     V_FINITE_C = 2
@@ -206,6 +212,7 @@ cdef struct VFrame:
 
 cdef struct PathSeg:
     Py_ssize_t parent
+    Py_ssize_t depth
     PyObject* key        # an owned reference, or NULL for an array index
     Py_ssize_t index
 
@@ -214,6 +221,7 @@ cdef struct VStack:
     VFrame* items
     Py_ssize_t size
     Py_ssize_t cap
+    bint heap
 
 
 cdef struct Paths:
@@ -226,12 +234,18 @@ cdef int _vpush(VStack* s, PyObject* value, int node, int tag, Py_ssize_t path) 
     cdef VFrame* grown
     cdef Py_ssize_t cap
     if s.size == s.cap:
-        cap = 32 if s.cap == 0 else 2 * s.cap
-        grown = <VFrame*>realloc(s.items, cap * sizeof(VFrame))
+        cap = 2 * s.cap
+        if s.heap:
+            grown = <VFrame*>realloc(s.items, cap * sizeof(VFrame))
+        else:
+            grown = <VFrame*>malloc(cap * sizeof(VFrame))
+            if grown != NULL:
+                memcpy(grown, s.items, s.size * sizeof(VFrame))
         if grown == NULL:
             raise MemoryError()
         s.items = grown
         s.cap = cap
+        s.heap = True
     Py_INCREF(<object>value)
     s.items[s.size].value = value
     s.items[s.size].node = node
@@ -254,10 +268,15 @@ cdef Py_ssize_t _path_add(Paths* p, Py_ssize_t parent, PyObject* key, Py_ssize_t
     if key != NULL:
         Py_INCREF(<object>key)
     p.items[p.size].parent = parent
+    p.items[p.size].depth = 1 if parent < 0 else p.items[parent].depth + 1
     p.items[p.size].key = key
     p.items[p.size].index = index
     p.size += 1
     return p.size - 1
+
+
+cdef inline Py_ssize_t _depth(Paths* p, Py_ssize_t at):
+    return 0 if at < 0 else p.items[at].depth
 
 
 cdef tuple _segments_of(Paths* p, Py_ssize_t at):
@@ -322,6 +341,19 @@ cdef class _Render:
             else:
                 suffix = _node_suffix(code, node)
         return _new_violation(segments, _KEYWORD_OF_CODE[code], where + suffix)
+
+
+cdef dict _RENDERS = {}
+
+
+cdef _Render _render_for(str root, str alias):
+    """One renderer per (root, alias): building it quotes the root, so it is kept."""
+    cdef _Render r = _RENDERS.get((root, alias))
+    if r is None:
+        r = _Render(root, alias)
+        if len(_RENDERS) < 64:
+            _RENDERS[(root, alias)] = r
+    return r
 
 
 cdef inline object _new_violation(tuple path, str keyword, str message):
@@ -839,6 +871,19 @@ cdef class CompiledValidator:
                 return V_ENUM_C
         return V_CONST_C
 
+    cdef int _known_valid(self, int child, PyObject* item, Py_ssize_t depth) except -1:
+        """Whether ``item`` is cheaply known to satisfy node ``child`` (-1: any JSON): skip it."""
+        cdef int container = 0
+        cdef CNode* n
+        if child < 0:
+            if _leaf(item, &container):
+                return True
+            return container and depth < PRECHECK_DEPTH and self._lossless(item)
+        n = &self._nodes[child]
+        if n.inline_:
+            return self._scalar_ok(n, item)
+        return depth < PRECHECK_DEPTH and self._valid_from(child, item)
+
     cdef list _collect(self, object value, str root, str alias):
         cdef VStack s
         cdef Paths p
@@ -848,17 +893,19 @@ cdef class CompiledValidator:
         cdef PyObject* v
         cdef PyObject* key
         cdef PyObject* item
-        cdef Py_ssize_t pos, i, j, size, seg, matched
+        cdef Py_ssize_t pos, i, j, size, seg, matched, extras_at, depth, present
         cdef int code, container = 0
         cdef bint bad
         cdef object vobj, node
         cdef list out = []
         cdef list members
         cdef set on_path = set()
-        cdef _Render r = _Render(root, alias)
-        s.items = NULL
+        cdef _Render r = _render_for(root, alias)
+        cdef VFrame inline_frames[INLINE_FRAMES]
+        s.items = inline_frames
         s.size = 0
-        s.cap = 0
+        s.cap = INLINE_FRAMES
+        s.heap = False
         p.items = NULL
         p.size = 0
         p.cap = 0
@@ -872,6 +919,8 @@ cdef class CompiledValidator:
                 v = f.value
                 if f.tag == T_EXIT:
                     on_path.discard(id(vobj))
+                    continue
+                if f.tag == T_NOOP:
                     continue
                 if f.tag == T_EXTRAS:
                     self._extras(&s, &p, f, vobj, out, r)
@@ -901,22 +950,31 @@ cdef class CompiledValidator:
                     for name in node.required:
                         if PyDict_GetItemWithError(v, <PyObject*>name) == NULL:
                             out.append(r.violation(V_REQUIRED_C, node, _segments_of(&p, f.path), name))
+                    extras_at = s.size
                     _vpush(&s, v, f.node, T_EXTRAS, f.path)
+                    depth = _depth(&p, f.path)
+                    present = 0
                     for j in range(n.n_props - 1, -1, -1):
                         e = &self._props[n.first_prop + j]
                         item = PyDict_GetItemWithError(v, e.name)
                         if item != NULL:
-                            seg = _path_add(&p, f.path, e.name, 0)
-                            _vpush(&s, item, e.child, T_VISIT, seg)
+                            present += 1
+                            if not self._known_valid(e.child, item, depth):
+                                seg = _path_add(&p, f.path, e.name, 0)
+                                _vpush(&s, item, e.child, T_VISIT, seg)
+                    if present == PyDict_Size(v):
+                        s.items[extras_at].tag = T_NOOP  # no undeclared key to report or check
                 elif n.kind == K_ARRAY:
                     if not self._is_array(v):
                         out.append(r.violation(self._mismatch(K_ARRAY, v), node, _segments_of(&p, f.path), None))
                         continue
                     size = PyTuple_GET_SIZE(v) if Py_TYPE(v) == &PyTuple_Type else PyList_GET_SIZE(v)
+                    depth = _depth(&p, f.path)
                     for i in range(size - 1, -1, -1):
                         item = PyTuple_GET_ITEM(v, i) if Py_TYPE(v) == &PyTuple_Type else PyList_GET_ITEM(v, i)
-                        seg = _path_add(&p, f.path, NULL, i)
-                        _vpush(&s, item, n.items, T_VISIT, seg)
+                        if not self._known_valid(n.items, item, depth):
+                            seg = _path_add(&p, f.path, NULL, i)
+                            _vpush(&s, item, n.items, T_VISIT, seg)
                 elif n.kind == K_ONE_OF:
                     matched = 0
                     for i in range(n.n_branches):
@@ -933,7 +991,8 @@ cdef class CompiledValidator:
             for i in range(p.size):
                 if p.items[i].key != NULL:
                     Py_DECREF(<object>p.items[i].key)
-            free(s.items)
+            if s.heap:
+                free(s.items)
             free(p.items)
         return out
 
@@ -942,7 +1001,7 @@ cdef class CompiledValidator:
         cdef CNode* n = &self._nodes[f.node]
         cdef PyObject* key
         cdef PyObject* item
-        cdef Py_ssize_t pos = 0, i, position = 0
+        cdef Py_ssize_t pos = 0, i, position = 0, depth
         cdef list extras = []
         node = self._py_nodes[f.node]
         while PyDict_Next(f.value, &pos, &key, &item):
@@ -954,9 +1013,11 @@ cdef class CompiledValidator:
                 for key_obj, _ in extras:
                     out.append(r.violation(V_ADDITIONAL, node, segments + (key_obj,), None))
             return 0
+        depth = _depth(p, f.path)
         for i in range(len(extras) - 1, -1, -1):
             key_obj, item_obj = extras[i]
-            _vpush(s, <PyObject*>item_obj, -1, T_VISIT, _path_add(p, f.path, <PyObject*>key_obj, 0))
+            if not self._known_valid(-1, <PyObject*>item_obj, depth):
+                _vpush(s, <PyObject*>item_obj, -1, T_VISIT, _path_add(p, f.path, <PyObject*>key_obj, 0))
         return 0
 
     cdef int _collect_any(self, VStack* s, Paths* p, VFrame f, object vobj, set on_path, list out,
