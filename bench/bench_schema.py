@@ -286,10 +286,69 @@ def _deep_tables() -> list[str]:
     return out
 
 
+def _paired_ratio(ours: Callable[[], object], theirs: Callable[[], object], rounds: int = 15) -> float:
+    """Median over ``rounds`` of (ours / theirs), each round timing both back to back.
+
+    On a shared machine the load moves between two sequential medians; timing
+    the pair inside each round cancels most of that drift.
+    """
+    ratios = []
+    for _ in range(rounds):
+        a = median_time(ours, repeat=1, min_sample_s=0.02)
+        b = median_time(theirs, repeat=1, min_sample_s=0.02)
+        ratios.append(a / b)
+    ratios.sort()
+    return ratios[len(ratios) // 2]
+
+
+def _paired_table(catalog: list[Any], args: list[Any]) -> str:
+    """The targets of issue 3, as paired ratios of the compiled twin against jsonschema-rs."""
+    title = "targets: compiled twin vs jsonschema-rs, paired median ratio (< 1.0: ours faster)"
+    if _schema_c is None or jsonschema_rs is None:
+        return f"{title}\n  skipped: compiled twin or jsonschema-rs missing"
+    ours = [_ours_compiled(tool["parameters"]) for tool in catalog]
+    rs = [jsonschema_rs.validator_for(tool["parameters"]) for tool in catalog]
+
+    def loop(pairs: list[tuple[Callable[[Any], Any], Any]]) -> Callable[[], None]:
+        def run() -> None:
+            for fn, value in pairs:
+                fn(value)
+
+        return run
+
+    def calls(validators: list[Any], method: str, key: str) -> list[tuple[Callable[[Any], Any], Any]]:
+        return [(getattr(v, method), a) for v, e in zip(validators, args) for a in e[key]]
+
+    schema, value = _wide(10_000)
+    wide_ours = _ours_compiled(schema).is_valid
+    wide_rs = jsonschema_rs.validator_for(schema).is_valid
+    schemas = [tool["parameters"] for tool in catalog]
+    rows = [
+        ("is_valid, catalog, valid sets (target <= 1.0)",
+         _paired_ratio(loop(calls(ours, "is_valid", "valid")), loop(calls(rs, "is_valid", "valid")))),
+        ("is_valid, catalog, invalid sets (target <= 1.0)",
+         _paired_ratio(loop(calls(ours, "is_valid", "invalid")), loop(calls(rs, "is_valid", "invalid")))),
+        ("is_valid, 10,000-property object (target <= 1.0)",
+         _paired_ratio(lambda: wide_ours(value), lambda: wide_rs(value))),
+        ("violations() vs rs is_valid, invalid sets (target <= 3.0)",
+         _paired_ratio(loop(calls(ours, "violations", "invalid")), loop(calls(rs, "is_valid", "invalid")))),
+        ("violations() vs rs iter_errors(), invalid sets",
+         _paired_ratio(loop(calls(ours, "violations", "invalid")),
+                       loop([(lambda a, v=v: list(v.iter_errors(a)), a) for v, e in zip(rs, args)
+                             for a in e["invalid"]]))),
+        ("compile, catalog (target <= 1.0)",
+         _paired_ratio(lambda: [_ours_compiled(s) for s in schemas],
+                       lambda: [jsonschema_rs.validator_for(s) for s in schemas])),
+    ]
+    width = max(len(name) for name, _ in rows)
+    return "\n".join([title, "-" * len(title)] + [f"  {name:<{width}}  {ratio:6.3f}x" for name, ratio in rows])
+
+
 def main() -> None:
     """Print every schema-core table."""
     catalog, args = _catalog()
-    tables = _catalog_tables(catalog, args)
+    tables = [_paired_table(catalog, args)]
+    tables.extend(_catalog_tables(catalog, args))
     tables.append(_violations_table(catalog, args))
     tables.append(_compile_table(catalog))
     tables.append(_wide_table(1_000))
