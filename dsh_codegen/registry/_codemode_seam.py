@@ -129,7 +129,9 @@ def run_code_tool(registry: ToolRegistry, language: str) -> CompiledTool:
         if not description.strip():
             raise ValueError("invalid description: expected a non-empty string")
         if registry.code_runtime is None:
-            raise ValueError(no_runtime_message(registry.presentation(registry.chain_for(run.agent))))
+            raise ValueError(
+                no_runtime_message(registry.presentation(registry.chain_for(run.agent)))
+            )
         if _provider is None:
             raise RuntimeError(
                 "dsh_codegen: Code Mode is not installed; import dsh_codegen.codemode"
@@ -160,7 +162,10 @@ def run_code_tool(registry: ToolRegistry, language: str) -> CompiledTool:
         output=ToolOutput(
             {
                 "type": "object",
-                "properties": {"logs": {"type": "array", "items": {"type": "string"}}, "result": {}},
+                "properties": {
+                    "logs": {"type": "array", "items": {"type": "string"}},
+                    "result": {},
+                },
                 "required": ["logs"],
                 "additionalProperties": False,
             },

@@ -95,7 +95,23 @@ PIPELINE_STAGES: Final = (
 _tuple_new: Final = tuple.__new__
 ALLOW: Final = Allow()
 _PLAIN_RESULTS: Final = frozenset(
-    {type(None), str, int, float, bool, dict, list, tuple, Allow, Deny, Ask, Accept, Block, ToolSuccess, ToolFailure}
+    {
+        type(None),
+        str,
+        int,
+        float,
+        bool,
+        dict,
+        list,
+        tuple,
+        Allow,
+        Deny,
+        Ask,
+        Accept,
+        Block,
+        ToolSuccess,
+        ToolFailure,
+    }
 )
 _ABORTED_BEFORE_DISPATCH_MESSAGE: Final = "tool call aborted before dispatch"
 _ABORTED_MESSAGE: Final = "tool call aborted"
@@ -164,7 +180,10 @@ async def _maybe_await(value: Any) -> Any:
 
 def _coded_failure(message: str, name: str, code: str, contexts: Any = ()) -> ToolFailure:
     return ToolFailure(
-        ToolError(message, ToolErrorInfo(name, code)), error_content(message), UNSET, tuple(contexts)
+        ToolError(message, ToolErrorInfo(name, code)),
+        error_content(message),
+        UNSET,
+        tuple(contexts),
     )
 
 
@@ -191,7 +210,9 @@ def _not_found(exc: ToolNotFoundError, contexts: Any = ()) -> ToolFailure:
 # --- 1. create_execution -------------------------------------------------------------
 
 
-def create_execution(registry: ToolRegistry, input: ToolExecutionInput) -> tuple[_Call, BaseException | None]:
+def create_execution(
+    registry: ToolRegistry, input: ToolExecutionInput
+) -> tuple[_Call, BaseException | None]:
     """Read every input field exactly once, mint the token and snapshot the arguments.
 
     Returns the call and the argument snapshot error (or ``None``). ``finalize_content`` is taken from the tool the calling scope
@@ -232,7 +253,8 @@ def create_execution(registry: ToolRegistry, input: ToolExecutionInput) -> tuple
         arguments, error = None, exc
     # tuple.__new__ skips the named tuple's Python-level __new__ (same object).
     execution: ToolExecution = _tuple_new(
-        ToolExecution, (ToolExecutionToken(), call_id, name, arguments, signal, agent, parent, root_call_id)
+        ToolExecution,
+        (ToolExecutionToken(), call_id, name, arguments, signal, agent, parent, root_call_id),
     )
     if name == RUN_CODE_NAME:
         compiled = None
@@ -283,7 +305,9 @@ class _PreNext:
 
     __slots__ = ("called", "entries", "execution", "index")
 
-    def __init__(self, entries: tuple[_Listener, ...], index: int, execution: ToolExecution) -> None:
+    def __init__(
+        self, entries: tuple[_Listener, ...], index: int, execution: ToolExecution
+    ) -> None:
         self.entries = entries
         self.index = index
         self.execution = execution
@@ -298,14 +322,20 @@ class _PreNext:
         return await _pre_waterfall(self.entries, self.index, self.execution)
 
 
-async def _pre_waterfall(entries: tuple[_Listener, ...], index: int, execution: ToolExecution) -> Any:
+async def _pre_waterfall(
+    entries: tuple[_Listener, ...], index: int, execution: ToolExecution
+) -> Any:
     while index < len(entries):
         entry = entries[index]
         if entry.alive:
             decision = entry.fn(execution, _PreNext(entries, index + 1, execution))
             if _is_awaitable(decision):
                 decision = await decision
-            if type(decision) is not Allow and type(decision) is not Deny and type(decision) is not Ask:
+            if (
+                type(decision) is not Allow
+                and type(decision) is not Deny
+                and type(decision) is not Ask
+            ):
                 raise TypeError(
                     f"tools/pre-execute listener returned {type(decision).__name__};"
                     " expected Allow(), Deny(reason) or Ask(reason)"
@@ -361,13 +391,17 @@ async def _approve(call: _Call, reason: str | None) -> ToolFailure | None:
     name = execution.name
     approval = call.registry.approval
     if approval is None:
-        return _plain_failure(reason if reason is not None else f'tool "{name}" requires approval (not yet supported)')
+        return _plain_failure(
+            reason if reason is not None else f'tool "{name}" requires approval (not yet supported)'
+        )
     if execution.agent is None:
         return _plain_failure(
             f'tool "{name}" requires approval, but the call has no agent to route it through'
         )
     answer = await _maybe_await(
-        approval.request(ApprovalRequest(execution.agent, name, execution.call_id, reason, execution.signal))
+        approval.request(
+            ApprovalRequest(execution.agent, name, execution.call_id, reason, execution.signal)
+        )
     )
     if execution.signal.aborted and answer != "rejected":
         return aborted_before_dispatch()
@@ -506,8 +540,12 @@ def normalize_value(
     return ToolSuccess(frozen, content, meta, contexts, concludes_turn)
 
 
-def _output_failure(compiled: CompiledTool, violations: list[str], contexts: tuple[Any, ...]) -> ToolFailure:
-    return failure_from_exception(ToolOutputError(compiled.name, violations), additional_contexts=contexts)
+def _output_failure(
+    compiled: CompiledTool, violations: list[str], contexts: tuple[Any, ...]
+) -> ToolFailure:
+    return failure_from_exception(
+        ToolOutputError(compiled.name, violations), additional_contexts=contexts
+    )
 
 
 def _run_contexts(run: ToolRunContext) -> tuple[Any, ...]:
@@ -575,7 +613,9 @@ async def dispatch_core(call: _Call, signal: AbortSignal) -> ToolExecutionResult
         else:
             fused._release()
     deferred = run._deferred
-    return normalize_value(call, compiled, value, () if deferred is None else tuple(deferred), run._concluded)
+    return normalize_value(
+        call, compiled, value, () if deferred is None else tuple(deferred), run._concluded
+    )
 
 
 class _WrapNext:
@@ -612,7 +652,9 @@ class _WrapNext:
         return result
 
 
-async def _wrap_chain(call: _Call, index: int, dispatch: ToolDispatchExecution) -> ToolExecutionResult:
+async def _wrap_chain(
+    call: _Call, index: int, dispatch: ToolDispatchExecution
+) -> ToolExecutionResult:
     wrappers = call.listeners.wrappers  # type: ignore[union-attr]
     while index < len(wrappers):
         entry = wrappers[index]
@@ -653,7 +695,9 @@ def normalize_authored(call: _Call, returned: object) -> ToolExecutionResult:
         compiled = call.registry.resolve(name, call.chain)
         if compiled is None:
             return _not_found(ToolNotFoundError.unknown(name), contexts)
-        return normalize_value(call, compiled, returned.value, contexts, returned.concludes_turn is True)
+        return normalize_value(
+            call, compiled, returned.value, contexts, returned.concludes_turn is True
+        )
     if type(returned) is ToolFailure:
         return _materialize_failure(returned)
     raise TypeError(
@@ -672,9 +716,15 @@ def _materialize_failure(failure: ToolFailure) -> ToolFailure:
     except (ValueError, TypeError, RecursionError):
         return _plain_failure(RESULT_NOT_LOSSLESS)
     info = error.info
-    if info is not None and (type(info) is not ToolErrorInfo or type(info.name) is not str or type(info.code) is not str):
+    if info is not None and (
+        type(info) is not ToolErrorInfo or type(info.name) is not str or type(info.code) is not str
+    ):
         return _plain_failure(RESULT_NOT_LOSSLESS)
-    if content is failure.content and meta is failure.meta and contexts is failure.additional_contexts:
+    if (
+        content is failure.content
+        and meta is failure.meta
+        and contexts is failure.additional_contexts
+    ):
         return failure
     return ToolFailure(error, content, meta, contexts)
 
@@ -717,7 +767,13 @@ class _PostNext:
 
     __slots__ = ("called", "entries", "execution", "index", "result")
 
-    def __init__(self, entries: tuple[_Listener, ...], index: int, execution: ToolExecution, result: ToolExecutionResult) -> None:
+    def __init__(
+        self,
+        entries: tuple[_Listener, ...],
+        index: int,
+        execution: ToolExecution,
+        result: ToolExecutionResult,
+    ) -> None:
         self.entries = entries
         self.index = index
         self.execution = execution
@@ -737,7 +793,10 @@ _ACCEPT: Final = Accept()
 
 
 async def _post_waterfall(
-    entries: tuple[_Listener, ...], index: int, execution: ToolExecution, result: ToolExecutionResult
+    entries: tuple[_Listener, ...],
+    index: int,
+    execution: ToolExecution,
+    result: ToolExecutionResult,
 ) -> Any:
     while index < len(entries):
         entry = entries[index]
@@ -757,13 +816,19 @@ async def _post_waterfall(
 
 def _feedback_message(content: Any) -> str:
     parts = [
-        block["text"] if block["type"] == "text" and type(block.get("text")) is str else f"[{block['type']} content]"
+        (
+            block["text"]
+            if block["type"] == "text" and type(block.get("text")) is str
+            else f"[{block['type']} content]"
+        )
         for block in content
     ]
     return "\n".join(parts) if parts else _BLOCK_DEFAULT
 
 
-def apply_post_decision(call: _Call, result: ToolExecutionResult, decision: Accept | Block) -> ToolExecutionResult:
+def apply_post_decision(
+    call: _Call, result: ToolExecutionResult, decision: Accept | Block
+) -> ToolExecutionResult:
     """Apply an ``Accept``/``Block`` decision to ``result`` (see CONTRACT.md behaviours 49-56)."""
     if type(decision) is Block:
         try:
@@ -796,12 +861,16 @@ def apply_post_decision(call: _Call, result: ToolExecutionResult, decision: Acce
         except (ValueError, TypeError, RecursionError):
             return _plain_failure(RESULT_NOT_LOSSLESS, kept)
         if isinstance(result, ToolSuccess):
-            return ToolSuccess(result.value, new_content, result.meta, contexts, result.concludes_turn)
+            return ToolSuccess(
+                result.value, new_content, result.meta, contexts, result.concludes_turn
+            )
         return ToolFailure(result.error, new_content, result.meta, contexts)
     if not added:
         return result
     if isinstance(result, ToolSuccess):
-        return ToolSuccess(result.value, result.content, result.meta, contexts, result.concludes_turn)
+        return ToolSuccess(
+            result.value, result.content, result.meta, contexts, result.concludes_turn
+        )
     return ToolFailure(result.error, result.content, result.meta, contexts)
 
 
@@ -829,7 +898,9 @@ async def run_post_execute(call: _Call, result: ToolExecutionResult) -> ToolExec
 # --- 6. settle_cancellation ---------------------------------------------------------------
 
 
-def settle_cancellation(call: _Call, result: ToolExecutionResult, task_cancelled: bool) -> ToolExecutionResult:
+def settle_cancellation(
+    call: _Call, result: ToolExecutionResult, task_cancelled: bool
+) -> ToolExecutionResult:
     """Replace a success with ``ABORTED`` (body started) or ``ABORTED_BEFORE_DISPATCH`` if the caller cancelled.
 
     The caller cancelled when its signal aborted or its awaiting task was
@@ -870,7 +941,9 @@ def run_finalize(call: _Call, result: ToolExecutionResult) -> ToolExecutionResul
     except (ValueError, TypeError, RecursionError):
         return _plain_failure(RESULT_NOT_LOSSLESS, result.additional_contexts)
     if isinstance(result, ToolSuccess):
-        return ToolSuccess(result.value, content, result.meta, result.additional_contexts, result.concludes_turn)
+        return ToolSuccess(
+            result.value, content, result.meta, result.additional_contexts, result.concludes_turn
+        )
     return ToolFailure(result.error, content, result.meta, result.additional_contexts)
 
 
@@ -900,7 +973,10 @@ async def notify_result(call: _Call, result: ToolExecutionResult) -> bool:
             cancelled = True
         except Exception as exc:
             _log.warning(
-                "tools/result observer %s raised: %s", _safe_repr(entry.fn), error_message(exc), exc_info=True
+                "tools/result observer %s raised: %s",
+                _safe_repr(entry.fn),
+                error_message(exc),
+                exc_info=True,
             )
     return cancelled
 
@@ -954,12 +1030,22 @@ async def run_pipeline(
     signal = call.execution.signal
     chain = call.chain
     result: ToolExecutionResult | None
-    if argument_error is None and not chain and registry.mode != "code" and not signal._aborted and signal._sources is None:
-        result = None  # entry_outcome() has nothing to say (inlined check)
+    if (
+        argument_error is None
+        and not chain
+        and registry.mode != "code"
+        and not signal._aborted
+        and signal._sources is None
+    ):
+        result = None  # entry_outcome() has nothing to say (its checks, inlined)
     else:
         result = entry_outcome(call, argument_error)
     listeners = registry._global_listeners
-    if chain or listeners is None or registry._global_listeners_version != registry._listener_version:
+    if (
+        chain
+        or listeners is None
+        or registry._global_listeners_version != registry._listener_version
+    ):
         listeners = registry.listeners_for(chain)
     call.listeners = listeners
     skip_post = True

@@ -535,7 +535,9 @@ class ToolRegistry(_Surface):
 
     # --- registrations ---------------------------------------------------------------
 
-    def _register(self, definition: ToolDefinition, scope: ToolScope | None, layer: _Layer) -> Disposer:
+    def _register(
+        self, definition: ToolDefinition, scope: ToolScope | None, layer: _Layer
+    ) -> Disposer:
         compiled = check_for_registration(definition)
         name = compiled.name
         if name in layer.tools:
@@ -702,7 +704,9 @@ class ToolRegistry(_Surface):
         compiled = self.resolve(name, chain)
         return None if compiled is None else compiled.definition
 
-    def _visible(self, scope: ToolScope | Hashable | None) -> tuple[tuple[ToolScope, ...], list[CompiledTool]]:
+    def _visible(
+        self, scope: ToolScope | Hashable | None
+    ) -> tuple[tuple[ToolScope, ...], list[CompiledTool]]:
         resolved = self._scope_arg(scope)
         chain = () if resolved is None else resolved.chain
         tools = list(self.view(chain).values())
@@ -765,9 +769,7 @@ class ToolRegistry(_Surface):
             sdk_renderer(self, mode)  # runtime problems reject the assembly first
         chain, tools = self._visible(scope)
         base = assemble_for(self, mode, tools, chain, tool_order)
-        assemblers = [
-            e for e in self._assemblers if e.scope is None or e.scope in frozenset(chain)
-        ]
+        assemblers = [e for e in self._assemblers if e.scope is None or e.scope in frozenset(chain)]
         return run_assemble_listeners([e.fn for e in assemblers], base)
 
     # --- execution -------------------------------------------------------------------
@@ -833,5 +835,3 @@ def _schema_of(tool: CompiledTool) -> ToolSchema:
             f'tool "{tool.name}" parameters must be lossless JSON before schema projection'
         ) from exc
     return {"name": tool.name, "description": tool.definition.description, "parameters": parameters}
-
-

@@ -171,6 +171,7 @@ PostToolDecision: TypeAlias = Accept | Block
 
 # Failure construction ----------------------------------------------------------
 
+
 def error_content(message: str) -> Sequence[ContentBlock]:
     """The frozen content of a registry error: exactly ``[{"type": "text", "text": "Error: <message>"}]``."""
     content: Sequence[ContentBlock] = snapshot_json([{"type": "text", "text": "Error: " + message}])

@@ -16,7 +16,14 @@ from typing import Final, final
 
 from dsh_codegen.registry._errors import TOOL_ABORTED, HarnessError
 
-__all__ = ["AbortController", "AbortError", "AbortSignal", "SignalListener", "derive_signal", "fuse_signals"]
+__all__ = [
+    "AbortController",
+    "AbortError",
+    "AbortSignal",
+    "SignalListener",
+    "derive_signal",
+    "fuse_signals",
+]
 
 _log = logging.getLogger("dsh_codegen")
 

@@ -48,7 +48,12 @@ async def test_b41_next_returns_a_normalized_result_for_a_thrown_body() -> None:
 
 @async_test
 async def test_b42_results_given_to_wrappers_and_post_are_frozen() -> None:
-    registry = registry_with(echo_tool(output_schema={"type": "object", "properties": {}, "additionalProperties": True}, execute=_object_body))
+    registry = registry_with(
+        echo_tool(
+            output_schema={"type": "object", "properties": {}, "additionalProperties": True},
+            execute=_object_body,
+        )
+    )
     checked: list[str] = []
 
     async def wrap(dispatch: Any, next: Any) -> Any:
@@ -89,7 +94,9 @@ async def test_b43_short_circuit_success_is_revalidated_and_rerendered() -> None
 
     registry = registry_with(echo_tool(execute=body))
     registry.wrap_execute(
-        lambda d, n: ToolSuccess("cached", [{"type": "text", "text": "authored content"}], additional_contexts=[CONTEXT])
+        lambda d, n: ToolSuccess(
+            "cached", [{"type": "text", "text": "authored content"}], additional_contexts=[CONTEXT]
+        )
     )
     result = await registry.execute(call())
     assert isinstance(result, ToolSuccess)
@@ -105,7 +112,8 @@ async def test_b44_a_cached_result_from_another_tool_is_revalidated() -> None:
         return 42
 
     registry = registry_with(
-        echo_tool("numbers", execute=number, output_schema={"type": "integer"}), echo_tool("strings")
+        echo_tool("numbers", execute=number, output_schema={"type": "integer"}),
+        echo_tool("strings"),
     )
     cache: dict[str, ToolExecutionResult] = {}
 
@@ -120,7 +128,9 @@ async def test_b44_a_cached_result_from_another_tool_is_revalidated() -> None:
     first = await registry.execute(call("numbers"))
     assert isinstance(first, ToolSuccess) and first.value == 42
     crossed = await registry.execute(call("strings"))
-    assert text(crossed) == 'Error: tool "strings" returned invalid output: "value" must be a string'
+    assert (
+        text(crossed) == 'Error: tool "strings" returned invalid output: "value" must be a string'
+    )
     assert error_code(crossed) == "INVALID_TOOL_OUTPUT"
     assert not hasattr(crossed, "value")
 
@@ -130,7 +140,10 @@ async def test_b45_wrapper_authored_failure_is_kept() -> None:
     registry = registry_with(echo_tool())
     authored = ToolFailure(
         ToolError("budget exceeded", ToolErrorInfo("BudgetError", "BUDGET")),
-        [{"type": "text", "text": "custom failure text"}, {"type": "image", "data": "AAAA", "mimeType": "image/png"}],
+        [
+            {"type": "text", "text": "custom failure text"},
+            {"type": "image", "data": "AAAA", "mimeType": "image/png"},
+        ],
         meta={"spent": 3},
         additional_contexts=[CONTEXT],
     )

@@ -32,7 +32,9 @@ from dsh_codegen.registry import (
 
 PRE = st.sampled_from(["none", "next", "allow", "deny", "raise"])
 GUARD = st.sampled_from(["none", "abstain", "deny", "raise"])
-WRAP = st.sampled_from(["none", "pass", "short-success", "short-invalid", "authored-failure", "raise"])
+WRAP = st.sampled_from(
+    ["none", "pass", "short-success", "short-invalid", "authored-failure", "raise"]
+)
 BODY = st.sampled_from(["ok", "raise", "lossy", "invalid", "abort-during"])
 POST = st.sampled_from(["none", "next", "content", "value", "bad-value", "block", "raise"])
 FINAL = st.sampled_from(["none", "keep", "replace", "raise"])
@@ -64,23 +66,36 @@ async def scenario(pre: str, guard: str, wrap: str, body: str, post: str, final:
         return None
 
     registry = ToolRegistry()
-    registry.register(echo_tool(execute=execute, finalize_content=None if final == "none" else finalize))
+    registry.register(
+        echo_tool(execute=execute, finalize_content=None if final == "none" else finalize)
+    )
 
     def raise_it(*_args: Any) -> Any:
         raise RuntimeError("listener failed")
 
     if pre != "none":
         registry.on_pre_execute(
-            {"next": lambda e, n: n(), "allow": lambda e, n: Allow(), "deny": lambda e, n: Deny("denied"), "raise": raise_it}[pre]
+            {
+                "next": lambda e, n: n(),
+                "allow": lambda e, n: Allow(),
+                "deny": lambda e, n: Deny("denied"),
+                "raise": raise_it,
+            }[pre]
         )
     if guard != "none":
-        registry.guard({"abstain": lambda e: None, "deny": lambda e: "guarded", "raise": raise_it}[guard])
+        registry.guard(
+            {"abstain": lambda e: None, "deny": lambda e: "guarded", "raise": raise_it}[guard]
+        )
     if wrap != "none":
         wrapper = {
             "pass": lambda d, n: n(),
-            "short-success": lambda d, n: ToolSuccess("cached", [{"type": "text", "text": "ignored"}]),
+            "short-success": lambda d, n: ToolSuccess(
+                "cached", [{"type": "text", "text": "ignored"}]
+            ),
             "short-invalid": lambda d, n: ToolSuccess(5, [{"type": "text", "text": "ignored"}]),
-            "authored-failure": lambda d, n: ToolFailure(ToolError("authored"), [{"type": "text", "text": "authored content"}]),
+            "authored-failure": lambda d, n: ToolFailure(
+                ToolError("authored"), [{"type": "text", "text": "authored content"}]
+            ),
             "raise": raise_it,
         }[wrap]
         registry.wrap_execute(wrapper)
@@ -120,5 +135,7 @@ async def scenario(pre: str, guard: str, wrap: str, body: str, post: str, final:
 
 @settings(max_examples=250)
 @given(pre=PRE, guard=GUARD, wrap=WRAP, body=BODY, post=POST, final=FINAL)
-def test_every_outcome_mix_keeps_the_invariants(pre: str, guard: str, wrap: str, body: str, post: str, final: str) -> None:
+def test_every_outcome_mix_keeps_the_invariants(
+    pre: str, guard: str, wrap: str, body: str, post: str, final: str
+) -> None:
     asyncio.run(scenario(pre, guard, wrap, body, post, final))

@@ -54,7 +54,13 @@ def test_b101_presenters_and_classifier_validate_softly() -> None:
 
 @pytest.mark.parametrize(
     ("verdict", "mode"),
-    [(True, "parallel"), (False, "exclusive"), (1, "exclusive"), ("yes", "exclusive"), (None, "exclusive")],
+    [
+        (True, "parallel"),
+        (False, "exclusive"),
+        (1, "exclusive"),
+        ("yes", "exclusive"),
+        (None, "exclusive"),
+    ],
 )
 def test_b112_only_exact_true_is_parallel(verdict: Any, mode: str) -> None:
     registry = registry_with(echo_tool(is_concurrency_safe=lambda args: verdict))
@@ -168,7 +174,9 @@ def test_registry_configuration_errors() -> None:
 
 
 def test_catalog_lists_visible_tools_with_output_schemas() -> None:
-    registry = registry_with(echo_tool(), raw_tool("raw", output_schema={"type": "integer"}), mode="both")
+    registry = registry_with(
+        echo_tool(), raw_tool("raw", output_schema={"type": "integer"}), mode="both"
+    )
     catalog = registry.catalog()
     assert catalog == [
         ToolSchemaEntry(
@@ -199,7 +207,9 @@ def test_native_assembly_tool_order_and_listener_authority() -> None:
 
     def drop_b(assembly: PromptAssembly, next: Any) -> PromptAssembly:
         downstream = next()
-        return PromptAssembly(tuple(t for t in downstream.tools if t["name"] != "b"), downstream.sections)
+        return PromptAssembly(
+            tuple(t for t in downstream.tools if t["name"] != "b"), downstream.sections
+        )
 
     dispose = registry.on_assemble(drop_b)
     assert [t["name"] for t in registry.assemble().tools] == ["a", "c"]
@@ -222,7 +232,10 @@ def test_code_assembly_needs_a_runtime() -> None:
     with_runtime = registry_with(echo_tool(), mode="code", code_runtime=Runtime())
     assembly = with_runtime.assemble(tool_order=[RUN_CODE_NAME])
     assert [t["name"] for t in assembly.tools] == [RUN_CODE_NAME]
-    assert [(s.id, s.order) for s in assembly.sections] == [("tools:code-only", 99), ("tools:sdk", 150)]
+    assert [(s.id, s.order) for s in assembly.sections] == [
+        ("tools:code-only", 99),
+        ("tools:sdk", 150),
+    ]
     assert "class Tools(Protocol):" in assembly.sections[1].text
     with pytest.raises(ValueError) as info:
         with_runtime.assemble(tool_order=["echo"])
@@ -270,7 +283,9 @@ def test_run_code_transport_shape() -> None:
     assert schema["parameters"]["required"] == ["code", "description"]
     assert "TypeScript" in schema["description"]
     render = run_code.output.render  # type: ignore[union-attr]
-    assert render({}, {"logs": []}) == [{"type": "text", "text": "(run_code completed with no output)"}]
+    assert render({}, {"logs": []}) == [
+        {"type": "text", "text": "(run_code completed with no output)"}
+    ]
     assert render({}, {"logs": ["printed"], "result": "returned"}) == [
         {"type": "text", "text": "printed\nreturned"}
     ]

@@ -67,7 +67,11 @@ def broken(_a: Any, _v: Any) -> Any:
     ("render", "meta", "violations"),
     [
         (broken, None, "output.render failed: projector broke"),
-        (lambda a, v: [{"type": "text", "text": print}], None, "output.render returned non-lossless JSON"),
+        (
+            lambda a, v: [{"type": "text", "text": print}],
+            None,
+            "output.render returned non-lossless JSON",
+        ),
         (lambda a, v: "plain string", None, "output.render must return a list of content blocks"),
         (
             lambda a, v: [{"type": "text", "text": v}],
@@ -79,11 +83,17 @@ def broken(_a: Any, _v: Any) -> Any:
             lambda a, v: {"when": object()},
             "output.presentation_meta returned non-lossless JSON",
         ),
-        (broken, broken, "output.render failed: projector broke; output.presentation_meta failed: projector broke"),
+        (
+            broken,
+            broken,
+            "output.render failed: projector broke; output.presentation_meta failed: projector broke",
+        ),
     ],
 )
 @async_test
-async def test_b58_failing_projections_fail_the_call(render: Any, meta: Any, violations: str) -> None:
+async def test_b58_failing_projections_fail_the_call(
+    render: Any, meta: Any, violations: str
+) -> None:
     registry = registry_with(projector_tool(render, meta))
     observed: list[ToolExecutionResult] = []
     registry.on_result(lambda e, r: observed.append(r))
@@ -96,7 +106,9 @@ async def test_b58_failing_projections_fail_the_call(render: Any, meta: Any, vio
 
 @async_test
 async def test_b59_meta_only_when_declared_and_not_for_nested_calls() -> None:
-    with_meta = projector_tool(lambda a, v: [{"type": "text", "text": v}], lambda a, v: {"chars": len(v)})
+    with_meta = projector_tool(
+        lambda a, v: [{"type": "text", "text": v}], lambda a, v: {"chars": len(v)}
+    )
     registry = registry_with(with_meta, echo_tool())
     top = await registry.execute(call("proj", {}))
     assert isinstance(top, ToolSuccess) and top.meta == {"chars": 1}
@@ -119,7 +131,9 @@ async def test_b60_conclude_turn_marks_only_successes() -> None:
         run.conclude_turn()
         raise RuntimeError("failed")
 
-    registry = registry_with(echo_tool(execute=concluding), echo_tool("bad", execute=concluding_failure))
+    registry = registry_with(
+        echo_tool(execute=concluding), echo_tool("bad", execute=concluding_failure)
+    )
     ok = await registry.execute(call())
     assert isinstance(ok, ToolSuccess) and ok.concludes_turn is True
     bad = await registry.execute(call("bad"))
@@ -138,7 +152,9 @@ async def test_b60_conclude_turn_marks_only_successes() -> None:
     forwarded = await registry.execute(call("composite"))
     assert isinstance(forwarded, ToolSuccess) and forwarded.concludes_turn is True
     registry.on_post_execute(
-        lambda e, r, n: Block([{"type": "text", "text": "blocked"}]) if e.parent is not None else n()
+        lambda e, r, n: (
+            Block([{"type": "text", "text": "blocked"}]) if e.parent is not None else n()
+        )
     )
     blocked = await registry.execute(call("composite"))
     assert isinstance(blocked, ToolSuccess) and blocked.concludes_turn is False
@@ -155,7 +171,10 @@ async def test_b61_finalize_runs_exactly_once_for_every_outcome() -> None:
     async def explode(args: Any, run: Any) -> Any:
         raise RuntimeError("boom")
 
-    registry = registry_with(echo_tool(finalize_content=finalize), echo_tool("boom", execute=explode, finalize_content=finalize))
+    registry = registry_with(
+        echo_tool(finalize_content=finalize),
+        echo_tool("boom", execute=explode, finalize_content=finalize),
+    )
     ok = await registry.execute(call())
     assert text(ok) == "echo:hi"  # None keeps the content
     await registry.execute(call("boom"))
@@ -261,7 +280,9 @@ class Unprintable(Exception):
 
 
 @async_test
-async def test_b65_observer_failures_are_contained_and_logged(caplog: pytest.LogCaptureFixture) -> None:
+async def test_b65_observer_failures_are_contained_and_logged(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     registry = registry_with(echo_tool())
     seen: list[str] = []
 

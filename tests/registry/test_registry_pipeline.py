@@ -140,7 +140,10 @@ async def test_b26_ask_without_approval_service_denies() -> None:
     assert text(await registry.execute(call())) == "Error: needs a human"
     dispose()
     registry.on_pre_execute(lambda e, n: Ask())
-    assert text(await registry.execute(call())) == 'Error: tool "echo" requires approval (not yet supported)'
+    assert (
+        text(await registry.execute(call()))
+        == 'Error: tool "echo" requires approval (not yet supported)'
+    )
 
 
 @async_test
@@ -199,7 +202,9 @@ async def test_b29_non_conforming_approval_answer_is_an_error_result() -> None:
     registry.on_pre_execute(lambda e, n: Ask())
     result = await registry.execute(call(agent="a"))
     assert result.is_error
-    assert text(result) == "Error: approval for tool \"echo\" returned an unsupported answer: 'maybe'"
+    assert (
+        text(result) == "Error: approval for tool \"echo\" returned an unsupported answer: 'maybe'"
+    )
 
 
 @async_test
@@ -346,7 +351,9 @@ class Opaque:
     pass
 
 
-@pytest.mark.parametrize("arguments", [{"f": print}, {"s": {1, 2}}, {"o": Opaque()}, {1: "x"}, {"n": float("nan")}])
+@pytest.mark.parametrize(
+    "arguments", [{"f": print}, {"s": {1, 2}}, {"o": Opaque()}, {1: "x"}, {"n": float("nan")}]
+)
 @async_test
 async def test_b37_lossy_arguments_fail_before_any_policy(arguments: Any) -> None:
     phases: list[str] = []
@@ -413,7 +420,16 @@ async def test_b38_every_input_field_is_read_once() -> None:
     views: list[tuple[Any, ...]] = []
 
     def record(execution: Any) -> None:
-        views.append((execution.call_id, execution.name, execution.arguments["text"], execution.signal, execution.agent, execution.parent))
+        views.append(
+            (
+                execution.call_id,
+                execution.name,
+                execution.arguments["text"],
+                execution.signal,
+                execution.agent,
+                execution.parent,
+            )
+        )
 
     registry.on_pre_execute(lambda e, n: record(e) or n())  # type: ignore[func-returns-value]
     registry.wrap_execute(lambda d, n: record(d) or n())  # type: ignore[func-returns-value]
@@ -425,7 +441,9 @@ async def test_b38_every_input_field_is_read_once() -> None:
     assert set(drifting.reads.values()) == {1}
     assert len(drifting.reads) == 7
     assert len(views) == 4
-    assert all(view == ("first-id", "echo", "first", drifting.first_signal, None, None) for view in views)
+    assert all(
+        view == ("first-id", "echo", "first", drifting.first_signal, None, None) for view in views
+    )
 
 
 @async_test
@@ -509,7 +527,10 @@ async def test_bad_listener_returns_and_bad_registrations() -> None:
     )
     dispose()
     dispose = registry.guard(lambda e: 42)  # type: ignore[arg-type,return-value]
-    assert text(await registry.execute(call())) == "Error: guard returned int; expected a reason string or None"
+    assert (
+        text(await registry.execute(call()))
+        == "Error: guard returned int; expected a reason string or None"
+    )
     dispose()
     dispose = registry.wrap_execute(lambda d, n: "not a result")
     assert text(await registry.execute(call())) == (
@@ -537,7 +558,10 @@ async def test_defer_context_checks_its_argument() -> None:
     problems: list[str] = []
 
     async def body(args: Any, run: Any) -> str:
-        for bad in ({"role": "assistant", "content": [], "source": "s"}, {"role": "user", "content": [{"type": "text", "text": print}], "source": "s"}):
+        for bad in (
+            {"role": "assistant", "content": [], "source": "s"},
+            {"role": "user", "content": [{"type": "text", "text": print}], "source": "s"},
+        ):
             try:
                 run.defer_context(bad)
             except ValueError as exc:

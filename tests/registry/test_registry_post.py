@@ -73,7 +73,10 @@ async def test_b51_accept_both_or_an_invalid_value_fails() -> None:
         lambda e, r, n: Accept(content=[{"type": "text", "text": "x"}], value={"length": 1})
     )
     result = await registry.execute(call("length", {"text": "hello"}))
-    assert text(result) == "Error: tools/post-execute accept decision cannot replace both value and content"
+    assert (
+        text(result)
+        == "Error: tools/post-execute accept decision cannot replace both value and content"
+    )
     assert isinstance(result, ToolFailure) and result.error.info is None
     dispose()
     registry.on_post_execute(lambda e, r, n: Accept(value={"length": "two"}))

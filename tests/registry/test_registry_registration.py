@@ -227,11 +227,19 @@ def test_b11_get_resolves_as_the_scope_sees_it() -> None:
 def test_b12_lossy_raw_parameters_fail_schema_projection() -> None:
     registry = ToolRegistry()
     registry.register(
-        raw_tool("lossy", parameters={"type": "object", "properties": {"n": {"type": "number", "default": math.nan}}})
+        raw_tool(
+            "lossy",
+            parameters={
+                "type": "object",
+                "properties": {"n": {"type": "number", "default": math.nan}},
+            },
+        )
     )
     with pytest.raises(ValueError) as info:
         registry.schemas()
-    assert str(info.value) == 'tool "lossy" parameters must be lossless JSON before schema projection'
+    assert (
+        str(info.value) == 'tool "lossy" parameters must be lossless JSON before schema projection'
+    )
 
 
 def _deep_array_schema(depth: int) -> dict[str, Any]:
