@@ -39,6 +39,7 @@ from dsh_codegen.registry._results import (
     ToolSuccess,
 )
 from dsh_codegen.registry.cancel import AbortController, AbortError, AbortSignal
+from dsh_codegen.registry.views import ToolCallView, ToolResultView
 
 __all__ = [
     "RUN_CODE_NAME",
@@ -69,6 +70,7 @@ __all__ = [
     "ToolChange",
     "ToolDefinition",
     "ToolDispatchExecution",
+    "ToolCallView",
     "ToolError",
     "ToolErrorInfo",
     "ToolExecution",
@@ -80,6 +82,7 @@ __all__ = [
     "ToolOutput",
     "ToolOutputError",
     "ToolRegistry",
+    "ToolResultView",
     "ToolRunContext",
     "ToolSchema",
     "ToolScope",
