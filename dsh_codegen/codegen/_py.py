@@ -19,9 +19,12 @@ from dsh_codegen.codegen._literals import py_comment, py_literal
 from dsh_codegen.codegen._naming import ClassNamer, camel_case, is_py_field_name
 from dsh_codegen.codegen._nodes import ARRAY, LITERAL, OBJECT, UNION, description_of, read_node
 
-__all__ = ["MAX_LIST_NESTING", "SHADOWABLE", "PyClass", "PyField", "PyTypes", "json_schema_to_py"]
+__all__ = ["MAX_LIST_NESTING", "MAX_UNION_OPERATORS", "SHADOWABLE", "PyClass", "PyField", "PyTypes", "json_schema_to_py"]
 
 MAX_LIST_NESTING = 180
+#: Most `` | `` in one annotation: CPython compiles ``A | B | ...`` as a nested
+#: expression and fails near 3,000 operands, so longer unions render ``Any``.
+MAX_UNION_OPERATORS = 1000
 
 #: Names an annotation may use, and the module that qualifies each when a
 #: class member of the same name would shadow it (render_sdk_module only).
@@ -73,12 +76,13 @@ class _Done:
     """Stack marker: a container's children are rendered (leave the cycle guard;
     for a class, collect its fields)."""
 
-    __slots__ = ("ident", "name", "fields", "open")
+    __slots__ = ("ident", "name", "fields", "open", "shadow")
 
     def __init__(self, ident: int) -> None:
         self.ident = ident
+        self.shadow: frozenset[str] = frozenset()
         self.name = ""
-        self.fields: list[tuple[str | None, str, list[str]]] = []
+        self.fields: list[tuple[str | None, str, list[str], bool]] = []
         self.open = False
 
 
@@ -205,25 +209,31 @@ class PyTypes:
                 done.open = not node.closed
                 out.append(done.name)
                 inner = self.shadow_for([key for key, _ in node.properties])
+                done.shadow = inner
                 stack.append(done)
                 tasks: list[_Frame | tuple[list[str], str]] = []
                 for key, child in node.properties:
                     buffer: list[str] = []
-                    done.fields.append((py_comment(description_of(child)), key, buffer))
-                    child_frame = _Frame(child, done.name + camel_case(key), 0, inner, buffer)
-                    if key in node.required:
-                        tasks.append(child_frame)
-                    else:
-                        buffer.append(self.name("NotRequired", inner) + "[")
-                        tasks += [child_frame, (buffer, "]")]
+                    done.fields.append((py_comment(description_of(child)), key, buffer, key in node.required))
+                    tasks.append(_Frame(child, done.name + camel_case(key), 0, inner, buffer))
                 stack.extend(reversed(tasks))
             else:
                 out.append(self.name("Any", sh))
-        return "".join(root)
+        return self._capped("".join(root), shadow)
+
+    def _capped(self, text: str, shadow: frozenset[str]) -> str:
+        # Counting text also counts " | " inside string literals: a false
+        # positive only degrades a pathological annotation a little earlier.
+        return text if text.count(" | ") <= MAX_UNION_OPERATORS else self.name("Any", shadow)
 
     def _finish_class(self, done: _Done) -> None:
-        fields = tuple(PyField(comment, key, "".join(buffer)) for comment, key, buffer in done.fields)
-        self.classes.append(PyClass(done.name, fields, done.open))
+        fields = []
+        for comment, key, buffer, required in done.fields:
+            annotation = self._capped("".join(buffer), done.shadow)
+            if not required:
+                annotation = f"{self.name('NotRequired', done.shadow)}[{annotation}]"
+            fields.append(PyField(comment, key, annotation))
+        self.classes.append(PyClass(done.name, tuple(fields), done.open))
 
 
 def json_schema_to_py(schema: object) -> str:
