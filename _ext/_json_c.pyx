@@ -44,6 +44,7 @@ __all__ = [
 
 cdef extern from *:
     """
+    #include <math.h>
     #include <stdint.h>
     #include <string.h>
     /* New empty instances of our frozen subclasses, made by the base type's own
@@ -122,6 +123,80 @@ cdef extern from *:
         return 0;
     #endif
     }
+    /* float.__repr__'s text for 1e-4 <= |x| < 2**53 (where repr uses fixed
+       notation), found without the bignum arithmetic of CPython's dtoa. With
+       x = M * 2**-shift exactly, a decimal c * 10**-k reads back as x when its
+       distance to x is under half the gap to the neighbouring double (ties go
+       to an even mantissa); everything is an integer below 2**124. Whether some
+       c works only grows with k (a decimal with k digits also has k + 1), so a
+       binary search finds the fewest digits, and the nearest c there is repr's.
+       Returns the length written to `out` (room for 48 bytes), or 0 when the
+       caller must ask CPython (other magnitudes, or two equally near decimals). */
+    #if defined(__SIZEOF_INT128__)
+    typedef unsigned __int128 dsh_u128;
+    static const uint64_t dsh_json_pow10[20] = {
+        1ULL, 10ULL, 100ULL, 1000ULL, 10000ULL, 100000ULL, 1000000ULL, 10000000ULL,
+        100000000ULL, 1000000000ULL, 10000000000ULL, 100000000000ULL, 1000000000000ULL,
+        10000000000000ULL, 100000000000000ULL, 1000000000000000ULL, 10000000000000000ULL,
+        100000000000000000ULL, 1000000000000000000ULL, 10000000000000000000ULL};
+    static dsh_u128 dsh_json_p10(int k) {
+        return k < 20 ? (dsh_u128)dsh_json_pow10[k] : (dsh_u128)dsh_json_pow10[19] * dsh_json_pow10[k - 19];
+    }
+    /* 1 and the decimal in *c when some c * 10**-k reads back as x; 2 for a tie. */
+    static int dsh_json_probe(uint64_t M, int shift, int narrow_below, int k, dsh_u128 *c) {
+        const dsh_u128 one = (dsh_u128)1 << shift, mask = one - 1, p10 = dsh_json_p10(k);
+        const dsh_u128 num = (dsh_u128)M * p10;
+        dsh_u128 r = num & mask, up = one - r;
+        dsh_u128 lo = narrow_below ? 4 * r : 2 * r, hi = 2 * up;
+        int even = (M & 1) == 0;
+        int ok_lo = lo < p10 || (lo == p10 && even);
+        int ok_hi = hi < p10 || (hi == p10 && even);
+        if (!ok_lo && !ok_hi) return 0;
+        if (ok_lo && ok_hi && r == up) return 2;
+        *c = (num >> shift) + ((ok_lo && (!ok_hi || r < up)) ? 0 : 1);
+        return 1;
+    }
+    static int dsh_json_format_double(char *out, double x) {
+        int neg = x < 0, n, i, lo = 0, hi = 21;
+        double a = neg ? -x : x;
+        dsh_u128 c = 0;
+        uint64_t bits, small;
+        char digits[24], *p = out;
+        if (a == 0.0) { memcpy(out, "0.0", 3); return 3; }
+        if (!(a >= 1e-4 && a < 9007199254740992.0)) return 0;
+        memcpy(&bits, &a, 8);  /* a normal double: a = M * 2**-shift, exactly */
+        uint64_t M = (bits & (((uint64_t)1 << 52) - 1)) | ((uint64_t)1 << 52);
+        int shift = 1075 - (int)((bits >> 52) & 0x7FF);  /* 1 <= shift <= 66 here */
+        if (shift <= 0 || shift > 70) return 0;
+        /* Below a power of two the gap to the next double down is half as wide. */
+        int narrow_below = M == ((uint64_t)1 << 52);
+        while (lo < hi) {
+            int mid = (lo + hi) / 2;
+            if (dsh_json_probe(M, shift, narrow_below, mid, &c)) hi = mid; else lo = mid + 1;
+        }
+        if (dsh_json_probe(M, shift, narrow_below, lo, &c) != 1) return 0;
+        if (c >> 64) return 0;  /* never: at most 17 digits */
+        small = (uint64_t)c;    /* 64-bit division: 128-bit would call a helper */
+        n = 0;
+        do { digits[n++] = (char)('0' + (int)(small % 10)); small /= 10; } while (small != 0);
+        if (neg) *p++ = '-';
+        if (lo == 0) {
+            for (i = n - 1; i >= 0; i--) *p++ = digits[i];
+            *p++ = '.'; *p++ = '0';
+        } else if (n > lo) {
+            for (i = n - 1; i >= lo; i--) *p++ = digits[i];
+            *p++ = '.';
+            for (; i >= 0; i--) *p++ = digits[i];
+        } else {
+            *p++ = '0'; *p++ = '.';
+            for (i = lo - n; i > 0; i--) *p++ = '0';
+            for (i = n - 1; i >= 0; i--) *p++ = digits[i];
+        }
+        return (int)(p - out);
+    }
+    #else
+    static int dsh_json_format_double(char *out, double x) { (void)out; (void)x; return 0; }
+    #endif
     static const char dsh_json_digit_pairs[201] =
         "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
         "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
@@ -161,6 +236,7 @@ cdef extern from *:
     """
     Py_ssize_t dsh_json_plain_prefix(const unsigned char* p, Py_ssize_t n)
     int dsh_json_format_ll(char* out, long long x)
+    int dsh_json_format_double(char* out, double x)
     bint dsh_json_compact_int(PyObject* v, long long* out)
     PyObject* dsh_json_new_dict(PyObject* cls, PyObject* empty)
     PyObject* dsh_json_move_list(PyObject* plain, PyObject* cls, PyObject* empty)
@@ -825,6 +901,12 @@ cdef int write_float(Buf* b, PyObject* v, Stack* st) except -1:
     cdef double d = PyFloat_AS_DOUBLE(v)
     if bad_float(d):
         raise float_error(<object>v, stack_path(st, 0))
+    if 48 > b.cap - b.length:
+        buf_reserve(b, 48)
+    cdef int written = dsh_json_format_double(b.data + b.length, d)
+    if written:
+        b.length += written
+        return 0
     # float.__repr__'s own routine: the shortest round-trip text, "2.0" not "2".
     cdef char* text = PyOS_double_to_string(d, b"r", 0, Py_DTSF_ADD_DOT_0, NULL)
     cdef Py_ssize_t n = 0

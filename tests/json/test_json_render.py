@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import math
+import random
+import struct
 import sys
 from typing import Any
 
@@ -130,6 +133,25 @@ def test_int_text_at_every_width() -> None:
     values += [-v for v in values] + [-(2**63)]
     assert dump_canonical_json(values) == json.dumps(values, separators=(",", ":"))
     assert render_json_pretty(values) == json.dumps(values, indent=2)
+
+
+def _float_samples() -> list[float]:
+    rng = random.Random(20260101)
+    samples = [0.0, 0.1, 0.2, 0.3, 1 / 3, 2 / 3, 1e-4, 5e-324, 1.7976931348623157e308, 2.0**53, 2.0**53 - 1]
+    samples += [math.nextafter(1e-4, 0.0), math.nextafter(1e-4, 1.0), 1e16, 1e15 + 0.5, 123456789.125]
+    for exponent in range(-20, 60):
+        power = math.ldexp(1.0, exponent)
+        samples += [power, math.nextafter(power, 0.0), math.nextafter(power, math.inf)]
+    for _ in range(20_000):
+        bits = struct.unpack("<d", struct.pack("<Q", rng.getrandbits(64)))[0]
+        samples += [bits, rng.uniform(1e-5, 1e17), round(rng.random() * 10 ** rng.randint(-4, 15), rng.randint(0, 17))]
+    samples = [x for x in samples if math.isfinite(x)]
+    return samples + [-x for x in samples if x != 0.0]
+
+
+def test_float_text_is_float_repr() -> None:
+    samples = _float_samples()
+    assert dump_canonical_json(samples) == "[" + ",".join(map(repr, samples)) + "]"
 
 
 def test_indent_options() -> None:
