@@ -13,6 +13,7 @@ so both twins render identical texts.
 
 from cpython.object cimport PyObject, PyTypeObject
 from cpython.ref cimport Py_INCREF, Py_DECREF
+from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
 from libc.math cimport isfinite, floor, signbit
 from libc.stdlib cimport malloc, realloc, free
 from libc.string cimport memcpy
@@ -109,6 +110,7 @@ cdef struct CNode:
     Py_ssize_t n_props
     PyObject* enum_set
     PyObject* const_val
+    PyObject* required       # tuple of required names
 
 
 cdef struct PropEntry:
@@ -281,15 +283,33 @@ cdef inline Py_ssize_t _depth(Paths* p, Py_ssize_t at):
 
 cdef tuple _segments_of(Paths* p, Py_ssize_t at):
     """The path segments of arena entry ``at`` (``()`` for the root)."""
-    cdef list out = []
+    cdef Py_ssize_t i = _depth(p, at)
+    cdef tuple out = PyTuple_New(i)
+    cdef object segment
     while at >= 0:
+        i -= 1
         if p.items[at].key != NULL:
-            out.append(<object>p.items[at].key)
+            segment = <object>p.items[at].key
         else:
-            out.append(p.items[at].index)
+            segment = p.items[at].index
+        Py_INCREF(segment)
+        PyTuple_SET_ITEM(out, i, segment)
         at = p.items[at].parent
-    out.reverse()
-    return tuple(out)
+    return out
+
+
+cdef dict _SEGMENT_TEXT = {}
+
+
+cdef inline tuple _segment(object segment):
+    """``_shared._segment_text`` through a plain dict (the common keys repeat)."""
+    cdef object found = _SEGMENT_TEXT.get(segment)
+    if found is None:
+        found = _segment_text(segment)
+        if len(_SEGMENT_TEXT) >= 8192:
+            _SEGMENT_TEXT.clear()
+        _SEGMENT_TEXT[segment] = found
+    return <tuple>found
 
 
 cdef object _object_new = object.__new__
@@ -311,43 +331,56 @@ cdef class _Render:
     def __cinit__(self, str root, str alias):
         self.root, self.root_safe, self.quoted_root = _root_text(root, alias)
 
-    cdef str where(self, tuple segments):
-        cdef list parts
+    cdef str where(self, tuple segments, str prefix, str suffix):
+        """``prefix + <quoted path> + suffix``, built in one go when quoting is just quotes."""
         cdef bint safe = self.root_safe
+        cdef str text = self.root
+        cdef str piece
+        cdef tuple entry
+        cdef bint first = True
         if not segments:
-            return self.quoted_root
-        parts = [self.root]
+            return f"{prefix}{self.quoted_root}{suffix}"
         for segment in segments:
-            text, segment_safe = _segment_text(segment)
-            parts.append(text)
-            safe = safe and segment_safe
-        if not self.root and (<str>parts[1]).startswith("."):
-            parts[1] = (<str>parts[1])[1:]
-        text = "".join(parts)
-        return '"' + text + '"' if safe else quote_path(text)
+            entry = _segment(segment)
+            piece = <str>entry[0]
+            if first and not self.root and piece.startswith("."):
+                piece = piece[1:]  # an unrooted path starts with its first key
+            first = False
+            text += piece
+            safe = safe and entry[1]
+        if safe:
+            return f'{prefix}"{text}"{suffix}'
+        return f"{prefix}{quote_path(text)}{suffix}"
 
     cdef object violation(self, int code, object node, tuple segments, object extra):
         cdef str suffix
         if code == V_REQUIRED_C:
             path = segments + (extra,)
-            return _new_violation(path, "required", "missing required property " + self.where(path))
-        where = self.where(segments)
+            return _new_violation(path, "required", self.where(path, "missing required property ", ""))
         if code == V_TYPE_C:
-            return _new_violation(segments, "type", where + _TYPE_SUFFIX[node.kind])
+            return _new_violation(segments, "type", self.where(segments, "", _TYPE_SUFFIX[node.kind]))
         suffix = _FIXED_SUFFIX.get(code)
         if suffix is None:
             if code == V_ONE_OF:
                 suffix = f" must match exactly one oneOf branch (matched {extra})"
             else:
                 suffix = _node_suffix(code, node)
-        return _new_violation(segments, _KEYWORD_OF_CODE[code], where + suffix)
+        return _new_violation(segments, _KEYWORD_OF_CODE[code], self.where(segments, "", suffix))
 
 
 cdef dict _RENDERS = {}
 
 
+cdef _Render _VALUE_RENDER = _Render("value", "value")
+cdef _Render _ARGS_RENDER = _Render("", "arguments")
+
+
 cdef _Render _render_for(str root, str alias):
     """One renderer per (root, alias): building it quotes the root, so it is kept."""
+    if root == "value" and alias == "value":
+        return _VALUE_RENDER
+    if not root and alias == "arguments":
+        return _ARGS_RENDER
     cdef _Render r = _RENDERS.get((root, alias))
     if r is None:
         r = _Render(root, alias)
@@ -426,7 +459,9 @@ cdef class CompiledValidator:
             c.closed = fields.get("closed", False)
             c.has_const = fields.get("has_const", False)
             c.items = fields.get("items", -1)
-            c.n_required = len(<tuple>fields.get("required", ()))
+            required = fields.get("required", ())
+            c.n_required = len(<tuple>required)
+            c.required = <PyObject*>required  # kept alive by the node, held in _py_nodes
             c.first_branch = b
             c.n_branches = 0
             c.props = NULL
@@ -849,6 +884,8 @@ cdef class CompiledValidator:
             return V_TYPE_C
         if t == &PyDict_Type and kind != K_OBJECT:
             return V_TYPE_C
+        if t == &PyLong_Type and _int_ok(v):
+            return V_TYPE_C
         if t == &PyFloat_Type:
             if (kind == K_NUMBER or kind == K_INTEGER) and not _float_ok(PyFloat_AS_DOUBLE(v)):
                 return V_FINITE_C
@@ -899,7 +936,7 @@ cdef class CompiledValidator:
         cdef object vobj, node
         cdef list out = []
         cdef list members
-        cdef set on_path = set()
+        cdef set on_path = None  # made on the first unconstrained container
         cdef _Render r = _render_for(root, alias)
         cdef VFrame inline_frames[INLINE_FRAMES]
         s.items = inline_frames
@@ -926,6 +963,8 @@ cdef class CompiledValidator:
                     self._extras(&s, &p, f, vobj, out, r)
                     continue
                 if f.node < 0:
+                    if on_path is None:
+                        on_path = set()
                     self._collect_any(&s, &p, f, vobj, on_path, out, r)
                     continue
                 n = &self._nodes[f.node]
@@ -947,7 +986,7 @@ cdef class CompiledValidator:
                     if bad:
                         out.append(r.violation(V_LOSSLESS_OBJECT, node, _segments_of(&p, f.path), None))
                         continue
-                    for name in node.required:
+                    for name in <tuple>n.required:
                         if PyDict_GetItemWithError(v, <PyObject*>name) == NULL:
                             out.append(r.violation(V_REQUIRED_C, node, _segments_of(&p, f.path), name))
                     extras_at = s.size
@@ -983,6 +1022,8 @@ cdef class CompiledValidator:
                     if matched != 1:
                         out.append(r.violation(V_ONE_OF, node, _segments_of(&p, f.path), matched))
                 else:
+                    if on_path is None:
+                        on_path = set()
                     self._collect_any(&s, &p, f, vobj, on_path, out, r)
         finally:
             while s.size > 0:
