@@ -7,20 +7,25 @@ Payloads (generated deterministically, no files): a ~1 MB typical tool result
 ``json.dumps(indent=2)`` and ``orjson`` ``OPT_INDENT_2`` for the renderer.
 Both twins of ours run in the same process (the compiled one imported
 directly), so the table does not depend on ``DSH_CODEGEN_PURE_PYTHON``.
-Optional peers that are not installed are reported as such.
+Optional peers that are not installed are reported as such. Peers are sampled
+round-robin (see ``_interleaved``) so that a shared machine's load affects
+them alike.
 """
 
 from __future__ import annotations
 
 import copy
+import gc
 import json
 import random
+import statistics
 import sys
+import time
 from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
-from bench._util import median_time, ratio_table
+from bench._util import ratio_table
 from dsh_codegen.json import _json_py
 
 __all__ = ["main", "tool_result_payload", "wide_payload", "deep_payload"]
@@ -107,50 +112,89 @@ def deep_payload(depth: int = 100_000) -> Any:
     return value
 
 
-def _attempt(fn: Callable[[], object]) -> float | str:
+def _failure(fn: Callable[[], object]) -> str | None:
+    """How ``fn`` fails (it runs once), or ``None`` when it works."""
     try:
-        return median_time(fn, repeat=5, min_sample_s=0.05)
+        fn()
     except RecursionError:
         return "fails: RecursionError"
     except Exception as exc:  # report how a peer fails, never stop the run
         return f"fails: {type(exc).__name__}: {str(exc)[:60]}"
+    return None
+
+
+def _interleaved(rows: list[tuple[str, Callable[[], object]]], *, samples: int = 9) -> list[tuple[str, float | str]]:
+    """Median seconds per call for each row, sampled round-robin.
+
+    The machine this runs on is shared: sampling the peers in turn, rather than
+    one after the other, exposes them all to the same load, so the ratios hold
+    even when the absolute figures drift. Each sample lasts about 20 ms.
+    """
+    results: dict[str, float | str] = {}
+    loops: dict[str, int] = {}
+    for name, fn in rows:
+        failure = _failure(fn)
+        if failure is not None:
+            results[name] = failure
+            continue
+        # Calibrate: one call's duration, then enough calls for ~20 ms.
+        start = time.perf_counter()
+        fn()
+        once = max(time.perf_counter() - start, 1e-7)
+        loops[name] = max(1, min(10_000, int(0.02 / once)))
+    timings: dict[str, list[float]] = {name: [] for name in loops}
+    live = [(name, fn) for name, fn in rows if name in loops]
+    for _ in range(samples):
+        for name, fn in live:
+            count = loops[name]
+            gc.disable()
+            try:
+                start = time.perf_counter()
+                for _ in range(count):
+                    fn()
+                timings[name].append((time.perf_counter() - start) / count)
+            finally:
+                gc.enable()
+    for name, values in timings.items():
+        results[name] = statistics.median(values)
+    return [(name, results[name]) for name, _ in rows]
 
 
 def _snapshot_rows(payload: Any) -> list[tuple[str, float | str]]:
-    rows: list[tuple[str, float | str]] = []
+    rows: list[tuple[str, Callable[[], object]]] = []
+    missing: list[tuple[str, float | str]] = []
     if _json_c is not None:
-        rows.append(("snapshot_json compiled (freeze)", _attempt(lambda: _json_c.snapshot_json(payload))))
-        rows.append(("snapshot_json compiled (no freeze)", _attempt(lambda: _json_c.snapshot_json(payload, freeze=False))))
-    rows.append(("snapshot_json pure (freeze)", _attempt(lambda: _json_py.snapshot_json(payload))))
-    rows.append(("copy.deepcopy", _attempt(lambda: copy.deepcopy(payload))))
-    rows.append(("json loads(dumps)", _attempt(lambda: json.loads(json.dumps(payload)))))
+        rows.append(("snapshot_json compiled (freeze)", lambda: _json_c.snapshot_json(payload)))
+        rows.append(("snapshot_json compiled (no freeze)", lambda: _json_c.snapshot_json(payload, freeze=False)))
+    rows.append(("snapshot_json pure (freeze)", lambda: _json_py.snapshot_json(payload)))
+    rows.append(("copy.deepcopy", lambda: copy.deepcopy(payload)))
+    rows.append(("json loads(dumps)", lambda: json.loads(json.dumps(payload))))
     if orjson is not None:
-        rows.append(("orjson loads(dumps)", _attempt(lambda: orjson.loads(orjson.dumps(payload)))))
+        rows.append(("orjson loads(dumps)", lambda: orjson.loads(orjson.dumps(payload))))
     else:
-        rows.append(("orjson loads(dumps)", "not installed"))
+        missing.append(("orjson loads(dumps)", "not installed"))
     if msgspec_json is not None:
-        rows.append(("msgspec decode(encode)", _attempt(lambda: msgspec_json.decode(msgspec_json.encode(payload)))))
+        rows.append(("msgspec decode(encode)", lambda: msgspec_json.decode(msgspec_json.encode(payload))))
     else:
-        rows.append(("msgspec decode(encode)", "not installed"))
-    return rows
+        missing.append(("msgspec decode(encode)", "not installed"))
+    return _interleaved(rows) + missing
 
 
 def _render_rows(payload: Any) -> list[tuple[str, float | str]]:
-    rows: list[tuple[str, float | str]] = []
+    rows: list[tuple[str, Callable[[], object]]] = []
+    missing: list[tuple[str, float | str]] = []
     if _json_c is not None:
-        rows.append(("render_json_pretty compiled", _attempt(lambda: _json_c.render_json_pretty(payload))))
-        rows.append(("dump_canonical_json compiled", _attempt(lambda: _json_c.dump_canonical_json(payload))))
-    rows.append(("render_json_pretty pure", _attempt(lambda: _json_py.render_json_pretty(payload))))
-    rows.append(("json.dumps(indent=2)", _attempt(lambda: json.dumps(payload, indent=2, ensure_ascii=False))))
+        rows.append(("render_json_pretty compiled", lambda: _json_c.render_json_pretty(payload)))
+        rows.append(("dump_canonical_json compiled", lambda: _json_c.dump_canonical_json(payload)))
+    rows.append(("render_json_pretty pure", lambda: _json_py.render_json_pretty(payload)))
+    rows.append(("json.dumps(indent=2)", lambda: json.dumps(payload, indent=2, ensure_ascii=False)))
     if orjson is not None:
         opt = orjson.OPT_INDENT_2
-        rows.append(("orjson OPT_INDENT_2 (bytes)", _attempt(lambda: orjson.dumps(payload, option=opt))))
-        rows.append(
-            ("orjson OPT_INDENT_2 + decode", _attempt(lambda: orjson.dumps(payload, option=opt).decode()))
-        )
+        rows.append(("orjson OPT_INDENT_2 (bytes)", lambda: orjson.dumps(payload, option=opt)))
+        rows.append(("orjson OPT_INDENT_2 + decode", lambda: orjson.dumps(payload, option=opt).decode()))
     else:
-        rows.append(("orjson OPT_INDENT_2 (bytes)", "not installed"))
-    return rows
+        missing.append(("orjson OPT_INDENT_2 (bytes)", "not installed"))
+    return _interleaved(rows) + missing
 
 
 def _targets(snapshot: dict[str, float | str], render: dict[str, float | str]) -> str:
@@ -182,7 +226,10 @@ def main() -> None:
     ]
     baseline_snapshot = "orjson loads(dumps)" if orjson is not None else "json loads(dumps)"
     baseline_render = "orjson OPT_INDENT_2 (bytes)" if orjson is not None else "json.dumps(indent=2)"
-    print(f"recursion limit {sys.getrecursionlimit()}; medians of 5 samples; ratio < 1 is faster than the baseline")
+    print(
+        f"recursion limit {sys.getrecursionlimit()}; medians of 9 round-robin samples of ~20 ms; "
+        "ratio < 1 is faster than the baseline"
+    )
     for name, payload in payloads:
         if name.endswith("deep value"):
             size = "compact size not measurable with json (too deep)"
