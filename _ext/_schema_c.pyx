@@ -158,6 +158,19 @@ cdef inline int _push(Stack* s, PyObject* value, int node, int tag) except -1:
     return 0
 
 
+cdef inline void _reverse(Stack* s, Py_ssize_t base):
+    """Reverse the frames pushed since ``base``: children are then checked in document
+    order, so an early error (the common case) is found before the later siblings."""
+    cdef Py_ssize_t lo = base, hi = s.size - 1
+    cdef Frame tmp
+    while lo < hi:
+        tmp = s.frames[lo]
+        s.frames[lo] = s.frames[hi]
+        s.frames[hi] = tmp
+        lo += 1
+        hi -= 1
+
+
 cdef inline bint _int_ok(PyObject* v):
     cdef int overflow = 0
     PyLong_AsLongLongAndOverflow(v, &overflow)
@@ -724,7 +737,7 @@ cdef class CompiledValidator:
         cdef PyObject* code_obj
         cdef PropEntry* props
         cdef PropEntry* e
-        cdef Py_ssize_t pos, i, size, seen, cursor
+        cdef Py_ssize_t pos, i, size, seen, cursor, base
         cdef int container = 0
         cdef int index
         cdef bint ok
@@ -762,6 +775,7 @@ cdef class CompiledValidator:
                             ok = self._scalar_ok(n, v)
                         elif n.kind == K_OBJECT:
                             ok = self._is_object(v)
+                            base = s.size
                             if ok:
                                 pos = 0
                                 seen = 0
@@ -802,8 +816,11 @@ cdef class CompiledValidator:
                                         _push(&s, item, e.child, F_VISIT)
                                 if ok and seen != n.n_required:
                                     ok = False
+                                if ok:
+                                    _reverse(&s, base)
                         elif n.kind == K_ARRAY:
                             ok = self._is_array(v)
+                            base = s.size
                             if ok:
                                 if Py_TYPE(v) == &PyTuple_Type:
                                     size = PyTuple_GET_SIZE(v)
@@ -824,6 +841,8 @@ cdef class CompiledValidator:
                                             break
                                     else:
                                         _push(&s, item, n.items, F_VISIT)
+                                if ok:
+                                    _reverse(&s, base)
                         elif n.kind == K_ONE_OF:
                             _push(&s, v, index, F_MARK)
                             _push(&s, v, self._branches[n.first_branch], F_VISIT)
