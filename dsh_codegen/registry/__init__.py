@@ -23,6 +23,7 @@ from dsh_codegen.registry._execution import (
     ToolRunContext,
 )
 from dsh_codegen.registry._gate import PipelineGate
+from dsh_codegen.registry._loop import ToolCall, execute_tool_calls, parse_call_arguments
 from dsh_codegen.registry._pipeline import PIPELINE_STAGES
 from dsh_codegen.registry._registry import Disposer, ToolChange, ToolRegistry, ToolSchema, ToolScope
 from dsh_codegen.registry._results import (
@@ -38,7 +39,18 @@ from dsh_codegen.registry._results import (
     ToolFailure,
     ToolSuccess,
 )
+from dsh_codegen.registry._session_log import (
+    JsonlSessionLog,
+    MemorySessionLog,
+    SessionLog,
+    SessionLogContents,
+    derive_messages,
+    event_time,
+    read_session_log,
+    replay_result,
+)
 from dsh_codegen.registry.cancel import AbortController, AbortError, AbortSignal
+from dsh_codegen.registry.policies import ToolMetrics, ToolStats, metrics_policy, retry_policy, timeout_policy
 from dsh_codegen.registry.views import ToolCallView, ToolResultView
 
 __all__ = [
@@ -90,4 +102,21 @@ __all__ = [
     "ToolTimeoutError",
     "define_tool",
     "install_code_mode",
+    # The loop helper, the session log and the policies.
+    "ToolCall",
+    "execute_tool_calls",
+    "parse_call_arguments",
+    "SessionLog",
+    "MemorySessionLog",
+    "JsonlSessionLog",
+    "SessionLogContents",
+    "read_session_log",
+    "derive_messages",
+    "replay_result",
+    "event_time",
+    "timeout_policy",
+    "retry_policy",
+    "metrics_policy",
+    "ToolMetrics",
+    "ToolStats",
 ]
