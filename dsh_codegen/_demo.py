@@ -90,10 +90,15 @@ def _example_tools() -> list[Any]:
 
 
 async def _run_turn() -> None:
-    from dsh_codegen.registry import AbortController, Deny, ToolRegistry
-    from dsh_codegen.registry._loop import ToolCall, execute_tool_calls
-    from dsh_codegen.registry._session_log import MemorySessionLog
-    from dsh_codegen.registry.policies import timeout_policy
+    from dsh_codegen.registry import (
+        AbortController,
+        Deny,
+        MemorySessionLog,
+        ToolCall,
+        ToolRegistry,
+        execute_tool_calls,
+        timeout_policy,
+    )
 
     registry = ToolRegistry()
     for definition in _example_tools():
