@@ -216,13 +216,26 @@ def make(s):
         return ok
     import jsonschema
     return jsonschema.Draft202012Validator(s).is_valid
-for depth in depths:
+def works(depth):
     try:
-        ok = make(schema_of(depth))(value_of(depth))
-        assert ok is True
+        return make(schema_of(depth))(value_of(depth)) is True, ""
     except BaseException as exc:
-        print(f"FAIL {depth} {type(exc).__name__}", flush=True)
+        return False, type(exc).__name__
+last_ok = 0
+for depth in depths:
+    ok, why = works(depth)
+    if not ok:
+        lo, hi = last_ok, depth  # bisect: lo works, hi fails
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if works(mid)[0]:
+                lo = mid
+            else:
+                hi = mid
+        print(f"OK {lo}", flush=True)
+        print(f"FAIL {hi} {why}", flush=True)
         break
+    last_ok = depth
     print(f"OK {depth}", flush=True)
 """
 
