@@ -86,7 +86,7 @@ cdef extern from *:
         0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
         0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0
     };
-    static Py_ssize_t dsh_json_plain_prefix(const unsigned char *p, Py_ssize_t n) {
+    static inline Py_ssize_t dsh_json_plain_prefix(const unsigned char *p, Py_ssize_t n) {
         Py_ssize_t i = 0;
         uint64_t w;
         if (n >= 8) {
