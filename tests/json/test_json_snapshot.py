@@ -16,7 +16,9 @@ from dsh_codegen.json import (
     FrozenJsonArray,
     FrozenJsonObject,
     LosslessJsonError,
+    dump_canonical_json,
     is_json_value,
+    render_json_pretty,
     snapshot_json,
 )
 
@@ -289,6 +291,26 @@ def test_deep_cycle_is_rejected() -> None:
         snapshot_json(root)
     assert info.value.path == (0,) * 1000
     assert not is_json_value(root)
+
+
+def test_cycle_far_below_the_root_is_rejected() -> None:
+    # The compiled twin checks the first frames directly and deeper ones in a set.
+    root = _deep_array(1000)
+    target = root
+    for _ in range(500):
+        target = target[0]
+    node = target
+    while node:
+        node = node[0]
+    node.append(target)
+    for check in (snapshot_json, render_json_pretty, dump_canonical_json):
+        with pytest.raises(LosslessJsonError) as info:
+            check(root)
+        assert info.value.path == (0,) * 1000
+        assert info.value.reason == "the container contains itself (a cycle)"
+    assert not is_json_value(root)
+    node.pop()
+    assert is_json_value(root)
 
 
 def test_int_digit_limit() -> None:
