@@ -20,15 +20,15 @@ from libc.string cimport memcpy
 
 from dsh_codegen.json._paths import quote_path
 from dsh_codegen.schema._shared import (
-    _FIXED_SUFFIX,
-    _KEYWORD_OF_CODE,
-    _TYPE_SUFFIX,
+    FIXED_SUFFIX,
+    KEYWORD_OF_CODE,
+    TYPE_SUFFIX,
     Node as _PyNode,
     Program as _Program,
     Violation as _Violation,
-    _node_suffix,
-    _root_text,
-    _segment_text,
+    node_suffix,
+    root_text,
+    segment_text,
     V_ADDITIONAL,
     V_CONST,
     V_ENUM,
@@ -315,10 +315,10 @@ cdef dict _SEGMENT_TEXT = {}
 
 
 cdef inline tuple _segment(object segment):
-    """``_shared._segment_text`` through a plain dict (the common keys repeat)."""
+    """``_shared.segment_text`` through a plain dict (the common keys repeat)."""
     cdef object found = _SEGMENT_TEXT.get(segment)
     if found is None:
-        found = _segment_text(segment)
+        found = segment_text(segment)
         if len(_SEGMENT_TEXT) >= 8192:
             _SEGMENT_TEXT.clear()
         _SEGMENT_TEXT[segment] = found
@@ -342,7 +342,7 @@ cdef class _Render:
     cdef str quoted_root
 
     def __cinit__(self, str root, str alias):
-        self.root, self.root_safe, self.quoted_root = _root_text(root, alias)
+        self.root, self.root_safe, self.quoted_root = root_text(root, alias)
 
     cdef str where(self, tuple segments, str prefix, str suffix):
         """``prefix + <quoted path> + suffix``, built in one go when quoting is just quotes."""
@@ -371,14 +371,14 @@ cdef class _Render:
             path = segments + (extra,)
             return _new_violation(path, "required", self.where(path, "missing required property ", ""))
         if code == V_TYPE_C:
-            return _new_violation(segments, "type", self.where(segments, "", _TYPE_SUFFIX[node.kind]))
-        suffix = _FIXED_SUFFIX.get(code)
+            return _new_violation(segments, "type", self.where(segments, "", TYPE_SUFFIX[node.kind]))
+        suffix = FIXED_SUFFIX.get(code)
         if suffix is None:
             if code == V_ONE_OF:
                 suffix = f" must match exactly one oneOf branch (matched {extra})"
             else:
-                suffix = _node_suffix(code, node)
-        return _new_violation(segments, _KEYWORD_OF_CODE[code], self.where(segments, "", suffix))
+                suffix = node_suffix(code, node)
+        return _new_violation(segments, KEYWORD_OF_CODE[code], self.where(segments, "", suffix))
 
 
 cdef dict _RENDERS = {}

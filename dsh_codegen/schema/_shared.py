@@ -23,9 +23,11 @@ __all__ = [
     "ANNOTATIONS",
     "ARRAY",
     "BOOLEAN",
+    "FIXED_SUFFIX",
     "INTEGER",
     "JSON_ANY",
     "KEYWORDS",
+    "KEYWORD_OF_CODE",
     "KIND_OF_TYPE",
     "NULL",
     "NUMBER",
@@ -34,6 +36,8 @@ __all__ = [
     "STRING",
     "SUBSET_TEXT",
     "TYPE_NAMES",
+    "TYPE_SUFFIX",
+    "TYPE_WORDS",
     "V_ADDITIONAL",
     "V_CONST",
     "V_ENUM",
@@ -44,18 +48,21 @@ __all__ = [
     "V_ONE_OF",
     "V_REQUIRED",
     "V_TYPE",
-    "any_code",
     "Node",
     "Program",
     "Violation",
+    "any_code",
     "frozen_types",
     "int_is_lossless",
     "is_lossless_json",
     "json_text",
     "make_violation",
-    "new_violation",
     "mismatch_code",
+    "new_violation",
+    "node_suffix",
+    "root_text",
     "scalar_fits",
+    "segment_text",
 ]
 
 # --- type tags (node kinds) -----------------------------------------------------------------
@@ -111,7 +118,7 @@ V_REQUIRED: Final = 8
 V_ADDITIONAL: Final = 9
 V_ONE_OF: Final = 10
 
-_KEYWORD_OF_CODE: Final[dict[int, str]] = {
+KEYWORD_OF_CODE: Final[dict[int, str]] = {
     V_TYPE: "type",
     V_FINITE: "type",
     V_LOSSLESS_VALUE: "lossless",
@@ -124,7 +131,7 @@ _KEYWORD_OF_CODE: Final[dict[int, str]] = {
     V_ONE_OF: "oneOf",
 }
 
-_TYPE_WORDS: Final[dict[int, str]] = {
+TYPE_WORDS: Final[dict[int, str]] = {
     OBJECT: "an object",
     ARRAY: "an array",
     STRING: "a string",
@@ -391,26 +398,26 @@ _NEEDS_ESCAPE: Final = re.compile(r'[^\x20\x21\x23-\x5b\x5d-\x7e]')
 
 
 @lru_cache(maxsize=8192)
-def _segment_text(segment: str | int) -> tuple[str, bool]:
+def segment_text(segment: str | int) -> tuple[str, bool]:
     """``(".key" | "[i]" | '["a b"]', safe)``; ``safe`` means quoting is just adding quotes."""
     text = format_path([segment], "x")[1:]
     return text, _NEEDS_ESCAPE.search(text) is None
 
 
 @lru_cache(maxsize=256)
-def _root_text(root: str, alias: str) -> tuple[str, bool, str]:
+def root_text(root: str, alias: str) -> tuple[str, bool, str]:
     """``(root, safe, quoted root-or-alias)`` for one ``violations(path=...)`` root."""
     return root, _NEEDS_ESCAPE.search(root) is None, quote_path(root or alias)
 
 
 def _path_text(segments: tuple[str | int, ...], root: str, alias: str) -> str:
     """The quoted path text; ``alias`` names the root when it is unrooted (``root == ""``)."""
-    root, all_safe, quoted_root = _root_text(root, alias)
+    root, all_safe, quoted_root = root_text(root, alias)
     if not segments:
         return quoted_root
     parts = [root]
     for segment in segments:
-        text, safe = _segment_text(segment)
+        text, safe = segment_text(segment)
         parts.append(text)
         all_safe = all_safe and safe
     if not root and parts[1][0] == ".":
@@ -419,17 +426,17 @@ def _path_text(segments: tuple[str | int, ...], root: str, alias: str) -> str:
     return f'"{text}"' if all_safe else quote_path(text)
 
 
-_FIXED_SUFFIX: Final[dict[int, str]] = {
+FIXED_SUFFIX: Final[dict[int, str]] = {
     V_FINITE: " must be a finite JSON number",
     V_LOSSLESS_VALUE: " must be a lossless JSON value",
     V_LOSSLESS_OBJECT: " must be a lossless JSON object",
     V_LOSSLESS_ARRAY: " must be a dense lossless JSON array",
     V_ADDITIONAL: " is not a declared property (additionalProperties: false)",
 }
-_TYPE_SUFFIX: Final[dict[int, str]] = {kind: f" must be {words}" for kind, words in _TYPE_WORDS.items()}
+TYPE_SUFFIX: Final[dict[int, str]] = {kind: f" must be {words}" for kind, words in TYPE_WORDS.items()}
 
 
-def _node_suffix(code: int, node: Node) -> str:
+def node_suffix(code: int, node: Node) -> str:
     """`` must be one of [...]`` / `` must be <const>``, rendered once per node."""
     cached = node.texts.get(code) if node.texts is not None else None
     if cached is None:
@@ -462,14 +469,14 @@ def make_violation(
         return new_violation(path, "required", "missing required property " + _path_text(path, root, alias))
     where = _path_text(segments, root, alias)
     if code == V_TYPE:
-        return new_violation(segments, "type", where + _TYPE_SUFFIX[node.kind])
-    suffix = _FIXED_SUFFIX.get(code)
+        return new_violation(segments, "type", where + TYPE_SUFFIX[node.kind])
+    suffix = FIXED_SUFFIX.get(code)
     if suffix is None:
         if code == V_ONE_OF:
             suffix = f" must match exactly one oneOf branch (matched {extra})"
         elif code == V_ENUM or code == V_CONST:
-            suffix = _node_suffix(code, node)
+            suffix = node_suffix(code, node)
         else:  # pragma: no cover - every code is listed above
             raise AssertionError(code)
-    return new_violation(segments, _KEYWORD_OF_CODE[code], where + suffix)
+    return new_violation(segments, KEYWORD_OF_CODE[code], where + suffix)
 

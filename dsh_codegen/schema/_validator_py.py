@@ -17,7 +17,6 @@ from dsh_codegen.schema._shared import (
     BOOLEAN,
     INTEGER,
     JSON_ANY,
-    NULL,
     NUMBER,
     OBJECT,
     ONE_OF,
