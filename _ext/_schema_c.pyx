@@ -593,7 +593,7 @@ cdef class CompiledValidator:
         return t == &PyList_Type or t == &PyTuple_Type or (t == self._farr and t != NULL)
 
     cdef bint _lossless(self, PyObject* root) except -1:
-        """Whether ``root`` is lossless JSON, without building objects (cycles: shared walk)."""
+        """Whether ``root`` is lossless JSON, without building objects (cycles: the careful walk)."""
         cdef Frame inline_frames[INLINE_FRAMES]
         cdef Stack s
         cdef PyObject* v
