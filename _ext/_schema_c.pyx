@@ -816,7 +816,7 @@ cdef class CompiledValidator:
                                         _push(&s, item, e.child, F_VISIT)
                                 if ok and seen != n.n_required:
                                     ok = False
-                                if ok:
+                                if ok and s.size - base > 1:
                                     _reverse(&s, base)
                         elif n.kind == K_ARRAY:
                             ok = self._is_array(v)
@@ -827,22 +827,23 @@ cdef class CompiledValidator:
                                 else:
                                     size = PyList_GET_SIZE(v)
                                 child = &self._nodes[n.items] if n.items >= 0 else NULL
-                                for i in range(size):
-                                    item = PyTuple_GET_ITEM(v, i) if Py_TYPE(v) == &PyTuple_Type else PyList_GET_ITEM(v, i)
-                                    if child == NULL:
-                                        if not _leaf(item, &container):
-                                            if not container:
-                                                ok = False
-                                                break
-                                            _push(&s, item, -1, F_VISIT)
-                                    elif child.inline_:
-                                        if not self._scalar_ok(child, item):
+                                if child != NULL and not child.inline_:
+                                    # pushed last to first, so the first item is checked first
+                                    for i in range(size - 1, -1, -1):
+                                        item = PyTuple_GET_ITEM(v, i) if Py_TYPE(v) == &PyTuple_Type else PyList_GET_ITEM(v, i)
+                                        _push(&s, item, n.items, F_VISIT)
+                                else:
+                                    for i in range(size):
+                                        item = PyTuple_GET_ITEM(v, i) if Py_TYPE(v) == &PyTuple_Type else PyList_GET_ITEM(v, i)
+                                        if child == NULL:
+                                            if not _leaf(item, &container):
+                                                if not container:
+                                                    ok = False
+                                                    break
+                                                _push(&s, item, -1, F_VISIT)
+                                        elif not self._scalar_ok(child, item):
                                             ok = False
                                             break
-                                    else:
-                                        _push(&s, item, n.items, F_VISIT)
-                                if ok:
-                                    _reverse(&s, base)
                         elif n.kind == K_ONE_OF:
                             _push(&s, v, index, F_MARK)
                             _push(&s, v, self._branches[n.first_branch], F_VISIT)
