@@ -123,7 +123,7 @@ class PyTypes:
         mark = len(self.classes)
         try:
             return self._walk(schema, base, shadow)
-        except (MemoryError, RecursionError):
+        except MemoryError:
             raise
         except Exception:  # noqa: BLE001 - prompt rendering must not fail on odd input
             del self.classes[mark:]

@@ -62,7 +62,7 @@ def json_schema_to_ts(schema: object, indent: int = 0) -> str:
     try:
         level = indent if type(indent) is int and indent >= 0 else 0
         return _render(schema, level)
-    except (MemoryError, RecursionError):
+    except MemoryError:
         raise
     except Exception:  # noqa: BLE001 - the contract is "never raises"; a bug here must not break prompts
         return "unknown"
