@@ -203,3 +203,25 @@ def test_help_documents_exit_codes_and_module_entry_point() -> None:
     usage = subprocess.run([sys.executable, "-m", "dsh_codegen", "sdk", "--lang", "go", "--catalog", "x"],
                            capture_output=True, text=True, timeout=60)
     assert usage.returncode == 2 and "invalid choice: 'go'" in usage.stderr
+
+
+@pytest.mark.once
+def test_registry_source_with_a_real_tool_registry(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "real_registry_mod.py").write_text(
+        "from dsh_codegen.registry import ToolOutput, ToolRegistry, define_tool\n"
+        "async def _echo(args, run):\n"
+        "    return args['text']\n"
+        "registry = ToolRegistry()\n"
+        "registry.register(define_tool(name='echo', description='Echo the text.',\n"
+        "    parameters={'text': {'type': 'string', 'required': True}},\n"
+        "    output=ToolOutput(schema={'type': 'string'}, render=lambda args, value: [{'type': 'text', 'text': value}]),\n"
+        "    execute=_echo))\n",
+        encoding="utf-8",
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    code, stdout, stderr = _run(capsys, "sdk", "--lang", "py", "--registry", "real_registry_mod:registry")
+    assert (code, stderr) == (0, "")
+    assert "class EchoArgs(TypedDict):\n    text: str\n" in stdout
+    assert '    async def echo(self, args: EchoArgs) -> str:\n        """Echo the text."""\n' in stdout
