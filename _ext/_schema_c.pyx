@@ -16,7 +16,7 @@ from cpython.ref cimport Py_INCREF, Py_DECREF
 from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
 from libc.math cimport isfinite, floor, signbit
 from libc.stdlib cimport malloc, realloc, free
-from libc.string cimport memcpy
+from libc.string cimport memcmp, memcpy
 
 from dsh_codegen.json._paths import quote_path
 from dsh_codegen.schema._shared import (
@@ -63,6 +63,11 @@ cdef extern from "Python.h":
     double PyFloat_AS_DOUBLE(PyObject* p)
     int PySet_Contains(PyObject* anyset, PyObject* key)
     Py_hash_t PyObject_Hash(PyObject* o)
+    ctypedef struct PyASCIIObject:
+        Py_hash_t hash
+    Py_ssize_t PyUnicode_GET_LENGTH(PyObject* o)
+    int PyUnicode_KIND(PyObject* o)
+    void* PyUnicode_DATA(PyObject* o)
     object PyLong_FromVoidPtr(PyObject* p)
     int PyObject_GenericSetAttr(object o, object name, object value) except -1
     Py_ssize_t PyDict_Size(PyObject* p)
@@ -171,7 +176,26 @@ cdef inline void _reverse(Stack* s, Py_ssize_t base):
         hi -= 1
 
 
-cdef inline bint _int_ok(PyObject* v):
+cdef inline Py_hash_t _str_hash(PyObject* s) noexcept:
+    """The hash of an exact ``str``: its cached value when there is one (no call)."""
+    cdef Py_hash_t h = (<PyASCIIObject*>s).hash
+    return h if h != -1 else PyObject_Hash(s)
+
+
+cdef inline bint _str_eq(PyObject* a, PyObject* b) noexcept:
+    """Equality of two exact ``str`` (same length, same kind, same bytes)."""
+    cdef Py_ssize_t n
+    cdef int kind
+    if a == b:
+        return True
+    n = PyUnicode_GET_LENGTH(a)
+    kind = PyUnicode_KIND(a)
+    if n != PyUnicode_GET_LENGTH(b) or kind != PyUnicode_KIND(b):
+        return False
+    return memcmp(PyUnicode_DATA(a), PyUnicode_DATA(b), n * kind) == 0
+
+
+cdef inline bint _int_ok(PyObject* v) noexcept:
     cdef int overflow = 0
     PyLong_AsLongLongAndOverflow(v, &overflow)
     if overflow == 0:
@@ -179,11 +203,11 @@ cdef inline bint _int_ok(PyObject* v):
     return int_is_lossless(<object>v)
 
 
-cdef inline bint _float_ok(double d):
+cdef inline bint _float_ok(double d) noexcept:
     return isfinite(d) and not (d == 0.0 and signbit(d))
 
 
-cdef inline bint _leaf(PyObject* v, int* is_container):
+cdef inline bint _leaf(PyObject* v, int* is_container) noexcept:
     """Lossless verdict for a scalar; sets ``is_container`` for dict/list-like values to walk."""
     cdef PyTypeObject* t = Py_TYPE(v)
     is_container[0] = 0
@@ -511,7 +535,7 @@ cdef class CompiledValidator:
                 self._keep.append(const)
                 c.const_val = <PyObject*>const
 
-    cdef inline PropEntry* _find_prop(self, CNode* n, PyObject* key, Py_ssize_t* position):
+    cdef inline PropEntry* _find_prop(self, CNode* n, PyObject* key, Py_ssize_t* position) noexcept:
         """The declared property named ``key`` (an exact ``str``), or NULL; sets its position."""
         cdef PyObject* found
         cdef Py_hash_t h
@@ -524,9 +548,9 @@ cdef class CompiledValidator:
                 return NULL
             position[0] = PyLong_AsLong(found)
             return &props[position[0]]
-        h = PyObject_Hash(key)
+        h = _str_hash(key)
         for j in range(n.n_props):
-            if props[j].hash == h and (props[j].name == key or PyUnicode_Compare(key, props[j].name) == 0):
+            if props[j].hash == h and _str_eq(key, props[j].name):
                 position[0] = j
                 return &props[j]
         return NULL
@@ -538,7 +562,7 @@ cdef class CompiledValidator:
 
     # --- verdict -------------------------------------------------------------------------
 
-    cdef inline bint _scalar_ok(self, CNode* n, PyObject* v):
+    cdef inline bint _scalar_ok(self, CNode* n, PyObject* v) noexcept:
         cdef PyTypeObject* t = Py_TYPE(v)
         cdef double d
         cdef int k = n.kind
@@ -584,11 +608,11 @@ cdef class CompiledValidator:
                 return False
         return True
 
-    cdef inline bint _is_object(self, PyObject* v):
+    cdef inline bint _is_object(self, PyObject* v) noexcept:
         cdef PyTypeObject* t = Py_TYPE(v)
         return t == &PyDict_Type or (t == self._fobj and t != NULL)
 
-    cdef inline bint _is_array(self, PyObject* v):
+    cdef inline bint _is_array(self, PyObject* v) noexcept:
         cdef PyTypeObject* t = Py_TYPE(v)
         return t == &PyList_Type or t == &PyTuple_Type or (t == self._farr and t != NULL)
 
@@ -790,8 +814,8 @@ cdef class CompiledValidator:
                                     e = NULL
                                     if cursor < n.n_props:
                                         e = &props[cursor]
-                                        if e.name != key and (PyObject_Hash(key) != e.hash or
-                                                              PyUnicode_Compare(key, e.name) != 0):
+                                        if e.name != key and (_str_hash(key) != e.hash or
+                                                              not _str_eq(key, e.name)):
                                             e = NULL
                                     if e == NULL:
                                         e = self._find_prop(n, key, &cursor)
