@@ -77,7 +77,7 @@ class _Checker:
         self.violations: list[Violation] = []
         self.nodes: list[Node] = []
         self.branches: dict[int, list[int]] = {}
-        self.leaves: dict[int, int] = {}
+        self.leaves: dict[int, int] = {}  # scalar kind -> its shared plain-leaf node
         self.with_required: list[Node] = []
         self._fobj, self._farr = frozen_types()
 
@@ -107,12 +107,13 @@ class _Checker:
         stack: list[tuple[Any, int, _Path]] = [(schema, 0, None)]
         pop = stack.pop
         push = stack.append
+        check_node = self._check_node
         while stack:
             node_schema, index, path = pop()
             if index < 0:  # exit marker: node_schema's subtree is done
                 on_path.discard(~index)
                 continue
-            children = self._check_node(node_schema, nodes[index], index, path)
+            children = check_node(node_schema, nodes[index], index, path)
             if not children:
                 continue
             ident = id(node_schema)
