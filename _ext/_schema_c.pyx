@@ -466,7 +466,6 @@ cdef class CompiledValidator:
         cdef Py_ssize_t n = len(nodes), i, total = 0, b, total_props = 0, p
         cdef CNode* c
         cdef PropEntry* e
-        cdef dict fields
         fobj, farr = frozen_types()
         self._fobj = <PyTypeObject*>fobj if fobj is not None else NULL
         self._farr = <PyTypeObject*>farr if farr is not None else NULL
@@ -475,11 +474,10 @@ cdef class CompiledValidator:
         self._any_node = _ANY_NODE
         self._ancestors = set()  # made here: the verdict walk must not allocate containers
         for node in nodes:
-            fields = node.__dict__  # only what differs from the class defaults
-            if "branches" in fields:
-                total += len(<tuple>fields["branches"])
-            if "props" in fields:
-                total_props += len(<dict>fields["props"])
+            total += len(<tuple>node.branches)
+            props = node.props
+            if props:
+                total_props += len(<dict>props)
         self._nodes = <CNode*>malloc(max(n, 1) * sizeof(CNode))
         self._branches = <int*>malloc(max(total, 1) * sizeof(int))
         self._props = <PropEntry*>malloc(max(total_props, 1) * sizeof(PropEntry))
@@ -489,35 +487,32 @@ cdef class CompiledValidator:
         b = 0
         p = 0
         for i in range(n):
-            fields = nodes[i].__dict__
+            node = nodes[i]
             c = &self._nodes[i]
-            c.kind = fields["kind"]
-            c.inline_ = fields.get("inline", False)
-            c.closed = fields.get("closed", False)
-            c.has_const = fields.get("has_const", False)
-            c.items = fields.get("items", -1)
-            required = fields.get("required", ())
+            c.kind = node.kind
+            c.inline_ = node.inline
+            c.closed = node.closed
+            c.has_const = node.has_const
+            c.items = node.items
+            required = node.required
             c.n_required = len(<tuple>required)
             c.required = <PyObject*>required  # kept alive by the node, held in _py_nodes
             c.first_branch = b
-            c.n_branches = 0
+            for branch in <tuple>node.branches:
+                self._branches[b] = branch
+                b += 1
+            c.n_branches = b - c.first_branch
             c.props = NULL
             c.first_prop = p
             c.n_props = 0
             c.enum_set = NULL
             c.const_val = NULL
-            if "branches" in fields:
-                for branch in <tuple>fields["branches"]:
-                    self._branches[b] = branch
-                    b += 1
-                c.n_branches = b - c.first_branch
-            props = fields.get("props")
+            props = node.props
             if props:
-                self._keep.append(props)  # keeps the entry names alive
                 for name, code in (<dict>props).items():
                     e = &self._props[p]
-                    e.name = <PyObject*>name
-                    e.hash = hash(name)
+                    e.name = <PyObject*>name  # kept alive by the node's props
+                    e.hash = _str_hash(<PyObject*>name)
                     e.child = code >> 1
                     e.required = code & 1
                     p += 1
@@ -526,12 +521,11 @@ cdef class CompiledValidator:
                     positions = {name: position for position, name in enumerate(<dict>props)}
                     self._keep.append(positions)
                     c.props = <PyObject*>positions
-            enum = fields.get("enum")
+            enum = node.enum
             if enum is not None:
-                self._keep.append(enum)
-                c.enum_set = <PyObject*>enum
+                c.enum_set = <PyObject*>enum  # kept alive by the node
             if c.has_const:
-                const = fields["const"]
+                const = node.const
                 self._keep.append(const)
                 c.const_val = <PyObject*>const
 
