@@ -248,7 +248,7 @@ class _Checker:
         props_ok = True
         if "properties" in schema:
             declared = schema["properties"]
-            if self._is_object(declared):
+            if isinstance(declared, dict) and (type(declared) is dict or type(declared) is self._fobj):
                 props_path = (path, "properties")
                 children = []
                 plain_leaf = self._plain_leaf
@@ -270,24 +270,35 @@ class _Checker:
                 props_ok = False
         if "required" in schema:
             names = schema["required"]
-            if not self._is_array(names) or any(type(name) is not str for name in names):
-                report(path, "required", "must be an array of strings")
-            else:
-                required: list[str] = []
+            t = type(names)
+            well_formed = t is list or t is tuple or (t is self._farr and t is not None)
+            if well_formed:
                 for name in names:
-                    if props_ok and name not in props:
-                        report(path, "required", f"names {quote_path(name)} which is not in properties")
-                    elif name not in required:
-                        required.append(name)
-                node.required = tuple(required)
-                if required and props_ok:
-                    self.with_required.append(node)
+                    if type(name) is not str:
+                        well_formed = False
+                        break
+            if well_formed:
+                self._required(names, props, props_ok, node, path)
+            else:
+                report(path, "required", "must be an array of strings")
         if "additionalProperties" in schema:
             closed = schema["additionalProperties"]
             if type(closed) is not bool:
                 report(path, "additionalProperties", "must be a boolean")
             node.closed = closed is False
         return children
+
+    def _required(self, names: Any, props: dict[str, int], props_ok: bool, node: Node, path: _Path) -> None:
+        """Record an object's required names (once each, in order); report undeclared ones."""
+        required: list[str] = []
+        for name in names:
+            if props_ok and name not in props:
+                self._report(path, "required", f"names {quote_path(name)} which is not in properties")
+            elif name not in required:
+                required.append(name)
+        node.required = tuple(required)
+        if required and props_ok:
+            self.with_required.append(node)
 
     def _check_scalar(self, schema: Any, node: Node, type_name: str, path: _Path) -> None:
         report = self._report
