@@ -252,6 +252,8 @@ class CompiledValidator:
         then undeclared keys in the value's order; array items in index order.
         Never raises for any ``value``.
         """
+        if type(path) is not str:
+            raise TypeError(f"path must be a str, not {type(path).__name__}")
         if self._valid_from(0, value):
             return []
         return self._collect(value, path, path)

@@ -97,3 +97,25 @@ def test_validators_are_reusable_and_independent() -> None:
     for _ in range(3):
         assert a.is_valid({"x": "s"}) and not a.is_valid({"x": 1}) and not a.is_valid({"y": "s"})
         assert b.is_valid({"x": 1, "y": None}) and not b.is_valid({"x": "s"})
+
+
+def test_frozen_schemas_compile() -> None:
+    snapshot = getattr(dsh_codegen, "snapshot_json", None)
+    if snapshot is None:
+        pytest.skip("dsh_codegen.snapshot_json has not landed yet")
+    schema = snapshot(
+        {
+            "type": "object",
+            "properties": {"a": {"type": "string", "enum": ["x", "y"]}, "b": {"oneOf": [{"type": "null"}, {}]}},
+            "required": ["a"],
+            "additionalProperties": False,
+        }
+    )
+    validator = compile_validator(schema)
+    assert validator.is_valid({"a": "x", "b": [1]})
+    assert [str(v) for v in validator.violations({"a": "z"})] == ['"value.a" must be one of ["x","y"]']
+
+
+def test_path_must_be_a_str() -> None:
+    with pytest.raises(TypeError):
+        compile_validator({"type": "string"}).violations(1, 3)  # type: ignore[arg-type]
