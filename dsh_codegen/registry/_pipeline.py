@@ -19,11 +19,14 @@ made.
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import functools
 import inspect
 import logging
-from collections.abc import Hashable
+import types
+from collections.abc import Awaitable, Generator, Hashable
 from types import CoroutineType
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, NoReturn
 
 from dsh_codegen.json import LosslessJsonError, snapshot_json
 from dsh_codegen.registry._approval import ApprovalRequest
@@ -123,8 +126,11 @@ _FAILED_VALUE: Final = "tools/post-execute cannot replace the value of a failed 
 class _Call:
     """The mutable state of one call while the pipeline runs it."""
 
+    value: Any  # the body's return value (set by _body_steps, read right after)
+
     __slots__ = (
         "body_started",
+        "cancel_exc",
         "chain",
         "compiled",
         "execution",
@@ -134,6 +140,8 @@ class _Call:
         "produced",
         "registry",
         "run",
+        "settled",
+        "value",
         "version",
     )
 
@@ -159,6 +167,11 @@ class _Call:
         self.run: ToolRunContext | None = None
         # Results produced by ``next()`` for wrappers: returning one of them is not "authoring".
         self.produced: list[ToolExecutionResult] | None = None
+        # The CancelledError that reached a suspended body's trampoline (the awaiting task was
+        # cancelled), and the outcome that body settled to afterwards.
+        self.cancel_exc: asyncio.CancelledError | None = None
+        self.settled: ToolExecutionResult | None = None
+        # ``value`` (the body's return value) is written by _body_steps before it is read.
 
 
 def _is_awaitable(value: object) -> bool:
@@ -553,6 +566,149 @@ def _run_contexts(run: ToolRunContext) -> tuple[Any, ...]:
     return () if deferred is None else tuple(deferred)
 
 
+# --- the body trampoline ----------------------------------------------------------------
+#
+# The body runs inline in the awaiting task (no task per call), but it must not
+# receive the task's cancellation: a CancelledError thrown into the body would
+# tear it off a future it does not own (``run_in_executor``, another task's
+# future) while that work carries on. So the registry steps the body itself:
+# the first step happens synchronously (a body that never suspends returns
+# there, with no driver, proxy or future); a body that suspends is driven by
+# ``_BodyDriver``, which waits for each future the body yields through a proxy
+# future of its own, so cancelling the task cancels only the proxy.
+
+_DONE: Final = object()
+_NO_CONTEXT: Final = contextvars.Context()  # proxy wake-ups need no context variables
+
+
+def _body_steps(call: _Call, body: Any) -> Generator[Any, None, None]:
+    # ``yield from`` passes the body's yields out and its return value in
+    # without a StopIteration object (made a "coroutine generator" below so it
+    # may delegate to a native coroutine). Stepped with next(steps, _DONE).
+    call.value = yield from body
+
+
+types.coroutine(_body_steps)  # sets CO_ITERABLE_COROUTINE on the function in place
+
+
+async def _await_any(awaitable: Awaitable[Any]) -> Any:
+    # A body returning an awaitable that is not a native coroutine (a Future, a
+    # custom __await__): adapt it once so the trampoline steps a coroutine.
+    return await awaitable
+
+
+def _wake(proxy: asyncio.Future[None], _future: object) -> None:
+    if not proxy.done():
+        proxy.set_result(None)
+
+
+def _future_loop(future: Any) -> object:
+    get_loop = getattr(future, "get_loop", None)
+    return get_loop() if get_loop is not None else getattr(future, "_loop", None)
+
+
+class _BodyDriver:
+    """Awaitable that drives a suspended body to completion, shielding it from task cancellation.
+
+    It reproduces what an ``asyncio.Task`` does with what a coroutine yields
+    (a bare ``yield`` gives up one loop iteration; a blocking future is waited
+    for; anything else is thrown back as the Task's ``RuntimeError``), except
+    that a future is waited for through a fresh proxy future: cancelling the
+    task cancels the proxy, never the body's future.
+
+    Cancellation: the first ``CancelledError`` arriving at one of its yields
+    is recorded on the call (``call.cancel_exc``) and aborts the body's fused
+    signal (reason ``AbortError("tool call aborted")``); the driver keeps
+    driving the body, absorbing further cancellations, until the body
+    settles. It then returns (or raises the body's exception) normally;
+    :func:`dispatch_core` turns the settled outcome into the call's result and
+    re-raises the recorded ``CancelledError``.
+    """
+
+    __slots__ = ("call", "steps", "yielded")
+
+    def __init__(self, call: _Call, steps: Generator[Any, None, None], yielded: object) -> None:
+        self.call = call
+        self.steps = steps
+        self.yielded = yielded
+
+    def _cancelled(self, exc: asyncio.CancelledError) -> None:
+        call = self.call
+        if call.cancel_exc is None:
+            call.cancel_exc = exc
+            call_cancelled(call)
+
+    def __await__(self) -> Generator[Any, None, None]:
+        steps = self.steps
+        yielded = self.yielded
+        self.yielded = None
+        loop = asyncio.get_running_loop()
+        while True:
+            error: BaseException | None = None
+            if yielded is None:
+                # A bare yield (asyncio.sleep(0)): give the loop one iteration.
+                try:
+                    yield None
+                except asyncio.CancelledError as exc:
+                    self._cancelled(exc)
+            else:
+                error = _bad_yield(yielded, loop)
+                if error is None:
+                    future: asyncio.Future[Any] = yielded  # type: ignore[assignment]
+                    future._asyncio_future_blocking = False  # taken over, as a Task does
+                    while not future.done():
+                        proxy: asyncio.Future[None] = loop.create_future()
+                        waker = functools.partial(_wake, proxy)
+                        future.add_done_callback(waker, context=_NO_CONTEXT)
+                        proxy._asyncio_future_blocking = True
+                        try:
+                            yield proxy
+                        except asyncio.CancelledError as exc:
+                            # Only the proxy was cancelled: keep waiting for the body's future.
+                            future.remove_done_callback(waker)
+                            self._cancelled(exc)
+                else:
+                    # Delivered after one loop iteration, as a Task delivers it.
+                    try:
+                        yield None
+                    except asyncio.CancelledError as exc:
+                        self._cancelled(exc)
+            try:
+                yielded = next(steps, _DONE) if error is None else steps.throw(error)
+            except StopIteration:
+                return
+            if yielded is _DONE:
+                return
+
+
+def _bad_yield(yielded: object, loop: asyncio.AbstractEventLoop) -> RuntimeError | None:
+    """The ``RuntimeError`` an ``asyncio.Task`` would throw into a coroutine for ``yielded``, or ``None``."""
+    blocking = getattr(yielded, "_asyncio_future_blocking", None)
+    if blocking is not None:
+        if _future_loop(yielded) is not loop:
+            return RuntimeError(
+                f"tool body awaited Future {yielded!r} attached to a different loop"
+            )
+        if not blocking:
+            return RuntimeError(f"yield was used instead of yield from in a tool body with {yielded!r}")
+        if yielded is asyncio.current_task():
+            return RuntimeError("a tool body cannot await the task that runs it")
+        return None
+    if inspect.isgenerator(yielded):
+        return RuntimeError(
+            f"yield was used instead of yield from for generator in a tool body with {yielded!r}"
+        )
+    return RuntimeError(f"tool body got bad yield: {yielded!r}")
+
+
+def _raise_cancelled(call: _Call, settled: ToolExecutionResult) -> NoReturn:
+    """The body settled after its task was cancelled: keep its outcome and re-raise the cancellation."""
+    call.settled = settled
+    cancel_exc = call.cancel_exc
+    assert cancel_exc is not None
+    raise cancel_exc
+
+
 async def dispatch_core(call: _Call, signal: AbortSignal) -> ToolExecutionResult:
     """The innermost dispatch: resolve the tool now, validate arguments, run the body, normalize.
 
@@ -595,27 +751,45 @@ async def dispatch_core(call: _Call, signal: AbortSignal) -> ToolExecutionResult
     call.fused = fused
     call.run = run
     call.body_started = True
+    driven = False
     try:
         value = compiled.execute(args, run)
-        if type(value) is CoroutineType or _is_awaitable(value):
-            value = await value
+        kind = type(value)
+        if kind is CoroutineType or (kind not in _PLAIN_RESULTS and inspect.isawaitable(value)):
+            steps = _body_steps(call, value if kind is CoroutineType else _await_any(value))
+            # The first step, inline: a body that never suspends ends here.
+            yielded = next(steps, _DONE)
+            if yielded is not _DONE:
+                driven = True
+                await _BodyDriver(call, steps, yielded)
+            value = call.value
     except asyncio.CancelledError:
+        # The body itself raised CancelledError (e.g. a future it awaited was cancelled).
         fused._abort(AbortError(_ABORTED_MESSAGE))
         raise
     except Exception as exc:
         contexts = _run_contexts(run)
         if caller.aborted and exc is caller.reason:
-            return aborted(contexts)
-        return failure_from_exception(exc, additional_contexts=contexts)
+            outcome = aborted(contexts)
+        elif driven and call.cancel_exc is not None and exc is fused._reason:
+            outcome = aborted(contexts)  # the body re-raised the cancellation's abort reason
+        else:
+            outcome = failure_from_exception(exc, additional_contexts=contexts)
+        if driven and call.cancel_exc is not None:
+            _raise_cancelled(call, outcome)
+        return outcome
     finally:
         if fused._links is None:
             fused._sources = None  # _release() without listeners to remove
         else:
             fused._release()
     deferred = run._deferred
-    return normalize_value(
+    result = normalize_value(
         call, compiled, value, () if deferred is None else tuple(deferred), run._concluded
     )
+    if driven and call.cancel_exc is not None:
+        _raise_cancelled(call, result)
+    return result
 
 
 class _WrapNext:
@@ -632,11 +806,14 @@ class _WrapNext:
         dispatch = self.dispatch
         if signal is not None and type(signal) is not AbortSignal:
             raise TypeError(f"next(signal=...) expects an AbortSignal, got {type(signal).__name__}")
+        call = self.call
+        if call.cancel_exc is not None:
+            # The awaiting task was cancelled under an earlier next(): no new body starts.
+            raise call.cancel_exc
         previous = dispatch.signal
         if signal is not None:
             dispatch.signal = signal
         try:
-            call = self.call
             if self.index == len(call.listeners.wrappers):  # type: ignore[union-attr]
                 result = await dispatch_core(call, dispatch.signal)
             else:
@@ -753,10 +930,15 @@ async def run_dispatch(call: _Call) -> tuple[ToolExecutionResult, bool]:
         execution, execution.signal, None if resolved is None else resolved.definition
     )
     try:
-        return await _wrap_chain(call, 0, dispatch), False
+        result = await _wrap_chain(call, 0, dispatch)
     except Exception as exc:
+        if call.cancel_exc is not None:
+            raise call.cancel_exc from None  # a wrapper swallowed the task's cancellation
         contexts = () if call.run is None else _run_contexts(call.run)
         return failure_from_exception(exc, additional_contexts=contexts), True
+    if call.cancel_exc is not None:
+        raise call.cancel_exc  # a wrapper swallowed the task's cancellation
+    return result, False
 
 
 # --- 5. run_post_execute ------------------------------------------------------------------
@@ -1009,7 +1191,13 @@ def call_cancelled(call: _Call) -> None:
         fused._abort(AbortError(_ABORTED_MESSAGE))
 
 
-def _cancelled_outcome(call: _Call) -> ToolFailure:
+def _cancelled_outcome(call: _Call) -> ToolExecutionResult:
+    # A body that settled after the cancellation reached it keeps its own outcome
+    # (settle_cancellation then replaces only a success); else the stage that
+    # was awaiting when the cancellation arrived never produced one.
+    settled = call.settled
+    if settled is not None:
+        return settled
     contexts = () if call.run is None else _run_contexts(call.run)
     return aborted(contexts) if call.body_started else aborted_before_dispatch(contexts)
 
