@@ -248,7 +248,7 @@ class _Checker:
         props_ok = True
         if "properties" in schema:
             declared = schema["properties"]
-            if isinstance(declared, dict) and (type(declared) is dict or type(declared) is self._fobj):
+            if (type(declared) is dict or type(declared) is self._fobj) and isinstance(declared, dict):
                 props_path = (path, "properties")
                 children = []
                 plain_leaf = self._plain_leaf

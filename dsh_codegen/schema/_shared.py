@@ -338,9 +338,10 @@ def scalar_fits(kind: int, value: object) -> bool:
     if kind == NULL:
         return value is None
     if kind in (INTEGER, NUMBER):
-        if isinstance(value, int) and t is int:
+        # exact type first: isinstance() on anything else would consult a hostile __class__
+        if t is int and isinstance(value, int):
             return int_is_lossless(value)
-        if isinstance(value, float) and t is float:
+        if t is float and isinstance(value, float):
             return _finite_number(value) and (kind == NUMBER or value.is_integer())
         return False
     return False
@@ -360,13 +361,15 @@ def mismatch_code(kind: int, value: object) -> int:
         return V_FINITE
     if t is int and not int_is_lossless(value):  # type: ignore[arg-type]
         return V_LOSSLESS_VALUE
-    if isinstance(value, dict):
+    # issubclass(type(v), ...) and never isinstance(v, ...): the latter reads v.__class__,
+    # which a hostile object may define to raise
+    if issubclass(t, dict):
         exact = t is dict or (fobj is not None and t is fobj)
         return V_LOSSLESS_OBJECT if kind == OBJECT or not exact else V_TYPE
-    if isinstance(value, (list, tuple)):
+    if issubclass(t, (list, tuple)):
         exact = t is list or t is tuple or (farr is not None and t is farr)
         return V_TYPE if exact else V_LOSSLESS_ARRAY
-    if t is not bool and t is not int and t is not float and t is not str and isinstance(value, (str, int, float)):
+    if t is not bool and t is not int and t is not float and t is not str and issubclass(t, (str, int, float)):
         return V_LOSSLESS_VALUE
     return V_TYPE
 
@@ -375,9 +378,9 @@ def any_code(value: object) -> int:
     """The violation code for a value that is not lossless JSON where any JSON is allowed."""
     fobj, farr = frozen_types()
     t = type(value)
-    if isinstance(value, dict) and (t is not dict and t is not fobj or any(type(k) is not str for k in value)):
+    if issubclass(t, dict) and (t is not dict and t is not fobj or any(type(k) is not str for k in value)):  # type: ignore[attr-defined]
         return V_LOSSLESS_OBJECT
-    if isinstance(value, (list, tuple)) and t is not list and t is not tuple and t is not farr:
+    if issubclass(t, (list, tuple)) and t is not list and t is not tuple and t is not farr:
         return V_LOSSLESS_ARRAY
     return V_LOSSLESS_VALUE
 

@@ -70,6 +70,18 @@ def colliding(**extra: Any) -> dict[Any, Any]:
     return value
 
 
+class LyingClass:
+    """``isinstance`` consults ``__class__``; this one raises when read (once armed)."""
+
+    armed = False
+
+    @property  # type: ignore[misc]
+    def __class__(self) -> type:
+        if LyingClass.armed:
+            raise Boom("__class__")
+        return LyingClass
+
+
 class RaisingDict(dict):  # type: ignore[type-arg]
     def __iter__(self) -> Any:
         raise Boom("iter")
@@ -123,10 +135,10 @@ COLLIDING_WITH_PATH = colliding(path="p")
 
 
 @pytest.fixture(autouse=True)
-def arm_colliding_keys() -> Any:
-    CollidingKey.armed = True
+def arm_hostile_hooks() -> Any:
+    CollidingKey.armed = LyingClass.armed = True
     yield
-    CollidingKey.armed = False
+    CollidingKey.armed = LyingClass.armed = False
 
 
 HOSTILE_ARGS = [
@@ -158,6 +170,11 @@ HOSTILE_ARGS = [
     type,
     object(),
     lambda: None,
+    LyingClass(),
+    {"path": LyingClass()},
+    {"path": "p", "n": LyingClass()},
+    {"path": "p", "blob": [LyingClass()]},
+    {"path": "p", "items": [LyingClass()]},
 ]
 
 
@@ -203,3 +220,26 @@ def test_shared_references_are_fine() -> None:
     shared = {"k": [1, 2]}
     value = {"path": "p", "blob": [shared, shared, {"again": shared}]}
     assert validate_args(SPEC, value) == []
+
+
+def test_hostile_schema_values_are_rejected_not_raised() -> None:
+    from dsh_codegen.schema import JsonSchemaError, assert_supported_json_schema
+
+    for schema in (
+        {"type": "integer", "enum": [LyingClass()]},
+        {"type": "string", "const": LyingClass()},
+        {"type": "object", "properties": LyingClass()},
+        {"type": "object", "required": [LyingClass()]},
+        {"description": LyingClass(), "default": LyingClass()},
+        {"type": LyingClass()},
+        LyingClass(),
+    ):
+        with pytest.raises(JsonSchemaError):
+            assert_supported_json_schema(schema)
+    from dsh_codegen.schema import parameter_schema_spec_to_json_schema, value_schema_spec_to_json_schema
+
+    for spec in ({"type": "integer", "enum": [LyingClass()]}, {"type": "json", "default": LyingClass()}, LyingClass()):
+        with pytest.raises(JsonSchemaError):
+            value_schema_spec_to_json_schema(spec)  # type: ignore[arg-type]
+    with pytest.raises(JsonSchemaError):
+        parameter_schema_spec_to_json_schema({"a": LyingClass()})  # type: ignore[dict-item]
