@@ -113,7 +113,13 @@ class _Checker:
             if index < 0:  # exit marker: node_schema's subtree is done
                 on_path.discard(~index)
                 continue
-            children = check_node(node_schema, nodes[index], index, path)
+            try:
+                children = check_node(node_schema, nodes[index], index, path)
+            except Exception:
+                # A key that is not an exact str ran its own __hash__/__eq__ during a
+                # keyword lookup and raised: the node is not a plain schema object.
+                self._report(path, None, "must be a schema object")
+                continue
             if not children:
                 continue
             ident = id(node_schema)
@@ -145,7 +151,12 @@ class _Checker:
         The commonest child by far: it can report nothing and has nothing to walk,
         so it is compiled in place, and every plain leaf of one kind shares one node.
         """
-        if type(child) is not dict or not _LEAF_KEYS.issuperset(child):
+        if type(child) is not dict:
+            return -1
+        try:
+            if not _LEAF_KEYS.issuperset(child):
+                return -1
+        except Exception:  # a hostile key; the child's own check reports it at its path
             return -1
         declared = child.get("type")
         kind = _SCALAR_KIND.get(declared) if type(declared) is str else None

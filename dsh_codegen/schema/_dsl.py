@@ -249,7 +249,12 @@ class _SpecCompiler:
                 on_path.discard(frame[0])
                 continue
             node, out, path, is_property = frame
-            children = self._node(node, out, path, is_property)
+            try:
+                children = self._node(node, out, path, is_property)
+            except Exception:
+                # a key that is not an exact str ran its own __hash__/__eq__ and raised
+                self.report(path, None, "must be a schema spec object")
+                continue
             if not children:
                 continue
             on_path.add(id(node))

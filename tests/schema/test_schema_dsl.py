@@ -202,7 +202,9 @@ def run_mypy(tmp_path: Path, name: str, body: str) -> subprocess.CompletedProces
     source = tmp_path / f"{name}.py"
     source.write_text("from dsh_codegen.schema import ParameterSchemaSpec, ValueSchemaSpec\n" + textwrap.dedent(body) + "\n")
     return subprocess.run(
-        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", "--cache-dir", str(tmp_path / ".cache"), str(source)],
+        # errors inside the package itself are the package's own check (make typecheck), not this test's
+        [sys.executable, "-m", "mypy", "--strict", "--follow-imports=silent", "--no-incremental",
+         "--cache-dir", str(tmp_path / ".cache"), str(source)],
         capture_output=True,
         text=True,
         check=False,

@@ -243,3 +243,30 @@ def test_hostile_schema_values_are_rejected_not_raised() -> None:
             value_schema_spec_to_json_schema(spec)  # type: ignore[arg-type]
     with pytest.raises(JsonSchemaError):
         parameter_schema_spec_to_json_schema({"a": LyingClass()})  # type: ignore[dict-item]
+
+
+class HostileKey:
+    """A dict key that hashes like "type" and raises from __eq__ once armed."""
+
+    def __hash__(self) -> int:
+        return hash("type")
+
+    def __eq__(self, other: object) -> bool:
+        if CollidingKey.armed:
+            raise Boom("eq")
+        return self is other
+
+
+SCHEMA_WITH_HOSTILE_KEY = {HostileKey(): "x", "description": "d"}
+SPEC_WITH_HOSTILE_KEY = {HostileKey(): "x", "type": "string"}
+
+
+def test_hostile_schema_keys_are_rejected_not_raised() -> None:
+    from dsh_codegen.schema import JsonSchemaError, assert_supported_json_schema, value_schema_spec_to_json_schema
+
+    with pytest.raises(JsonSchemaError) as info:
+        assert_supported_json_schema({"type": "object", "properties": {"a": SCHEMA_WITH_HOSTILE_KEY}})
+    assert [str(v) for v in info.value.violations] == ["schema.properties.a must be a schema object"]
+    with pytest.raises(JsonSchemaError) as spec_info:
+        value_schema_spec_to_json_schema(SPEC_WITH_HOSTILE_KEY)  # type: ignore[arg-type]
+    assert [str(v) for v in spec_info.value.violations] == ["spec must be a schema spec object"]
