@@ -462,6 +462,8 @@ cdef class CompiledValidator:
     def __init__(self, program):
         if not isinstance(program, _Program):
             raise TypeError("CompiledValidator needs a compiled Program (use compile_validator)")
+        if self._nodes != NULL:
+            raise TypeError("CompiledValidator is immutable: it is initialized once")
         cdef list nodes = list(program.nodes)
         cdef Py_ssize_t n = len(nodes), i, total = 0, b, total_props = 0, p
         cdef CNode* c
@@ -752,7 +754,6 @@ cdef class CompiledValidator:
         cdef PyObject* v
         cdef PyObject* key
         cdef PyObject* item
-        cdef PyObject* code_obj
         cdef PropEntry* props
         cdef PropEntry* e
         cdef Py_ssize_t pos, i, size, seen, cursor, base

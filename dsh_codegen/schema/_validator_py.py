@@ -120,6 +120,8 @@ class CompiledValidator:
     def __init__(self, program: Program) -> None:
         if not isinstance(program, Program):
             raise TypeError("CompiledValidator needs a compiled Program (use compile_validator)")
+        if hasattr(self, "_nodes"):
+            raise TypeError("CompiledValidator is immutable: it is initialized once")
         self._nodes: list[Node] = program.nodes
         self._fobj, self._farr = frozen_types()
 

@@ -119,3 +119,12 @@ def test_frozen_schemas_compile() -> None:
 def test_path_must_be_a_str() -> None:
     with pytest.raises(TypeError):
         compile_validator({"type": "string"}).violations(1, 3)  # type: ignore[arg-type]
+
+
+def test_validators_are_initialized_once() -> None:
+    from dsh_codegen.schema._compile import compile_program
+
+    validator = compile_validator({"type": "string"})
+    with pytest.raises(TypeError):
+        validator.__init__(compile_program({"type": "integer"}))  # type: ignore[misc]
+    assert validator.is_valid("s")
