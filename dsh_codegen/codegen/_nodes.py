@@ -53,6 +53,11 @@ class Node:
 
 
 _UNKNOWN_NODE = Node(UNKNOWN)
+_ARRAY_NODE = Node(ARRAY)
+_STR_ONLY = frozenset({str})
+#: Keys that send an ``object``/``array`` node off the fast path of :func:`_read`.
+_NOT_PLAIN_OBJECT = frozenset({"items", "const", "enum", "oneOf"})
+_NOT_PLAIN_ARRAY = _OBJECT_ONLY | {"const", "enum", "oneOf"}
 
 
 def _literal_fits(value: object, declared: object) -> bool:
@@ -93,6 +98,15 @@ def _read(schema: object) -> Node:
     if declared is not None:
         if type(declared) is not str or declared not in _TYPES:
             return _UNKNOWN_NODE
+        # Fast paths for the common shapes; anything else takes the general checks below.
+        if declared == "object":
+            if _NOT_PLAIN_OBJECT.isdisjoint(schema):
+                return _read_object(schema)
+        elif declared == "array":
+            if _NOT_PLAIN_ARRAY.isdisjoint(schema):
+                if "items" in schema:
+                    return Node(ARRAY, (), (), get(schema, "items"), True)
+                return _ARRAY_NODE
         if declared != "object" and not _OBJECT_ONLY.isdisjoint(schema):
             return _UNKNOWN_NODE
         if declared != "array" and "items" in schema:
@@ -102,7 +116,11 @@ def _read(schema: object) -> Node:
         return Node(LITERAL, literals=[value]) if _literal_fits(value, declared) else _UNKNOWN_NODE
     if "enum" in schema:
         values = get(schema, "enum")
-        if type(values) is not list or not values or not all(_literal_fits(v, declared) for v in values):
+        if type(values) is not list or not values:
+            return _UNKNOWN_NODE
+        if declared in (None, "string") and _STR_ONLY.issuperset(map(type, values)):
+            return Node(LITERAL, literals=list(values))  # strings always fit
+        if not all(_literal_fits(v, declared) for v in values):
             return _UNKNOWN_NODE
         return Node(LITERAL, literals=list(values))
     if "oneOf" in schema:
@@ -123,20 +141,35 @@ def _read(schema: object) -> Node:
     return Node(declared)
 
 
+_MISSING = object()
+
+
 def _read_object(schema: dict[object, object]) -> Node:
-    properties = dict.get(schema, "properties", {})
-    if not isinstance(properties, dict):
+    properties = dict.get(schema, "properties", _MISSING)
+    if properties is _MISSING:
+        pairs: list[tuple[str, object]] = []
+    elif type(properties) is dict:
+        # An exact dict: its keys are the keys of its items.
+        if not _STR_ONLY.issuperset(map(type, properties)):
+            return _UNKNOWN_NODE
+        pairs = list(properties.items())
+    elif isinstance(properties, dict):
+        pairs = list(properties.items())
+        if not all(type(key) is str for key, _ in pairs):
+            return _UNKNOWN_NODE
+    else:
         return _UNKNOWN_NODE
-    pairs: list[tuple[str, object]] = list(properties.items())
-    if not all(type(key) is str for key, _ in pairs):
-        return _UNKNOWN_NODE
-    required = dict.get(schema, "required", [])
-    if type(required) is not list or not all(type(name) is str for name in required):
+    required = dict.get(schema, "required", _MISSING)
+    if required is _MISSING:
+        names: frozenset[str] = frozenset()
+    elif type(required) is list and _STR_ONLY.issuperset(map(type, required)):
+        names = frozenset(required)
+    else:
         return _UNKNOWN_NODE
     additional = dict.get(schema, "additionalProperties", True)
     if type(additional) is not bool:
         return _UNKNOWN_NODE
-    return Node(OBJECT, properties=pairs, required=frozenset(required), closed=not additional)
+    return Node(OBJECT, (), (), None, False, pairs, names, not additional)
 
 
 def description_of(schema: object) -> object:

@@ -10,6 +10,8 @@ indentation cannot make the text quadratic in the depth.
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
+from typing import TypeVar
 
 from dsh_codegen.codegen._literals import ts_jsdoc, ts_literal
 from dsh_codegen.codegen._naming import ts_key
@@ -21,7 +23,6 @@ from dsh_codegen.codegen._nodes import (
     SCALAR_NODE_KEYS,
     UNION,
     Node,
-    description_of,
     read_node,
 )
 
@@ -32,6 +33,10 @@ MAX_MULTILINE_DEPTH = 16
 
 _OPEN_SUFFIX = " & Record<string, JsonValue>"
 _SCALARS = {"string": "string", "number": "number", "integer": "number", "boolean": "boolean", "null": "null"}
+
+
+_K = TypeVar("_K")
+_V = TypeVar("_V")
 
 
 def _has_bar(text: str) -> bool:
@@ -72,74 +77,87 @@ def _render(schema: object, indent: int) -> str:
     # Text is emitted in order into ``out`` and joined once, so deep nesting
     # stays linear; each finished node leaves one flag on ``flags``: whether its
     # text contains "|" or "&" (an array of it then needs "(T)[]"). An array
-    # reserves a slot for "(" and fills it when its item is done.
+    # reserves a slot for "(" and fills it when its item is done. This loop is
+    # the hot path of render_ts_sdk: lookups are bound to locals, and leaves
+    # (plain scalars, arrays of them, objects of them) never touch the stack.
     out: list[str] = []
     flags: list[bool] = []
     active: set[int] = set()
     stack: list[_Build | str | tuple[object, int, int]] = [(schema, indent, 0)]
+    emit = out.append
+    flag = flags.append
+    push = stack.append
+    pop = stack.pop
+    scalars = _SCALARS
+    scalar_keys = SCALAR_NODE_KEYS
     while stack:
-        item = stack.pop()
-        if isinstance(item, str):
-            out.append(item)
+        item = pop()
+        if type(item) is str:
+            emit(item)
             continue
-        if isinstance(item, _Build):
+        if type(item) is _Build:
             _finish(item, out, flags)
             active.discard(item.ident)
             continue
-        node_schema, level, depth = item
-        scalar = _plain_scalar(node_schema)
-        if scalar is not None:
-            out.append(scalar)
-            flags.append(False)
-            continue
+        task: tuple[object, int, int] = item  # type: ignore[assignment]  # not str, not _Build: a node
+        node_schema, level, depth = task
+        if type(node_schema) is dict:
+            declared = node_schema.get("type")
+            if type(declared) is str and declared in scalars and scalar_keys.issuperset(node_schema):
+                emit(scalars[declared])
+                flag(False)
+                continue
         ident = id(node_schema)
         if ident in active:
-            out.append("unknown")
-            flags.append(False)
+            emit("unknown")
+            flag(False)
             continue
         node = read_node(node_schema)
         kind = node.kind
-        if kind in _SCALARS:
-            out.append(_SCALARS[kind])
-            flags.append(False)
-        elif kind == ANY:
-            out.append("JsonValue")
-            flags.append(False)
-        elif kind == LITERAL:
-            texts = [ts_literal(value) for value in node.literals]
-            if any(text is None for text in texts):
-                out.append("unknown")
-                flags.append(False)
+        if kind == OBJECT:
+            if not node.properties:
+                emit("Record<string, never>" if node.closed else "Record<string, JsonValue>")
+                flag(False)
+            elif depth >= MAX_MULTILINE_DEPTH:
+                _push_one_line(node, ident, level, depth + 1, out, stack, active)
             else:
-                joined = " | ".join(texts)  # type: ignore[arg-type]
-                out.append(joined)
-                flags.append(_has_bar(joined))
-        elif kind == UNION:
-            active.add(ident)
-            stack.append(_Build(UNION, len(node.branches), ident))
-            for position in range(len(node.branches) - 1, -1, -1):
-                stack.append((node.branches[position], level, depth))
-                if position:
-                    stack.append(" | ")
+                _push_object(node, ident, level, depth + 1, out, flags, stack, active)
+        elif kind in scalars:
+            emit(scalars[kind])
+            flag(False)
         elif kind == ARRAY:
             if not node.has_items:
-                out.append("JsonValue[]")
-                flags.append(False)
+                emit("JsonValue[]")
+                flag(False)
                 continue
+            items = node.items
+            if type(items) is dict:
+                declared = items.get("type")
+                if type(declared) is str and declared in scalars and scalar_keys.issuperset(items):
+                    emit(scalars[declared] + "[]")
+                    flag(False)
+                    continue
             active.add(ident)
-            stack.append(_Build(ARRAY, 1, ident, slot=len(out)))
-            out.append("")
-            stack.append((node.items, level, depth))
-        elif kind == OBJECT:
-            if not node.properties:
-                out.append("Record<string, never>" if node.closed else "Record<string, JsonValue>")
-                flags.append(False)
-                continue
+            push(_Build(ARRAY, 1, ident, slot=len(out)))
+            emit("")
+            push((items, level, depth))
+        elif kind == LITERAL:
+            joined, bar = _literal_text(node.literals)
+            emit(joined)
+            flag(bar)
+        elif kind == UNION:
             active.add(ident)
-            _push_object(node, ident, level, depth + 1, out, stack)
+            push(_Build(UNION, len(node.branches), ident))
+            for position in range(len(node.branches) - 1, -1, -1):
+                push((node.branches[position], level, depth))
+                if position:
+                    push(" | ")
+        elif kind == ANY:
+            emit("JsonValue")
+            flag(False)
         else:
-            out.append("unknown")
-            flags.append(False)
+            emit("unknown")
+            flag(False)
     return "".join(out)
 
 
@@ -147,6 +165,41 @@ def _render(schema: object, indent: int) -> str:
 # str (or None) here, so caching by value is safe.
 _key_text = functools.lru_cache(maxsize=8192)(ts_key)
 _doc_text = functools.lru_cache(maxsize=8192)(ts_jsdoc)
+
+# Caches by value, for texts that repeat across members, tools and renders:
+# every key is built from exact ``str``/``bool``/``int`` values (or ``None``), so
+# equal keys always mean equal text. Cleared when full, so memory stays bounded.
+_CACHE_LIMIT = 16384
+#: (key, required, description, level, scalar type or None) -> (member text, has "|"/"&").
+#: With a scalar type the text is the whole member line; without, the part before the type.
+_MEMBERS: dict[tuple[str, bool, str | None, int, str | None], tuple[str, bool]] = {}
+#: Tuple of exact-``str`` enum values -> (literal union text, has "|"/"&").
+_STRING_LITERALS: dict[tuple[str, ...], tuple[str, bool]] = {}
+_STR_ONLY = frozenset({str})
+
+
+def _remember(cache: dict[_K, _V], key: _K, value: _V) -> _V:
+    if len(cache) >= _CACHE_LIMIT:
+        cache.clear()
+    cache[key] = value
+    return value
+
+
+def _literal_text(values: Sequence[object]) -> tuple[str, bool]:
+    """The union of literal types of an enum/const, or ``unknown``; and whether it has "|"/"&"."""
+    if _STR_ONLY.issuperset(map(type, values)):
+        key = tuple(values)  # exact strs: tuple equality is text equality
+        found = _STRING_LITERALS.get(key)  # type: ignore[arg-type]
+        if found is not None:
+            return found
+    else:
+        key = None
+    texts = [ts_literal(value) for value in values]
+    if None in texts:
+        return "unknown", False
+    joined = " | ".join(texts)  # type: ignore[arg-type]
+    result = (joined, _has_bar(joined))
+    return result if key is None else _remember(_STRING_LITERALS, key, result)  # type: ignore[arg-type]
 
 
 def _plain_scalar(schema: object) -> str | None:
@@ -158,42 +211,105 @@ def _plain_scalar(schema: object) -> str | None:
     return None
 
 
+def _member(key: str, required: bool, description: str | None, level: int, scalar: str | None) -> tuple[str, bool]:
+    """A multi-line member's text: its JSDoc line, indent, key, ``?``, ``: `` and, for
+    a plain scalar type, the type and ``;\\n``; plus whether it contains "|" or "&"."""
+    pad = "  " * level
+    name = _key_text(key) + ("" if required else "?")
+    doc = _doc_text(description)
+    head = f"{pad}{name}: " if doc is None else f"{pad}/** {doc} */\n{pad}{name}: "
+    text = head if scalar is None else head + _SCALARS[scalar] + ";\n"
+    result = (text, _has_bar(name) or (doc is not None and _has_bar(doc)))
+    return _remember(_MEMBERS, (key, required, description, level, scalar), result)
+
+
+_Stack = list[_Build | str | tuple[object, int, int]]
+
+
 def _push_object(
-    node: Node, ident: int, level: int, depth: int, out: list[str], stack: list[_Build | str | tuple[object, int, int]]
+    node: Node, ident: int, level: int, depth: int, out: list[str], flags: list[bool], stack: _Stack, active: set[int]
 ) -> None:
+    """A multi-line object: text up to its first non-leaf member goes straight to
+    ``out``; the rest is pushed (text between children joined into one item)."""
+    bar = not node.closed
+    required = node.required
+    scalars = _SCALARS
+    scalar_keys = SCALAR_NODE_KEYS
+    members = _MEMBERS
+    member_level = level + 1
+    emit = out.append
+    out.append("{\n")
+    tasks: list[str | tuple[object, int, int]] = []
+    segment: list[str] | None = None  # text after the last non-leaf member (None: none yet)
+    for key, child in node.properties:
+        # description_of, inlined: a hostile child degrades to "no description".
+        description: str | None = None
+        scalar: str | None = None
+        if isinstance(child, dict):
+            try:
+                text = dict.get(child, "description")
+            except Exception:  # noqa: BLE001 - hostile keys degrade
+                text = None
+            if type(text) is str:
+                description = text
+            if type(child) is dict:
+                declared = child.get("type")
+                if type(declared) is str and declared in scalars and scalar_keys.issuperset(child):
+                    scalar = declared
+        is_required = key in required
+        found = members.get((key, is_required, description, member_level, scalar))
+        if found is None:
+            found = _member(key, is_required, description, member_level, scalar)
+        text, member_bar = found
+        bar = bar or member_bar
+        if scalar is not None:
+            # A plain scalar member is one finished line: no stack round trip.
+            if segment is None:
+                emit(text)
+            else:
+                segment.append(text)
+            continue
+        if segment is None:
+            emit(text)
+        else:
+            segment.append(text)
+            tasks.append("".join(segment))
+        tasks.append((child, member_level, depth))
+        segment = [";\n"]
+    closing = "  " * level + ("}" if node.closed else "}" + _OPEN_SUFFIX)
+    if segment is None:
+        # Every member was a leaf: the object is done.
+        emit(closing)
+        flags.append(bar)
+        return
+    segment.append(closing)
+    active.add(ident)
+    stack.append(_Build(OBJECT, (len(tasks) + 1) // 2, ident, closing="".join(segment), bar=bar))
+    stack.extend(reversed(tasks))
+
+
+def _push_one_line(
+    node: Node, ident: int, level: int, depth: int, out: list[str], stack: _Stack, active: set[int]
+) -> None:
+    """An object past :data:`MAX_MULTILINE_DEPTH`: one line, without JSDoc, so the
+    output stays linear in the schema size."""
     suffix = "" if node.closed else _OPEN_SUFFIX
     bar = not node.closed
-    one_line = depth > MAX_MULTILINE_DEPTH
-    pad = "  " * (level + 1)
     tasks: list[str | tuple[object, int, int]] = []
     pending = 0  # children left on the stack, each leaving one flag
     for position, (key, child) in enumerate(node.properties):
         name = _key_text(key) + ("" if key in node.required else "?")
         bar = bar or _has_bar(name)
-        if one_line:
-            head = ("; " if position else "") + name + ": "
-            tail = ""
-        else:
-            doc = _doc_text(description_of(child))
-            head = f"{pad}{name}: " if doc is None else f"{pad}/** {doc} */\n{pad}{name}: "
-            bar = bar or (doc is not None and _has_bar(doc))
-            tail = ";\n"
+        head = ("; " if position else "") + name + ": "
         scalar = _plain_scalar(child)
         if scalar is not None:
-            # Most members are plain scalars: one text, no stack round trip.
-            tasks.append(head + scalar + tail)
+            tasks.append(head + scalar)
             continue
         pending += 1
         tasks += [head, (child, level + 1, depth)]
-        if tail:
-            tasks.append(tail)
-    if one_line:
-        # One line, without JSDoc: output stays linear in the schema size.
-        out.append("{ ")
-        stack.append(_Build(OBJECT, pending, ident, closing=" }" + suffix, bar=bar))
-    else:
-        out.append("{\n")
-        stack.append(_Build(OBJECT, pending, ident, closing="  " * level + "}" + suffix, bar=bar))
+    active.add(ident)
+    out.append("{ ")
+    stack.append(_Build(OBJECT, pending, ident, closing=" }" + suffix, bar=bar))
     stack.extend(reversed(tasks))
 
 
