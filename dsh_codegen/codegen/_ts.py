@@ -187,19 +187,21 @@ def _remember(cache: dict[_K, _V], key: _K, value: _V) -> _V:
 
 def _literal_text(values: Sequence[object]) -> tuple[str, bool]:
     """The union of literal types of an enum/const, or ``unknown``; and whether it has "|"/"&"."""
-    if _STR_ONLY.issuperset(map(type, values)):
-        key = tuple(values)  # exact strs: tuple equality is text equality
-        found = _STRING_LITERALS.get(key)  # type: ignore[arg-type]
-        if found is not None:
-            return found
-    else:
-        key = None
+    if not _STR_ONLY.issuperset(map(type, values)):
+        return _literal_union(values)
+    key: tuple[str, ...] = tuple(values)  # type: ignore[arg-type]  # exact strs: equal tuples, equal text
+    found = _STRING_LITERALS.get(key)
+    if found is None:
+        found = _remember(_STRING_LITERALS, key, _literal_union(values))
+    return found
+
+
+def _literal_union(values: Sequence[object]) -> tuple[str, bool]:
     texts = [ts_literal(value) for value in values]
     if None in texts:
         return "unknown", False
     joined = " | ".join(texts)  # type: ignore[arg-type]
-    result = (joined, _has_bar(joined))
-    return result if key is None else _remember(_STRING_LITERALS, key, result)  # type: ignore[arg-type]
+    return joined, _has_bar(joined)
 
 
 def _plain_scalar(schema: object) -> str | None:
