@@ -12,7 +12,7 @@ runs during a walk.
 from cpython.ref cimport PyObject, Py_XDECREF
 from libc.math cimport isfinite, signbit
 from libc.stdint cimport uint8_t, uint16_t, uint32_t
-from libc.stdlib cimport free, realloc
+from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memcpy, memset
 
 import sys
@@ -233,6 +233,392 @@ cdef extern from *:
         if (neg) out[0] = '-';
         return neg + len;
     }
+    /* ---- the writers' output buffer ------------------------------------------------
+       Code units of `kind` bytes (1, 2 or 4), the layout of a CPython str of that
+       kind, so the result is one memcpy into PyUnicode_New's storage (no UTF-8
+       decode). The buffer starts at kind 1 and widens in place the first time a
+       string of a wider kind is written. `maxchar` is 127, 255, 0xFFFF or
+       0x10FFFF: the category of the widest character known to be written raw;
+       when it is narrower than `kind` (a wide string held only escaped lone
+       surrogates) the result is narrowed by CPython instead. */
+    #if defined(__SSE2__)
+    #include <emmintrin.h>
+    #endif
+    typedef struct {
+        char *data;
+        Py_ssize_t length;   /* in code units */
+        Py_ssize_t cap;      /* in code units */
+        int kind;
+        Py_UCS4 maxchar;
+        char scratch[64];    /* number text on its way into a wide buffer */
+    } dsh_buf;
+    /* Lengths in code units stay below this, so byte sizes never overflow. */
+    #define DSH_BUF_LIMIT (PY_SSIZE_T_MAX / 8)
+    static int dsh_buf_grow(dsh_buf *b, Py_ssize_t extra) {
+        Py_ssize_t need, cap;
+        char *data;
+        if (extra <= b->cap - b->length) return 0;
+        if (extra > DSH_BUF_LIMIT - b->length) { PyErr_NoMemory(); return -1; }
+        need = b->length + extra;
+        cap = b->cap ? (b->cap < DSH_BUF_LIMIT / 2 ? b->cap * 2 : DSH_BUF_LIMIT) : 4096;
+        if (cap < need) cap = need;
+        data = (char *)realloc(b->data, (size_t)cap * (size_t)b->kind);
+        if (data == NULL) { PyErr_NoMemory(); return -1; }
+        b->data = data;
+        b->cap = cap;
+        return 0;
+    }
+    #define DSH_RESERVE(b, n) (((n) <= (b)->cap - (b)->length) ? 0 : dsh_buf_grow((b), (n)))
+    static inline void dsh_copy_1_2(uint16_t *d, const uint8_t *s, Py_ssize_t n) {
+        Py_ssize_t i = 0;
+    #if defined(__SSE2__)
+        const __m128i z = _mm_setzero_si128();
+        for (; i + 16 <= n; i += 16) {
+            __m128i v = _mm_loadu_si128((const __m128i *)(s + i));
+            _mm_storeu_si128((__m128i *)(d + i), _mm_unpacklo_epi8(v, z));
+            _mm_storeu_si128((__m128i *)(d + i + 8), _mm_unpackhi_epi8(v, z));
+        }
+    #endif
+        for (; i < n; i++) d[i] = s[i];
+    }
+    static inline void dsh_copy_1_4(uint32_t *d, const uint8_t *s, Py_ssize_t n) {
+        Py_ssize_t i = 0;
+    #if defined(__SSE2__)
+        const __m128i z = _mm_setzero_si128();
+        for (; i + 16 <= n; i += 16) {
+            __m128i v = _mm_loadu_si128((const __m128i *)(s + i));
+            __m128i lo = _mm_unpacklo_epi8(v, z), hi = _mm_unpackhi_epi8(v, z);
+            _mm_storeu_si128((__m128i *)(d + i), _mm_unpacklo_epi16(lo, z));
+            _mm_storeu_si128((__m128i *)(d + i + 4), _mm_unpackhi_epi16(lo, z));
+            _mm_storeu_si128((__m128i *)(d + i + 8), _mm_unpacklo_epi16(hi, z));
+            _mm_storeu_si128((__m128i *)(d + i + 12), _mm_unpackhi_epi16(hi, z));
+        }
+    #endif
+        for (; i < n; i++) d[i] = s[i];
+    }
+    static inline void dsh_copy_2_4(uint32_t *d, const uint16_t *s, Py_ssize_t n) {
+        Py_ssize_t i = 0;
+    #if defined(__SSE2__)
+        const __m128i z = _mm_setzero_si128();
+        for (; i + 8 <= n; i += 8) {
+            __m128i v = _mm_loadu_si128((const __m128i *)(s + i));
+            _mm_storeu_si128((__m128i *)(d + i), _mm_unpacklo_epi16(v, z));
+            _mm_storeu_si128((__m128i *)(d + i + 4), _mm_unpackhi_epi16(v, z));
+        }
+    #endif
+        for (; i < n; i++) d[i] = s[i];
+    }
+    /* Copy n code units of kind `sk` at s to the end of the buffer (room reserved, sk <= kind). */
+    static inline void dsh_buf_copy(dsh_buf *b, const void *s, int sk, Py_ssize_t n) {
+        char *out = b->data + b->length * b->kind;
+        if (sk == b->kind) memcpy(out, s, (size_t)n * (size_t)sk);
+        else if (b->kind == 2) dsh_copy_1_2((uint16_t *)out, (const uint8_t *)s, n);
+        else if (sk == 1) dsh_copy_1_4((uint32_t *)out, (const uint8_t *)s, n);
+        else dsh_copy_2_4((uint32_t *)out, (const uint16_t *)s, n);
+        b->length += n;
+    }
+    /* Re-code the buffer's content in the wider `kind`, in place (back to front). */
+    static int dsh_buf_widen(dsh_buf *b, int kind) {
+        Py_ssize_t i = b->length;
+        if (b->cap) {
+            char *data = (char *)realloc(b->data, (size_t)b->cap * (size_t)kind);
+            if (data == NULL) { PyErr_NoMemory(); return -1; }
+            b->data = data;
+        }
+        if (b->kind == 1 && kind == 2) {
+            const uint8_t *s = (const uint8_t *)b->data; uint16_t *d = (uint16_t *)b->data;
+            while (i-- > 0) d[i] = s[i];
+        } else if (b->kind == 1) {
+            const uint8_t *s = (const uint8_t *)b->data; uint32_t *d = (uint32_t *)b->data;
+            while (i-- > 0) d[i] = s[i];
+        } else {
+            const uint16_t *s = (const uint16_t *)b->data; uint32_t *d = (uint32_t *)b->data;
+            while (i-- > 0) d[i] = s[i];
+        }
+        b->kind = kind;
+        return 0;
+    }
+    /* ASCII text (room reserved). */
+    static inline void dsh_put_ascii_r(dsh_buf *b, const char *s, Py_ssize_t n) {
+        Py_ssize_t i;
+        if (b->kind == 1) {
+            memcpy(b->data + b->length, s, (size_t)n);
+        } else if (b->kind == 2) {
+            uint16_t *d = (uint16_t *)b->data + b->length;
+            for (i = 0; i < n; i++) d[i] = (unsigned char)s[i];
+        } else {
+            uint32_t *d = (uint32_t *)b->data + b->length;
+            for (i = 0; i < n; i++) d[i] = (unsigned char)s[i];
+        }
+        b->length += n;
+    }
+    static inline int dsh_put_ascii(dsh_buf *b, const char *s, Py_ssize_t n) {
+        if (DSH_RESERVE(b, n) < 0) return -1;
+        dsh_put_ascii_r(b, s, n);
+        return 0;
+    }
+    static inline void dsh_putc_r(dsh_buf *b, Py_UCS4 c) {
+        if (b->kind == 1) ((uint8_t *)b->data)[b->length] = (uint8_t)c;
+        else if (b->kind == 2) ((uint16_t *)b->data)[b->length] = (uint16_t)c;
+        else ((uint32_t *)b->data)[b->length] = c;
+        b->length++;
+    }
+    static inline int dsh_putc(dsh_buf *b, char c) {
+        if (DSH_RESERVE(b, 1) < 0) return -1;
+        dsh_putc_r(b, (unsigned char)c);
+        return 0;
+    }
+    /* Where number text goes: straight into a kind-1 buffer, else via scratch. */
+    static inline char *dsh_ascii_begin(dsh_buf *b, Py_ssize_t n) {
+        /* n <= 48; 16 more for the whole-chunk widening below */
+        if (DSH_RESERVE(b, n + 16) < 0) return NULL;
+        return b->kind == 1 ? b->data + b->length : b->scratch;
+    }
+    /* Widen n ASCII units from p (which has n rounded up to 16 readable bytes)
+       in whole 16-unit chunks: fixed-size work, the excess is overwritten later. */
+    static inline void dsh_put_chunks_r(dsh_buf *b, const char *p, Py_ssize_t n) {
+        Py_ssize_t whole = (n + 15) & ~(Py_ssize_t)15;
+        if (b->kind == 2) dsh_copy_1_2((uint16_t *)b->data + b->length, (const uint8_t *)p, whole);
+        else dsh_copy_1_4((uint32_t *)b->data + b->length, (const uint8_t *)p, whole);
+        b->length += n;
+    }
+    static inline void dsh_ascii_end(dsh_buf *b, const char *p, Py_ssize_t n) {
+        if (b->kind == 1) b->length += n;
+        else dsh_put_chunks_r(b, p, n);
+    }
+    /* ---- cached key text: `"key": ` for short plain ASCII keys --------------------
+       Keys repeat (every record of a list has the same ones, usually the same str
+       objects), so each distinct key object is escaped once per call and then
+       copied with fixed-size moves. Entries hold strong references (a key cannot
+       die and its address be reused during the call) and are emptied after it. */
+    #define DSH_KEYCACHE 512
+    #define DSH_KEYTEXT 48
+    typedef struct { PyObject *key; Py_ssize_t len; char text[DSH_KEYTEXT]; } dsh_key_entry;
+    typedef struct {
+        dsh_key_entry e[DSH_KEYCACHE];
+        uint16_t used[DSH_KEYCACHE];
+        Py_ssize_t nused;
+    } dsh_keycache;
+    static void dsh_keycache_clear(dsh_keycache *c) {
+        Py_ssize_t i;
+        for (i = 0; i < c->nused; i++) {
+            dsh_key_entry *e = &c->e[c->used[i]];
+            Py_CLEAR(e->key);
+        }
+        c->nused = 0;
+    }
+    /* Write the key `k` (an exact str), then `: ` (pretty) or `:`. */
+    static int dsh_buf_str(dsh_buf *b, PyObject *s);
+    static inline int dsh_write_key(dsh_buf *b, dsh_keycache *c, PyObject *k, int pretty) {
+        Py_ssize_t n;
+        dsh_key_entry *e;
+        if (c != NULL) {
+            e = &c->e[((uintptr_t)k >> 4) & (DSH_KEYCACHE - 1)];
+            if (e->key != k) {
+                n = PyUnicode_GET_LENGTH(k);
+                if (!(PyUnicode_IS_ASCII(k) && n <= DSH_KEYTEXT - 4
+                      && dsh_json_plain_prefix((const unsigned char *)PyUnicode_DATA(k), n) == n))
+                    goto uncached;
+                if (e->key == NULL) c->used[c->nused++] = (uint16_t)(e - c->e);
+                Py_INCREF(k);
+                Py_XSETREF(e->key, k);  /* frees at most a str: no Python code runs */
+                e->text[0] = '"';
+                memcpy(e->text + 1, PyUnicode_DATA(k), (size_t)n);
+                e->text[1 + n] = 34;  /* the closing quote */
+                e->text[2 + n] = 58;  /* colon */
+                e->text[3 + n] = 32;
+                e->len = n + 3;
+            }
+            n = e->len + (pretty != 0);
+            if (DSH_RESERVE(b, DSH_KEYTEXT) < 0) return -1;
+            if (b->kind == 1) {
+                memcpy(b->data + b->length, e->text, DSH_KEYTEXT);
+                b->length += n;
+            } else {
+                dsh_put_chunks_r(b, e->text, n);
+            }
+            return 0;
+        }
+    uncached:
+        if (dsh_buf_str(b, k) < 0) return -1;
+        if (DSH_RESERVE(b, 2) < 0) return -1;
+        dsh_putc_r(b, ':');
+        if (pretty) dsh_putc_r(b, ' ');
+        return 0;
+    }
+    /* A newline and 16 spaces in each kind, for fixed-size copies of indentation. */
+    static const uint8_t dsh_nl1[17] = {10, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32};
+    static const uint16_t dsh_nl2[17] = {10, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32};
+    static const uint32_t dsh_nl4[17] = {10, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32};
+    static int dsh_newline(dsh_buf *b, Py_ssize_t depth, Py_ssize_t indent) {
+        Py_ssize_t spaces, i;
+        if (indent && depth > (DSH_BUF_LIMIT / 2) / indent) { PyErr_NoMemory(); return -1; }
+        spaces = depth * indent;
+        if (DSH_RESERVE(b, spaces + 1) < 0) return -1;
+        if (b->kind == 1) {
+            b->data[b->length] = 10;  /* newline */
+            memset(b->data + b->length + 1, ' ', (size_t)spaces);
+            b->length += spaces + 1;
+        } else {
+            dsh_putc_r(b, 10);  /* newline */
+            for (i = 0; i < spaces; i++) dsh_putc_r(b, ' ');
+        }
+        return 0;
+    }
+    /* `,` when `comma`, then a newline and the indentation of `depth`. */
+    static inline int dsh_separator(dsh_buf *b, int comma, Py_ssize_t depth, Py_ssize_t indent) {
+        if (depth <= 16 && indent <= 16 && depth * indent <= 16) {
+            Py_ssize_t keep = 1 + depth * indent;
+            if (DSH_RESERVE(b, 18) < 0) return -1;
+            if (comma) dsh_putc_r(b, ',');
+            /* Copy all 17 units (fixed size: a few stores), keep the needed ones. */
+            if (b->kind == 1) memcpy(b->data + b->length, dsh_nl1, sizeof dsh_nl1);
+            else if (b->kind == 2) memcpy((uint16_t *)b->data + b->length, dsh_nl2, sizeof dsh_nl2);
+            else memcpy((uint32_t *)b->data + b->length, dsh_nl4, sizeof dsh_nl4);
+            b->length += keep;
+            return 0;
+        }
+        if (comma && dsh_putc(b, ',') < 0) return -1;
+        return dsh_newline(b, depth, indent);
+    }
+    /* The JSON escape of an ASCII special or a lone surrogate (room for 6 reserved). */
+    static const char dsh_hex[] = "0123456789abcdef";
+    static inline void dsh_put_escape_r(dsh_buf *b, Py_UCS4 c) {
+        char e[6];
+        e[0] = 92;  /* backslash */
+        switch (c) {
+        case 34: e[1] = 34; break;  /* quote */
+        case 92: e[1] = 92; break;  /* backslash */
+        case 10: e[1] = 'n'; break;
+        case 13: e[1] = 'r'; break;
+        case 9: e[1] = 't'; break;
+        case 8: e[1] = 'b'; break;
+        case 12: e[1] = 'f'; break;
+        default:
+            e[1] = 'u';
+            e[2] = dsh_hex[(c >> 12) & 15];
+            e[3] = dsh_hex[(c >> 8) & 15];
+            e[4] = dsh_hex[(c >> 4) & 15];
+            e[5] = dsh_hex[c & 15];
+            dsh_put_ascii_r(b, e, 6);
+            return;
+        }
+        dsh_put_ascii_r(b, e, 2);
+    }
+    /* Whether four UCS-2 units hold one JSON escapes: below 0x20, '"', backslash
+       or a surrogate (0xD800-0xDFFF). Exact for "any" like the byte test. */
+    static inline int dsh_json_word_special16(uint64_t w) {
+        const uint64_t ones = 0x0001000100010001ULL, high = 0x8000800080008000ULL;
+        uint64_t q = w ^ (ones * 0x22), k = w ^ (ones * 0x5C), s = (w & (ones * 0xF800)) ^ (ones * 0xD800);
+        return ((((w - ones * 0x20) & ~w) | ((q - ones) & ~q) | ((k - ones) & ~k) | ((s - ones) & ~s)) & high) != 0;
+    }
+    static inline int dsh_json_special_unit(Py_UCS4 c) {
+        return c < 0x20 || c == 34 || c == 92 || (c & 0xFFFFF800u) == 0xD800u;  /* quote, backslash */
+    }
+    static inline Py_ssize_t dsh_json_plain_prefix16(const uint16_t *p, Py_ssize_t n) {
+        Py_ssize_t i = 0;
+        uint64_t w;
+        for (; i + 4 <= n; i += 4) {
+            memcpy(&w, p + i, 8);
+            if (dsh_json_word_special16(w)) break;
+        }
+        for (; i < n; i++) {
+            if (dsh_json_special_unit(p[i])) return i;
+        }
+        return n;
+    }
+    static inline Py_ssize_t dsh_json_plain_prefix32(const uint32_t *p, Py_ssize_t n) {
+        Py_ssize_t i;
+        for (i = 0; i < n; i++) {
+            if (dsh_json_special_unit(p[i])) return i;
+        }
+        return n;
+    }
+    /* Write the exact str `s` as a JSON string. */
+    static int dsh_buf_str(dsh_buf *b, PyObject *s) {
+        Py_ssize_t n = PyUnicode_GET_LENGTH(s), i = 0, plain;
+        int sk = PyUnicode_KIND(s);
+        const void *data = PyUnicode_DATA(s);
+        int lone_surrogate = 0;
+        Py_UCS4 c;
+        if (sk > b->kind && dsh_buf_widen(b, sk) < 0) return -1;
+        if (DSH_RESERVE(b, n + 2) < 0) return -1;
+        dsh_putc_r(b, '"');
+        for (;;) {
+            if (sk == 1) plain = dsh_json_plain_prefix((const unsigned char *)data + i, n - i);
+            else if (sk == 2) plain = dsh_json_plain_prefix16((const uint16_t *)data + i, n - i);
+            else plain = dsh_json_plain_prefix32((const uint32_t *)data + i, n - i);
+            dsh_buf_copy(b, (const char *)data + i * sk, sk, plain);
+            i += plain;
+            if (i == n) break;
+            /* Room for this escape, the rest as is and the closing quote. */
+            if (DSH_RESERVE(b, (n - i) + 7) < 0) return -1;
+            c = PyUnicode_READ(sk, data, i);
+            if (c >= 0xD800) lone_surrogate = 1;
+            dsh_put_escape_r(b, c);
+            i++;
+        }
+        dsh_putc_r(b, '"');
+        /* A kind-2 string holds a character >= 256; unless it had surrogates,
+           which are escaped, that character was written raw. */
+        if (sk == 1) {
+            if (b->maxchar < 255 && !PyUnicode_IS_ASCII(s)) b->maxchar = 255;
+        } else if (sk == 2) {
+            if (b->maxchar < 0xFFFF && !lone_surrogate) b->maxchar = 0xFFFF;
+        } else {
+            b->maxchar = 0x10FFFF;
+        }
+        return 0;
+    }
+    static PyObject *dsh_buf_finish(dsh_buf *b) {
+        int need = b->maxchar < 256 ? 1 : b->maxchar < 0x10000 ? 2 : 4;
+        PyObject *text;
+        if (need != b->kind) return PyUnicode_FromKindAndData(b->kind, b->data, b->length);
+        text = PyUnicode_New(b->length, b->maxchar);
+        if (text == NULL) return NULL;
+        memcpy(PyUnicode_DATA(text), b->data, (size_t)b->length * (size_t)b->kind);
+        return text;
+    }
+    /* ---- sorted members for the canonical writer ------------------------------------ */
+    typedef struct { PyObject *k; PyObject *v; } dsh_pair;
+    /* a < b for exact strs, by code point (Python's str order); never fails. */
+    static inline int dsh_str_lt(PyObject *a, PyObject *b) {
+        Py_ssize_t la = PyUnicode_GET_LENGTH(a), lb = PyUnicode_GET_LENGTH(b), n = la < lb ? la : lb, i;
+        int ka = PyUnicode_KIND(a), kb = PyUnicode_KIND(b);
+        const void *da = PyUnicode_DATA(a), *db = PyUnicode_DATA(b);
+        if (ka == 1 && kb == 1) {
+            int c = memcmp(da, db, (size_t)n);
+            return c ? c < 0 : la < lb;
+        }
+        for (i = 0; i < n; i++) {
+            Py_UCS4 x = PyUnicode_READ(ka, da, i), y = PyUnicode_READ(kb, db, i);
+            if (x != y) return x < y;
+        }
+        return la < lb;
+    }
+    /* Merge sort by key (keys are distinct, so stability is moot); `tmp` holds n / 2
+       pairs. Halves already in order are not merged, so sorted input costs n compares.
+       The recursion is log2(n) deep whatever the input. */
+    static void dsh_sort_pairs(dsh_pair *a, Py_ssize_t n, dsh_pair *tmp) {
+        Py_ssize_t m, i, j, k;
+        dsh_pair x;
+        if (n <= 16) {
+            for (i = 1; i < n; i++) {
+                x = a[i];
+                for (j = i; j > 0 && dsh_str_lt(x.k, a[j - 1].k); j--) a[j] = a[j - 1];
+                a[j] = x;
+            }
+            return;
+        }
+        m = n / 2;
+        dsh_sort_pairs(a, m, tmp);
+        dsh_sort_pairs(a + m, n - m, tmp);
+        if (dsh_str_lt(a[m - 1].k, a[m].k)) return;
+        memcpy(tmp, a, (size_t)m * sizeof(dsh_pair));
+        i = 0; j = m; k = 0;
+        while (i < m && j < n) a[k++] = dsh_str_lt(a[j].k, tmp[i].k) ? a[j++] : tmp[i++];
+        while (i < m) a[k++] = tmp[i++];
+    }
     """
     Py_ssize_t dsh_json_plain_prefix(const unsigned char* p, Py_ssize_t n)
     int dsh_json_format_ll(char* out, long long x)
@@ -240,6 +626,29 @@ cdef extern from *:
     bint dsh_json_compact_int(PyObject* v, long long* out)
     PyObject* dsh_json_new_dict(PyObject* cls, PyObject* empty)
     PyObject* dsh_json_move_list(PyObject* plain, PyObject* cls, PyObject* empty)
+    ctypedef struct dsh_buf:
+        char* data
+        Py_ssize_t length
+        Py_ssize_t cap
+        int kind
+        uint32_t maxchar
+    ctypedef struct dsh_pair:
+        PyObject* k
+        PyObject* v
+    int dsh_buf_grow(dsh_buf* b, Py_ssize_t extra) except -1
+    int dsh_put_ascii(dsh_buf* b, const char* s, Py_ssize_t n) except -1
+    int dsh_putc(dsh_buf* b, char c) except -1
+    int dsh_newline(dsh_buf* b, Py_ssize_t depth, Py_ssize_t indent) except -1
+    int dsh_separator(dsh_buf* b, int comma, Py_ssize_t depth, Py_ssize_t indent) except -1
+    int dsh_buf_str(dsh_buf* b, PyObject* s) except -1
+    char* dsh_ascii_begin(dsh_buf* b, Py_ssize_t n) except NULL
+    void dsh_ascii_end(dsh_buf* b, const char* p, Py_ssize_t n)
+    object dsh_buf_finish(dsh_buf* b)
+    void dsh_sort_pairs(dsh_pair* a, Py_ssize_t n, dsh_pair* tmp)
+    ctypedef struct dsh_keycache:
+        Py_ssize_t nused
+    void dsh_keycache_clear(dsh_keycache* c)
+    int dsh_write_key(dsh_buf* b, dsh_keycache* c, PyObject* k, int pretty) except -1
 
 
 cdef extern from "Python.h":
@@ -325,9 +734,9 @@ cdef struct Frame:
     PyObject* src       # strong: the container being walked
     PyObject* dest      # strong: the copy being built (NULL when only checking)
     PyObject* key       # strong: the current member's key (objects), for error paths
-    PyObject* keys      # strong: the sorted keys (canonical writer), else NULL
+    dsh_pair* items     # owned, strong refs: the sorted members (canonical writer), else NULL
     Py_ssize_t pos      # PyDict_Next position, or the next index
-    Py_ssize_t size     # array length (the number of sorted keys)
+    Py_ssize_t size     # array length (the number of sorted members)
     int kind            # OBJECT, ARRAY or TUPLE
     bint pretty
     bint started
@@ -357,7 +766,7 @@ cdef Frame* stack_push(Stack* st, PyObject* src, int kind) except NULL:
     f.src = src
     f.dest = NULL
     f.key = NULL
-    f.keys = NULL
+    f.items = NULL
     f.pos = 0
     f.size = size_of(src) if kind != OBJECT else 0
     f.kind = kind
@@ -371,7 +780,17 @@ cdef inline void frame_clear(Frame* f) noexcept:
     decref(f.src)
     Py_XDECREF(f.dest)
     Py_XDECREF(f.key)
-    Py_XDECREF(f.keys)
+    if f.items != NULL:
+        items_release(f.items, f.size)
+        f.items = NULL
+
+
+cdef void items_release(dsh_pair* items, Py_ssize_t n) noexcept:
+    cdef Py_ssize_t i
+    for i in range(n):
+        decref(items[i].k)
+        decref(items[i].v)
+    free(items)
 
 
 cdef void stack_release(Stack* st) noexcept:
@@ -390,7 +809,9 @@ cdef list stack_path(Stack* st, Py_ssize_t drop):
     cdef Frame* f
     for i in range(st.depth - drop):
         f = &st.frames[i]
-        if f.kind == OBJECT:
+        if f.items != NULL:
+            path.append(<object>f.items[f.pos - 1].k)
+        elif f.kind == OBJECT:
             path.append(<object>f.key)
         else:
             path.append(f.pos - 1)
@@ -641,271 +1062,46 @@ def is_json_value(value, *, safe_integers=False):
 
 
 # --- writers -------------------------------------------------------------------------------
+#
+# Output goes into a dsh_buf (C code above): code units of the final str's kind,
+# widened in place when a wider string appears, copied once into the result.
 
-cdef struct Buf:
-    char* data
-    Py_ssize_t length
-    Py_ssize_t cap
-    bint ascii          # nothing but ASCII written so far
-
-
-cdef Buf SHARED_BUF
+cdef dsh_buf SHARED_BUF
 SHARED_BUF.data = NULL
 SHARED_BUF.cap = 0
+SHARED_BUF.kind = 1
 cdef bint SHARED_BUSY = False
+cdef dsh_keycache SHARED_KEYS  # goes with SHARED_BUF (static storage: starts empty)
 # Larger buffers are freed after use rather than kept for the next call.
 cdef Py_ssize_t RETAINED_BUFFER_BYTES = 8 << 20
 
 
-cdef int buf_reserve(Buf* b, Py_ssize_t extra) except -1:
-    if extra <= b.cap - b.length:
-        return 0
-    if extra > PY_SSIZE_T_MAX // 2 - b.length:
-        raise MemoryError()
-    cdef Py_ssize_t need = b.length + extra
-    cdef Py_ssize_t cap = b.cap * 2 if b.cap else 4096
-    if cap < need:
-        cap = need
-    cdef char* data = <char*>realloc(b.data, cap)
-    if data == NULL:
-        raise MemoryError()
-    b.data = data
-    b.cap = cap
-    return 0
-
-
-cdef inline int buf_write(Buf* b, const char* text, Py_ssize_t n) except -1:
-    if n > b.cap - b.length:
-        buf_reserve(b, n)
-    memcpy(b.data + b.length, text, n)
-    b.length += n
-    return 0
-
-
-cdef inline int buf_putc(Buf* b, char c) except -1:
-    if b.length == b.cap:
-        buf_reserve(b, 1)
-    b.data[b.length] = c
-    b.length += 1
-    return 0
-
-
-cdef inline int buf_separator(Buf* b, bint comma, Py_ssize_t depth, Py_ssize_t indent) except -1:
-    """Write ``,`` (when ``comma``), a newline and the indentation of ``depth``."""
-    cdef Py_ssize_t spaces = depth * indent
-    cdef char* out
-    if depth <= 16 and indent <= 16 and spaces <= 16:
-        # The common case, with fixed-size stores: reserve 18 bytes, keep 2 + spaces.
-        if 18 > b.cap - b.length:
-            buf_reserve(b, 18)
-        out = b.data + b.length
-        if comma:
-            out[0] = b","
-            out += 1
-        memcpy(out, NEWLINE_SPACES, 17)
-        b.length = out + 1 + spaces - b.data
-        return 0
-    if comma:
-        buf_putc(b, b",")
-    return buf_newline(b, depth, indent)
-
-
-cdef inline int buf_newline(Buf* b, Py_ssize_t depth, Py_ssize_t indent) except -1:
-    cdef Py_ssize_t spaces
-    if depth <= 64 and indent <= 64:
-        spaces = depth * indent
-    elif indent and depth > (PY_SSIZE_T_MAX // 4) // indent:
-        raise MemoryError()
-    else:
-        spaces = depth * indent
-    if spaces + 1 > b.cap - b.length:
-        buf_reserve(b, spaces + 1)
-    b.data[b.length] = b"\n"
-    memset(b.data + b.length + 1, 32, spaces)
-    b.length += spaces + 1
-    return 0
-
-
-cdef const char* HEX = b"0123456789abcdef"
-cdef const char* NEWLINE_SPACES = b"\n                "  # a newline and 16 spaces
-
-# For each ASCII byte: 0 = written as is, else the letter after the backslash
-# (``u`` meaning ``\u00XX``), as json.dumps(ensure_ascii=False) writes it.
-cdef char ESCAPE[128]
-cdef int _i
-for _i in range(128):
-    ESCAPE[_i] = 0
-    if _i < 32:
-        ESCAPE[_i] = b"u"
-ESCAPE[34] = b'"'
-ESCAPE[92] = b"\\"
-ESCAPE[8] = b"b"
-ESCAPE[12] = b"f"
-ESCAPE[10] = b"n"
-ESCAPE[13] = b"r"
-ESCAPE[9] = b"t"
-
-
-cdef inline char* put_escape(char* p, uint32_t c):
-    """Write the JSON escape of an ASCII special or a lone surrogate (reserved space)."""
-    cdef char e = ESCAPE[c] if c < 128 else b"u"
-    p[0] = b"\\"
-    if e != b"u":
-        p[1] = e
-        return p + 2
-    p[1] = b"u"
-    p[2] = HEX[(c >> 12) & 15]
-    p[3] = HEX[(c >> 8) & 15]
-    p[4] = HEX[(c >> 4) & 15]
-    p[5] = HEX[c & 15]
-    return p + 6
-
-
-cdef inline int write_str(Buf* b, PyObject* s) except -1:
-    cdef Py_ssize_t n
-    cdef const uint8_t* p1
-    cdef char* out
-    if PyUnicode_IS_ASCII(s):
-        n = PyUnicode_GET_LENGTH(s)
-        p1 = <const uint8_t*>PyUnicode_DATA(s)
-        if dsh_json_plain_prefix(p1, n) == n:
-            # The common case: nothing to escape.
-            if n + 2 > b.cap - b.length:
-                buf_reserve(b, n + 2)
-            out = b.data + b.length
-            out[0] = b'"'
-            memcpy(out + 1, p1, n)
-            out[n + 1] = b'"'
-            b.length += n + 2
-            return 0
-    return write_str_escaped(b, s)
-
-
-cdef int write_utf8_escaped(Buf* b, const uint8_t* p, Py_ssize_t n) except -1:
-    """Write the valid UTF-8 text ``p`` as a JSON string."""
-    cdef Py_ssize_t plain = dsh_json_plain_prefix(p, n)
-    cdef Py_ssize_t i = 0
-    buf_putc(b, b'"')
-    # Copy plain runs whole; escape the one byte that ends each run. Space is
-    # reserved run by run, so a long text costs its own size, not six times it.
-    while True:
-        buf_write(b, <const char*>p + i, plain)
-        i += plain
-        if i == n:
-            break
-        if 6 > b.cap - b.length:
-            buf_reserve(b, 6)
-        b.length = put_escape(b.data + b.length, p[i]) - b.data
-        i += 1
-        plain = dsh_json_plain_prefix(p + i, n - i)
-    return buf_putc(b, b'"')
-
-
-cdef int write_str_escaped(Buf* b, PyObject* s) except -1:
-    cdef Py_ssize_t n = PyUnicode_GET_LENGTH(s)
-    cdef Py_ssize_t i
-    cdef int kind = PyUnicode_KIND(s)
-    cdef void* data = PyUnicode_DATA(s)
-    cdef const uint8_t* p1
-    cdef const uint16_t* p2
-    cdef const uint32_t* p4
-    cdef uint32_t c
-    cdef char* out
-    cdef Py_ssize_t size
-    cdef const char* utf8
-    if PyUnicode_IS_ASCII(s):
-        return write_utf8_escaped(b, <const uint8_t*>data, n)
-    # The UTF-8 form (cached on the string by CPython) is copied in runs like
-    # ASCII; a string holding a surrogate has none and is written per character.
-    utf8 = PyUnicode_AsUTF8AndSize(s, &size)
-    if utf8 != NULL:
-        b.ascii = False
-        return write_utf8_escaped(b, <const uint8_t*>utf8, size)
-    PyErr_Clear()
-    if n > (PY_SSIZE_T_MAX // 8):
-        raise MemoryError()
-    b.ascii = False
-    # Worst case 6 bytes per character (an escape), plus the quotes.
-    buf_reserve(b, 6 * n + 2)
-    out = b.data + b.length
-    out[0] = b'"'
-    out += 1
-    if kind == PyUnicode_1BYTE_KIND:
-        p1 = <const uint8_t*>data
-        for i in range(n):
-            c = p1[i]
-            if c < 128:
-                if ESCAPE[c]:
-                    out = put_escape(out, c)
-                else:
-                    out[0] = <char>c
-                    out += 1
-            else:
-                out[0] = <char>(0xC0 | (c >> 6))
-                out[1] = <char>(0x80 | (c & 0x3F))
-                out += 2
-    else:
-        p2 = <const uint16_t*>data
-        p4 = <const uint32_t*>data
-        for i in range(n):
-            c = p2[i] if kind == PyUnicode_2BYTE_KIND else p4[i]
-            if c < 128:
-                if ESCAPE[c]:
-                    out = put_escape(out, c)
-                else:
-                    out[0] = <char>c
-                    out += 1
-            elif c < 0x800:
-                out[0] = <char>(0xC0 | (c >> 6))
-                out[1] = <char>(0x80 | (c & 0x3F))
-                out += 2
-            elif 0xD800 <= c <= 0xDFFF:
-                # A lone surrogate cannot be encoded as UTF-8: escape it.
-                out = put_escape(out, c)
-            elif c < 0x10000:
-                out[0] = <char>(0xE0 | (c >> 12))
-                out[1] = <char>(0x80 | ((c >> 6) & 0x3F))
-                out[2] = <char>(0x80 | (c & 0x3F))
-                out += 3
-            else:
-                out[0] = <char>(0xF0 | (c >> 18))
-                out[1] = <char>(0x80 | ((c >> 12) & 0x3F))
-                out[2] = <char>(0x80 | ((c >> 6) & 0x3F))
-                out[3] = <char>(0x80 | (c & 0x3F))
-                out += 4
-    out[0] = b'"'
-    out += 1
-    b.length = out - b.data
-    return 0
-
-
-cdef inline int write_int(Buf* b, PyObject* v, Stack* st) except -1:
+cdef inline int write_int(dsh_buf* b, PyObject* v, Stack* st) except -1:
     cdef int overflow = 0
     cdef long long x
+    cdef char* out
     if not dsh_json_compact_int(v, &x):
         x = PyLong_AsLongLongAndOverflow(v, &overflow)
     if overflow == 0:
-        if 24 > b.cap - b.length:
-            buf_reserve(b, 24)
-        b.length += dsh_json_format_ll(b.data + b.length, x)
+        out = dsh_ascii_begin(b, 24)
+        dsh_ascii_end(b, out, dsh_json_format_ll(out, x))
         return 0
     try:
         text = int.__repr__(<object>v)
     except ValueError:
         raise int_too_long_error(stack_path(st, 0)) from None
     cdef bytes raw = (<str>text).encode("ascii")
-    return buf_write(b, raw, len(raw))
+    return dsh_put_ascii(b, raw, len(raw))
 
 
-cdef int write_float(Buf* b, PyObject* v, Stack* st) except -1:
+cdef int write_float(dsh_buf* b, PyObject* v, Stack* st) except -1:
     cdef double d = PyFloat_AS_DOUBLE(v)
     if bad_float(d):
         raise float_error(<object>v, stack_path(st, 0))
-    if 48 > b.cap - b.length:
-        buf_reserve(b, 48)
-    cdef int written = dsh_json_format_double(b.data + b.length, d)
+    cdef char* out = dsh_ascii_begin(b, 48)
+    cdef int written = dsh_json_format_double(out, d)
     if written:
-        b.length += written
+        dsh_ascii_end(b, out, written)
         return 0
     # float.__repr__'s own routine: the shortest round-trip text, "2.0" not "2".
     cdef char* text = PyOS_double_to_string(d, b"r", 0, Py_DTSF_ADD_DOT_0, NULL)
@@ -913,34 +1109,70 @@ cdef int write_float(Buf* b, PyObject* v, Stack* st) except -1:
     while text[n]:
         n += 1
     try:
-        buf_write(b, text, n)
+        dsh_put_ascii(b, text, n)
     finally:
         PyMem_Free(text)
     return 0
 
 
 cdef inline int write_value(
-    Buf* b, PyObject* v, Stack* st, set deep, bint sort_keys, Py_ssize_t pretty_levels
+    dsh_buf* b, PyObject* v, Stack* st, set deep, bint sort_keys, Py_ssize_t pretty_levels
 ) except -1:
     """Write a scalar, or open a container (push a frame); return 1 when a frame was pushed."""
     cdef void* t = type_of(v)
     if t == STR_T:
-        return write_str(b, v)
+        return dsh_buf_str(b, v)
     if t == INT_T:
         return write_int(b, v, st)
     if v == Py_None:
-        return buf_write(b, b"null", 4)
+        return dsh_put_ascii(b, b"null", 4)
     if t == BOOL_T:
         if v == Py_True:
-            return buf_write(b, b"true", 4)
-        return buf_write(b, b"false", 5)
+            return dsh_put_ascii(b, b"true", 4)
+        return dsh_put_ascii(b, b"false", 5)
     if t == FLOAT_T:
         return write_float(b, v, st)
     return open_container(b, v, t, st, deep, sort_keys, pretty_levels)
 
 
+cdef dsh_pair* sorted_members(PyObject* v, Py_ssize_t n, Stack* st) except NULL:
+    """The n members of the object ``v``, sorted by key, as strong references.
+
+    Every key is checked first (they must all be ``str`` to be sorted), so the
+    error names the object whatever the order. The pairs are taken in one pass
+    over the hash table and sorted in C: no lookups by key afterwards.
+    """
+    cdef Py_ssize_t pos = 0
+    cdef Py_ssize_t count = 0
+    cdef PyObject* k
+    cdef PyObject* item
+    while PyDict_Next(v, &pos, &k, &item):
+        if type_of(k) != STR_T:
+            raise key_error(<object>k, stack_path(st, 0))
+    cdef dsh_pair* pairs = <dsh_pair*>malloc(n * sizeof(dsh_pair))
+    if pairs == NULL:
+        raise MemoryError()
+    pos = 0
+    # No Python code runs in this loop, so the table cannot change under it.
+    while count < n and PyDict_Next(v, &pos, &k, &item):
+        incref(k)
+        incref(item)
+        pairs[count].k = k
+        pairs[count].v = item
+        count += 1
+    cdef dsh_pair* tmp = NULL
+    if count > 16:
+        tmp = <dsh_pair*>malloc((count // 2) * sizeof(dsh_pair))
+        if tmp == NULL:
+            items_release(pairs, count)
+            raise MemoryError()
+    dsh_sort_pairs(pairs, count, tmp)
+    free(tmp)
+    return pairs
+
+
 cdef int open_container(
-    Buf* b, PyObject* v, void* t, Stack* st, set deep, bint sort_keys, Py_ssize_t pretty_levels
+    dsh_buf* b, PyObject* v, void* t, Stack* st, set deep, bint sort_keys, Py_ssize_t pretty_levels
 ) except -1:
     cdef int kind
     if t == DICT_T or t == FROZEN_OBJECT_T:
@@ -955,47 +1187,48 @@ cdef int open_container(
         raise cycle_error(stack_path(st, 0))
     cdef Py_ssize_t n = PyDict_GET_SIZE(v) if kind == OBJECT else size_of(v)
     if n == 0:
-        return buf_write(b, b"{}" if kind == OBJECT else b"[]", 2)
-    cdef PyObject* keys = NULL
-    cdef PyObject* k
-    cdef PyObject* item
-    cdef Py_ssize_t pos = 0
+        return dsh_put_ascii(b, b"{}" if kind == OBJECT else b"[]", 2)
+    cdef dsh_pair* items = NULL
     if kind == OBJECT and sort_keys:
-        while PyDict_Next(v, &pos, &k, &item):
-            if type_of(k) != STR_T:
-                raise key_error(<object>k, stack_path(st, 0))
-        keys = PyDict_Keys(v)
-        try:
-            PyList_Sort(keys)
-        except BaseException:
-            decref(keys)
-            raise
-    cdef Frame* f = stack_push(st, v, kind)
-    f.keys = keys
-    if keys != NULL:
-        f.size = PyList_GET_SIZE(keys)
+        items = sorted_members(v, n, st)
+    cdef Frame* f
+    try:
+        f = stack_push(st, v, kind)
+    except BaseException:
+        if items != NULL:
+            items_release(items, n)
+        raise
+    f.items = items
+    if items != NULL:
+        f.size = n
     f.pretty = st.depth - 1 < pretty_levels
     track_push(st, v, deep)
-    buf_putc(b, b"{" if kind == OBJECT else b"[")
+    dsh_putc(b, b"{" if kind == OBJECT else b"[")
     return 1
 
 
 cdef str write(object root, Py_ssize_t pretty_levels, Py_ssize_t indent, bint sort_keys):
     """Write ``root`` as JSON; containers at depth < ``pretty_levels`` are indented."""
     global SHARED_BUSY
-    cdef Buf local
-    cdef Buf* b
+    cdef dsh_buf local
+    cdef dsh_buf* b
+    cdef dsh_keycache* keys = NULL
     # The shared buffer keeps its pages between calls (no page faults on reuse);
     # a nested call (a finalizer run by the GC, another thread) gets its own.
     if SHARED_BUSY:
         local.data = NULL
         local.cap = 0
+        local.kind = 1
         b = &local
     else:
         SHARED_BUSY = True
         b = &SHARED_BUF
+        keys = &SHARED_KEYS
+    # Back to one byte per unit: the same memory holds kind times as many units.
+    b.cap = b.cap * b.kind
+    b.kind = 1
     b.length = 0
-    b.ascii = True
+    b.maxchar = 127
     cdef Stack st
     st.frames = NULL
     st.depth = 0
@@ -1006,7 +1239,6 @@ cdef str write(object root, Py_ssize_t pretty_levels, Py_ssize_t indent, bint so
     cdef PyObject* v
     cdef PyObject* src
     cdef bint descended
-    cdef int kind
     try:
         write_value(b, <PyObject*>root, &st, deep, sort_keys, pretty_levels)
         while st.depth > 0:
@@ -1014,22 +1246,18 @@ cdef str write(object root, Py_ssize_t pretty_levels, Py_ssize_t indent, bint so
             descended = False
             while True:
                 if f.kind == OBJECT:
-                    if f.keys != NULL:
+                    if f.items != NULL:
                         if f.pos >= f.size:
                             break
-                        k = PyList_GET_ITEM(f.keys, f.pos)
+                        k = f.items[f.pos].k
+                        v = f.items[f.pos].v
                         f.pos += 1
-                        v = PyDict_GetItemWithError(f.src, k)
-                        if v == NULL:
-                            if PyErr_Occurred() == NULL:
-                                raise RuntimeError("dict changed size during the walk")
-                            propagate()
                     else:
                         if not PyDict_Next(f.src, &f.pos, &k, &v):
                             break
                         if type_of(k) != STR_T:
                             raise key_error(<object>k, stack_path(&st, 1))
-                    frame_set_key(f, k)
+                        frame_set_key(f, k)
                 else:
                     if f.pos >= f.size:
                         break
@@ -1041,16 +1269,12 @@ cdef str write(object root, Py_ssize_t pretty_levels, Py_ssize_t indent, bint so
                         raise RuntimeError("list changed size during the walk")
                     f.pos += 1
                 if f.pretty:
-                    buf_separator(b, f.started, st.depth, indent)
+                    dsh_separator(b, f.started, st.depth, indent)
                 elif f.started:
-                    buf_putc(b, b",")
+                    dsh_putc(b, b",")
                 f.started = True
                 if f.kind == OBJECT:
-                    write_str(b, k)
-                    if f.pretty:
-                        buf_write(b, b": ", 2)
-                    else:
-                        buf_putc(b, b":")
+                    dsh_write_key(b, keys, k, f.pretty)
                 if write_value(b, v, &st, deep, sort_keys, pretty_levels) == 1:
                     descended = True
                     break
@@ -1059,24 +1283,22 @@ cdef str write(object root, Py_ssize_t pretty_levels, Py_ssize_t indent, bint so
             if f.kind == ARRAY and PyList_GET_SIZE(f.src) != f.size:
                 raise RuntimeError("list changed size during the walk")
             if f.pretty:
-                buf_newline(b, st.depth - 1, indent)
-            buf_putc(b, b"}" if f.kind == OBJECT else b"]")
+                dsh_newline(b, st.depth - 1, indent)
+            dsh_putc(b, b"}" if f.kind == OBJECT else b"]")
             src = f.src
             st.depth -= 1
             frame_clear(f)
             track_pop(&st, src, deep)
-        if b.ascii:
-            text = PyUnicode_New(b.length, 127)
-            memcpy(PyUnicode_DATA(<PyObject*>text), b.data, b.length)
-            return text
-        return PyUnicode_DecodeUTF8(b.data, b.length, NULL)
+        return dsh_buf_finish(b)
     finally:
         stack_release(&st)
         if b == &SHARED_BUF:
-            if b.cap > RETAINED_BUFFER_BYTES:
+            dsh_keycache_clear(keys)
+            if b.cap * b.kind > RETAINED_BUFFER_BYTES:
                 free(b.data)
                 b.data = NULL
                 b.cap = 0
+                b.kind = 1
             SHARED_BUSY = False
         else:
             free(b.data)
