@@ -116,6 +116,7 @@ cdef struct CNode:
     PyObject* enum_set
     PyObject* const_val
     PyObject* required       # tuple of required names
+    Py_ssize_t first_req     # into the validator's required-position array
 
 
 cdef struct PropEntry:
@@ -447,6 +448,8 @@ cdef class CompiledValidator:
     cdef Py_ssize_t _n
     cdef int* _branches
     cdef PropEntry* _props
+    cdef Py_ssize_t* _req_pos     # per object node: the position of each required name, in order
+    cdef Py_ssize_t _max_props
     cdef list _py_nodes
     cdef list _keep
     cdef PyTypeObject* _fobj
@@ -458,6 +461,7 @@ cdef class CompiledValidator:
         self._nodes = NULL
         self._branches = NULL
         self._props = NULL
+        self._req_pos = NULL
 
     def __init__(self, program):
         if not isinstance(program, _Program):
@@ -465,7 +469,7 @@ cdef class CompiledValidator:
         if self._nodes != NULL:
             raise TypeError("CompiledValidator is immutable: it is initialized once")
         cdef list nodes = list(program.nodes)
-        cdef Py_ssize_t n = len(nodes), i, total = 0, b, total_props = 0, p
+        cdef Py_ssize_t n = len(nodes), i, total = 0, b, total_props = 0, p, total_required = 0, q = 0
         cdef CNode* c
         cdef PropEntry* e
         fobj, farr = frozen_types()
@@ -480,10 +484,13 @@ cdef class CompiledValidator:
             props = node.props
             if props:
                 total_props += len(<dict>props)
+                self._max_props = max(self._max_props, len(<dict>props))
+            total_required += len(<tuple>node.required)
         self._nodes = <CNode*>malloc(max(n, 1) * sizeof(CNode))
         self._branches = <int*>malloc(max(total, 1) * sizeof(int))
         self._props = <PropEntry*>malloc(max(total_props, 1) * sizeof(PropEntry))
-        if self._nodes == NULL or self._branches == NULL or self._props == NULL:
+        self._req_pos = <Py_ssize_t*>malloc(max(total_required, 1) * sizeof(Py_ssize_t))
+        if self._nodes == NULL or self._branches == NULL or self._props == NULL or self._req_pos == NULL:
             raise MemoryError()
         self._n = n
         b = 0
@@ -506,6 +513,7 @@ cdef class CompiledValidator:
             c.n_branches = b - c.first_branch
             c.props = NULL
             c.first_prop = p
+            c.first_req = q
             c.n_props = 0
             c.enum_set = NULL
             c.const_val = NULL
@@ -519,6 +527,11 @@ cdef class CompiledValidator:
                     e.required = code & 1
                     p += 1
                 c.n_props = p - c.first_prop
+                if c.n_required:
+                    order = {name: position for position, name in enumerate(<dict>props)}
+                    for name in <tuple>required:
+                        self._req_pos[q] = order[name]
+                        q += 1
                 if c.n_props > _SCAN_PROPS:
                     positions = {name: position for position, name in enumerate(<dict>props)}
                     self._keep.append(positions)
@@ -530,6 +543,19 @@ cdef class CompiledValidator:
                 const = node.const
                 self._keep.append(const)
                 c.const_val = <PyObject*>const
+
+    cdef inline PropEntry* _match(self, CNode* n, PyObject* key, Py_ssize_t* cursor) noexcept:
+        """The declared property named ``key`` (an exact ``str``), or NULL; ``cursor`` is its position.
+
+        Values usually list their keys in the schema's order, so the property at
+        ``cursor`` (the one after the last match) is tried before any lookup.
+        """
+        cdef PropEntry* e
+        if cursor[0] < n.n_props:
+            e = &self._props[n.first_prop + cursor[0]]
+            if e.name == key or (_str_hash(key) == e.hash and _str_eq(key, e.name)):
+                return e
+        return self._find_prop(n, key, cursor)
 
     cdef inline PropEntry* _find_prop(self, CNode* n, PyObject* key, Py_ssize_t* position) noexcept:
         """The declared property named ``key`` (an exact ``str``), or NULL; sets its position."""
@@ -555,6 +581,7 @@ cdef class CompiledValidator:
         free(self._nodes)
         free(self._branches)
         free(self._props)
+        free(self._req_pos)
 
     # --- verdict -------------------------------------------------------------------------
 
@@ -804,16 +831,7 @@ cdef class CompiledValidator:
                                     if Py_TYPE(key) != &PyUnicode_Type:
                                         ok = False
                                         break
-                                    # Values usually list their keys in the schema's order: try the
-                                    # next declared property before the hash table.
-                                    e = NULL
-                                    if cursor < n.n_props:
-                                        e = &props[cursor]
-                                        if e.name != key and (_str_hash(key) != e.hash or
-                                                              not _str_eq(key, e.name)):
-                                            e = NULL
-                                    if e == NULL:
-                                        e = self._find_prop(n, key, &cursor)
+                                    e = self._match(n, key, &cursor)
                                     if e == NULL:
                                         if n.closed:
                                             ok = False
@@ -969,7 +987,9 @@ cdef class CompiledValidator:
         cdef PyObject* v
         cdef PyObject* key
         cdef PyObject* item
-        cdef Py_ssize_t pos, i, j, size, seg, matched, extras_at, depth, present
+        cdef Py_ssize_t pos, i, j, size, seg, matched, extras_at, depth, present, cursor, position
+        cdef PyObject* found_inline[16]
+        cdef PyObject** found = found_inline
         cdef int code, container = 0
         cdef bint bad
         cdef object vobj, node
@@ -985,6 +1005,10 @@ cdef class CompiledValidator:
         p.items = NULL
         p.size = 0
         p.cap = 0
+        if self._max_props > 16:
+            found = <PyObject**>malloc(self._max_props * sizeof(PyObject*))
+            if found == NULL:
+                raise MemoryError()
         try:
             _vpush(&s, <PyObject*>value, 0, T_VISIT, -1)
             while s.size > 0:
@@ -1016,32 +1040,42 @@ cdef class CompiledValidator:
                     if not self._is_object(v):
                         out.append(r.violation(self._mismatch(K_OBJECT, v), node, _segments_of(&p, f.path), None))
                         continue
+                    # one pass over the value: each key to its declared property (no lookups)
+                    for j in range(n.n_props):
+                        found[j] = NULL
                     pos = 0
+                    cursor = 0
+                    present = 0
                     bad = False
                     while PyDict_Next(v, &pos, &key, &item):
                         if Py_TYPE(key) != &PyUnicode_Type:
                             bad = True
                             break
+                        if self._match(n, key, &cursor) != NULL:
+                            found[cursor] = item
+                            cursor += 1
+                            present += 1
                     if bad:
                         out.append(r.violation(V_LOSSLESS_OBJECT, node, _segments_of(&p, f.path), None))
                         continue
-                    for name in <tuple>n.required:
-                        if PyDict_GetItemWithError(v, <PyObject*>name) == NULL:
-                            out.append(r.violation(V_REQUIRED_C, node, _segments_of(&p, f.path), name))
+                    # push first (frames own their values), report afterwards (that runs Python)
                     extras_at = s.size
                     _vpush(&s, v, f.node, T_EXTRAS, f.path)
                     depth = _depth(&p, f.path)
-                    present = 0
                     for j in range(n.n_props - 1, -1, -1):
-                        e = &self._props[n.first_prop + j]
-                        item = PyDict_GetItemWithError(v, e.name)
+                        item = found[j]
                         if item != NULL:
-                            present += 1
+                            e = &self._props[n.first_prop + j]
                             if not self._known_valid(e.child, item, depth):
                                 seg = _path_add(&p, f.path, e.name, 0)
                                 _vpush(&s, item, e.child, T_VISIT, seg)
                     if present == PyDict_Size(v):
                         s.items[extras_at].tag = T_NOOP  # no undeclared key to report or check
+                    for j in range(n.n_required):
+                        position = self._req_pos[n.first_req + j]
+                        if found[position] == NULL:
+                            name_obj = <object>self._props[n.first_prop + position].name
+                            out.append(r.violation(V_REQUIRED_C, node, _segments_of(&p, f.path), name_obj))
                 elif n.kind == K_ARRAY:
                     if not self._is_array(v):
                         out.append(r.violation(self._mismatch(K_ARRAY, v), node, _segments_of(&p, f.path), None))
@@ -1074,6 +1108,8 @@ cdef class CompiledValidator:
             if s.heap:
                 free(s.items)
             free(p.items)
+            if found != found_inline:
+                free(found)
         return out
 
     cdef int _extras(self, VStack* s, Paths* p, VFrame f, object vobj, list out, _Render r) except -1:

@@ -152,3 +152,29 @@ def test_twins_agree_on_non_json_values(schema: dict[str, Any], value: Any) -> N
     compiled = _schema_c.CompiledValidator(program)
     assert compiled.is_valid(value) is pure.is_valid(value)
     assert compiled.violations(value) == pure.violations(value)
+
+
+def test_twins_agree_on_wide_objects() -> None:
+    names = [f"p{i}" for i in range(40)] + ["with space", "é"]
+    schema = {
+        "type": "object",
+        "properties": {name: {"type": ["string", "integer"][i % 2]} for i, name in enumerate(names)},
+        "required": names[::3][::-1],
+        "additionalProperties": False,
+    }
+    program = compile_program(schema)
+    pure = _validator_py.CompiledValidator(program)
+    compiled = _schema_c.CompiledValidator(program)
+    good = {name: ["s", 1][i % 2] for i, name in enumerate(names)}
+    shuffled = dict(reversed(list(good.items())))
+    bad = {name: value for name, value in list(shuffled.items())[::2]}
+    bad["extra"] = 1
+    bad["p1"] = "wrong"
+    for value in (good, shuffled, bad, {}):
+        assert compiled.is_valid(value) is pure.is_valid(value)
+        assert compiled.violations(value) == pure.violations(value)
+    assert compiled.is_valid(good) and compiled.is_valid(shuffled)
+    found = [v.message for v in compiled.violations(bad)]
+    assert found[0].startswith("missing required property")
+    assert '"value.p1" must be an integer' in found
+    assert found[-1] == '"value.extra" is not a declared property (additionalProperties: false)'
