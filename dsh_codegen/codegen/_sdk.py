@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Literal
 
 from dsh_codegen._version import __version__
@@ -37,17 +38,40 @@ _PY_MODULE_NAMES = (
 _TYPING_ORDER = ("Any", "Literal", "NotRequired", "Protocol", "TypedDict")
 
 
+# Template contexts are attribute records, not dicts: Jinja looks ``member.doc``
+# up with ``getattr`` first, and a dict would raise (and catch) an
+# AttributeError on every lookup.
+
+
+@dataclass(frozen=True, slots=True)
+class _TsMember:
+    """One ``ToolArgsMap``/``ToolOutputMap`` member (``doc`` is ``None`` for outputs)."""
+
+    doc: str | None
+    key: str
+    type: str
+
+
+@dataclass(frozen=True, slots=True)
+class _PyMember:
+    """One tool of ``class Tools``: an ``async def`` (``method``) or the comment form."""
+
+    method: bool
+    name: str
+    args: str
+    output: str
+    doc: str | None
+
+
 def _ts_context(catalog: Iterable[ToolSchemaEntry], export: str) -> dict[str, object]:
     entries = sorted_catalog(catalog)
     args_members = []
     output_members = []
     for entry in entries:
         key = ts_key(entry.name)
-        args_members.append(
-            {"doc": ts_jsdoc(entry.description), "key": key, "type": json_schema_to_ts(entry.parameters, 1)}
-        )
+        args_members.append(_TsMember(ts_jsdoc(entry.description), key, json_schema_to_ts(entry.parameters, 1)))
         output = "JsonValue" if entry.output_schema is None else json_schema_to_ts(entry.output_schema, 1)
-        output_members.append({"key": key, "type": output})
+        output_members.append(_TsMember(None, key, output))
     return {"export": export, "args_members": args_members, "output_members": output_members}
 
 
@@ -118,19 +142,9 @@ def _py_context(catalog: Iterable[ToolSchemaEntry], qualify: bool) -> dict[str, 
         else:
             output = types.type_text(entry.output_schema, f"{stem}Output", shadow)
         if is_py_method_name(entry.name):
-            members.append(
-                {"method": True, "name": entry.name, "args": args, "output": output, "doc": py_docstring(entry.description)}
-            )
+            members.append(_PyMember(True, entry.name, args, output, py_docstring(entry.description)))
         else:
-            members.append(
-                {
-                    "method": False,
-                    "name": code_string(entry.name),
-                    "args": args,
-                    "output": output,
-                    "doc": py_comment(entry.description),
-                }
-            )
+            members.append(_PyMember(False, code_string(entry.name), args, output, py_comment(entry.description)))
     used = set(types.typing_used) | {"Protocol"}
     if types.classes:
         used.add("TypedDict")
@@ -142,7 +156,7 @@ def _py_context(catalog: Iterable[ToolSchemaEntry], qualify: bool) -> dict[str, 
         ],
         "classes": types.classes,
         "members": members,
-        "has_methods": any(member["method"] for member in members),
+        "has_methods": any(member.method for member in members),
     }
 
 

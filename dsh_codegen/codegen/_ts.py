@@ -226,6 +226,37 @@ def _member(key: str, required: bool, description: str | None, level: int, scala
 
 
 _Stack = list[_Build | str | tuple[object, int, int]]
+_ARRAY_LEAF_KEYS = SCALAR_NODE_KEYS | {"items"}
+_ENUM_LEAF_KEYS = SCALAR_NODE_KEYS | {"enum"}
+_MISSING = object()
+
+
+def _leaf_type(schema: dict[object, object], declared: object) -> tuple[str, bool] | None:
+    """Type text and "|"/"&" flag of a node that needs no stack: an array of plain
+    scalars (or without ``items``) or a string enum; ``None`` for anything else.
+
+    The same text and flag as the stack walk gives (the checks are those of
+    ``read_node`` for these shapes). ``declared`` is the node's ``type``. May
+    raise on hostile keys: the caller then lets the stack walk read the node.
+    """
+    if type(declared) is not str and declared is not None:
+        return None
+    if declared == "array":
+        if not _ARRAY_LEAF_KEYS.issuperset(schema):
+            return None
+        items = schema.get("items", _MISSING)
+        if items is _MISSING:
+            return "JsonValue[]", False
+        if type(items) is dict:
+            item_type = items.get("type")
+            if type(item_type) is str and item_type in _SCALARS and SCALAR_NODE_KEYS.issuperset(items):
+                return _SCALARS[item_type] + "[]", False
+        return None
+    if (declared is None or declared == "string") and "enum" in schema and _ENUM_LEAF_KEYS.issuperset(schema):
+        values = schema.get("enum")
+        if type(values) is list and values and _STR_ONLY.issuperset(map(type, values)):
+            return _literal_text(values)
+    return None
 
 
 def _push_object(
@@ -247,6 +278,7 @@ def _push_object(
         # description_of, inlined: a hostile child degrades to "no description".
         description: str | None = None
         scalar: str | None = None
+        leaf: tuple[str, bool] | None = None
         if isinstance(child, dict):
             try:
                 text = dict.get(child, "description")
@@ -258,14 +290,22 @@ def _push_object(
                 declared = child.get("type")
                 if type(declared) is str and declared in scalars and scalar_keys.issuperset(child):
                     scalar = declared
+                else:
+                    try:
+                        leaf = _leaf_type(child, declared)
+                    except Exception:  # noqa: BLE001 - the stack walk reads it (and degrades) instead
+                        leaf = None
         is_required = key in required
         found = members.get((key, is_required, description, member_level, scalar))
         if found is None:
             found = _member(key, is_required, description, member_level, scalar)
         text, member_bar = found
         bar = bar or member_bar
-        if scalar is not None:
-            # A plain scalar member is one finished line: no stack round trip.
+        if scalar is not None or leaf is not None:
+            # A leaf member is one finished line: no stack round trip.
+            if leaf is not None:
+                text = text + leaf[0] + ";\n"
+                bar = bar or leaf[1]
             if segment is None:
                 emit(text)
             else:
