@@ -115,12 +115,12 @@ def _py_check_file(case: str, catalog: list[ToolSchemaEntry]) -> tuple[str, set[
         args, outputs = _candidates(case, entry)
         for number, value in enumerate(args):
             ok = py_accepts(entry.parameters, value)
-            statements.append((f"a{index}_{number}: {member['args']} = {value!r}", ok))
-            if member["method"]:
+            statements.append((f"a{index}_{number}: {member.args} = {value!r}", ok))
+            if member.method:
                 calls.append((f"    await t.{entry.name}({value!r})", ok))
         for number, value in enumerate(outputs):
             ok = py_accepts(entry.output_schema, value)
-            statements.append((f"o{index}_{number}: {member['output']} = {value!r}", ok))
+            statements.append((f"o{index}_{number}: {member.output} = {value!r}", ok))
     for text, ok in calls + [("", True)] + statements:
         lines.append(text)
         if not ok:
