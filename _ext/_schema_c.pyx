@@ -469,7 +469,7 @@ cdef class CompiledValidator:
         if self._nodes != NULL:
             raise TypeError("CompiledValidator is immutable: it is initialized once")
         cdef list nodes = list(program.nodes)
-        cdef Py_ssize_t n = len(nodes), i, total = 0, b, total_props = 0, p, total_required = 0, q = 0
+        cdef Py_ssize_t n = len(nodes), i, j, total = 0, b, total_props = 0, p, total_required = 0, q = 0
         cdef CNode* c
         cdef PropEntry* e
         fobj, farr = frozen_types()
@@ -528,9 +528,18 @@ cdef class CompiledValidator:
                     p += 1
                 c.n_props = p - c.first_prop
                 if c.n_required:
-                    order = {name: position for position, name in enumerate(<dict>props)}
+                    # a required name is always a declared property (the compiler checked)
+                    order = None
+                    if c.n_props > _SCAN_PROPS:
+                        order = {name: position for position, name in enumerate(<dict>props)}
                     for name in <tuple>required:
-                        self._req_pos[q] = order[name]
+                        if order is not None:
+                            self._req_pos[q] = order[name]
+                        else:
+                            for j in range(c.n_props):
+                                if _str_eq(<PyObject*>name, self._props[c.first_prop + j].name):
+                                    self._req_pos[q] = j
+                                    break
                         q += 1
                 if c.n_props > _SCAN_PROPS:
                     positions = {name: position for position, name in enumerate(<dict>props)}
