@@ -132,6 +132,10 @@ cdef extern from *:
        binary search finds the fewest digits, and the nearest c there is repr's.
        Returns the length written to `out` (room for 48 bytes), or 0 when the
        caller must ask CPython (other magnitudes, or two equally near decimals). */
+    static const char dsh_json_digit_pairs[201] =
+        "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+        "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+        "8081828384858687888990919293949596979899";
     #if defined(__SIZEOF_INT128__)
     typedef unsigned __int128 dsh_u128;
     static const uint64_t dsh_json_pow10[20] = {
@@ -139,11 +143,11 @@ cdef extern from *:
         100000000ULL, 1000000000ULL, 10000000000ULL, 100000000000ULL, 1000000000000ULL,
         10000000000000ULL, 100000000000000ULL, 1000000000000000ULL, 10000000000000000ULL,
         100000000000000000ULL, 1000000000000000000ULL, 10000000000000000000ULL};
-    static dsh_u128 dsh_json_p10(int k) {
+    static inline dsh_u128 dsh_json_p10(int k) {
         return k < 20 ? (dsh_u128)dsh_json_pow10[k] : (dsh_u128)dsh_json_pow10[19] * dsh_json_pow10[k - 19];
     }
     /* 1 and the decimal in *c when some c * 10**-k reads back as x; 2 for a tie. */
-    static int dsh_json_probe(uint64_t M, int shift, int narrow_below, int k, dsh_u128 *c) {
+    static inline int dsh_json_probe(uint64_t M, int shift, int narrow_below, int k, dsh_u128 *c) {
         const dsh_u128 one = (dsh_u128)1 << shift, mask = one - 1, p10 = dsh_json_p10(k);
         const dsh_u128 num = (dsh_u128)M * p10;
         dsh_u128 r = num & mask, up = one - r;
@@ -170,15 +174,71 @@ cdef extern from *:
         if (shift <= 0 || shift > 70) return 0;
         /* Below a power of two the gap to the next double down is half as wide. */
         int narrow_below = M == ((uint64_t)1 << 52);
+        /* Most floats need 16 or 17 significant digits: probe k for 16 and its
+           neighbours first, then search what is left. The guess only orders the
+           probes; the search finds the least k whatever it is. `found` is the
+           probe result at `hi` (0: `hi` not probed yet). */
+        int e, guess, r, found = 0;
+        dsh_u128 cc = 0;
+        if (a >= 1.0) {
+            uint64_t ip = (uint64_t)a;
+            for (e = 0; e < 18 && ip >= dsh_json_pow10[e + 1]; e++) {}
+        } else {
+            e = a >= 0.1 ? -1 : a >= 0.01 ? -2 : a >= 0.001 ? -3 : -4;
+        }
+        guess = 15 - e;
+        if (guess < 0) guess = 0;
+        if (guess > hi) guess = hi;
+        r = dsh_json_probe(M, shift, narrow_below, guess, &cc);
+        if (r) {
+            hi = guess; found = r; c = cc;
+            if (guess > 0) {
+                r = dsh_json_probe(M, shift, narrow_below, guess - 1, &cc);
+                if (r) { hi = guess - 1; found = r; c = cc; } else lo = guess;
+            }
+        } else {
+            lo = guess + 1;
+            if (lo < hi) {
+                r = dsh_json_probe(M, shift, narrow_below, lo, &cc);
+                if (r) { hi = lo; found = r; c = cc; } else lo++;
+            }
+        }
         while (lo < hi) {
             int mid = (lo + hi) / 2;
-            if (dsh_json_probe(M, shift, narrow_below, mid, &c)) hi = mid; else lo = mid + 1;
+            r = dsh_json_probe(M, shift, narrow_below, mid, &cc);
+            if (r) { hi = mid; found = r; c = cc; } else lo = mid + 1;
         }
-        if (dsh_json_probe(M, shift, narrow_below, lo, &c) != 1) return 0;
+        if (lo > hi) lo = hi;
+        if (!found) found = dsh_json_probe(M, shift, narrow_below, hi, &c);
+        lo = hi;
+        if (found != 1) return 0;
         if (c >> 64) return 0;  /* never: at most 17 digits */
         small = (uint64_t)c;    /* 64-bit division: 128-bit would call a helper */
         n = 0;
-        do { digits[n++] = (char)('0' + (int)(small % 10)); small /= 10; } while (small != 0);
+        if (small >= 100000000) {
+            /* The low eight digits in 32-bit arithmetic, apart from the high part's
+               dependency chain: two short chains instead of one long one. */
+            uint32_t low = (uint32_t)(small % 100000000), pair;
+            small /= 100000000;
+            for (i = 0; i < 4; i++) {
+                pair = low % 100;
+                low /= 100;
+                digits[n++] = dsh_json_digit_pairs[2 * pair + 1];
+                digits[n++] = dsh_json_digit_pairs[2 * pair];
+            }
+        }
+        while (small >= 100) {  /* two digits per division, least significant first */
+            unsigned pair = (unsigned)(small % 100);
+            small /= 100;
+            digits[n++] = dsh_json_digit_pairs[2 * pair + 1];
+            digits[n++] = dsh_json_digit_pairs[2 * pair];
+        }
+        if (small >= 10) {
+            digits[n++] = dsh_json_digit_pairs[2 * small + 1];
+            digits[n++] = dsh_json_digit_pairs[2 * small];
+        } else {
+            digits[n++] = (char)('0' + small);
+        }
         if (neg) *p++ = '-';
         if (lo == 0) {
             for (i = n - 1; i >= 0; i--) *p++ = digits[i];
@@ -197,10 +257,6 @@ cdef extern from *:
     #else
     static int dsh_json_format_double(char *out, double x) { (void)out; (void)x; return 0; }
     #endif
-    static const char dsh_json_digit_pairs[201] =
-        "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
-        "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
-        "8081828384858687888990919293949596979899";
     /* Write the decimal text of `x` at `out` (room for 20 bytes); return its length.
        Digits go straight to their place (no variable-length copy). */
     static int dsh_json_format_ll(char *out, long long x) {
@@ -541,6 +597,38 @@ cdef extern from *:
         const void *data = PyUnicode_DATA(s);
         int lone_surrogate = 0;
         Py_UCS4 c;
+        if (sk == 1 && b->kind == 1) {
+            /* The common case, one byte per unit on both sides. */
+            plain = dsh_json_plain_prefix((const unsigned char *)data, n);
+            if (plain == n) {
+                char *out;
+                if (DSH_RESERVE(b, n + 2) < 0) return -1;
+                out = b->data + b->length;
+                out[0] = 34;  /* quote */
+                if (n <= 16 && n >= 4) {
+                    /* Two overlapping fixed-size copies instead of a call. */
+                    uint64_t w1, w2;
+                    uint32_t h1, h2;
+                    if (n >= 8) {
+                        memcpy(&w1, data, 8);
+                        memcpy(&w2, (const char *)data + n - 8, 8);
+                        memcpy(out + 1, &w1, 8);
+                        memcpy(out + 1 + n - 8, &w2, 8);
+                    } else {
+                        memcpy(&h1, data, 4);
+                        memcpy(&h2, (const char *)data + n - 4, 4);
+                        memcpy(out + 1, &h1, 4);
+                        memcpy(out + 1 + n - 4, &h2, 4);
+                    }
+                } else {
+                    memcpy(out + 1, data, (size_t)n);
+                }
+                out[n + 1] = 34;
+                b->length += n + 2;
+                if (b->maxchar < 255 && !PyUnicode_IS_ASCII(s)) b->maxchar = 255;
+                return 0;
+            }
+        }
         if (sk > b->kind && dsh_buf_widen(b, sk) < 0) return -1;
         if (DSH_RESERVE(b, n + 2) < 0) return -1;
         dsh_putc_r(b, '"');
@@ -740,6 +828,7 @@ cdef struct Frame:
     int kind            # OBJECT, ARRAY or TUPLE
     bint pretty
     bint started
+    bint cache_keys     # the object is small: its keys likely recur in its siblings
 
 
 cdef struct Stack:
@@ -771,6 +860,7 @@ cdef Frame* stack_push(Stack* st, PyObject* src, int kind) except NULL:
     f.size = size_of(src) if kind != OBJECT else 0
     f.kind = kind
     f.pretty = False
+    f.cache_keys = False
     f.started = False
     st.depth += 1
     return f
@@ -1202,6 +1292,8 @@ cdef int open_container(
     if items != NULL:
         f.size = n
     f.pretty = st.depth - 1 < pretty_levels
+    # The keys of a wide object are mostly met once: caching them would cost more.
+    f.cache_keys = kind == OBJECT and n <= 64
     track_push(st, v, deep)
     dsh_putc(b, b"{" if kind == OBJECT else b"[")
     return 1
@@ -1274,7 +1366,7 @@ cdef str write(object root, Py_ssize_t pretty_levels, Py_ssize_t indent, bint so
                     dsh_putc(b, b",")
                 f.started = True
                 if f.kind == OBJECT:
-                    dsh_write_key(b, keys, k, f.pretty)
+                    dsh_write_key(b, keys if f.cache_keys else NULL, k, f.pretty)
                 if write_value(b, v, &st, deep, sort_keys, pretty_levels) == 1:
                     descended = True
                     break
