@@ -70,6 +70,13 @@ cdef extern from "Python.h":
     void* PyUnicode_DATA(PyObject* o)
     object PyLong_FromVoidPtr(PyObject* p)
     int PyObject_GenericSetAttr(object o, object name, object value) except -1
+    ctypedef struct PyMemberDef:
+        const char* name
+        int type
+        Py_ssize_t offset
+    ctypedef struct PyMemberDescrObject:
+        PyMemberDef* d_member
+    int T_OBJECT_EX
     Py_ssize_t PyDict_Size(PyObject* p)
     int PyUnicode_Compare(PyObject* left, PyObject* right)
     int PyObject_RichCompareBool(PyObject* a, PyObject* b, int op)
@@ -427,13 +434,41 @@ cdef _Render _render_for(str root, str alias):
     return r
 
 
+cdef Py_ssize_t _PATH_AT = -1, _KEYWORD_AT = -1, _MESSAGE_AT = -1
+
+
+cdef Py_ssize_t _slot_offset(str name) except -2:
+    """The byte offset of a ``Violation`` slot (its member descriptor says), or -1."""
+    descriptor = _Violation.__dict__.get(name)
+    if type(descriptor) is not _MEMBER_DESCRIPTOR:
+        return -1
+    cdef PyMemberDef* member = (<PyMemberDescrObject*>descriptor).d_member
+    return member.offset if member.type == T_OBJECT_EX else -1
+
+
+from types import MemberDescriptorType as _MEMBER_DESCRIPTOR  # what a __slots__ entry becomes
+_PATH_AT = _slot_offset("path")
+_KEYWORD_AT = _slot_offset("keyword")
+_MESSAGE_AT = _slot_offset("message")
+
+
+cdef inline void _put(object owner, Py_ssize_t offset, object value) noexcept:
+    Py_INCREF(value)
+    (<PyObject**>((<char*><PyObject*>owner) + offset))[0] = <PyObject*>value
+
+
 cdef inline object _new_violation(tuple path, str keyword, str message):
-    # what _shared.new_violation does, minus the Python call: a frozen dataclass refuses
-    # setattr, so the slots are filled through object's own setter
+    # What _shared.new_violation does, minus the Python calls. The frozen slotted dataclass
+    # has no __post_init__, so writing the three slots of a fresh instance is construction.
     violation = _object_new(_Violation)
-    PyObject_GenericSetAttr(violation, "path", path)
-    PyObject_GenericSetAttr(violation, "keyword", keyword)
-    PyObject_GenericSetAttr(violation, "message", message)
+    if _PATH_AT >= 0 and _KEYWORD_AT >= 0 and _MESSAGE_AT >= 0:
+        _put(violation, _PATH_AT, path)
+        _put(violation, _KEYWORD_AT, keyword)
+        _put(violation, _MESSAGE_AT, message)
+    else:  # an unexpected layout: go through object's own setter
+        PyObject_GenericSetAttr(violation, "path", path)
+        PyObject_GenericSetAttr(violation, "keyword", keyword)
+        PyObject_GenericSetAttr(violation, "message", message)
     return violation
 
 
