@@ -1,0 +1,70 @@
+"""The public names: a committed snapshot, DESIGN.md's list, and re-exports only in ``__init__``.
+
+Changing the public surface means editing ``public_api.txt`` on purpose (run
+this file with ``DSH_UPDATE_PUBLIC_API=1`` and read the diff).
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import os
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+SNAPSHOT = HERE / "public_api.txt"
+MODULES = ("dsh_codegen", "dsh_codegen.json", "dsh_codegen.schema", "dsh_codegen.codegen", "dsh_codegen.registry")
+
+# Named in DESIGN.md "Public API (import from dsh_codegen)" for the layers built so far.
+DESIGN_NAMES = """
+snapshot_json is_json_value LosslessJsonError render_json_pretty FrozenJsonObject FrozenJsonArray
+assert_supported_json_schema assert_object_json_schema JsonSchemaError validate_json_schema_value
+compile_validator CompiledValidator value_schema_spec_to_json_schema parameter_schema_spec_to_json_schema
+ValueSchemaSpec ParameterSchemaSpec validate_args ToolArgsError Violation
+json_schema_to_ts json_schema_to_py render_ts_sdk render_py_sdk render_sdk_module ToolSchemaEntry
+define_tool ToolOutput ToolDefinition ToolRegistry ToolScope ToolExecutionInput ToolExecutionResult
+Allow Deny Ask Accept Block ToolSuccess ToolFailure ToolError HarnessError ToolTimeoutError AbortError
+AbortController AbortSignal UNSET TOOL_ABORTED TOOL_ABORTED_BEFORE_DISPATCH TOOL_TIMEOUT RUN_CODE_NAME
+timeout_policy execute_tool_calls ToolCall PromptAssembly SessionLog MemorySessionLog JsonlSessionLog
+derive_messages ApprovalService ApprovalRequest CodeRunFailedError backend
+""".split()
+
+
+def _current() -> str:
+    lines = []
+    for name in MODULES:
+        module = importlib.import_module(name)
+        exported = getattr(module, "__all__")
+        assert len(exported) == len(set(exported)), f"{name}.__all__ has duplicates"
+        lines += [f"{name}: {symbol}" for symbol in sorted(exported)]
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.once
+def test_public_names_match_the_snapshot() -> None:
+    current = _current()
+    if os.environ.get("DSH_UPDATE_PUBLIC_API") == "1":
+        SNAPSHOT.write_text(current, encoding="utf-8")
+    assert current == SNAPSHOT.read_text(encoding="utf-8")
+
+
+@pytest.mark.once
+def test_design_names_are_exported_from_the_top_level() -> None:
+    import dsh_codegen
+
+    missing = [name for name in DESIGN_NAMES if name not in dsh_codegen.__all__ or not hasattr(dsh_codegen, name)]
+    assert missing == []
+
+
+@pytest.mark.once
+def test_package_init_files_only_re_export() -> None:
+    offences = []
+    for path in sorted((HERE.parents[1] / "dsh_codegen").rglob("__init__.py")):
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            allowed = (ast.Import, ast.ImportFrom, ast.Assign, ast.AnnAssign, ast.AugAssign)
+            is_docstring = isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
+            if not (isinstance(node, allowed) or is_docstring):
+                offences.append(f"{path}:{node.lineno}: {type(node).__name__}")
+    assert offences == []
