@@ -11,6 +11,8 @@ import math
 import re
 from decimal import Decimal
 
+import json.encoder
+
 from dsh_codegen.codegen._jsontext import json_string
 
 __all__ = [
@@ -36,6 +38,7 @@ Scalar = None | bool | int | float | str
 _CONTROLS = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 _SURROGATES = re.compile("[\ud800-\udfff]")
 _CODE_EXTRA = re.compile("[\x7f-\x9f\u2028\u2029]")
+_encode_string = json.encoder.encode_basestring
 
 
 def collapse(text: object) -> str | None:
@@ -87,6 +90,10 @@ def code_string(text: str) -> str:
     JSON escaping (non-ASCII raw, lone surrogates ``\\udXXX``), plus DEL, C1
     controls and U+2028/U+2029 as ``\\uXXXX`` so that no tool splits the line.
     """
+    if text.isprintable():
+        # No controls, DEL, C1, U+2028/9 or lone surrogates (none is printable):
+        # JSON's escaping of quotes and backslashes is all there is to do.
+        return _encode_string(text)
     quoted = json_string(text)
     if _CODE_EXTRA.search(quoted) is None:
         return quoted

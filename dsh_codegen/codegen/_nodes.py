@@ -82,6 +82,19 @@ def _literal_fits(value: object, declared: object) -> bool:
 def read_node(schema: object) -> Node:
     """Classify ``schema``; never raises (hostile keys or mappings give ``UNKNOWN``)."""
     try:
+        # The common shapes first, inline (this runs once per node of every render).
+        if type(schema) is dict and _ALLOWED.issuperset(schema):
+            declared = schema.get("type")
+            if type(declared) is not str:
+                pass
+            elif declared == "object":
+                if _NOT_PLAIN_OBJECT.isdisjoint(schema):
+                    return _read_object(schema)
+            elif declared == "array":
+                if _NOT_PLAIN_ARRAY.isdisjoint(schema):
+                    if "items" in schema:
+                        return Node(ARRAY, (), (), schema.get("items"), True)
+                    return _ARRAY_NODE
         return _read(schema)
     except Exception:  # noqa: BLE001 - a hostile mapping must degrade, not escape
         return _UNKNOWN_NODE
@@ -98,15 +111,6 @@ def _read(schema: object) -> Node:
     if declared is not None:
         if type(declared) is not str or declared not in _TYPES:
             return _UNKNOWN_NODE
-        # Fast paths for the common shapes; anything else takes the general checks below.
-        if declared == "object":
-            if _NOT_PLAIN_OBJECT.isdisjoint(schema):
-                return _read_object(schema)
-        elif declared == "array":
-            if _NOT_PLAIN_ARRAY.isdisjoint(schema):
-                if "items" in schema:
-                    return Node(ARRAY, (), (), get(schema, "items"), True)
-                return _ARRAY_NODE
         if declared != "object" and not _OBJECT_ONLY.isdisjoint(schema):
             return _UNKNOWN_NODE
         if declared != "array" and "items" in schema:

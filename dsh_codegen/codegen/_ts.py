@@ -9,7 +9,6 @@ indentation cannot make the text quadratic in the depth.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Sequence
 from typing import TypeVar
 
@@ -161,11 +160,6 @@ def _render(schema: object, indent: int) -> str:
     return "".join(out)
 
 
-# Keys and descriptions repeat across tools (path, limit, ...); both are exact
-# str (or None) here, so caching by value is safe.
-_key_text = functools.lru_cache(maxsize=8192)(ts_key)
-_doc_text = functools.lru_cache(maxsize=8192)(ts_jsdoc)
-
 # Caches by value, for texts that repeat across members, tools and renders:
 # every key is built from exact ``str``/``bool``/``int`` values (or ``None``), so
 # equal keys always mean equal text. Cleared when full, so memory stays bounded.
@@ -217,8 +211,8 @@ def _member(key: str, required: bool, description: str | None, level: int, scala
     """A multi-line member's text: its JSDoc line, indent, key, ``?``, ``: `` and, for
     a plain scalar type, the type and ``;\\n``; plus whether it contains "|" or "&"."""
     pad = "  " * level
-    name = _key_text(key) + ("" if required else "?")
-    doc = _doc_text(description)
+    name = ts_key(key) if required else ts_key(key) + "?"
+    doc = None if description is None else ts_jsdoc(description)
     head = f"{pad}{name}: " if doc is None else f"{pad}/** {doc} */\n{pad}{name}: "
     text = head if scalar is None else head + _SCALARS[scalar] + ";\n"
     result = (text, _has_bar(name) or (doc is not None and _has_bar(doc)))
@@ -340,7 +334,7 @@ def _push_one_line(
     tasks: list[str | tuple[object, int, int]] = []
     pending = 0  # children left on the stack, each leaving one flag
     for position, (key, child) in enumerate(node.properties):
-        name = _key_text(key) + ("" if key in node.required else "?")
+        name = ts_key(key) + ("" if key in node.required else "?")
         bar = bar or _has_bar(name)
         head = ("; " if position else "") + name + ": "
         scalar = _plain_scalar(child)
