@@ -22,6 +22,7 @@ from dsh_codegen.codegen._nodes import (
     SCALAR_NODE_KEYS,
     UNION,
     Node,
+    description_of,
     read_node,
 )
 
@@ -269,26 +270,26 @@ def _push_object(
     tasks: list[str | tuple[object, int, int]] = []
     segment: list[str] | None = None  # text after the last non-leaf member (None: none yet)
     for key, child in node.properties:
-        # description_of, inlined: a hostile child degrades to "no description".
-        description: str | None = None
         scalar: str | None = None
         leaf: tuple[str, bool] | None = None
-        if isinstance(child, dict):
+        if type(child) is dict:
+            # description_of, inlined: hostile keys degrade to "no description".
             try:
-                text = dict.get(child, "description")
-            except Exception:  # noqa: BLE001 - hostile keys degrade
+                text = child.get("description")
+            except Exception:  # noqa: BLE001
                 text = None
-            if type(text) is str:
-                description = text
-            if type(child) is dict:
-                declared = child.get("type")
-                if type(declared) is str and declared in scalars and scalar_keys.issuperset(child):
-                    scalar = declared
-                else:
-                    try:
-                        leaf = _leaf_type(child, declared)
-                    except Exception:  # noqa: BLE001 - the stack walk reads it (and degrades) instead
-                        leaf = None
+            description = text if type(text) is str else None
+            declared = child.get("type")
+            if type(declared) is str and declared in scalars and scalar_keys.issuperset(child):
+                scalar = declared
+            else:
+                try:
+                    leaf = _leaf_type(child, declared)
+                except Exception:  # noqa: BLE001 - the stack walk reads it (and degrades) instead
+                    leaf = None
+        else:
+            text = description_of(child)
+            description = text if type(text) is str else None
         is_required = key in required
         found = members.get((key, is_required, description, member_level, scalar))
         if found is None:
