@@ -10,6 +10,7 @@ Class names come from :class:`ClassNamer`.
 from __future__ import annotations
 
 import keyword
+import re
 import unicodedata
 from collections.abc import Iterable
 
@@ -28,6 +29,7 @@ __all__ = [
 CLASS_NAME_CAP = 120
 
 _HARD_KEYWORDS = frozenset(keyword.kwlist) | {"__debug__"}
+_ASCII_PARTS = re.compile("[A-Za-z0-9]+")
 
 
 def ts_key(name: str) -> str:
@@ -74,6 +76,11 @@ def camel_case(name: str) -> str:
     result starts with a letter-like character (``1st-tool`` -> ``Tool1stTool``).
     The result is NFKC-normalized (Python would normalize it anyway).
     """
+    if name.isascii():
+        # For ASCII, identifier characters other than "_" are exactly [A-Za-z0-9],
+        # and NFKC changes nothing: the same result without a call per character.
+        joined = "".join(part[0].upper() + part[1:] for part in _ASCII_PARTS.findall(name))
+        return "Tool" + joined if not joined or joined[0].isdigit() else joined
     parts: list[str] = []
     current: list[str] = []
     for char in name:

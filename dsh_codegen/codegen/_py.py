@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from dsh_codegen.codegen._literals import py_comment, py_literal
 from dsh_codegen.codegen._naming import ClassNamer, camel_case, is_py_field_name
-from dsh_codegen.codegen._nodes import ARRAY, LITERAL, OBJECT, UNION, description_of, read_node
+from dsh_codegen.codegen._nodes import ARRAY, LITERAL, OBJECT, SCALAR_NODE_KEYS, UNION, description_of, read_node
 
 __all__ = ["MAX_LIST_NESTING", "MAX_UNION_OPERATORS", "SHADOWABLE", "PyClass", "PyField", "PyTypes", "json_schema_to_py"]
 
@@ -41,6 +41,7 @@ SHADOWABLE: dict[str, str] = {
 }
 _TYPING_NAMES = frozenset({"Any", "Literal", "NotRequired"})
 _SCALARS = {"string": "str", "number": "float", "integer": "int", "boolean": "bool"}
+_SCALAR_TOKENS = {**_SCALARS, "null": "None"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,8 +163,12 @@ class PyTypes:
                     self._finish_class(frame)
                 continue
             out = frame.out
-            ident = id(frame.schema)
             sh = frame.shadow
+            scalar = _plain_scalar(frame.schema)
+            if scalar is not None:
+                out.append(scalar if scalar == "None" else self.name(scalar, sh))
+                continue
+            ident = id(frame.schema)
             if ident in active:
                 out.append(self.name("Any", sh))
                 continue
@@ -215,6 +220,11 @@ class PyTypes:
                 for key, child in node.properties:
                     buffer: list[str] = []
                     done.fields.append((py_comment(description_of(child)), key, buffer, key in node.required))
+                    scalar = _plain_scalar(child)
+                    if scalar is not None:
+                        # Most fields are plain scalars: no frame, no stack round trip.
+                        buffer.append(scalar if scalar == "None" else self.name(scalar, inner))
+                        continue
                     tasks.append(_Frame(child, done.name + camel_case(key), 0, inner, buffer))
                 stack.extend(reversed(tasks))
             else:
@@ -234,6 +244,21 @@ class PyTypes:
                 annotation = f"{self.name('NotRequired', done.shadow)}[{annotation}]"
             fields.append(PyField(comment, key, annotation))
         self.classes.append(PyClass(done.name, tuple(fields), done.open))
+
+
+def _plain_scalar(schema: object) -> str | None:
+    """The annotation token of a plain scalar node (``{"type": "string", ...annotations}``:
+    ``str``, ``float``, ``int``, ``bool`` or ``None``), else ``None``. The same as
+    reading it with ``read_node``, without building a node; never raises (a hostile
+    key gives ``None`` and ``read_node`` degrades the node)."""
+    if type(schema) is dict:
+        try:
+            declared = schema.get("type")
+            if type(declared) is str and declared in _SCALAR_TOKENS and SCALAR_NODE_KEYS.issuperset(schema):
+                return _SCALAR_TOKENS[declared]
+        except Exception:  # noqa: BLE001 - hostile keys degrade in read_node
+            return None
+    return None
 
 
 def json_schema_to_py(schema: object) -> str:
