@@ -1,0 +1,551 @@
+"""Cancelling the task that awaits execute(): the body is shielded, aborted and awaited (DESIGN.md).
+
+The registry steps a tool body itself (dsh_codegen.registry._pipeline's
+trampoline): a cancellation of the awaiting task never reaches the body, it
+aborts the body's signal, the registry waits for the body to settle, records
+the outcome once and re-raises ``CancelledError``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import threading
+import time
+import types
+from collections.abc import Generator
+from typing import Any
+
+import pytest
+
+from _registry_helpers import async_test, call, echo_tool, registry_with, text
+from dsh_codegen.registry import (
+    AbortController,
+    AbortError,
+    ToolExecutionResult,
+    ToolFailure,
+    ToolSuccess,
+)
+from dsh_codegen.registry import _pipeline
+from dsh_codegen.registry._loop import ToolCall, execute_tool_calls
+
+ABORTED = "Error: tool call aborted"
+
+
+def is_aborted(result: ToolExecutionResult) -> bool:
+    return (
+        isinstance(result, ToolFailure)
+        and text(result) == ABORTED
+        and result.error.info is not None
+        and (result.error.info.name, result.error.info.code) == ("AbortError", "ABORTED")
+    )
+
+
+class ThreadTool:
+    """A body whose work runs in an executor thread that polls the body's signal."""
+
+    def __init__(self) -> None:
+        self.pool = concurrent.futures.ThreadPoolExecutor(max_workers=4)
+        self.started = threading.Semaphore(0)
+        self.running = 0
+        self.finished: list[str] = []
+        self.lock = threading.Lock()
+
+    async def body(self, args: Any, run: Any) -> str:
+        stop = threading.Event()
+        run.signal.add_listener(lambda _signal: stop.set())  # called on the loop thread
+
+        def work() -> str:
+            with self.lock:
+                self.running += 1
+            self.started.release()
+            try:
+                while not stop.wait(0.002):
+                    pass
+                time.sleep(0.03)  # winding down takes a while after the abort
+                return "stopped"
+            finally:
+                with self.lock:
+                    self.running -= 1
+                    self.finished.append(args["text"])
+
+        return await asyncio.get_running_loop().run_in_executor(self.pool, work)
+
+    async def wait_started(self, count: int = 1) -> None:
+        for _ in range(count):
+            while not self.started.acquire(blocking=False):
+                await asyncio.sleep(0.001)
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=True)
+
+
+def observing(registry: Any) -> list[ToolExecutionResult]:
+    observed: list[ToolExecutionResult] = []
+    registry.on_result(lambda e, r: observed.append(r))
+    return observed
+
+
+@async_test
+async def test_executor_body_has_stopped_when_the_cancelled_execute_ends() -> None:
+    tool = ThreadTool()
+    try:
+        registry = registry_with(echo_tool(execute=tool.body))
+        observed = observing(registry)
+        task = asyncio.ensure_future(registry.execute(call()))
+        await tool.wait_started()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        # execute() did not end before the thread stopped working.
+        assert tool.running == 0 and tool.finished == ["hi"]
+        assert task.cancelled()
+        assert len(observed) == 1 and is_aborted(observed[0])  # the late success is replaced
+    finally:
+        tool.close()
+
+
+@async_test
+async def test_a_foreign_future_is_never_cancelled_and_is_awaited() -> None:
+    loop = asyncio.get_running_loop()
+    foreign: asyncio.Future[str] = loop.create_future()
+    seen: dict[str, Any] = {}
+    entered = asyncio.Event()
+
+    async def body(args: Any, run: Any) -> str:
+        seen["signal"] = run.signal
+        entered.set()
+        value = await foreign  # a future the body does not own
+        seen["resumed_with"] = value
+        return value
+
+    registry = registry_with(echo_tool(execute=body))
+    observed = observing(registry)
+    task = asyncio.ensure_future(registry.execute(call()))
+    await entered.wait()
+    task.cancel()
+    for _ in range(5):
+        await asyncio.sleep(0)
+    assert not foreign.cancelled() and not foreign.done()
+    assert not task.done()  # waiting for the body to settle
+    assert seen["signal"].aborted and isinstance(seen["signal"].reason, AbortError)
+    assert seen["signal"].reason.args[0] == "tool call aborted"
+    foreign.set_result("late")
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert seen["resumed_with"] == "late"  # the body got the future's result, not a CancelledError
+    assert len(observed) == 1 and is_aborted(observed[0])
+
+
+@async_test
+async def test_double_cancellation_still_waits_for_the_executor_body() -> None:
+    tool = ThreadTool()
+    gate = threading.Event()
+    original = tool.body
+
+    async def slow_to_stop(args: Any, run: Any) -> str:
+        run.signal.add_listener(lambda _signal: None)
+        value = await original(args, run)
+        # Cleanup that takes a while after the abort, in another thread.
+        await asyncio.get_running_loop().run_in_executor(tool.pool, gate.wait)
+        return value
+
+    try:
+        registry = registry_with(echo_tool(execute=slow_to_stop))
+        observed = observing(registry)
+        task = asyncio.ensure_future(registry.execute(call()))
+        await tool.wait_started()
+        task.cancel()
+        while not tool.finished:
+            await asyncio.sleep(0.001)
+        task.cancel()
+        task.cancel()
+        await asyncio.sleep(0.01)
+        assert not task.done()
+        gate.set()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert task.cancelled()
+        assert len(observed) == 1 and is_aborted(observed[0])
+    finally:
+        gate.set()
+        tool.close()
+
+
+@async_test
+async def test_asyncio_timeout_around_execute_raises_timeout_after_quiescence() -> None:
+    tool = ThreadTool()
+    try:
+        registry = registry_with(echo_tool(execute=tool.body))
+        observed = observing(registry)
+        current = asyncio.current_task()
+        assert current is not None
+        with pytest.raises(TimeoutError):
+            async with asyncio.timeout(0.02):
+                await registry.execute(call())
+        assert tool.running == 0 and tool.finished == ["hi"]
+        assert current.cancelling() == 0  # the timeout consumed its own cancellation
+        assert len(observed) == 1 and is_aborted(observed[0])
+        # The task is still usable: a later call succeeds.
+        registry2 = registry_with(echo_tool())
+        assert text(await registry2.execute(call())) == "echo:hi"
+    finally:
+        tool.close()
+
+
+@async_test
+async def test_timeout_that_does_not_fire_leaves_the_result_alone() -> None:
+    registry = registry_with(echo_tool())
+
+    async def suspending(args: Any, run: Any) -> str:
+        await asyncio.sleep(0)
+        await asyncio.sleep(0.001)
+        return "done"
+
+    registry.register(echo_tool("suspending", execute=suspending))
+    async with asyncio.timeout(5):
+        result = await registry.execute(call("suspending"))
+    assert isinstance(result, ToolSuccess) and text(result) == "done"
+
+
+@async_test
+async def test_taskgroup_sibling_failure_cancels_and_awaits_the_body() -> None:
+    tool = ThreadTool()
+    try:
+        registry = registry_with(echo_tool(execute=tool.body))
+        observed = observing(registry)
+
+        async def failing_sibling() -> None:
+            await tool.wait_started(2)
+            raise ValueError("sibling failed")
+
+        with pytest.raises(ExceptionGroup) as caught:
+            async with asyncio.TaskGroup() as group:
+                group.create_task(registry.execute(call(call_id="a", arguments={"text": "a"})))
+                group.create_task(registry.execute(call(call_id="b", arguments={"text": "b"})))
+                group.create_task(failing_sibling())
+        assert [type(e) for e in caught.value.exceptions] == [ValueError]
+        assert tool.running == 0 and sorted(tool.finished) == ["a", "b"]
+        assert len(observed) == 2 and all(is_aborted(r) for r in observed)
+    finally:
+        tool.close()
+
+
+@async_test
+async def test_loop_helper_cancelled_mid_batch_waits_for_every_started_body() -> None:
+    tool = ThreadTool()
+    try:
+        registry = registry_with(echo_tool(execute=tool.body, is_concurrency_safe=lambda a: True))
+        observed = observing(registry)
+        calls = [ToolCall(f"c{i}", "echo", f'{{"text": "t{i}"}}') for i in range(6)]
+        task = asyncio.ensure_future(
+            execute_tool_calls(registry, calls, signal=AbortController().signal, max_parallel=3)
+        )
+        await tool.wait_started(3)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert tool.running == 0
+        assert sorted(tool.finished) == ["t0", "t1", "t2"]  # the rest never started
+        assert len(observed) == 3
+    finally:
+        tool.close()
+
+
+@async_test
+async def test_bare_yields_keep_running_through_a_cancellation() -> None:
+    steps: list[int] = []
+    seen: dict[str, Any] = {}
+
+    async def body(args: Any, run: Any) -> str:
+        seen["signal"] = run.signal
+        for index in range(6):
+            steps.append(index)
+            await asyncio.sleep(0)  # a bare yield: one loop iteration each
+        return "done"
+
+    registry = registry_with(echo_tool(execute=body))
+    observed = observing(registry)
+    task = asyncio.ensure_future(registry.execute(call()))
+    while len(steps) < 2:
+        await asyncio.sleep(0)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert steps == [0, 1, 2, 3, 4, 5]  # never interrupted
+    assert seen["signal"].aborted
+    assert len(observed) == 1 and is_aborted(observed[0])
+
+
+@async_test
+async def test_body_outcomes_after_the_cancellation() -> None:
+    async def catches_and_returns(args: Any, run: Any) -> str:
+        await run.signal.wait()
+        return "returned normally"
+
+    async def rethrows_reason(args: Any, run: Any) -> str:
+        await run.signal.wait()
+        run.signal.throw_if_aborted()
+        return "unreachable"
+
+    async def own_failure(args: Any, run: Any) -> str:
+        await run.signal.wait()
+        raise RuntimeError("cleanup failed")
+
+    async def invalid_output(args: Any, run: Any) -> Any:
+        await run.signal.wait()
+        return 42
+
+    expectations = {
+        "returns": (catches_and_returns, lambda r: is_aborted(r)),
+        "rethrows": (rethrows_reason, lambda r: is_aborted(r)),
+        "fails": (own_failure, lambda r: isinstance(r, ToolFailure) and r.error.message == "cleanup failed"),
+        "invalid": (
+            invalid_output,
+            lambda r: isinstance(r, ToolFailure)
+            and r.error.info is not None
+            and r.error.info.code == "INVALID_TOOL_OUTPUT",
+        ),
+    }
+    for name, (body, check) in expectations.items():
+        registry = registry_with(echo_tool(name, execute=body))
+        observed = observing(registry)
+        task = asyncio.ensure_future(registry.execute(call(name)))
+        for _ in range(3):
+            await asyncio.sleep(0)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert len(observed) == 1 and check(observed[0]), (name, observed)
+
+
+@async_test
+async def test_non_suspending_body_creates_no_driver_and_no_future() -> None:
+    made: list[str] = []
+
+    class CountingDriver(_pipeline._BodyDriver):
+        __slots__ = ()
+
+        def __init__(self, *args: Any) -> None:
+            made.append("driver")
+            super().__init__(*args)
+
+    loop = asyncio.get_running_loop()
+    original_create_future = loop.create_future
+
+    def counting_create_future() -> asyncio.Future[Any]:
+        made.append("future")
+        return original_create_future()
+
+    async def immediate(args: Any, run: Any) -> str:
+        return "now"
+
+    async def suspends_once(args: Any, run: Any) -> str:
+        await asyncio.sleep(0.001)
+        return "later"
+
+    registry = registry_with(echo_tool(execute=immediate), echo_tool("later", execute=suspends_once))
+    patch = pytest.MonkeyPatch()
+    try:
+        patch.setattr(_pipeline, "_BodyDriver", CountingDriver)
+        patch.setattr(loop, "create_future", counting_create_future)
+        for _ in range(20):
+            assert text(await registry.execute(call())) == "now"
+        assert made == []  # the inline first step finished the body
+        assert text(await registry.execute(call("later"))) == "later"
+        # A suspending body: one driver, and the sleep's future plus one proxy.
+        assert made.count("driver") == 1 and made.count("future") == 2
+    finally:
+        patch.undo()
+
+
+@types.coroutine
+def _bad_yield(value: object) -> Generator[Any, None, None]:
+    yield value
+
+
+@async_test
+async def test_bad_yields_are_thrown_back_like_a_task_would() -> None:
+    other_loop = asyncio.new_event_loop()
+    try:
+        foreign = other_loop.create_future()
+        foreign._asyncio_future_blocking = True
+
+        async def yields_junk(args: Any, run: Any) -> str:
+            await _bad_yield(42)
+            return "unreachable"
+
+        async def yields_non_blocking(args: Any, run: Any) -> str:
+            future = asyncio.get_running_loop().create_future()
+            await _bad_yield(future)  # _asyncio_future_blocking is False
+            return "unreachable"
+
+        async def yields_other_loop(args: Any, run: Any) -> str:
+            await _bad_yield(foreign)
+            return "unreachable"
+
+        async def recovers(args: Any, run: Any) -> str:
+            try:
+                await _bad_yield("junk")
+            except RuntimeError as exc:
+                return f"caught: {exc}"
+            return "unreachable"
+
+        registry = registry_with(
+            echo_tool("junk", execute=yields_junk),
+            echo_tool("nonblocking", execute=yields_non_blocking),
+            echo_tool("otherloop", execute=yields_other_loop),
+            echo_tool("recovers", execute=recovers),
+        )
+        junk = await registry.execute(call("junk"))
+        assert isinstance(junk, ToolFailure) and junk.error.message == "tool body got bad yield: 42"
+        nonblocking = await registry.execute(call("nonblocking"))
+        assert isinstance(nonblocking, ToolFailure)
+        assert nonblocking.error.message.startswith("yield was used instead of yield from")
+        otherloop = await registry.execute(call("otherloop"))
+        assert isinstance(otherloop, ToolFailure)
+        assert "attached to a different loop" in otherloop.error.message
+        assert text(await registry.execute(call("recovers"))) == "caught: tool body got bad yield: 'junk'"
+    finally:
+        other_loop.close()
+
+
+@async_test
+async def test_awaitable_that_is_not_a_coroutine_is_driven_too() -> None:
+    loop = asyncio.get_running_loop()
+    pending: list[asyncio.Future[str]] = []
+
+    def returns_future(args: Any, run: Any) -> asyncio.Future[str]:
+        future: asyncio.Future[str] = loop.create_future()
+        pending.append(future)
+        return future
+
+    registry = registry_with(echo_tool(execute=returns_future))  # type: ignore[arg-type]
+    observed = observing(registry)
+    task = asyncio.ensure_future(registry.execute(call()))
+    while not pending:
+        await asyncio.sleep(0)
+    task.cancel()
+    await asyncio.sleep(0)
+    assert not pending[0].cancelled() and not task.done()
+    pending[0].set_result("resolved")
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert len(observed) == 1 and is_aborted(observed[0])
+    # Without a cancellation the future's value is the tool's value.
+    task = asyncio.ensure_future(registry.execute(call()))
+    while len(pending) < 2:
+        await asyncio.sleep(0)
+    pending[1].set_result("value")
+    assert text(await task) == "value"
+
+
+@async_test
+async def test_a_wrapper_swallowing_the_cancellation_starts_no_second_body() -> None:
+    bodies: list[str] = []
+
+    async def body(args: Any, run: Any) -> str:
+        bodies.append("body")
+        await run.signal.wait()
+        return "late"
+
+    registry = registry_with(echo_tool(execute=body))
+    observed = observing(registry)
+    wrapper_saw: list[str] = []
+
+    async def swallowing(dispatch: Any, next: Any) -> Any:
+        try:
+            return await next()
+        except asyncio.CancelledError:
+            wrapper_saw.append("cancelled")
+        try:
+            return await next()  # a retry after the task was cancelled
+        except asyncio.CancelledError:
+            wrapper_saw.append("cancelled again")
+        return await next()
+
+    registry.wrap_execute(swallowing)
+    task = asyncio.ensure_future(registry.execute(call()))
+    while not bodies:
+        await asyncio.sleep(0)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert bodies == ["body"]
+    assert wrapper_saw == ["cancelled", "cancelled again"]
+    assert len(observed) == 1 and is_aborted(observed[0])
+
+
+@async_test
+async def test_body_raising_cancelled_error_itself_ends_the_call_cancelled() -> None:
+    loop = asyncio.get_running_loop()
+    owned: asyncio.Future[str] = loop.create_future()
+
+    async def body(args: Any, run: Any) -> str:
+        return await owned  # cancelled by its owner below
+
+    registry = registry_with(echo_tool(execute=body))
+    observed = observing(registry)
+    task = asyncio.ensure_future(registry.execute(call()))
+    await asyncio.sleep(0)
+    owned.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert len(observed) == 1 and is_aborted(observed[0])
+
+
+@async_test
+async def test_nested_execute_inside_a_body_is_shielded_at_every_level() -> None:
+    loop = asyncio.get_running_loop()
+    foreign: asyncio.Future[str] = loop.create_future()
+    signals: dict[str, Any] = {}
+
+    async def inner(args: Any, run: Any) -> str:
+        signals["inner"] = run.signal
+        return await foreign
+
+    registry = registry_with(echo_tool("inner", execute=inner))
+
+    async def outer(args: Any, run: Any) -> str:
+        signals["outer"] = run.signal
+        result = await registry.execute(call("inner", signal=run.signal))
+        return "outer saw " + text(result)
+
+    registry.register(echo_tool("outer", execute=outer))
+    observed = observing(registry)
+    task = asyncio.ensure_future(registry.execute(call("outer")))
+    while "inner" not in signals:
+        await asyncio.sleep(0)
+    task.cancel()
+    await asyncio.sleep(0)
+    assert signals["outer"].aborted and signals["inner"].aborted
+    assert not foreign.cancelled() and not task.done()
+    foreign.set_result("x")
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    # The inner call's caller signal aborted: its late success became ABORTED; the outer
+    # body returned normally after the cancellation: ABORTED as well.
+    assert [is_aborted(r) for r in observed] == [True, True]
+
+
+def test_sleeping_task_is_cancelled_by_the_task_not_by_the_registry() -> None:
+    """A plain asyncio.sleep in a body is not interrupted: the body must watch its signal."""
+
+    async def main() -> None:
+        ended: list[str] = []
+
+        async def body(args: Any, run: Any) -> str:
+            await asyncio.sleep(0.02)
+            ended.append("slept")
+            return "x"
+
+        registry = registry_with(echo_tool(execute=body))
+        task = asyncio.ensure_future(registry.execute(call()))
+        await asyncio.sleep(0)
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        assert ended == ["slept"]
+
+    asyncio.run(main())
