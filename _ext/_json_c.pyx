@@ -329,10 +329,29 @@ cdef extern from *:
         Py_ssize_t i = 0;
     #if defined(__SSE2__)
         const __m128i z = _mm_setzero_si128();
+        uint64_t w;
+        uint32_t h;
         for (; i + 16 <= n; i += 16) {
             __m128i v = _mm_loadu_si128((const __m128i *)(s + i));
             _mm_storeu_si128((__m128i *)(d + i), _mm_unpacklo_epi8(v, z));
             _mm_storeu_si128((__m128i *)(d + i + 8), _mm_unpackhi_epi8(v, z));
+        }
+        if (n >= 8) {
+            /* Whole 8-unit steps, the last one overlapping what is written. */
+            for (;;) {
+                if (i + 8 > n) i = n - 8;
+                memcpy(&w, s + i, 8);
+                _mm_storeu_si128((__m128i *)(d + i), _mm_unpacklo_epi8(_mm_cvtsi64_si128((long long)w), z));
+                i += 8;
+                if (i >= n) return;
+            }
+        }
+        if (n >= 4) {
+            memcpy(&h, s, 4);
+            _mm_storel_epi64((__m128i *)d, _mm_unpacklo_epi8(_mm_cvtsi32_si128((int)h), z));
+            memcpy(&h, s + n - 4, 4);
+            _mm_storel_epi64((__m128i *)(d + n - 4), _mm_unpacklo_epi8(_mm_cvtsi32_si128((int)h), z));
+            return;
         }
     #endif
         for (; i < n; i++) d[i] = s[i];
@@ -623,6 +642,21 @@ cdef extern from *:
                 } else {
                     memcpy(out + 1, data, (size_t)n);
                 }
+                out[n + 1] = 34;
+                b->length += n + 2;
+                if (b->maxchar < 255 && !PyUnicode_IS_ASCII(s)) b->maxchar = 255;
+                return 0;
+            }
+        }
+        if (sk == 1 && b->kind == 2) {
+            /* The next most common case: a one-byte string in a two-byte text. */
+            plain = dsh_json_plain_prefix((const unsigned char *)data, n);
+            if (plain == n) {
+                uint16_t *out;
+                if (DSH_RESERVE(b, n + 2) < 0) return -1;
+                out = (uint16_t *)b->data + b->length;
+                out[0] = 34;  /* quote */
+                dsh_copy_1_2(out + 1, (const uint8_t *)data, n);
                 out[n + 1] = 34;
                 b->length += n + 2;
                 if (b->maxchar < 255 && !PyUnicode_IS_ASCII(s)) b->maxchar = 255;
