@@ -4,7 +4,8 @@ Payloads (generated deterministically, no files): a ~1 MB typical tool result
 (a file listing, grep matches and nested records), a 100,000-key object and a
 100,000-deep value. Peers: ``copy.deepcopy``, a ``json`` round trip, an
 ``orjson`` round trip and ``msgspec.json`` decode(encode) for the snapshot;
-``json.dumps(indent=2)`` and ``orjson`` ``OPT_INDENT_2`` for the renderer.
+``json.dumps(indent=2)`` and ``orjson`` ``OPT_INDENT_2`` for the renderer,
+``orjson`` ``OPT_SORT_KEYS`` for the canonical writer.
 Both twins of ours run in the same process (the compiled one imported
 directly), so the table does not depend on ``DSH_CODEGEN_PURE_PYTHON``.
 Optional peers that are not installed are reported as such. Peers are sampled
@@ -192,6 +193,8 @@ def _render_rows(payload: Any) -> list[tuple[str, float | str]]:
         opt = orjson.OPT_INDENT_2
         rows.append(("orjson OPT_INDENT_2 (bytes)", lambda: orjson.dumps(payload, option=opt)))
         rows.append(("orjson OPT_INDENT_2 + decode", lambda: orjson.dumps(payload, option=opt).decode()))
+        # The canonical writer's peer: compact, sorted keys.
+        rows.append(("orjson OPT_SORT_KEYS (bytes)", lambda: orjson.dumps(payload, option=orjson.OPT_SORT_KEYS)))
     else:
         missing.append(("orjson OPT_INDENT_2 (bytes)", "not installed"))
     return _interleaved(rows) + missing
@@ -212,6 +215,7 @@ def _targets(snapshot: dict[str, float | str], render: dict[str, float | str]) -
             f"  render / orjson OPT_INDENT_2 bytes   = {ratio(rend, render.get('orjson OPT_INDENT_2 (bytes)'))}  (target <= 1.5)",
             f"  render / orjson OPT_INDENT_2 to str  = {ratio(rend, render.get('orjson OPT_INDENT_2 + decode'))}",
             f"  json.dumps(indent=2) / render        = {ratio(render.get('json.dumps(indent=2)'), rend)}  (target >= 5)",
+            f"  canonical / orjson OPT_SORT_KEYS     = {ratio(render.get('dump_canonical_json compiled'), render.get('orjson OPT_SORT_KEYS (bytes)'))}",
         ]
     )
 
