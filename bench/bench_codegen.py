@@ -59,8 +59,10 @@ const schema = { title: "Catalog", type: "object", properties: props, additional
 (async () => {
   const times = [];
   let out = "";
-  // Untimed warm-up runs when timing in-process, so the JIT is warm as ours is.
-  for (let i = 0; Number(repeat) > 1 && i < 3; i++) {
+  // Untimed warm-up when timing in-process, so the JIT is warm as our side is
+  // (median_time calibrates ours over many calls): at least 5 runs and 1.5 s.
+  const warmStart = performance.now();
+  for (let i = 0; Number(repeat) > 1 && i < 50 && (i < 5 || performance.now() - warmStart < 1500); i++) {
     await compile(JSON.parse(JSON.stringify(schema)), "Catalog", { format: format === "1", bannerComment: "" });
   }
   for (let i = 0; i < Number(repeat); i++) {
@@ -83,6 +85,50 @@ def _big_catalog(base: list[ToolSchemaEntry], count: int) -> list[ToolSchemaEntr
                         base[i % len(base)].parameters, base[i % len(base)].output_schema)
         for i in range(count)
     ]
+
+
+def _distinct(value: object, suffix: str) -> object:
+    """``value`` with every property name, required name, description and string enum
+    value made unique by ``suffix``: no text repeats across copies of a tool."""
+    if isinstance(value, list):
+        return [_distinct(item, suffix) for item in value]
+    if not isinstance(value, dict):
+        return value
+    result: dict[str, object] = {}
+    for key, child in value.items():
+        if key == "properties" and isinstance(child, dict):
+            result[key] = {f"{name}{suffix}": _distinct(sub, suffix) for name, sub in child.items()}
+        elif key == "required" and isinstance(child, list):
+            result[key] = [f"{name}{suffix}" for name in child]
+        elif key == "description" and isinstance(child, str):
+            result[key] = f"{child} ({suffix})"
+        elif key == "enum" and isinstance(child, list):
+            result[key] = [f"{item}{suffix}" if isinstance(item, str) else item for item in child]
+        else:
+            result[key] = _distinct(child, suffix)
+    return result
+
+
+def _distinct_catalog(base: list[ToolSchemaEntry], count: int) -> list[ToolSchemaEntry]:
+    """``count`` tools cycling through ``base``, each copy with its own names and texts
+    (separate objects too): what a real large catalog looks like to the renderers'
+    caches, unlike :func:`_big_catalog`, whose copies repeat every member."""
+    entries = []
+    for i in range(count):
+        entry = base[i % len(base)]
+        suffix = f"_{i:04d}"
+        entries.append(ToolSchemaEntry(f"{entry.name}{suffix}", f"{entry.description} ({suffix})",
+                                       _distinct(entry.parameters, suffix), _distinct(entry.output_schema, suffix)))
+    return entries
+
+
+def _clear_caches() -> None:
+    """Empty the TypeScript renderer's text caches (a first render in a fresh process)."""
+    from dsh_codegen.codegen import _ts
+
+    clear = getattr(_ts, "clear_caches", None)
+    if clear is not None:
+        clear()
 
 
 def _write_catalog(catalog: list[ToolSchemaEntry], path: Path) -> None:
@@ -153,9 +199,15 @@ def _speedups(title: str, rows: list[tuple[str, float | str]], ours: list[str], 
     return "\n".join(lines)
 
 
+def _render_cold(catalog: list[ToolSchemaEntry]) -> str:
+    _clear_caches()
+    return render_ts_sdk(catalog)
+
+
 def _library_ts(label: str, catalog: list[ToolSchemaEntry], catalog_file: Path, script: Path, slow: bool) -> None:
     rows: list[tuple[str, float | str]] = [
         ("render_ts_sdk", median_time(lambda: render_ts_sdk(catalog), repeat=7)),
+        ("render_ts_sdk (caches cleared)", median_time(lambda: _render_cold(catalog), repeat=7)),
         ("render_sdk_module(ts)", median_time(lambda: render_sdk_module(catalog, "typescript"), repeat=7)),
     ]
     node = _node()
@@ -166,7 +218,8 @@ def _library_ts(label: str, catalog: list[ToolSchemaEntry], catalog_file: Path, 
         rows.append((peers[0], float(_jstt(node, script, catalog_file, False, 7)["median"])))  # type: ignore[arg-type]
         rows.append((peers[1], float(_jstt(node, script, catalog_file, True, 3 if slow else 5)["median"])))  # type: ignore[arg-type]
     print(ratio_table(f"TypeScript, in-process, {label}", rows, baseline=peers[0]))
-    print(_speedups("in-process", rows, ["render_ts_sdk", "render_sdk_module(ts)"], peers))
+    print(_speedups("in-process", rows, ["render_ts_sdk", "render_ts_sdk (caches cleared)", "render_sdk_module(ts)"],
+                    peers))
 
 
 def _library_py(label: str, catalog: list[ToolSchemaEntry], slow: bool) -> None:
@@ -187,6 +240,20 @@ def _library_py(label: str, catalog: list[ToolSchemaEntry], slow: bool) -> None:
         rows.append((peer, median_time(lambda: _dcg_generate(schema_text), repeat=3 if slow else 5, min_sample_s=0.0)))
     print(ratio_table(f"Python, in-process, {label}", rows, baseline=peer))
     print(_speedups("in-process", rows, ["render_py_sdk", "render_sdk_module(py)"], [peer]))
+
+
+def _library_py_prompt(label: str, catalog: list[ToolSchemaEntry]) -> None:
+    rows: list[tuple[str, float | str]] = [("render_py_sdk", median_time(lambda: render_py_sdk(catalog), repeat=7))]
+    peer = "datamodel-code-generator (TypedDict)"
+    try:
+        import datamodel_code_generator  # noqa: F401
+    except ImportError:
+        rows.append((peer, "not installed (pip install datamodel-code-generator)"))
+    else:
+        schema_text = json.dumps(_combined_schema(catalog))
+        rows.append((peer, median_time(lambda: _dcg_generate(schema_text), repeat=3, min_sample_s=0.0)))
+    print(ratio_table(f"Python, in-process, {label}", rows, baseline=peer))
+    print(_speedups("in-process", rows, ["render_py_sdk"], [peer]))
 
 
 def _whole_process(label: str, catalog: list[ToolSchemaEntry], catalog_file: Path, schema_file: Path,
@@ -255,6 +322,14 @@ def main() -> None:
             _library_ts(label, catalog, catalog_file, script, slow)
             _library_py(label, catalog, slow)
             _whole_process(label, catalog, catalog_file, schema_file, script, repeat=3)
+        # Library only (no black, no whole process): 1,000 tools whose texts never repeat.
+        distinct = _distinct_catalog(base, 1000)
+        label = "1,000 distinct tools"
+        catalog_file = root / "catalog_distinct.json"
+        _write_catalog(distinct, catalog_file)
+        print(f"\n--- {label} ---")
+        _library_ts(label, distinct, catalog_file, script, True)
+        _library_py_prompt(label, distinct)
     print("\n(ratios: below 1.0 is faster than the baseline; interpreter start-up ~60 ms and black+libcst import"
           " ~0.5 s are inside the whole-process figures)")
 

@@ -81,6 +81,11 @@ def camel_case(name: str) -> str:
         # and NFKC changes nothing: the same result without a call per character.
         joined = "".join(part[0].upper() + part[1:] for part in _ASCII_PARTS.findall(name))
         return "Tool" + joined if not joined or joined[0].isdigit() else joined
+    return _camel_case_general(name)
+
+
+def _camel_case_general(name: str) -> str:
+    """:func:`camel_case` for any text, a character at a time."""
     parts: list[str] = []
     current: list[str] = []
     for char in name:

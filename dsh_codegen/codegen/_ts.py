@@ -26,7 +26,7 @@ from dsh_codegen.codegen._nodes import (
     read_node,
 )
 
-__all__ = ["MAX_MULTILINE_DEPTH", "json_schema_to_ts"]
+__all__ = ["MAX_MULTILINE_DEPTH", "clear_caches", "json_schema_to_ts"]
 
 #: Object levels rendered multi-line; deeper object types render on one line.
 MAX_MULTILINE_DEPTH = 16
@@ -171,6 +171,13 @@ _MEMBERS: dict[tuple[str, bool, str | None, int, str | None], tuple[str, bool]] 
 #: Tuple of exact-``str`` enum values -> (literal union text, has "|"/"&").
 _STRING_LITERALS: dict[tuple[str, ...], tuple[str, bool]] = {}
 _STR_ONLY = frozenset({str})
+
+
+def clear_caches() -> None:
+    """Forget every cached member and literal text (benchmarks use it to time a
+    first render; output never depends on the caches)."""
+    _MEMBERS.clear()
+    _STRING_LITERALS.clear()
 
 
 def _remember(cache: dict[_K, _V], key: _K, value: _V) -> _V:

@@ -1,0 +1,145 @@
+"""The renderers' fast paths give the same text as the general paths they skip.
+
+The TypeScript walker renders leaf members (plain scalars, arrays of them,
+string enums) inline and caches member and literal texts; names have ASCII
+fast paths. Each is checked here against the general path, and the caches
+against cleared and overflowing states. Also: which heavy modules a plain
+import loads.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
+
+from codegen_helpers import CASES, REPO
+from dsh_codegen.codegen import json_schema_to_ts, load_catalog, render_py_sdk, render_ts_sdk
+from dsh_codegen.codegen import _ts
+from dsh_codegen.codegen._jsontext import json_string
+from dsh_codegen.codegen._literals import code_string
+from dsh_codegen.codegen._naming import _camel_case_general, camel_case, ts_key
+
+pytestmark = pytest.mark.once
+
+CATALOG60 = load_catalog(CASES / "catalog60" / "catalog.json")
+HOSTILE = load_catalog(CASES / "hostile" / "catalog.json")
+
+_TS_BARE = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*\Z")
+_CODE_EXTRA = re.compile("[\x7f-\x9f\u2028\u2029]")
+
+type_names = st.sampled_from(["object", "array", "string", "number", "integer", "boolean", "null"])
+descriptions = st.none() | st.sampled_from(["", "a | b", "x & y", "*/", "two\nlines", "plain"])
+keys = st.sampled_from(["a", "b-c", "$x", "_", "é", "a|b", "__proto__", ""]) | st.text(max_size=3)
+
+
+def _with_description(schema: dict[str, Any], description: str | None) -> dict[str, Any]:
+    return schema if description is None else {**schema, "description": description}
+
+
+leaves = st.builds(
+    _with_description,
+    st.fixed_dictionaries({"type": type_names.filter(lambda name: name not in ("object", "array"))})
+    | st.fixed_dictionaries({"type": st.just("array")}, optional={"items": st.fixed_dictionaries({"type": type_names})})
+    | st.fixed_dictionaries(
+        {"enum": st.lists(st.sampled_from(["a", "b|c", "d&e", 'q"', "\u2028", "\x7f"]) | st.integers(), min_size=1, max_size=3)},
+        optional={"type": st.sampled_from(["string", "integer"])},
+    ),
+    descriptions,
+)
+schemas = st.recursive(
+    leaves | st.just({}),
+    lambda inner: st.fixed_dictionaries({"type": st.just("array"), "items": inner})
+    | st.fixed_dictionaries({"oneOf": st.lists(inner, min_size=1, max_size=3)})
+    | st.builds(
+        _with_description,
+        st.fixed_dictionaries(
+            {"type": st.just("object"), "properties": st.dictionaries(keys, inner, max_size=4)},
+            optional={"additionalProperties": st.booleans(), "required": st.lists(keys, max_size=3)},
+        ),
+        descriptions,
+    ),
+    max_leaves=16,
+)
+
+
+@given(schemas, keys, st.booleans(), st.integers(min_value=0, max_value=3))
+def test_a_member_renders_as_its_schema_does_alone(schema: Any, key: str, required: bool, indent: int) -> None:
+    # Inline leaf members and stack-walked members must agree: the member text is
+    # exactly the schema's own text at the member's indent.
+    schema = {k: v for k, v in schema.items() if k != "description"} if isinstance(schema, dict) else schema
+    wrapper = {"type": "object", "properties": {key: schema}, "additionalProperties": False}
+    if required:
+        wrapper["required"] = [key]
+    pad = "  " * (indent + 1)
+    expected = f"{{\n{pad}{ts_key(key)}{'' if required else '?'}: {json_schema_to_ts(schema, indent + 1)};\n{'  ' * indent}}}"
+    assert json_schema_to_ts(wrapper, indent) == expected
+
+
+@given(schemas)
+@example({"type": "object", "properties": {"a": {"enum": ["x", "y"]}}, "additionalProperties": False})
+@example({"type": "object", "properties": {"a|b": {"type": "string"}}, "additionalProperties": False})
+def test_an_array_of_a_schema_brackets_by_the_bar_rule(schema: Any) -> None:
+    item = json_schema_to_ts(schema)
+    expected = f"({item})[]" if "|" in item or "&" in item else f"{item}[]"
+    assert json_schema_to_ts({"type": "array", "items": schema}) == expected
+
+
+def _render_both(catalog: list[Any]) -> tuple[str, str]:
+    return render_ts_sdk(catalog), render_py_sdk(catalog)
+
+
+def test_cached_texts_never_change_the_output(monkeypatch: pytest.MonkeyPatch) -> None:
+    _ts.clear_caches()
+    cold = _render_both(CATALOG60) + _render_both(HOSTILE)
+    warm = _render_both(CATALOG60) + _render_both(HOSTILE)
+    assert warm == cold
+    # A cache that overflows (cleared every few entries) gives the same text too.
+    monkeypatch.setattr(_ts, "_CACHE_LIMIT", 3)
+    _ts.clear_caches()
+    assert _render_both(CATALOG60) + _render_both(HOSTILE) == cold
+    assert len(_ts._MEMBERS) <= 3
+    assert (CASES / "catalog60" / "ts_sdk.md").read_text(encoding="utf-8") == cold[0]
+
+
+def test_equal_text_of_different_types_is_not_confused_by_the_caches() -> None:
+    # The literal cache holds only all-str enums: 1, True and "1" stay distinct.
+    assert json_schema_to_ts({"enum": ["1"]}) == '"1"'
+    assert json_schema_to_ts({"enum": [1]}) == "1"
+    assert json_schema_to_ts({"enum": [True]}) == "true"
+    assert json_schema_to_ts({"enum": ["1"]}) == '"1"'
+
+
+@given(st.text(alphabet=st.characters(max_codepoint=127), max_size=12))
+def test_ascii_camel_case_matches_the_general_path(name: str) -> None:
+    assert camel_case(name) == _camel_case_general(name)
+
+
+@given(st.text(max_size=8) | st.sampled_from(["a$b", "$", "_9", "9a", "é", "a-b", "", "\ud800"]))
+def test_ts_key_is_bare_exactly_for_the_contract_pattern(name: str) -> None:
+    assert (ts_key(name) == name) == bool(_TS_BARE.match(name))
+
+
+@given(st.text(max_size=8) | st.sampled_from(["\x7f", "\x85", "\u2028", "\ud800", 'a"b\\', "\x00"]))
+def test_code_string_fast_path_matches_the_escaping_rules(text: str) -> None:
+    expected = _CODE_EXTRA.sub(lambda match: f"\\u{ord(match.group()):04x}", json_string(text))
+    assert code_string(text) == expected
+
+
+def test_import_loads_no_template_engine_or_formatter() -> None:
+    code = (
+        "import sys, dsh_codegen\n"
+        "from dsh_codegen.codegen import render_sdk_module, load_catalog\n"
+        "before = sorted(m for m in ('jinja2', 'black', 'libcst') if m in sys.modules)\n"
+        f"catalog = load_catalog({str(CASES / 'contract_example' / 'catalog.json')!r})\n"
+        "render_sdk_module(catalog, 'typescript'); render_sdk_module(catalog, 'python', format=False)\n"
+        "after = sorted(m for m in ('jinja2', 'black', 'libcst') if m in sys.modules)\n"
+        "print(before, after)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=True)
+    assert result.stdout.strip() == "[] ['jinja2']"
