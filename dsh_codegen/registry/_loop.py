@@ -25,7 +25,7 @@ from __future__ import annotations
 import asyncio
 import json
 import uuid
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
@@ -97,23 +97,41 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
+# One decoder for every call: json.loads(text, parse_constant=...) would build a
+# new JSONDecoder (and its C scanner) per call, which costs more than the parse.
+_DECODER: Final = json.JSONDecoder(parse_constant=_reject_constant)
+_SCAN: Final[Callable[[str, int], tuple[Any, int]]] = _DECODER.scan_once  # type: ignore[attr-defined]
+_JSON_WHITESPACE: Final = " \t\n\r"
+
+
 def parse_call_arguments(arguments: str | JsonValue) -> JsonValue:
     """The arguments a model-emitted call passes to the registry (CONTRACT.md behaviour 156).
 
-    A ``str`` is parsed with ``json.loads``: the empty string (or only
+    A ``str`` is parsed as ``json.loads`` would: the empty string (or only
     whitespace) is ``{}``; text that is not JSON (including ``NaN`` and
-    ``Infinity``, which Python's parser would otherwise accept) is kept as the
-    raw string, so the tool's own validation reports it. Anything else is
-    returned unchanged. Never raises.
+    ``Infinity``, which Python's parser would otherwise accept, trailing data,
+    or nesting too deep for the parser) is kept as the raw string, so the
+    tool's own validation reports it. Anything else is returned unchanged.
+    Never raises.
     """
     if not isinstance(arguments, str):
         return arguments
-    if not arguments.strip():
-        return {}
     try:
-        return json.loads(arguments, parse_constant=_reject_constant)
+        # The common case: a JSON value starting at index 0 (the C scanner, directly).
+        value, end = _SCAN(arguments, 0)
+    except StopIteration:
+        # No value at index 0: blank text, leading whitespace, or not JSON.
+        if not arguments.strip():
+            return {}
+        try:
+            return _DECODER.decode(arguments)
+        except (ValueError, RecursionError):
+            return arguments
     except (ValueError, RecursionError):
         return arguments
+    if end != len(arguments) and arguments[end:].strip(_JSON_WHITESPACE):
+        return arguments  # trailing data after the value
+    return value
 
 
 async def execute_tool_calls(

@@ -66,6 +66,7 @@ from dsh_codegen.registry._results import (
     ToolSuccess,
     error_content,
     failure_from_exception,
+    new_success,
 )
 from dsh_codegen.registry.cancel import AbortError, AbortSignal
 from dsh_codegen.schema import ToolArgsError
@@ -533,7 +534,7 @@ def normalize_value(
     project = compiled.presentation_meta
     if project is None or call.execution.parent is not None:
         if problem is None:
-            return ToolSuccess(frozen, content, UNSET, contexts, concludes_turn)
+            return new_success(frozen, content, UNSET, contexts, concludes_turn)
         return _output_failure(compiled, [problem], contexts)
     problems = [] if problem is None else [problem]
     meta: Any = UNSET
@@ -550,7 +551,7 @@ def normalize_value(
             problems.append(f"output.presentation_meta failed: {error_message(exc)}")
     if problems:
         return _output_failure(compiled, problems, contexts)
-    return ToolSuccess(frozen, content, meta, contexts, concludes_turn)
+    return new_success(frozen, content, meta, contexts, concludes_turn)
 
 
 def _output_failure(
