@@ -559,28 +559,30 @@ cdef extern from *:
     /* The JSON escape of an ASCII special or a lone surrogate (room for 6 reserved). */
     static const char dsh_hex[] = "0123456789abcdef";
     static inline void dsh_put_escape_r(dsh_buf *b, Py_UCS4 c) {
-        char e[6];
-        e[0] = 92;  /* backslash */
+        /* Unit by unit into the buffer: text assembled on the stack and copied
+           would be read back before its byte stores retire (a forwarding stall). */
+        Py_UCS4 e;
         switch (c) {
-        case 34: e[1] = 34; break;  /* quote */
-        case 92: e[1] = 92; break;  /* backslash */
-        case 10: e[1] = 'n'; break;
-        case 13: e[1] = 'r'; break;
-        case 9: e[1] = 't'; break;
-        case 8: e[1] = 'b'; break;
-        case 12: e[1] = 'f'; break;
+        case 34: e = 34; break;  /* quote */
+        case 92: e = 92; break;  /* backslash */
+        case 10: e = 'n'; break;
+        case 13: e = 'r'; break;
+        case 9: e = 't'; break;
+        case 8: e = 'b'; break;
+        case 12: e = 'f'; break;
         default:
-            e[1] = 'u';
-            e[2] = dsh_hex[(c >> 12) & 15];
-            e[3] = dsh_hex[(c >> 8) & 15];
-            e[4] = dsh_hex[(c >> 4) & 15];
-            e[5] = dsh_hex[c & 15];
-            dsh_put_ascii_r(b, e, 6);
+            dsh_putc_r(b, 92);
+            dsh_putc_r(b, 'u');
+            dsh_putc_r(b, (unsigned char)dsh_hex[(c >> 12) & 15]);
+            dsh_putc_r(b, (unsigned char)dsh_hex[(c >> 8) & 15]);
+            dsh_putc_r(b, (unsigned char)dsh_hex[(c >> 4) & 15]);
+            dsh_putc_r(b, (unsigned char)dsh_hex[c & 15]);
             return;
         }
-        dsh_put_ascii_r(b, e, 2);
+        dsh_putc_r(b, 92);
+        dsh_putc_r(b, e);
     }
-    /* Whether four UCS-2 units hold one JSON escapes: below 0x20, '"', backslash
+    /* Whether four UCS-2 units hold one that JSON escapes: below 0x20, '"', backslash
        or a surrogate (0xD800-0xDFFF). Exact for "any" like the byte test. */
     static inline int dsh_json_word_special16(uint64_t w) {
         const uint64_t ones = 0x0001000100010001ULL, high = 0x8000800080008000ULL;
@@ -881,7 +883,7 @@ cdef int stack_grow(Stack* st) except -1:
     return 0
 
 
-cdef Frame* stack_push(Stack* st, PyObject* src, int kind) except NULL:
+cdef inline Frame* stack_push(Stack* st, PyObject* src, int kind) except NULL:
     if st.depth == st.cap:
         stack_grow(st)
     cdef Frame* f = &st.frames[st.depth]
@@ -1409,7 +1411,7 @@ cdef str write(object root, Py_ssize_t pretty_levels, Py_ssize_t indent, bint so
             if f.kind == ARRAY and PyList_GET_SIZE(f.src) != f.size:
                 raise RuntimeError("list changed size during the walk")
             if f.pretty:
-                dsh_newline(b, st.depth - 1, indent)
+                dsh_separator(b, False, st.depth - 1, indent)
             dsh_putc(b, b"}" if f.kind == OBJECT else b"]")
             src = f.src
             st.depth -= 1
