@@ -130,13 +130,11 @@ class _Call:
     value: Any  # the body's return value (set by _body_steps, read right after)
 
     __slots__ = (
-        "body_started",
         "cancel_exc",
         "chain",
         "compiled",
         "execution",
         "finalize",
-        "fused",
         "listeners",
         "produced",
         "registry",
@@ -160,11 +158,11 @@ class _Call:
         self.compiled = compiled
         self.version = registry._version
         self.finalize = None if compiled is None else compiled.finalize_content
-        self.listeners: ListenerSnapshot | None = None
-        self.body_started = False
-        # The signal of the body currently running (aborted if the awaiting task is cancelled).
-        self.fused: AbortSignal | None = None
-        # The run context of the latest body invocation (its deferred contexts survive cancellation).
+        # ``listeners`` is set by run_pipeline before any stage reads it.
+        self.listeners: ListenerSnapshot | None
+        # The run context of the latest body invocation (its deferred contexts survive
+        # cancellation); ``None`` until a body starts, so it also says whether one started.
+        # Its ``signal`` is the body's fused signal (aborted if the awaiting task is cancelled).
         self.run: ToolRunContext | None = None
         # Results produced by ``next()`` for wrappers: returning one of them is not "authoring".
         self.produced: list[ToolExecutionResult] | None = None
@@ -343,7 +341,7 @@ async def _pre_waterfall(
         entry = entries[index]
         if entry.alive:
             decision = entry.fn(execution, _PreNext(entries, index + 1, execution))
-            if _is_awaitable(decision):
+            if type(decision) is CoroutineType or (type(decision) not in _PLAIN_RESULTS and inspect.isawaitable(decision)):
                 decision = await decision
             if (
                 type(decision) is not Allow
@@ -479,7 +477,8 @@ async def run_policy(call: _Call) -> tuple[ToolExecutionResult | None, bool]:
         return failure_from_exception(exc), True
     if reason is not None:
         return _plain_failure(reason), False
-    if execution.signal.aborted:
+    caller = execution.signal
+    if caller._aborted or (caller._sources is not None and caller._poll()):
         return aborted_before_dispatch(), False
     return None, False
 
@@ -749,9 +748,7 @@ async def dispatch_core(call: _Call, signal: AbortSignal) -> ToolExecutionResult
     fused = AbortSignal()  # derive_signal(), inlined
     fused._sources = (caller,) if signal is caller else (caller, signal)
     run = ToolRunContext(execution, fused)
-    call.fused = fused
     call.run = run
-    call.body_started = True
     driven = False
     try:
         value = compiled.execute(args, run)
@@ -837,11 +834,12 @@ async def _wrap_chain(
     while index < len(wrappers):
         entry = wrappers[index]
         if entry.alive:
-            if call.execution.signal.aborted:
+            caller = call.execution.signal
+            if caller._aborted or (caller._sources is not None and caller._poll()):
                 # The caller cancelled while an outer wrapper was still deciding.
                 return aborted_before_dispatch()
             returned = entry.fn(dispatch, _WrapNext(call, index + 1, dispatch))
-            if _is_awaitable(returned):
+            if type(returned) is CoroutineType or (type(returned) not in _PLAIN_RESULTS and inspect.isawaitable(returned)):
                 returned = await returned
             return normalize_authored(call, returned)
         index += 1
@@ -985,7 +983,7 @@ async def _post_waterfall(
         entry = entries[index]
         if entry.alive:
             decision = entry.fn(execution, result, _PostNext(entries, index + 1, execution, result))
-            if _is_awaitable(decision):
+            if type(decision) is CoroutineType or (type(decision) not in _PLAIN_RESULTS and inspect.isawaitable(decision)):
                 decision = await decision
             if type(decision) is not Accept and type(decision) is not Block:
                 raise TypeError(
@@ -1092,9 +1090,10 @@ def settle_cancellation(
     """
     if not isinstance(result, ToolSuccess):
         return result
-    if not (task_cancelled or call.execution.signal.aborted):
+    caller = call.execution.signal
+    if not (task_cancelled or caller._aborted or (caller._sources is not None and caller._poll())):
         return result
-    if call.body_started:
+    if call.run is not None:  # the body started
         return aborted(result.additional_contexts)
     return aborted_before_dispatch(result.additional_contexts)
 
@@ -1150,7 +1149,7 @@ async def notify_result(call: _Call, result: ToolExecutionResult) -> bool:
             continue
         try:
             outcome = entry.fn(execution, result)
-            if _is_awaitable(outcome):
+            if type(outcome) is CoroutineType or (type(outcome) not in _PLAIN_RESULTS and inspect.isawaitable(outcome)):
                 await outcome
         except asyncio.CancelledError:
             cancelled = True
@@ -1171,15 +1170,19 @@ async def _commit(
     call: _Call, result: ToolExecutionResult, skip_post: bool, cancelled: bool
 ) -> tuple[ToolExecutionResult, bool]:
     """Stages 5-8; returns the final result and whether the awaiting task was cancelled."""
-    if not skip_post and not cancelled and call.listeners is not None and call.listeners.post:
+    listeners = call.listeners
+    assert listeners is not None
+    if not skip_post and not cancelled and listeners.post:
         try:
             result = await run_post_execute(call, result)
         except asyncio.CancelledError:
             cancelled = True
             call_cancelled(call)
-    result = settle_cancellation(call, result, cancelled)
-    result = run_finalize(call, result)
-    if call.listeners is not None and call.listeners.observers:
+    if type(result) is ToolSuccess:  # settle_cancellation only ever replaces a success
+        result = settle_cancellation(call, result, cancelled)
+    if call.finalize is not None:
+        result = run_finalize(call, result)
+    if listeners.observers:
         if await notify_result(call, result):
             cancelled = True
     return result, cancelled
@@ -1187,9 +1190,9 @@ async def _commit(
 
 def call_cancelled(call: _Call) -> None:
     """The awaiting task was cancelled: abort the running body's signal (its handed-off work stops)."""
-    fused = call.fused
-    if fused is not None:
-        fused._abort(AbortError(_ABORTED_MESSAGE))
+    run = call.run
+    if run is not None:
+        run.signal._abort(AbortError(_ABORTED_MESSAGE))
 
 
 def _cancelled_outcome(call: _Call) -> ToolExecutionResult:
@@ -1200,7 +1203,7 @@ def _cancelled_outcome(call: _Call) -> ToolExecutionResult:
     if settled is not None:
         return settled
     contexts = () if call.run is None else _run_contexts(call.run)
-    return aborted(contexts) if call.body_started else aborted_before_dispatch(contexts)
+    return aborted(contexts) if call.run is not None else aborted_before_dispatch(contexts)
 
 
 async def run_pipeline(
