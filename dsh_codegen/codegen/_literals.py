@@ -144,16 +144,25 @@ def ts_number(value: int | float) -> str:
     return sign + text
 
 
+def _word_or_string(value: object, words: tuple[str, str, str]) -> str | None:
+    """``words`` (null, true, false) for ``None`` and booleans, a code string for a
+    ``str``; ``None`` for anything else (numbers are the caller's)."""
+    if value is None:
+        return words[0]
+    if type(value) is bool:
+        return words[1] if value else words[2]
+    if type(value) is str:
+        return code_string(value)
+    return None
+
+
 def ts_literal(value: object) -> str | None:
     """A TypeScript literal type for a JSON scalar, ``None`` if not one."""
     if not is_scalar(value):
         return None
-    if value is None:
-        return "null"
-    if type(value) is bool:
-        return "true" if value else "false"
-    if type(value) is str:
-        return code_string(value)
+    text = _word_or_string(value, ("null", "true", "false"))
+    if text is not None:
+        return text
     try:
         return ts_number(value)  # type: ignore[arg-type]
     except ValueError:  # an int too long for str() (the int-to-str limit)
@@ -168,12 +177,9 @@ def py_literal(value: object) -> str | None:
     """
     if not is_scalar(value):
         return None
-    if value is None:
-        return "None"
-    if type(value) is bool:
-        return "True" if value else "False"
-    if type(value) is str:
-        return code_string(value)
+    text = _word_or_string(value, ("None", "True", "False"))
+    if text is not None:
+        return text
     if type(value) is float:
         if not value.is_integer():
             return None
