@@ -1,0 +1,73 @@
+"""Builders shared by the ``@tool`` tests."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+from dsh_codegen.registry import (
+    AbortController,
+    ToolDefinition,
+    ToolExecutionInput,
+    ToolExecutionResult,
+    ToolFailure,
+    ToolRegistry,
+)
+from dsh_codegen.registry._typed import tool
+
+
+def async_test(fn: Callable[..., Coroutine[Any, Any, None]]) -> Callable[..., None]:
+    """Run an async test body in a fresh event loop."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> None:
+        asyncio.run(fn(*args, **kwargs))
+
+    return wrapper
+
+
+def one_parameter(annotation: Any, returns: Any = None, **options: Any) -> ToolDefinition:
+    """A ``@tool`` definition whose body takes one required parameter ``x: annotation``."""
+
+    async def body(x: Any) -> Any:
+        return None
+
+    body.__annotations__ = {"x": annotation, "return": returns}
+    body.__doc__ = "The probe tool."
+    return tool(body, **options)
+
+
+def property_schema(annotation: Any) -> Any:
+    """The compiled JSON schema of parameter ``x`` typed ``annotation``."""
+    return one_parameter(annotation).parameters["properties"]["x"]
+
+
+def output_schema(annotation: Any) -> Any:
+    """The compiled output schema of a body returning ``annotation``."""
+    return one_parameter(str, returns=annotation).output.schema  # type: ignore[union-attr]
+
+
+async def run_tool(definition: ToolDefinition, arguments: Any, *, call_id: str = "c1") -> ToolExecutionResult:
+    """Register ``definition`` in a fresh registry and execute one call."""
+    registry = ToolRegistry()
+    registry.register(definition)
+    return await registry.execute(
+        ToolExecutionInput(call_id=call_id, name=definition.name, arguments=arguments, signal=AbortController().signal)
+    )
+
+
+def text(result: ToolExecutionResult) -> str:
+    assert len(result.content) == 1
+    block = result.content[0]
+    assert block["type"] == "text"
+    value = block["text"]
+    assert isinstance(value, str)
+    return value
+
+
+def error_code(result: ToolExecutionResult) -> str | None:
+    assert isinstance(result, ToolFailure), result
+    info = result.error.info
+    return None if info is None else info.code

@@ -1,0 +1,270 @@
+"""Decoration-time errors of ``@tool`` (twin-independent: runs once)."""
+
+from __future__ import annotations
+
+import enum
+import re
+from typing import Any, Literal, NotRequired, TypedDict
+
+import pytest
+from _typed_helpers import one_parameter
+
+from dsh_codegen.registry import ToolRunContext
+from dsh_codegen.registry._typed import tool
+
+pytestmark = pytest.mark.once
+
+SUPPORTED = (
+    "; supported: str, int, float, bool, None, list[T], tuple[T, ...], Sequence[T], dict[str, Any], "
+    'Mapping[str, Any], Any, object, Literal[...], unions, TypedDict, Annotated[T, "description"]'
+)
+
+
+class Color(enum.Enum):
+    RED = "red"
+
+
+class Node(TypedDict):
+    value: int
+    children: list[Node]
+
+
+class Outer(TypedDict):
+    inner: Inner
+
+
+class Inner(TypedDict):
+    back: NotRequired[Outer]
+
+
+class Tagged(TypedDict):
+    tags: set[str]
+
+
+class A(TypedDict, total=False):
+    a: int
+
+
+class B(TypedDict, total=False):
+    b: int
+
+
+class Same1(TypedDict):
+    kind: str
+
+
+class Same2(TypedDict):
+    kind: str
+
+
+def rejected(annotation: Any, *, returns: Any = None) -> str:
+    with pytest.raises(TypeError) as info:
+        one_parameter(annotation, returns=returns)
+    return str(info.value)
+
+
+OWNER = 'tool(one_parameter.<locals>.body): parameter "x": '
+
+
+@pytest.mark.parametrize(
+    ("annotation", "message"),
+    [
+        (set[str], "unsupported type set[str]" + SUPPORTED + " (at x)"),
+        (bytes, "unsupported type bytes" + SUPPORTED + " (at x)"),
+        (Color, "unsupported type Color" + SUPPORTED + " (at x)"),
+        (list[complex], "unsupported type complex" + SUPPORTED + " (at x[])"),
+        (Tagged, "unsupported type set[str]" + SUPPORTED + " (at x.tags)"),
+        (
+            tuple[int, str],
+            "unsupported type tuple[int, str] (only tuple[T, ...] is an array; fixed-length tuples are not)"
+            + SUPPORTED
+            + " (at x)",
+        ),
+        (dict[int, str], "unsupported type dict[int, str] (JSON object keys are str)" + SUPPORTED + " (at x)"),
+        (
+            dict[str, int],
+            "unsupported type dict[str, int] (an open object's values cannot be constrained: "
+            "use dict[str, Any] or a TypedDict)" + SUPPORTED + " (at x)",
+        ),
+        (Literal[Color.RED], "Literal value <Color.RED: 'red'> is not a JSON scalar (str, int, bool or None) (at x)"),
+        (Node, "recursive TypedDict Node (the schema subset has no references) (at x.children[])"),
+        (Outer, "recursive TypedDict Outer (the schema subset has no references) (at x.inner.back)"),
+        (
+            list[int] | list[str],
+            "union members list[int] and list[str] overlap "
+            "(a value could match both, and the schema's oneOf needs exactly one match) (at x)",
+        ),
+        (
+            A | B,
+            "union members A and B overlap "
+            "(a value could match both, and the schema's oneOf needs exactly one match) (at x)",
+        ),
+        (
+            Same1 | Same2,
+            "union members Same1 and Same2 overlap "
+            "(a value could match both, and the schema's oneOf needs exactly one match) (at x)",
+        ),
+        (
+            dict[str, Any] | A,
+            "union members dict[str, Any] and A overlap "
+            "(a value could match both, and the schema's oneOf needs exactly one match) (at x)",
+        ),
+    ],
+    ids=lambda value: str(value)[:40],
+)
+def test_unsupported_parameter_types(annotation: Any, message: str) -> None:
+    assert rejected(annotation) == OWNER + message
+
+
+def test_unsupported_return_type() -> None:
+    assert rejected(str, returns=frozenset[int]) == (
+        'tool(one_parameter.<locals>.body): return annotation: unsupported type frozenset[int]' + SUPPORTED + " (at return)"
+    )
+
+
+def test_recursion_is_per_path_not_per_use() -> None:
+    # The same TypedDict twice side by side is not recursion.
+    class Pair(TypedDict):
+        left: A
+        right: A
+        more: list[A]
+
+    assert one_parameter(Pair).parameters["properties"]["x"]["required"] == ["left", "right", "more"]
+
+
+def test_body_must_be_async() -> None:
+    def sync(x: int) -> int:
+        return x
+
+    async def agen(x: int) -> Any:
+        yield x
+
+    with pytest.raises(TypeError, match=re.escape("tool(test_body_must_be_async.<locals>.sync): the tool body must be an async def function (not an async def function)")):
+        tool(sync)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=re.escape("the tool body must be an async def function (an async generator)")):
+        tool(agen)
+
+
+def test_parameters_must_be_keyword_passable() -> None:
+    async def star(*args: int) -> None:
+        """S."""
+
+    async def kw(**kwargs: int) -> None:
+        """K."""
+
+    async def positional(x: int, /) -> None:
+        """P."""
+
+    tail = "; tool parameters must be passable by keyword (no *args, **kwargs or positional-only)"
+    with pytest.raises(TypeError) as info:
+        tool(star)
+    assert str(info.value) == 'tool(test_parameters_must_be_keyword_passable.<locals>.star): parameter "args" is variadic positional' + tail
+    with pytest.raises(TypeError, match=re.escape('parameter "kwargs" is variadic keyword' + tail)):
+        tool(kw)
+    with pytest.raises(TypeError, match=re.escape('parameter "x" is positional-only' + tail)):
+        tool(positional)
+
+
+def test_missing_annotations() -> None:
+    async def bare(x) -> None:  # type: ignore[no-untyped-def]
+        """B."""
+
+    async def no_return(x: int):  # type: ignore[no-untyped-def]
+        """N."""
+
+    with pytest.raises(TypeError, match=re.escape('parameter "x" has no type annotation (use Any for any JSON)')):
+        tool(bare)
+    with pytest.raises(TypeError) as info:
+        tool(no_return)
+    assert str(info.value) == (
+        "tool(test_missing_annotations.<locals>.no_return): missing return annotation "
+        "(the output schema comes from it; use -> Any for any JSON)"
+    )
+
+
+def test_run_parameter_annotation() -> None:
+    async def good(run: ToolRunContext) -> None:
+        """G."""
+
+    async def unannotated(run, x: int = 1) -> None:  # type: ignore[no-untyped-def]
+        """U."""
+
+    async def wrong(run: int) -> None:
+        """W."""
+
+    assert good.__name__ and tool(good).parameters == {"type": "object", "properties": {}}
+    assert list(tool(unannotated).parameters["properties"]) == ["x"]
+    with pytest.raises(TypeError) as info:
+        tool(wrong)
+    assert str(info.value) == (
+        'tool(test_run_parameter_annotation.<locals>.wrong): parameter "run" receives the run context: '
+        "annotate it ToolRunContext or leave it unannotated (got int)"
+    )
+
+
+def test_unresolvable_annotation() -> None:
+    async def body(x: "Missing") -> None:  # type: ignore[name-defined]  # noqa: F821
+        """B."""
+
+    with pytest.raises(TypeError, match=re.escape("tool(test_unresolvable_annotation.<locals>.body): cannot resolve the annotations: name 'Missing' is not defined")):
+        tool(body)
+
+
+def test_description_required() -> None:
+    async def silent(x: int) -> None:
+        pass
+
+    with pytest.raises(ValueError) as info:
+        tool(silent)
+    assert str(info.value) == (
+        "tool(test_description_required.<locals>.silent): no description: pass description= or give the function a docstring"
+    )
+    assert tool(description="Given.")(silent).description == "Given."
+
+
+def test_docstring_errors() -> None:
+    async def unknown(x: int) -> None:
+        """U.
+
+        Args:
+            x: fine.
+            y: not a parameter.
+            z: neither.
+        """
+
+    async def malformed(x: int) -> None:
+        """M.
+
+        Args:
+            this line has no colon
+        """
+
+    with pytest.raises(ValueError) as info:
+        tool(unknown)
+    assert str(info.value) == "tool(test_docstring_errors.<locals>.unknown): docstring Args: documents y, z, not parameters of the function"
+    with pytest.raises(ValueError) as info:
+        tool(malformed)
+    assert str(info.value) == (
+        "tool(test_docstring_errors.<locals>.malformed): docstring Args: line 'this line has no colon' is not 'name: description'"
+    )
+
+
+def test_define_tool_checks_still_apply() -> None:
+    async def run_code(x: int) -> None:
+        """R."""
+
+    async def body(x: int) -> None:
+        """B."""
+
+    with pytest.raises(ValueError, match="reserved"):
+        tool(run_code)
+    with pytest.raises(ValueError, match=re.escape("define_tool(body): timeout_ms must be a positive finite number")):
+        tool(timeout_ms=0)(body)
+    with pytest.raises(ValueError, match="name must be a non-empty string"):
+        tool(name="")(body)
+
+    async def classify(args: Any) -> bool:
+        return True
+
+    with pytest.raises(TypeError, match=re.escape("define_tool(body): is_concurrency_safe must be synchronous")):
+        tool(is_concurrency_safe=classify)(body)
