@@ -1261,8 +1261,8 @@ cdef inline int write_value(
     return open_container(b, v, t, st, deep, sort_keys, pretty_levels)
 
 
-cdef dsh_pair* sorted_members(PyObject* v, Py_ssize_t n, Stack* st) except NULL:
-    """The n members of the object ``v``, sorted by key, as strong references.
+cdef dsh_pair* sorted_members(PyObject* v, Py_ssize_t* n, Stack* st) except NULL:
+    """The members of the object ``v`` (``*n`` of them), sorted by key, as strong references.
 
     Every key is checked first (they must all be ``str`` to be sorted), so the
     error names the object whatever the order. The pairs are taken in one pass
@@ -1275,12 +1275,12 @@ cdef dsh_pair* sorted_members(PyObject* v, Py_ssize_t n, Stack* st) except NULL:
     while PyDict_Next(v, &pos, &k, &item):
         if type_of(k) != STR_T:
             raise key_error(<object>k, stack_path(st, 0))
-    cdef dsh_pair* pairs = <dsh_pair*>malloc(n * sizeof(dsh_pair))
+    cdef dsh_pair* pairs = <dsh_pair*>malloc(n[0] * sizeof(dsh_pair))
     if pairs == NULL:
         raise MemoryError()
     pos = 0
     # No Python code runs in this loop, so the table cannot change under it.
-    while count < n and PyDict_Next(v, &pos, &k, &item):
+    while count < n[0] and PyDict_Next(v, &pos, &k, &item):
         incref(k)
         incref(item)
         pairs[count].k = k
@@ -1294,6 +1294,7 @@ cdef dsh_pair* sorted_members(PyObject* v, Py_ssize_t n, Stack* st) except NULL:
             raise MemoryError()
     dsh_sort_pairs(pairs, count, tmp)
     free(tmp)
+    n[0] = count  # the same count: nothing ran that could change the object
     return pairs
 
 
@@ -1316,7 +1317,7 @@ cdef int open_container(
         return dsh_put_ascii(b, b"{}" if kind == OBJECT else b"[]", 2)
     cdef dsh_pair* items = NULL
     if kind == OBJECT and sort_keys:
-        items = sorted_members(v, n, st)
+        items = sorted_members(v, &n, st)
     cdef Frame* f
     try:
         f = stack_push(st, v, kind)

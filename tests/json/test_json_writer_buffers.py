@@ -154,3 +154,11 @@ def test_canonical_sort_of_objects_of_every_size(size: int, order: str) -> None:
 def test_canonical_sort_of_keys_that_are_prefixes_of_each_other() -> None:
     value = {k: k for k in ["ab", "a", "a\x00", "", "abc", "b", "aé", "a日", "a😀", "aa"]}
     assert dump_canonical_json(value) == _expected_compact(value)
+
+
+@pytest.mark.parametrize("first", ["", "é", "日", "😀"])
+def test_numbers_and_literals_after_widening(first: str) -> None:
+    scalars = [2**70, -(2**64), 1e300, 1e-7, 0.1, 123456789.125, 12345, -7, 0, True, False, None, 1e22]
+    value = [first, *scalars, {"k": scalars}, "😀" if first else "", *scalars]
+    _same_str(render_json_pretty(value), _expected_pretty(value))
+    _same_str(dump_canonical_json(value), _expected_compact(value))
