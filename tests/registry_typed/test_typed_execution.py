@@ -1,0 +1,193 @@
+"""``@tool`` definitions executed through ``ToolRegistry.execute`` (both twins)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Literal, NotRequired, TypedDict
+
+import pytest
+from _typed_helpers import async_test, error_code, run_tool, text
+
+from dsh_codegen.json import FrozenJsonArray, FrozenJsonObject
+from dsh_codegen.registry import ToolFailure, ToolRunContext, ToolSuccess
+from dsh_codegen.registry._typed import tool
+
+
+class Edit(TypedDict):
+    old: str
+    new: str
+    count: NotRequired[int]
+
+
+seen: list[Any] = []
+
+
+@tool
+async def apply_edits(
+    path: str,
+    edits: list[Edit],
+    mode: Literal["dry-run", "write"] = "dry-run",
+    tags: Sequence[str] = ("default",),
+    *,
+    run: ToolRunContext,
+) -> dict[str, Any]:
+    """Apply edits to a file.
+
+    Args:
+        path: The file.
+        edits: What to replace.
+    """
+    seen.append({"path": path, "edits": edits, "mode": mode, "tags": tags, "run": run})
+    return {"path": path, "applied": len(edits), "mode": mode}
+
+
+@async_test
+async def test_valid_arguments_reach_the_body() -> None:
+    seen.clear()
+    result = await run_tool(apply_edits, {"path": "a.txt", "edits": [{"old": "x", "new": "y"}], "mode": "write"}, call_id="c7")
+    assert isinstance(result, ToolSuccess)
+    assert result.value == {"path": "a.txt", "applied": 1, "mode": "write"}
+    call = seen[-1]
+    assert call["edits"] == [{"old": "x", "new": "y"}]
+    assert type(call["edits"]) is FrozenJsonArray and type(call["edits"][0]) is FrozenJsonObject
+    with pytest.raises(TypeError):
+        call["edits"].append({})  # arguments are the registry's frozen snapshot
+    assert isinstance(call["run"], ToolRunContext) and call["run"].call_id == "c7"
+
+
+@async_test
+async def test_defaults_applied_on_the_python_side() -> None:
+    seen.clear()
+    result = await run_tool(apply_edits, {"path": "a.txt", "edits": []})
+    assert isinstance(result, ToolSuccess)
+    assert seen[-1]["mode"] == "dry-run"
+    assert seen[-1]["tags"] == ("default",)  # the Python default object itself, not a JSON copy
+    assert "default" in apply_edits.parameters["properties"]["mode"]  # recorded for the model only
+
+
+@async_test
+async def test_undeclared_keys_are_ignored() -> None:
+    seen.clear()
+    result = await run_tool(apply_edits, {"path": "p", "edits": [], "surprise": 1, "run": "not the context"})
+    assert isinstance(result, ToolSuccess)
+    assert isinstance(seen[-1]["run"], ToolRunContext)
+
+
+@async_test
+async def test_invalid_arguments_never_reach_the_body() -> None:
+    seen.clear()
+    missing = await run_tool(apply_edits, {"edits": []})
+    assert text(missing) == 'Error: invalid arguments: missing required property "path"'
+    assert error_code(missing) == "INVALID_ARGS"
+    wrong = await run_tool(apply_edits, {"path": 1, "edits": [{"old": "x"}], "mode": "delete"})
+    assert text(wrong) == (
+        'Error: invalid arguments: "path" must be a string; missing required property "edits[0].new"; '
+        '"mode" must be one of ["dry-run","write"]'
+    )
+    closed = await run_tool(apply_edits, {"path": "p", "edits": [{"old": "x", "new": "y", "extra": 1}]})
+    assert text(closed) == 'Error: invalid arguments: "edits[0].extra" is not a declared property (additionalProperties: false)'
+    not_object = await run_tool(apply_edits, ["p"])
+    assert text(not_object) == 'Error: invalid arguments: "arguments" must be an object'
+    assert seen == []
+
+
+@async_test
+async def test_wrong_return_value_fails_output_validation() -> None:
+    @tool
+    async def count(text: str) -> int:
+        """Count characters (wrongly)."""
+        return text  # type: ignore[return-value]
+
+    result = await run_tool(count, {"text": "abc"})
+    assert isinstance(result, ToolFailure)
+    assert error_code(result) == "INVALID_TOOL_OUTPUT"
+    assert text(result) == 'Error: tool "count" returned invalid output: "value" must be an integer'
+
+
+@async_test
+async def test_default_render() -> None:
+    @tool
+    async def greet(name: str) -> str:
+        """Greet."""
+        return f"hello {name}"
+
+    @tool
+    async def info(name: str) -> dict[str, Any]:
+        """Info."""
+        return {"name": name, "sizes": [1, 2]}
+
+    @tool
+    async def nothing() -> None:
+        """Nothing."""
+
+    assert text(await run_tool(greet, {"name": "ada"})) == "hello ada"
+    assert text(await run_tool(info, {"name": "ada"})) == '{\n  "name": "ada",\n  "sizes": [\n    1,\n    2\n  ]\n}'
+    result = await run_tool(nothing, {})
+    assert isinstance(result, ToolSuccess) and result.value is None and text(result) == "null"
+
+
+@async_test
+async def test_output_render_override() -> None:
+    def render(args: Any, value: Any) -> list[dict[str, str]]:
+        return [{"type": "text", "text": f"{args['n']} -> {value}"}]
+
+    @tool(output_render=render)
+    async def double(n: int) -> int:
+        """Double."""
+        return n * 2
+
+    assert text(await run_tool(double, {"n": 4})) == "4 -> 8"
+
+
+@async_test
+async def test_run_context_effects() -> None:
+    @tool
+    async def finish(run: ToolRunContext) -> str:
+        """Finish the turn."""
+        run.conclude_turn()
+        return "done"
+
+    result = await run_tool(finish, {})
+    assert isinstance(result, ToolSuccess) and result.concludes_turn is True
+
+
+@async_test
+async def test_body_exception_becomes_error_result() -> None:
+    @tool
+    async def explode(reason: str) -> str:
+        """Explode."""
+        raise RuntimeError(reason)
+
+    result = await run_tool(explode, {"reason": "boom"})
+    assert isinstance(result, ToolFailure) and text(result) == "Error: boom"
+
+
+@async_test
+async def test_optional_and_nullable_parameters() -> None:
+    received: list[Any] = []
+
+    @tool
+    async def probe(a: int | None, b: float = 1.5, c: str | None = None) -> list[Any]:
+        """Probe."""
+        received.append((a, b, c))
+        return [a, b, c]
+
+    ok = await run_tool(probe, {"a": None, "b": 2})
+    assert isinstance(ok, ToolSuccess) and received[-1] == (None, 2, None)
+    bad = await run_tool(probe, {"b": None})
+    assert text(bad) == (
+        'Error: invalid arguments: missing required property "a"; "b" must be a number'
+    )
+    assert len(received) == 1
+
+
+def test_definition_options_pass_through() -> None:
+    def classify(args: Any) -> bool:
+        return bool(args.get("read_only"))
+
+    @tool(is_concurrency_safe=classify, timeout_ms=1000)
+    async def touch(read_only: bool) -> bool:
+        """Touch."""
+        return read_only
+
+    assert touch.is_concurrency_safe is classify and touch.timeout_ms == 1000
