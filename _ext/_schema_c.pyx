@@ -82,6 +82,9 @@ cdef extern from "Python.h":
     int PyObject_RichCompareBool(PyObject* a, PyObject* b, int op)
     void PyErr_Clear()
     int Py_EQ
+    ctypedef PyObject* (*allocfunc)(PyTypeObject* t, Py_ssize_t n)
+    ctypedef struct _AllocType "PyTypeObject":
+        allocfunc tp_alloc
 
 __all__ = ["CompiledValidator"]
 
@@ -275,6 +278,7 @@ cdef struct Paths:
     PathSeg* items
     Py_ssize_t size
     Py_ssize_t cap
+    bint heap            # items is malloc'ed (else a caller's inline buffer, or NULL with cap 0)
 
 
 cdef int _vpush(VStack* s, PyObject* value, int node, int tag, Py_ssize_t path) except -1:
@@ -307,11 +311,17 @@ cdef Py_ssize_t _path_add(Paths* p, Py_ssize_t parent, PyObject* key, Py_ssize_t
     cdef Py_ssize_t cap
     if p.size == p.cap:
         cap = 32 if p.cap == 0 else 2 * p.cap
-        grown = <PathSeg*>realloc(p.items, cap * sizeof(PathSeg))
+        if p.heap or p.items == NULL:
+            grown = <PathSeg*>realloc(p.items, cap * sizeof(PathSeg))
+        else:
+            grown = <PathSeg*>malloc(cap * sizeof(PathSeg))
+            if grown != NULL:
+                memcpy(grown, p.items, p.size * sizeof(PathSeg))
         if grown == NULL:
             raise MemoryError()
         p.items = grown
         p.cap = cap
+        p.heap = True
     if key != NULL:
         Py_INCREF(<object>key)
     p.items[p.size].parent = parent
@@ -344,6 +354,9 @@ cdef tuple _segments_of(Paths* p, Py_ssize_t at):
 
 
 cdef dict _SEGMENT_TEXT = {}
+# ``[i]`` for the array indices most paths hold (always safe to quote by adding quotes)
+cdef Py_ssize_t _N_INDEX_TEXT = 256
+cdef tuple _INDEX_TEXT = tuple(f"[{i}]" for i in range(_N_INDEX_TEXT))
 
 
 cdef inline tuple _segment(object segment):
@@ -397,6 +410,42 @@ cdef class _Render:
             return f'{prefix}"{text}"{suffix}'
         return f"{prefix}{quote_path(text)}{suffix}"
 
+    cdef str where_at(self, Paths* p, Py_ssize_t at, str prefix, str suffix):
+        """``where`` for the path of arena entry ``at``: the pieces gathered into one join."""
+        cdef Py_ssize_t k = _depth(p, at), i
+        cdef bint safe = self.root_safe
+        cdef list parts
+        cdef tuple entry
+        cdef str piece
+        cdef PathSeg* seg
+        if k == 0:
+            return prefix + self.quoted_root + suffix
+        parts = [None] * (k + 5)  # prefix, quote, root, the k pieces, quote, suffix
+        parts[0] = prefix
+        parts[1] = '"'
+        parts[2] = self.root
+        i = k + 2
+        while at >= 0:
+            seg = &p.items[at]
+            if seg.key == NULL and seg.index < _N_INDEX_TEXT:
+                piece = <str>_INDEX_TEXT[seg.index]
+            else:
+                entry = _segment(<object>seg.key if seg.key != NULL else seg.index)
+                piece = <str>entry[0]
+                safe = safe and entry[1] is True
+            parts[i] = piece
+            i -= 1
+            at = seg.parent
+        if not self.root:
+            piece = <str>parts[3]
+            if piece.startswith("."):
+                parts[3] = piece[1:]  # an unrooted path starts with its first key
+        parts[k + 3] = '"'
+        parts[k + 4] = suffix
+        if safe:
+            return "".join(parts)
+        return prefix + quote_path("".join(parts[2:k + 3])) + suffix
+
     cdef object violation(self, int code, object node, tuple segments, object extra):
         cdef str suffix
         if code == V_REQUIRED_C:
@@ -434,6 +483,82 @@ cdef _Render _render_for(str root, str alias):
     return r
 
 
+# The shared message tables as tuples indexed by violation code / node kind (no dict lookups).
+cdef tuple _KEYWORD_BY_CODE = tuple(KEYWORD_OF_CODE.get(code, "") for code in range(16))
+cdef tuple _FIXED_BY_CODE = tuple(FIXED_SUFFIX.get(code) for code in range(16))
+cdef tuple _TYPE_SUFFIX_BY_KIND = tuple(TYPE_SUFFIX.get(kind, "") for kind in range(16))
+
+
+# --- the reporting scan: one C walk that records violations, rendered afterwards ------------
+
+cdef struct Rec:
+    int code
+    int node
+    Py_ssize_t path      # the offending value's arena entry (for required: the missing name's)
+    Py_ssize_t extra     # oneOf: the match count
+
+
+cdef struct Recs:
+    Rec* items
+    Py_ssize_t size
+    Py_ssize_t cap
+    bint heap
+
+
+cdef enum:
+    INLINE_RECS = 8      # violations recorded before the record buffer moves to the heap
+    INLINE_SEGS = 64     # path entries likewise
+
+
+cdef int _rec_add(Recs* r, int code, int node, Py_ssize_t path, Py_ssize_t extra) except -1:
+    cdef Rec* grown
+    cdef Py_ssize_t cap
+    if r.size == r.cap:
+        cap = 2 * r.cap
+        if r.heap:
+            grown = <Rec*>realloc(r.items, cap * sizeof(Rec))
+        else:
+            grown = <Rec*>malloc(cap * sizeof(Rec))
+            if grown != NULL:
+                memcpy(grown, r.items, r.size * sizeof(Rec))
+        if grown == NULL:
+            raise MemoryError()
+        r.items = grown
+        r.cap = cap
+        r.heap = True
+    r.items[r.size].code = code
+    r.items[r.size].node = node
+    r.items[r.size].path = path
+    r.items[r.size].extra = extra
+    r.size += 1
+    return 0
+
+
+cdef inline int _spush(VStack* s, PyObject* value, int node, int tag, Py_ssize_t path) except -1:
+    """``_vpush`` without the reference: the scan runs no Python code, so borrowing is safe."""
+    cdef VFrame* grown
+    cdef Py_ssize_t cap
+    if s.size == s.cap:
+        cap = 2 * s.cap
+        if s.heap:
+            grown = <VFrame*>realloc(s.items, cap * sizeof(VFrame))
+        else:
+            grown = <VFrame*>malloc(cap * sizeof(VFrame))
+            if grown != NULL:
+                memcpy(grown, s.items, s.size * sizeof(VFrame))
+        if grown == NULL:
+            raise MemoryError()
+        s.items = grown
+        s.cap = cap
+        s.heap = True
+    s.items[s.size].value = value
+    s.items[s.size].node = node
+    s.items[s.size].tag = tag
+    s.items[s.size].path = path
+    s.size += 1
+    return 0
+
+
 cdef Py_ssize_t _PATH_AT = -1, _KEYWORD_AT = -1, _MESSAGE_AT = -1
 
 
@@ -457,15 +582,26 @@ cdef inline void _put(object owner, Py_ssize_t offset, object value) noexcept:
     (<PyObject**>((<char*><PyObject*>owner) + offset))[0] = <PyObject*>value
 
 
+cdef PyTypeObject* _VIOLATION_TYPE = <PyTypeObject*>_Violation
+
+
 cdef inline object _new_violation(tuple path, str keyword, str message):
     # What _shared.new_violation does, minus the Python calls. The frozen slotted dataclass
-    # has no __post_init__, so writing the three slots of a fresh instance is construction.
-    violation = _object_new(_Violation)
+    # has no __post_init__, so writing the three slots of a fresh instance is construction;
+    # the instance comes from the type's own allocator (what object.__new__ ends in, without
+    # the call and its argument checks), zero-filled, so the slots start out empty.
+    cdef PyObject* raw
     if _PATH_AT >= 0 and _KEYWORD_AT >= 0 and _MESSAGE_AT >= 0:
+        raw = (<_AllocType*>_VIOLATION_TYPE).tp_alloc(_VIOLATION_TYPE, 0)
+        if raw == NULL:
+            raise MemoryError()
+        violation = <object>raw  # a second reference ...
+        Py_DECREF(violation)     # ... so that only the variable's remains
         _put(violation, _PATH_AT, path)
         _put(violation, _KEYWORD_AT, keyword)
         _put(violation, _MESSAGE_AT, message)
     else:  # an unexpected layout: go through object's own setter
+        violation = _object_new(_Violation)
         PyObject_GenericSetAttr(violation, "path", path)
         PyObject_GenericSetAttr(violation, "keyword", keyword)
         PyObject_GenericSetAttr(violation, "message", message)
@@ -491,6 +627,7 @@ cdef class CompiledValidator:
     cdef PyTypeObject* _farr
     cdef object _any_node
     cdef set _ancestors
+    cdef list _suffixes           # per node: enum and const message suffixes, made on first use
 
     def __cinit__(self):
         self._nodes = NULL
@@ -514,6 +651,7 @@ cdef class CompiledValidator:
         self._py_nodes = nodes
         self._any_node = _ANY_NODE
         self._ancestors = set()  # made here: the verdict walk must not allocate containers
+        self._suffixes = [None] * (2 * n)
         for node in nodes:
             total += len(<tuple>node.branches)
             props = node.props
@@ -968,15 +1106,269 @@ cdef class CompiledValidator:
         then undeclared keys in the value's order; array items in index order.
         Never raises for any ``value``.
         """
-        if self._valid_from(0, <PyObject*>value):
-            return []
-        return self._collect(value, path, path)
+        return self._report(value, path, path)
 
     def validate_args(self, object args):
         """Violations of tool arguments: ``"arguments"`` names the root, children are unrooted."""
-        if self._valid_from(0, <PyObject*>args):
+        return self._report(args, "", "arguments")
+
+    cdef list _report(self, object value, str root, str alias):
+        """Every violation: the C scan when it can tell, else the general collecting walk."""
+        cdef Rec inline_recs[INLINE_RECS]
+        cdef PathSeg inline_segs[INLINE_SEGS]
+        cdef Recs recs
+        cdef Paths p
+        cdef Py_ssize_t i
+        cdef int done
+        recs.items = inline_recs
+        recs.size = 0
+        recs.cap = INLINE_RECS
+        recs.heap = False
+        p.items = inline_segs
+        p.size = 0
+        p.cap = INLINE_SEGS
+        p.heap = False
+        try:
+            done = self._scan(<PyObject*>value, &recs, &p)
+            if done and recs.size == 0:
+                return []
+            if done:
+                return self._render(&recs, &p, _render_for(root, alias))
+        finally:
+            for i in range(p.size):
+                if p.items[i].key != NULL:
+                    Py_DECREF(<object>p.items[i].key)
+            if p.heap:
+                free(p.items)
+            if recs.heap:
+                free(recs.items)
+        # something only Python can classify (a non-JSON value): the general walk reports it
+        if self._valid_from(0, <PyObject*>value):
             return []
-        return self._collect(args, "", "arguments")
+        return self._collect(value, root, alias)
+
+    cdef int _plain_mismatch(self, int kind, PyObject* v) noexcept:
+        """``_mismatch`` for plain JSON values, 0 where it would need Python (the scan gives up)."""
+        cdef PyTypeObject* t = Py_TYPE(v)
+        if t == &PyUnicode_Type or t == &PyBool_Type or v == Py_None or t == &PyList_Type or t == &PyTuple_Type:
+            return V_TYPE_C
+        if t == &PyDict_Type and kind != K_OBJECT:
+            return V_TYPE_C
+        if t == &PyLong_Type and _int_ok(v):
+            return V_TYPE_C
+        if t == &PyFloat_Type:
+            if (kind == K_NUMBER or kind == K_INTEGER) and not _float_ok(PyFloat_AS_DOUBLE(v)):
+                return V_FINITE_C
+            return V_TYPE_C
+        return 0
+
+    cdef int _plain_scalar_code(self, CNode* n, PyObject* v) noexcept:
+        """``_scalar_code`` for a value known to fail ``n``; 0 where it would need Python."""
+        cdef CNode bare = n[0]
+        bare.enum_set = NULL
+        bare.const_val = NULL
+        if not self._scalar_ok(&bare, v):
+            return self._plain_mismatch(n.kind, v)
+        if n.enum_set != NULL:
+            bare.enum_set = n.enum_set
+            if not self._scalar_ok(&bare, v):
+                return V_ENUM_C
+        return V_CONST_C
+
+    cdef int _scan(self, PyObject* value, Recs* recs, Paths* p) except -1:
+        """Walk ``value`` once, recording every violation in CONTRACT.md order; 1 when done.
+
+        Runs no Python code and creates no Python object (so the borrowed references
+        it walks stay valid); path keys are referenced by the arena. Returns 0 when
+        a violation needs Python to classify (a value that is not plain JSON): the
+        caller then uses the general walk.
+        """
+        cdef VFrame inline_frames[INLINE_FRAMES]
+        cdef VStack s
+        cdef VFrame f
+        cdef CNode* n
+        cdef CNode* child
+        cdef PropEntry* e
+        cdef PyObject* v
+        cdef PyObject* key
+        cdef PyObject* item
+        cdef PyObject* found_inline[16]
+        cdef PyObject** found = found_inline
+        cdef Py_ssize_t pos, i, j, size, matched, present, cursor, position
+        cdef int code, container = 0
+        cdef bint bad, tuple_
+        cdef int result = 1
+        s.items = inline_frames
+        s.size = 0
+        s.cap = INLINE_FRAMES
+        s.heap = False
+        if self._max_props > 16:
+            found = <PyObject**>malloc(self._max_props * sizeof(PyObject*))
+            if found == NULL:
+                raise MemoryError()
+        try:
+            _spush(&s, value, 0, T_VISIT, -1)
+            while s.size > 0:
+                s.size -= 1
+                f = s.items[s.size]
+                v = f.value
+                if f.tag == T_EXTRAS:
+                    # after the declared children: undeclared keys (closed) or their values (open)
+                    n = &self._nodes[f.node]
+                    pos = 0
+                    while PyDict_Next(v, &pos, &key, &item):
+                        if self._find_prop(n, key, &position) != NULL:
+                            continue
+                        if n.closed:
+                            _rec_add(recs, V_ADDITIONAL, f.node, _path_add(p, f.path, key, 0), 0)
+                        elif not self._lossless(item):
+                            result = 0
+                            break
+                    if not result:
+                        break
+                    continue
+                if f.node < 0:
+                    if not self._lossless(v):
+                        result = 0
+                        break
+                    continue
+                n = &self._nodes[f.node]
+                if n.inline_:
+                    if not self._scalar_ok(n, v):
+                        code = self._plain_scalar_code(n, v)
+                        if code == 0:
+                            result = 0
+                            break
+                        _rec_add(recs, code, f.node, f.path, 0)
+                elif n.kind == K_OBJECT:
+                    if not self._is_object(v):
+                        code = self._plain_mismatch(K_OBJECT, v)
+                        if code == 0:
+                            result = 0
+                            break
+                        _rec_add(recs, code, f.node, f.path, 0)
+                        continue
+                    # one pass over the value: each key to its declared property (no lookups)
+                    for j in range(n.n_props):
+                        found[j] = NULL
+                    pos = 0
+                    cursor = 0
+                    present = 0
+                    bad = False
+                    while PyDict_Next(v, &pos, &key, &item):
+                        if Py_TYPE(key) != &PyUnicode_Type:
+                            bad = True
+                            break
+                        if self._match(n, key, &cursor) != NULL:
+                            found[cursor] = item
+                            cursor += 1
+                            present += 1
+                    if bad:
+                        _rec_add(recs, V_LOSSLESS_OBJECT, f.node, f.path, 0)
+                        continue
+                    if present != PyDict_Size(v):
+                        _spush(&s, v, f.node, T_EXTRAS, f.path)
+                    # declared children last to first, so they are visited in declaration order
+                    for j in range(n.n_props - 1, -1, -1):
+                        item = found[j]
+                        if item != NULL:
+                            e = &self._props[n.first_prop + j]
+                            child = &self._nodes[e.child]
+                            if child.inline_ and self._scalar_ok(child, item):
+                                continue
+                            _spush(&s, item, e.child, T_VISIT, _path_add(p, f.path, e.name, 0))
+                    # the object's own missing required properties come before its children's
+                    for j in range(n.n_required):
+                        position = self._req_pos[n.first_req + j]
+                        if found[position] == NULL:
+                            _rec_add(recs, V_REQUIRED_C, f.node,
+                                     _path_add(p, f.path, self._props[n.first_prop + position].name, 0), 0)
+                elif n.kind == K_ARRAY:
+                    if not self._is_array(v):
+                        code = self._plain_mismatch(K_ARRAY, v)
+                        if code == 0:
+                            result = 0
+                            break
+                        _rec_add(recs, code, f.node, f.path, 0)
+                        continue
+                    tuple_ = Py_TYPE(v) == &PyTuple_Type
+                    size = PyTuple_GET_SIZE(v) if tuple_ else PyList_GET_SIZE(v)
+                    child = &self._nodes[n.items] if n.items >= 0 else NULL
+                    if child == NULL:
+                        for i in range(size):
+                            item = PyTuple_GET_ITEM(v, i) if tuple_ else PyList_GET_ITEM(v, i)
+                            if not self._lossless(item):
+                                result = 0
+                                break
+                        if not result:
+                            break
+                    elif child.inline_:
+                        # leaves: report in index order right away (nothing comes between them)
+                        for i in range(size):
+                            item = PyTuple_GET_ITEM(v, i) if tuple_ else PyList_GET_ITEM(v, i)
+                            if self._scalar_ok(child, item):
+                                continue
+                            code = self._plain_scalar_code(child, item)
+                            if code == 0:
+                                result = 0
+                                break
+                            _rec_add(recs, code, n.items, _path_add(p, f.path, NULL, i), 0)
+                        if not result:
+                            break
+                    else:
+                        for i in range(size - 1, -1, -1):
+                            item = PyTuple_GET_ITEM(v, i) if tuple_ else PyList_GET_ITEM(v, i)
+                            _spush(&s, item, n.items, T_VISIT, _path_add(p, f.path, NULL, i))
+                elif n.kind == K_ONE_OF:
+                    matched = 0
+                    for i in range(n.n_branches):
+                        if self._valid_from(self._branches[n.first_branch + i], v):
+                            matched += 1
+                    if matched != 1:
+                        _rec_add(recs, V_ONE_OF, f.node, f.path, matched)
+                elif not self._lossless(v):
+                    result = 0
+                    break
+        finally:
+            if s.heap:
+                free(s.items)
+            if found != found_inline:
+                free(found)
+        return result
+
+    cdef list _render(self, Recs* recs, Paths* p, _Render r):
+        """The recorded violations as ``Violation``s, in record order."""
+        cdef list out = []
+        cdef Rec* rec
+        cdef Py_ssize_t i
+        cdef int code
+        cdef tuple segments
+        cdef str suffix
+        for i in range(recs.size):
+            rec = &recs.items[i]
+            code = rec.code
+            segments = _segments_of(p, rec.path)
+            if code == V_REQUIRED_C:
+                out.append(_new_violation(segments, "required",
+                                          r.where_at(p, rec.path, "missing required property ", "")))
+                continue
+            if code == V_TYPE_C:
+                suffix = <str>_TYPE_SUFFIX_BY_KIND[self._nodes[rec.node].kind]
+            elif code == V_ONE_OF:
+                suffix = f" must match exactly one oneOf branch (matched {rec.extra})"
+            else:
+                suffix = <str?>_FIXED_BY_CODE[code] if _FIXED_BY_CODE[code] is not None else self._suffix(code, rec.node)
+            out.append(_new_violation(segments, <str>_KEYWORD_BY_CODE[code], r.where_at(p, rec.path, "", suffix)))
+        return out
+
+    cdef str _suffix(self, int code, int node):
+        """The enum/const suffix of ``node``, kept per node after the first use."""
+        cdef Py_ssize_t at = 2 * node + (code == V_CONST_C)
+        cdef object text = self._suffixes[at]
+        if text is None:
+            text = node_suffix(code, self._py_nodes[node])
+            self._suffixes[at] = text
+        return <str>text
 
     cdef int _mismatch(self, int kind, PyObject* v) except -1:
         """``mismatch_code`` of the shared module, without the call for plain JSON values."""
@@ -1049,6 +1441,7 @@ cdef class CompiledValidator:
         p.items = NULL
         p.size = 0
         p.cap = 0
+        p.heap = False
         if self._max_props > 16:
             found = <PyObject**>malloc(self._max_props * sizeof(PyObject*))
             if found == NULL:
@@ -1151,7 +1544,8 @@ cdef class CompiledValidator:
                     Py_DECREF(<object>p.items[i].key)
             if s.heap:
                 free(s.items)
-            free(p.items)
+            if p.heap:
+                free(p.items)
             if found != found_inline:
                 free(found)
         return out
