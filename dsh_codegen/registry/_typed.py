@@ -39,6 +39,7 @@ from dsh_codegen.registry._definitions import (
 )
 from dsh_codegen.registry._execution import ToolRunContext
 from dsh_codegen.registry._results import ContentBlock
+from dsh_codegen.schema import compile_validator, value_schema_spec_to_json_schema
 
 __all__ = ["tool"]
 
@@ -182,11 +183,13 @@ def _unwrap(tp: object) -> tuple[object, str | None, bool | None]:
 class _Mapper:
     """Map one annotation (a parameter's or the return's) to a ``ValueSchemaSpec``."""
 
-    __slots__ = ("owner", "where")
+    __slots__ = ("owner", "tuples", "where")
 
     def __init__(self, owner: str, where: str) -> None:
         self.owner = owner
         self.where = where
+        #: ids of the array specs mapped from ``tuple`` annotations (their values become tuples)
+        self.tuples: set[int] = set()
 
     def fail(self, path: str, detail: str) -> NoReturn:
         raise TypeError(f"{self.owner}: {self.where}: {detail} (at {path})")
@@ -208,7 +211,10 @@ class _Mapper:
                 on_path.discard(task[1])
             elif kind == "union":
                 _, members, origins, sink, key, path, extra = task
-                sink[key] = self._collapse(members, origins, path) | extra
+                collapsed = self._collapse(members, origins, path)
+                sink[key] = merged = collapsed | extra
+                if id(collapsed) in self.tuples:
+                    self.tuples.add(id(merged))
             else:
                 _, tp, sink, key, path, extra = task
                 self._map_one(tp, sink, key, path, extra, stack, on_path)
@@ -245,13 +251,17 @@ class _Mapper:
             stack.append(("union", members, branches, sink, key, path, extra))
             stack.extend(("map", branch, members, i, path, {}) for i, branch in reversed(list(enumerate(branches))))
         elif _identical(tp, _BARE_ARRAYS) is not None:
-            sink[key] = {"type": "array"} | extra
+            sink[key] = spec = {"type": "array"} | extra
+            if tp is tuple or tp is typing.Tuple:
+                self.tuples.add(id(spec))
         elif origin in _ARRAY_ORIGINS:
             args = typing.get_args(tp)
             if origin is tuple and (len(args) != 2 or args[1] is not Ellipsis):
                 self.unsupported(path, tp, " (only tuple[T, ...] is an array; fixed-length tuples are not)")
             spec = {"type": "array"} | extra
             sink[key] = spec
+            if origin is tuple:
+                self.tuples.add(id(spec))
             stack.append(("map", args[0], spec, "items", path + "[]", {}))
         elif _identical(tp, _BARE_OBJECTS) is not None or origin in _OBJECT_ORIGINS:
             args = typing.get_args(tp)
@@ -414,6 +424,95 @@ def _objects_disjoint(a: dict[str, Any], b: dict[str, Any]) -> bool:
     return any(prop.get("required") and name not in props_a for name, prop in props_b.items())
 
 
+# --- tuple-typed arguments ------------------------------------------------------------------
+
+# A converter turns the registry's frozen argument value into what a tuple
+# annotation promises. ("tuple", item) / ("list", item): an array becomes a
+# tuple / a list with converted items (item None: items unchanged);
+# ("object", ((key, converter), ...)): a copy with those keys converted;
+# ("union", array, ((validator, converter), ...)): by the value's JSON kind,
+# the one array branch (union arrays never overlap) or the object branch whose
+# validator accepts the value (None: the only object branch).
+_Converter: TypeAlias = tuple[Any, ...]
+
+
+def _spec_children(node: dict[str, Any]) -> list[dict[str, Any]]:
+    if "oneOf" in node:
+        return list(node["oneOf"])
+    if "items" in node:
+        return [node["items"]]
+    return list(node.get("properties", {}).values())
+
+
+def _tuple_converter(spec: dict[str, Any], tuples: set[int]) -> _Converter | None:
+    """The converter for a mapped spec, or ``None`` when no tuple annotation is inside it."""
+    if not tuples:
+        return None
+    results: dict[int, _Converter | None] = {}
+    stack: list[tuple[dict[str, Any], bool]] = [(spec, False)]
+    while stack:  # post-order: children's converters first
+        node, done = stack.pop()
+        if not done:
+            stack.append((node, True))
+            stack.extend((child, False) for child in _spec_children(node))
+            continue
+        results[id(node)] = _node_converter(node, results, tuples)
+    return results[id(spec)]
+
+
+def _node_converter(node: dict[str, Any], results: dict[int, _Converter | None], tuples: set[int]) -> _Converter | None:
+    if "oneOf" in node:
+        branches: list[dict[str, Any]] = node["oneOf"]
+        array: _Converter | None = None
+        objects: list[tuple[dict[str, Any], _Converter]] = []
+        for branch in branches:
+            converter = results[id(branch)]
+            if converter is not None and branch["type"] == "array":
+                array = converter
+            elif converter is not None:
+                objects.append((branch, converter))
+        if array is None and not objects:
+            return None
+        single = sum(1 for branch in branches if branch["type"] == "object") == 1
+        choices = tuple(
+            (None if single else compile_validator(value_schema_spec_to_json_schema(branch)), converter)  # type: ignore[arg-type]
+            for branch, converter in objects
+        )
+        return ("union", array, choices)
+    if node.get("type") == "array":
+        item = results[id(node["items"])] if "items" in node else None
+        if id(node) in tuples:
+            return ("tuple", item)
+        return None if item is None else ("list", item)
+    converters = tuple(
+        (key, results[id(prop)]) for key, prop in node.get("properties", {}).items() if results[id(prop)] is not None
+    )
+    return ("object", converters) if converters else None
+
+
+def _convert(converter: _Converter, value: Any) -> Any:
+    """Apply a converter (recursion depth is bounded by the annotation's nesting, not the value's)."""
+    kind = converter[0]
+    if kind == "tuple" or kind == "list":
+        item = converter[1]
+        items = value if item is None else [_convert(item, element) for element in value]
+        return tuple(items) if kind == "tuple" else list(items)
+    if kind == "object":
+        copy = dict(value)
+        for key, sub in converter[1]:
+            if key in copy:
+                copy[key] = _convert(sub, copy[key])
+        return copy
+    # arguments are the registry's validated snapshot: exact frozen containers or scalars
+    if isinstance(value, list):
+        return value if converter[1] is None else _convert(converter[1], value)
+    if isinstance(value, dict):
+        for validator, sub in converter[2]:
+            if validator is None or validator.is_valid(value):
+                return _convert(sub, value)
+    return value
+
+
 # --- the decorator ------------------------------------------------------------------------
 
 
@@ -458,6 +557,7 @@ def _build(
     names: list[str] = []
     wants_run = False
     parameters: dict[str, Any] = {}
+    converters: list[tuple[str, _Converter]] = []
     for param in signature.parameters.values():
         if param.kind not in (param.POSITIONAL_OR_KEYWORD, param.KEYWORD_ONLY):
             raise TypeError(
@@ -485,6 +585,9 @@ def _build(
         elif is_json_value(param.default):
             spec["default"] = snapshot_json(param.default, freeze=False)
         parameters[param.name] = spec
+        converter = _tuple_converter(spec, mapper.tuples)
+        if converter is not None:
+            converters.append((param.name, converter))
         names.append(param.name)
     unknown = [documented for documented in doc.params if documented not in names and documented != _RUN]
     if unknown:
@@ -501,6 +604,9 @@ def _build(
 
     async def execute(args: Any, run: ToolRunContext) -> Any:
         kwargs = {key: args[key] for key in declared if key in args}
+        for key, converter in converters:
+            if key in kwargs:
+                kwargs[key] = _convert(converter, kwargs[key])
         if wants_run:
             kwargs[_RUN] = run
         return await fn(**kwargs)

@@ -191,3 +191,49 @@ def test_definition_options_pass_through() -> None:
         return read_only
 
     assert touch.is_concurrency_safe is classify and touch.timeout_ms == 1000
+
+
+class Box(TypedDict):
+    kind: Literal["box"]
+    corners: tuple[int, ...]
+    names: list[str]
+
+
+class Bag(TypedDict):
+    kind: Literal["bag"]
+    items: tuple[str, ...]
+
+
+@async_test
+async def test_tuple_annotations_receive_tuples() -> None:
+    received: list[Any] = []
+
+    @tool
+    async def shapes(
+        flat: tuple[int, ...],
+        nested: list[tuple[str, ...]],
+        box: Box,
+        either: Box | Bag | tuple[bool, ...] | None = None,
+        plain: list[int] | None = None,
+    ) -> int:
+        """Shapes."""
+        received.append((flat, nested, box, either, plain))
+        return 0
+
+    box = {"kind": "box", "corners": [1, 2], "names": ["a"]}
+    await run_tool(shapes, {"flat": [1, 2], "nested": [["a"], []], "box": box, "either": {"kind": "bag", "items": ["x"]}, "plain": [3]})
+    flat, nested, got_box, either, plain = received[-1]
+    assert flat == (1, 2) and type(flat) is tuple
+    assert nested == [("a",), ()] and type(nested) is list
+    assert got_box == {"kind": "box", "corners": (1, 2), "names": ["a"]}
+    assert type(got_box["corners"]) is tuple and type(got_box["names"]) is FrozenJsonArray
+    assert either == {"kind": "bag", "items": ("x",)}
+    assert type(plain) is FrozenJsonArray  # no tuple inside: the frozen snapshot as is
+    for value, expected in [
+        (box, {"kind": "box", "corners": (1, 2), "names": ["a"]}),
+        ([True], (True,)),
+        (None, None),
+    ]:
+        await run_tool(shapes, {"flat": [], "nested": [], "box": box, "either": value})
+        assert received[-1][3] == expected
+        assert type(received[-1][3]) is type(expected)
