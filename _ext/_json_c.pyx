@@ -703,6 +703,56 @@ cdef extern from *:
         memcpy(PyUnicode_DATA(text), b->data, (size_t)b->length * (size_t)b->kind);
         return text;
     }
+    /* ---- dict iteration for the writers ----------------------------------------------
+       PyDict_Next costs two calls per member. On CPython 3.11 a combined table
+       (every dict but instance __dict__s) is read directly, as PyDict_Next itself
+       reads it: the mirrored layout is 3.11's PyDictKeysObject (pycore_dict.h),
+       which no other version shares, hence the exact version guard. Anything
+       else goes through PyDict_Next. `pos` means the same in both: the next
+       entry index. */
+    #if PY_VERSION_HEX >= 0x030B0000 && PY_VERSION_HEX < 0x030C0000 && !defined(PYPY_VERSION) && !defined(Py_LIMITED_API)
+    typedef struct {
+        Py_ssize_t dk_refcnt;
+        uint8_t dk_log2_size;
+        uint8_t dk_log2_index_bytes;
+        uint8_t dk_kind;          /* 0 general, 1 str keys only, 2 split */
+        uint32_t dk_version;
+        Py_ssize_t dk_usable;
+        Py_ssize_t dk_nentries;
+        char dk_indices[];
+    } dsh_dictkeys311;
+    typedef struct { Py_hash_t me_hash; PyObject *me_key; PyObject *me_value; } dsh_entry311;
+    typedef struct { PyObject *me_key; PyObject *me_value; } dsh_uentry311;
+    static inline int dsh_dict_next(PyObject *op, Py_ssize_t *ppos, PyObject **pkey, PyObject **pvalue) {
+        PyDictObject *mp = (PyDictObject *)op;
+        dsh_dictkeys311 *dk = (dsh_dictkeys311 *)mp->ma_keys;
+        Py_ssize_t i = *ppos, n;
+        const char *entries;
+        if (mp->ma_values != NULL || dk->dk_kind > 1) return PyDict_Next(op, ppos, pkey, pvalue);
+        if (i < 0) return 0;
+        n = dk->dk_nentries;
+        entries = dk->dk_indices + ((size_t)1 << dk->dk_log2_index_bytes);
+        if (dk->dk_kind == 1) {
+            const dsh_uentry311 *ep = (const dsh_uentry311 *)entries;
+            while (i < n && ep[i].me_value == NULL) i++;
+            if (i >= n) return 0;
+            *pkey = ep[i].me_key;
+            *pvalue = ep[i].me_value;
+        } else {
+            const dsh_entry311 *ep = (const dsh_entry311 *)entries;
+            while (i < n && ep[i].me_value == NULL) i++;
+            if (i >= n) return 0;
+            *pkey = ep[i].me_key;
+            *pvalue = ep[i].me_value;
+        }
+        *ppos = i + 1;
+        return 1;
+    }
+    #else
+    static inline int dsh_dict_next(PyObject *op, Py_ssize_t *ppos, PyObject **pkey, PyObject **pvalue) {
+        return PyDict_Next(op, ppos, pkey, pvalue);
+    }
+    #endif
     /* ---- sorted members for the canonical writer ------------------------------------ */
     typedef struct { PyObject *k; PyObject *v; } dsh_pair;
     /* a < b for exact strs, by code point (Python's str order); never fails. */
@@ -769,6 +819,7 @@ cdef extern from *:
     void dsh_ascii_end(dsh_buf* b, const char* p, Py_ssize_t n)
     object dsh_buf_finish(dsh_buf* b)
     void dsh_sort_pairs(dsh_pair* a, Py_ssize_t n, dsh_pair* tmp)
+    int dsh_dict_next(PyObject* op, Py_ssize_t* ppos, PyObject** pkey, PyObject** pvalue)
     ctypedef struct dsh_keycache:
         Py_ssize_t nused
     void dsh_keycache_clear(dsh_keycache* c)
@@ -1280,7 +1331,7 @@ cdef dsh_pair* sorted_members(PyObject* v, Py_ssize_t* n, Stack* st) except NULL
         raise MemoryError()
     pos = 0
     # No Python code runs in this loop, so the table cannot change under it.
-    while count < n[0] and PyDict_Next(v, &pos, &k, &item):
+    while count < n[0] and dsh_dict_next(v, &pos, &k, &item):
         incref(k)
         incref(item)
         pairs[count].k = k
@@ -1382,7 +1433,7 @@ cdef str write(object root, Py_ssize_t pretty_levels, Py_ssize_t indent, bint so
                         v = f.items[f.pos].v
                         f.pos += 1
                     else:
-                        if not PyDict_Next(f.src, &f.pos, &k, &v):
+                        if not dsh_dict_next(f.src, &f.pos, &k, &v):
                             break
                         if type_of(k) != STR_T:
                             raise key_error(<object>k, stack_path(&st, 1))

@@ -162,3 +162,29 @@ def test_numbers_and_literals_after_widening(first: str) -> None:
     value = [first, *scalars, {"k": scalars}, "😀" if first else "", *scalars]
     _same_str(render_json_pretty(value), _expected_pretty(value))
     _same_str(dump_canonical_json(value), _expected_compact(value))
+
+
+class _Record:
+    def __init__(self) -> None:
+        self.name = "rec"
+        self.items = [1, 2]
+
+
+def _dicts_of_every_table_layout() -> list[dict[str, Any]]:
+    """Dicts whose hash tables differ: str keys only, with holes, general, split."""
+    holes = {"a": 1, "b": 2, "c": [3], "d": 4}
+    del holes["b"]
+    del holes["d"]
+    general: dict[Any, Any] = {1: "gone", "a": 1, "z": {"y": 2}}
+    del general[1]  # only str keys left, in a table built for any key
+    split = _Record().__dict__  # an instance dict (its keys shared with the class)
+    return [{"x": 1, "y": [2, 3]}, holes, general, split, {}]
+
+
+def test_every_dict_table_layout() -> None:
+    for value in _dicts_of_every_table_layout():
+        nested = {"outer": value, "list": [value, value]}
+        assert render_json_pretty(value) == _expected_pretty(value)
+        assert render_json_pretty(nested) == _expected_pretty(nested)
+        assert dump_canonical_json(nested) == _expected_compact(nested)
+        assert dump_canonical_json(nested, sort_keys=False) == _expected_compact(nested, sort_keys=False)
