@@ -1,15 +1,14 @@
 """The one Jinja environment every codegen template renders through (STYLE.md item 6).
 
-``jinja2`` is imported on first use, not at import time: ``import dsh_codegen``
-(and CLI commands that render nothing, such as ``check-schema``) should not pay
-for a template engine they never call.
+``jinja2`` (and ``importlib.resources``) are imported on first use, not at
+import time: ``import dsh_codegen`` (and CLI commands that render nothing, such
+as ``check-schema``) should not pay for a template engine they never call.
 """
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from importlib import resources
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -26,6 +25,8 @@ def _get_source(template: str) -> tuple[str, str | None, Callable[[], bool] | No
     ``importlib.resources`` works from a wheel, a source tree and an editable
     install alike, and never depends on the working directory.
     """
+    from importlib import resources
+
     import jinja2
 
     resource = resources.files(_PACKAGE)
