@@ -169,7 +169,9 @@ def _unwrap(tp: object) -> tuple[object, str | None, bool | None]:
         origin = typing.get_origin(tp)
         if origin is Annotated:
             for meta in tp.__metadata__:  # type: ignore[attr-defined]
-                text = meta if isinstance(meta, str) else getattr(meta, "description", None)
+                # a plain str, or a Field-like object: pydantic's Field(description=...)
+                # or PEP 727's Doc(documentation)
+                text = meta if isinstance(meta, str) else getattr(meta, "description", getattr(meta, "documentation", None))
                 if isinstance(text, str) and description is None:
                     description = text
             tp = tp.__origin__  # type: ignore[attr-defined]
@@ -534,31 +536,22 @@ def _type_hints(owner: str, fn: AsyncToolFunction) -> dict[str, Any]:
         raise TypeError(f"{owner}: cannot resolve the annotations: {error}") from error
 
 
-def _build(
-    fn: AsyncToolFunction,
-    *,
-    name: str | None,
-    description: str | None,
-    output_render: Render | None,
-    timeout_ms: float | None,
-    is_concurrency_safe: ConcurrencyClassifier | None,
-    finalize_content: FinalizeContent | None,
-    present_call: PresentCall | None,
-    present_result: PresentResult | None,
-) -> ToolDefinition:
-    label = getattr(fn, "__qualname__", None) or repr(fn)
-    owner = f"tool({label})"
-    if not inspect.iscoroutinefunction(fn):
-        kind = "an async generator" if inspect.isasyncgenfunction(fn) else "not an async def function"
-        raise TypeError(f"{owner}: the tool body must be an async def function ({kind})")
-    signature = inspect.signature(fn)
-    hints = _type_hints(owner, fn)
-    doc = _parse_docstring(owner, fn.__doc__)
-    names: list[str] = []
-    wants_run = False
-    parameters: dict[str, Any] = {}
-    converters: list[tuple[str, _Converter]] = []
-    for param in signature.parameters.values():
+class _Parameters:
+    """What the signature yields: the parameter spec, the body's names and how to call it."""
+
+    __slots__ = ("converters", "defaults", "names", "spec", "wants_run")
+
+    def __init__(self) -> None:
+        self.spec: dict[str, Any] = {}
+        self.names: list[str] = []
+        self.converters: list[tuple[str, _Converter]] = []
+        self.defaults: dict[str, tuple[object, object]] = {}  # name -> (default, annotation), JSON defaults only
+        self.wants_run = False
+
+
+def _read_parameters(owner: str, fn: AsyncToolFunction, hints: dict[str, Any], doc: _Docstring) -> _Parameters:
+    out = _Parameters()
+    for param in inspect.signature(fn).parameters.values():
         if param.kind not in (param.POSITIONAL_OR_KEYWORD, param.KEYWORD_ONLY):
             raise TypeError(
                 f'{owner}: parameter "{param.name}" is {param.kind.description}; '
@@ -571,7 +564,7 @@ def _build(
                     f'{owner}: parameter "run" receives the run context: annotate it ToolRunContext '
                     f"or leave it unannotated (got {_type_text(hint)})"
                 )
-            wants_run = True
+            out.wants_run = True
             continue
         if param.name not in hints:
             raise TypeError(f'{owner}: parameter "{param.name}" has no type annotation (use Any for any JSON)')
@@ -584,14 +577,47 @@ def _build(
             spec["required"] = True
         elif is_json_value(param.default):
             spec["default"] = snapshot_json(param.default, freeze=False)
-        parameters[param.name] = spec
+            out.defaults[param.name] = (param.default, hints[param.name])
+        out.spec[param.name] = spec
         converter = _tuple_converter(spec, mapper.tuples)
         if converter is not None:
-            converters.append((param.name, converter))
-        names.append(param.name)
-    unknown = [documented for documented in doc.params if documented not in names and documented != _RUN]
+            out.converters.append((param.name, converter))
+        out.names.append(param.name)
+    unknown = [name for name in doc.params if name not in out.names and name != _RUN]
     if unknown:
         raise ValueError(f"{owner}: docstring Args: documents {', '.join(unknown)}, not parameters of the function")
+    return out
+
+
+def _check_defaults(owner: str, definition: ToolDefinition, defaults: dict[str, tuple[object, object]]) -> None:
+    """A recorded default must be a valid value: the model reads it as the parameter's default."""
+    properties = definition.parameters["properties"]
+    for name, (default, annotation) in defaults.items():
+        if not compile_validator(properties[name]).is_valid(default):
+            raise TypeError(
+                f'{owner}: parameter "{name}": the default {default!r} does not match the type {_type_text(annotation)}'
+            )
+
+
+def _build(
+    fn: AsyncToolFunction,
+    *,
+    name: str | None,
+    description: str | None,
+    output_render: Render | None,
+    timeout_ms: float | None,
+    is_concurrency_safe: ConcurrencyClassifier | None,
+    finalize_content: FinalizeContent | None,
+    present_call: PresentCall | None,
+    present_result: PresentResult | None,
+) -> ToolDefinition:
+    owner = f"tool({getattr(fn, '__qualname__', None) or repr(fn)})"
+    if not inspect.iscoroutinefunction(fn):
+        kind = "an async generator" if inspect.isasyncgenfunction(fn) else "not an async def function"
+        raise TypeError(f"{owner}: the tool body must be an async def function ({kind})")
+    hints = _type_hints(owner, fn)
+    doc = _parse_docstring(owner, fn.__doc__)
+    params = _read_parameters(owner, fn, hints, doc)
     if "return" not in hints:
         raise TypeError(f"{owner}: missing return annotation (the output schema comes from it; use -> Any for any JSON)")
     output_spec = _Mapper(owner, "return annotation").map(hints["return"], "return", {})
@@ -600,9 +626,13 @@ def _build(
     tool_description = description if description is not None else doc.summary
     if not tool_description:
         raise ValueError(f"{owner}: no description: pass description= or give the function a docstring")
-    declared = tuple(names)
+    declared = tuple(params.names)
+    converters = tuple(params.converters)
+    wants_run = params.wants_run
 
     async def execute(args: Any, run: ToolRunContext) -> Any:
+        # args is the registry's validated, frozen snapshot (an object): only the
+        # declared names are passed; Python applies the defaults of absent ones.
         kwargs = {key: args[key] for key in declared if key in args}
         for key, converter in converters:
             if key in kwargs:
@@ -611,10 +641,10 @@ def _build(
             kwargs[_RUN] = run
         return await fn(**kwargs)
 
-    return define_tool(
+    definition = define_tool(
         name=name if name is not None else fn.__name__,
         description=tool_description,
-        parameters=parameters,  # built at run time; define_tool re-checks it
+        parameters=params.spec,  # built at run time; define_tool re-checks it
         output=ToolOutput(schema=output_spec, render=output_render if output_render is not None else _render_default),
         execute=execute,
         finalize_content=finalize_content,
@@ -623,6 +653,8 @@ def _build(
         present_call=present_call,
         present_result=present_result,
     )
+    _check_defaults(owner, definition, params.defaults)
+    return definition
 
 
 @overload

@@ -53,7 +53,6 @@ def test_google_style_docstring() -> None:
         """
         return []
 
-    definition = search
     definition = tool(search)
     assert definition.description == "Search the index for matching lines."
     properties = definition.parameters["properties"]

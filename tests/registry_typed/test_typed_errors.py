@@ -268,3 +268,20 @@ def test_define_tool_checks_still_apply() -> None:
 
     with pytest.raises(TypeError, match=re.escape("define_tool(body): is_concurrency_safe must be synchronous")):
         tool(is_concurrency_safe=classify)(body)
+
+
+def test_json_default_must_match_the_type() -> None:
+    async def body(limit: int = "ten", flag: bool | None = None) -> None:  # type: ignore[assignment]
+        """B."""
+
+    async def implicit_optional(limit: int = None) -> None:  # type: ignore[assignment]
+        """I."""
+
+    with pytest.raises(TypeError) as info:
+        tool(body)
+    assert str(info.value) == (
+        "tool(test_json_default_must_match_the_type.<locals>.body): parameter \"limit\": "
+        "the default 'ten' does not match the type int"
+    )
+    with pytest.raises(TypeError, match=re.escape('parameter "limit": the default None does not match the type int')):
+        tool(implicit_optional)

@@ -70,6 +70,11 @@ class FieldLike:
     description: str
 
 
+@dataclass
+class Doc:  # the shape of PEP 727's typing_extensions.Doc
+    documentation: str
+
+
 POINT = {
     "type": "object",
     "description": "A point on the plane.",
@@ -203,6 +208,7 @@ TABLE: list[tuple[str, Any, Any]] = [
     }),
     ("Annotated str", Annotated[int, "how many"], {"type": "integer", "description": "how many"}),
     ("Annotated Field-like", Annotated[str, FieldLike("a name")], {"type": "string", "description": "a name"}),
+    ("Annotated Doc", Annotated[str, Doc("documented")], {"type": "string", "description": "documented"}),
     ("Annotated ignores other metadata", Annotated[str, 3, "text"], {"type": "string", "description": "text"}),
     (
         "Annotated union",
