@@ -104,11 +104,8 @@ def _parse_docstring(owner: str, doc: str | None) -> _Docstring:
     Raised errors: ``ValueError`` for an ``Args:`` line that is not an entry.
     """
     lines = inspect.cleandoc(doc).splitlines() if doc else []
-    summary: list[str] = []
-    index = 0
-    while index < len(lines) and lines[index].strip() and _section_name(lines[index]) is None:
-        summary.append(lines[index].strip())
-        index += 1
+    summary = _summary_lines(lines)
+    index = len(summary)
     params: dict[str, str] = {}
     returns: list[str] = []
     while index < len(lines):
@@ -127,6 +124,16 @@ def _parse_docstring(owner: str, doc: str | None) -> _Docstring:
         elif section in ("returns", "return"):
             returns.extend(text.strip() for text in body if text.strip())
     return _Docstring(" ".join(summary), params, " ".join(returns))
+
+
+def _summary_lines(lines: list[str]) -> list[str]:
+    """The first paragraph: the lines before the first blank line or section header."""
+    summary: list[str] = []
+    for line in lines:
+        if not line.strip() or _section_name(line) is not None:
+            break
+        summary.append(line.strip())
+    return summary
 
 
 def _parse_args(owner: str, body: list[str], params: dict[str, str]) -> None:
@@ -384,7 +391,7 @@ def _own_doc(tp: type) -> str:
     doc = tp.__dict__.get("__doc__")
     if not isinstance(doc, str):
         return ""
-    return _parse_docstring("", doc).summary
+    return " ".join(_summary_lines(inspect.cleandoc(doc).splitlines()))
 
 
 def _scalar_values(spec: dict[str, Any]) -> list[Any] | None:
