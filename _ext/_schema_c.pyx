@@ -12,7 +12,7 @@ so both twins render identical texts.
 """
 
 from cpython.object cimport PyObject, PyTypeObject
-from cpython.ref cimport Py_INCREF, Py_DECREF
+from cpython.ref cimport Py_INCREF, Py_DECREF, Py_XDECREF
 from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
 from libc.math cimport isfinite, floor, signbit
 from libc.stdlib cimport malloc, realloc, free
@@ -82,6 +82,10 @@ cdef extern from "Python.h":
     int PyObject_RichCompareBool(PyObject* a, PyObject* b, int op)
     void PyErr_Clear()
     int Py_EQ
+    object PyUnicode_New(Py_ssize_t size, Py_UCS4 maxchar)
+    Py_UCS4 PyUnicode_MAX_CHAR_VALUE(PyObject* o)
+    Py_ssize_t PyUnicode_CopyCharacters(object to, Py_ssize_t to_start, PyObject* from_,
+                                        Py_ssize_t from_start, Py_ssize_t how_many) except -1
     ctypedef PyObject* (*allocfunc)(PyTypeObject* t, Py_ssize_t n)
     ctypedef struct _AllocType "PyTypeObject":
         allocfunc tp_alloc
@@ -354,6 +358,7 @@ cdef tuple _segments_of(Paths* p, Py_ssize_t at):
 
 
 cdef dict _SEGMENT_TEXT = {}
+cdef str _QUOTE = '"'
 # ``[i]`` for the array indices most paths hold (always safe to quote by adding quotes)
 cdef Py_ssize_t _N_INDEX_TEXT = 256
 cdef tuple _INDEX_TEXT = tuple(f"[{i}]" for i in range(_N_INDEX_TEXT))
@@ -411,40 +416,69 @@ cdef class _Render:
         return f"{prefix}{quote_path(text)}{suffix}"
 
     cdef str where_at(self, Paths* p, Py_ssize_t at, str prefix, str suffix):
-        """``where`` for the path of arena entry ``at``: the pieces gathered into one join."""
-        cdef Py_ssize_t k = _depth(p, at), i
+        """``where`` for the path of arena entry ``at``, written straight into one new ``str``."""
+        cdef Py_ssize_t k = _depth(p, at), i, n, total = 0, offset = 0
         cdef bint safe = self.root_safe
-        cdef list parts
+        cdef PyObject* pieces_inline[24]
+        cdef PyObject** pieces = pieces_inline
         cdef tuple entry
-        cdef str piece
+        cdef object piece
         cdef PathSeg* seg
+        cdef Py_UCS4 maxchar = 0, m
         if k == 0:
             return prefix + self.quoted_root + suffix
-        parts = [None] * (k + 5)  # prefix, quote, root, the k pieces, quote, suffix
-        parts[0] = prefix
-        parts[1] = '"'
-        parts[2] = self.root
-        i = k + 2
-        while at >= 0:
-            seg = &p.items[at]
-            if seg.key == NULL and seg.index < _N_INDEX_TEXT:
-                piece = <str>_INDEX_TEXT[seg.index]
-            else:
-                entry = _segment(<object>seg.key if seg.key != NULL else seg.index)
-                piece = <str>entry[0]
-                safe = safe and entry[1] is True
-            parts[i] = piece
-            i -= 1
-            at = seg.parent
-        if not self.root:
-            piece = <str>parts[3]
-            if piece.startswith("."):
-                parts[3] = piece[1:]  # an unrooted path starts with its first key
-        parts[k + 3] = '"'
-        parts[k + 4] = suffix
-        if safe:
-            return "".join(parts)
-        return prefix + quote_path("".join(parts[2:k + 3])) + suffix
+        n = k + 5  # prefix, quote, root, the k pieces, quote, suffix
+        if n > 24:
+            pieces = <PyObject**>malloc(n * sizeof(PyObject*))
+            if pieces == NULL:
+                raise MemoryError()
+        for i in range(n):
+            pieces[i] = NULL
+        try:
+            # every piece is referenced while it is listed (the segment cache may drop entries)
+            Py_INCREF(prefix)
+            pieces[0] = <PyObject*>prefix
+            Py_INCREF(_QUOTE)
+            pieces[1] = <PyObject*>_QUOTE
+            Py_INCREF(self.root)
+            pieces[2] = <PyObject*>self.root
+            i = k + 2
+            while at >= 0:
+                seg = &p.items[at]
+                if seg.key == NULL and seg.index < _N_INDEX_TEXT:
+                    piece = _INDEX_TEXT[seg.index]
+                else:
+                    entry = _segment(<object>seg.key if seg.key != NULL else seg.index)
+                    piece = entry[0]
+                    safe = safe and entry[1] is True
+                if i == 3 and not self.root and (<str>piece).startswith("."):
+                    piece = (<str>piece)[1:]  # an unrooted path starts with its first key
+                Py_INCREF(piece)
+                pieces[i] = <PyObject*>piece
+                i -= 1
+                at = seg.parent
+            Py_INCREF(_QUOTE)
+            pieces[k + 3] = <PyObject*>_QUOTE
+            Py_INCREF(suffix)
+            pieces[k + 4] = <PyObject*>suffix
+            if not safe:
+                text = "".join([<object>pieces[i] for i in range(2, k + 3)])
+                return prefix + quote_path(text) + suffix
+            for i in range(n):
+                total += PyUnicode_GET_LENGTH(pieces[i])
+                m = PyUnicode_MAX_CHAR_VALUE(pieces[i])
+                if m > maxchar:
+                    maxchar = m
+            out = PyUnicode_New(total, maxchar)
+            for i in range(n):
+                PyUnicode_CopyCharacters(out, offset, pieces[i], 0, PyUnicode_GET_LENGTH(pieces[i]))
+                offset += PyUnicode_GET_LENGTH(pieces[i])
+            return <str>out
+        finally:
+            for i in range(n):
+                Py_XDECREF(pieces[i])
+            if pieces != pieces_inline:
+                free(pieces)
 
     cdef object violation(self, int code, object node, tuple segments, object extra):
         cdef str suffix
@@ -1196,7 +1230,7 @@ cdef class CompiledValidator:
         cdef PyObject** found = found_inline
         cdef Py_ssize_t pos, i, j, size, matched, present, cursor, position
         cdef int code, container = 0
-        cdef bint bad, tuple_
+        cdef bint bad, tuple_, shallow
         cdef int result = 1
         s.items = inline_frames
         s.size = 0
@@ -1268,13 +1302,18 @@ cdef class CompiledValidator:
                         continue
                     if present != PyDict_Size(v):
                         _spush(&s, v, f.node, T_EXTRAS, f.path)
-                    # declared children last to first, so they are visited in declaration order
+                    # declared children last to first, so they are visited in declaration order;
+                    # a child the verdict walk accepts is skipped (that walk is the cheaper one)
+                    shallow = _depth(p, f.path) < PRECHECK_DEPTH
                     for j in range(n.n_props - 1, -1, -1):
                         item = found[j]
                         if item != NULL:
                             e = &self._props[n.first_prop + j]
                             child = &self._nodes[e.child]
-                            if child.inline_ and self._scalar_ok(child, item):
+                            if child.inline_:
+                                if self._scalar_ok(child, item):
+                                    continue
+                            elif shallow and self._valid_from(e.child, item):
                                 continue
                             _spush(&s, item, e.child, T_VISIT, _path_add(p, f.path, e.name, 0))
                     # the object's own missing required properties come before its children's
@@ -1316,8 +1355,11 @@ cdef class CompiledValidator:
                         if not result:
                             break
                     else:
+                        shallow = _depth(p, f.path) < PRECHECK_DEPTH
                         for i in range(size - 1, -1, -1):
                             item = PyTuple_GET_ITEM(v, i) if tuple_ else PyList_GET_ITEM(v, i)
+                            if shallow and self._valid_from(n.items, item):
+                                continue
                             _spush(&s, item, n.items, T_VISIT, _path_add(p, f.path, NULL, i))
                 elif n.kind == K_ONE_OF:
                     matched = 0
