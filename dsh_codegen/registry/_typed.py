@@ -8,8 +8,9 @@ arguments before the body and the output after it, as for any definition.
 
 Guaranteed: the body is called as ``await fn(**declared, run=run)`` with only
 the declared parameter names that are present in the (validated, frozen)
-arguments; absent optional parameters take their Python defaults; the schemas
-never apply defaults. Every annotation is mapped by one explicit-stack walk
+arguments (a value annotated ``tuple[T, ...]`` arrives as a tuple); absent
+optional parameters take their Python defaults; the schemas never apply
+defaults. Every annotation is mapped by one explicit-stack walk
 (no recursion); an annotation the JSON-Schema subset cannot express exactly is
 a ``TypeError`` at decoration time naming the function, the parameter, the
 place inside the annotation and the type.
@@ -197,8 +198,10 @@ class _Mapper:
     def __init__(self, owner: str, where: str) -> None:
         self.owner = owner
         self.where = where
-        #: ids of the array specs mapped from ``tuple`` annotations (their values become tuples)
-        self.tuples: set[int] = set()
+        #: array specs mapped from ``tuple`` annotations (their values become tuples), by id;
+        #: holding the specs keeps every id unique while the mapper lives, even for a spec a
+        #: union dropped (``Any | tuple[int, ...]``)
+        self.tuples: dict[int, dict[str, Any]] = {}
 
     def fail(self, path: str, detail: str) -> NoReturn:
         raise TypeError(f"{self.owner}: {self.where}: {detail} (at {path})")
@@ -223,7 +226,7 @@ class _Mapper:
                 collapsed = self._collapse(members, origins, path)
                 sink[key] = merged = collapsed | extra
                 if id(collapsed) in self.tuples:
-                    self.tuples.add(id(merged))
+                    self.tuples[id(merged)] = merged
             else:
                 _, tp, sink, key, path, extra = task
                 self._map_one(tp, sink, key, path, extra, stack, on_path)
@@ -262,7 +265,7 @@ class _Mapper:
         elif _identical(tp, _BARE_ARRAYS) is not None:
             sink[key] = spec = {"type": "array"} | extra
             if tp is tuple or tp is typing.Tuple:
-                self.tuples.add(id(spec))
+                self.tuples[id(spec)] = spec
         elif origin in _ARRAY_ORIGINS:
             args = typing.get_args(tp)
             if origin is tuple and (len(args) != 2 or args[1] is not Ellipsis):
@@ -270,7 +273,7 @@ class _Mapper:
             spec = {"type": "array"} | extra
             sink[key] = spec
             if origin is tuple:
-                self.tuples.add(id(spec))
+                self.tuples[id(spec)] = spec
             stack.append(("map", args[0], spec, "items", path + "[]", {}))
         elif _identical(tp, _BARE_OBJECTS) is not None or origin in _OBJECT_ORIGINS:
             args = typing.get_args(tp)
@@ -453,7 +456,7 @@ def _spec_children(node: dict[str, Any]) -> list[dict[str, Any]]:
     return list(node.get("properties", {}).values())
 
 
-def _tuple_converter(spec: dict[str, Any], tuples: set[int]) -> _Converter | None:
+def _tuple_converter(spec: dict[str, Any], tuples: dict[int, dict[str, Any]]) -> _Converter | None:
     """The converter for a mapped spec, or ``None`` when no tuple annotation is inside it."""
     if not tuples:
         return None
@@ -469,7 +472,9 @@ def _tuple_converter(spec: dict[str, Any], tuples: set[int]) -> _Converter | Non
     return results[id(spec)]
 
 
-def _node_converter(node: dict[str, Any], results: dict[int, _Converter | None], tuples: set[int]) -> _Converter | None:
+def _node_converter(
+    node: dict[str, Any], results: dict[int, _Converter | None], tuples: dict[int, dict[str, Any]]
+) -> _Converter | None:
     if "oneOf" in node:
         branches: list[dict[str, Any]] = node["oneOf"]
         array: _Converter | None = None

@@ -237,3 +237,25 @@ async def test_tuple_annotations_receive_tuples() -> None:
         await run_tool(shapes, {"flat": [], "nested": [], "box": box, "either": value})
         assert received[-1][3] == expected
         assert type(received[-1][3]) is type(expected)
+
+
+class Absorbed(TypedDict):
+    a: Any | tuple[int, ...]
+    b: list[int]
+    c: list[int]
+
+
+@async_test
+async def test_tuple_absorbed_by_any_converts_nothing() -> None:
+    received: list[Any] = []
+
+    @tool
+    async def absorbed(x: Absorbed) -> None:
+        """Absorbed."""
+        received.append(x)
+
+    assert absorbed.parameters["properties"]["x"]["properties"]["a"] == {}
+    await run_tool(absorbed, {"x": {"a": [1], "b": [2], "c": [3]}})
+    value = received[-1]
+    assert type(value) is FrozenJsonObject  # nothing to convert: the frozen snapshot itself
+    assert all(type(value[key]) is FrozenJsonArray for key in "abc")
