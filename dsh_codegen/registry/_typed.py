@@ -346,9 +346,9 @@ class _Mapper:
         if any(member.get("type") == "json" for member, _ in flat):
             return {"type": "json"}
         types_seen = {member["type"] for member, _ in flat}
-        branches: list[dict[str, Any]] = []
+        branches: list[Any] = []  # a spec, or a scalar type's name until its group is merged
         branch_origins: list[object] = []
-        scalar_at: dict[str, int] = {}
+        groups: dict[str, list[dict[str, Any]]] = {}
         for member, origin in flat:
             kind = member["type"]
             if kind == "integer" and "number" in types_seen:
@@ -356,33 +356,43 @@ class _Mapper:
             if kind in ("array", "object"):
                 branches.append(member)
                 branch_origins.append(origin)
-                continue
-            values = _scalar_values(member)
-            at = scalar_at.get(kind)
-            if at is None:
-                scalar_at[kind] = len(branches)
-                branches.append({"type": kind, "_values": values})
-                branch_origins.append(origin)
+            elif kind in groups:
+                groups[kind].append(member)
             else:
-                merged = branches[at]["_values"]
-                branches[at]["_values"] = None if merged is None or values is None else merged + values
-        for branch in branches:
-            if "_values" in branch:
-                values = branch.pop("_values")
-                if values is not None and branch["type"] != "null":
-                    unique = list(dict.fromkeys(values))
-                    branch.update({"const": unique[0]} if len(unique) == 1 else {"enum": unique})
-        if len(branches) == 1:
-            return branches[0]
-        for i, first in enumerate(branches):
-            for j in range(i + 1, len(branches)):
-                if not _disjoint(first, branches[j]):
+                groups[kind] = [member]
+                branches.append(kind)
+                branch_origins.append(origin)
+        specs: list[dict[str, Any]] = [_merge_scalars(groups[b]) if isinstance(b, str) else b for b in branches]
+        if len(specs) == 1:
+            return specs[0]
+        for i, first in enumerate(specs):
+            for j in range(i + 1, len(specs)):
+                if not _disjoint(first, specs[j]):
                     self.fail(
                         path,
                         f"union members {_type_text(branch_origins[i])} and {_type_text(branch_origins[j])} overlap "
                         "(a value could match both, and the schema's oneOf needs exactly one match)",
                     )
-        return {"oneOf": branches}
+        return {"oneOf": specs}
+
+
+def _merge_scalars(group: list[dict[str, Any]]) -> dict[str, Any]:
+    """One spec for union members of one scalar type (a lone member is kept with its annotations)."""
+    if len(group) == 1:
+        return group[0]
+    merged: dict[str, Any] = {"type": group[0]["type"]}
+    description = next((member["description"] for member in group if "description" in member), None)
+    if description is not None:
+        merged["description"] = description
+    collected: list[Any] = []
+    for member in group:
+        values = _scalar_values(member)
+        if values is None:
+            return merged  # an unconstrained member absorbs the others' values
+        collected.extend(values)
+    unique = list(dict.fromkeys(collected))  # one JSON type per group, so equality is JSON equality
+    merged.update({"const": unique[0]} if len(unique) == 1 else {"enum": unique})
+    return merged
 
 
 def _identical(tp: object, options: typing.Iterable[object]) -> object | None:

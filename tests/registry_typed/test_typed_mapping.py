@@ -208,6 +208,16 @@ TABLE: list[tuple[str, Any, Any]] = [
     }),
     ("Annotated str", Annotated[int, "how many"], {"type": "integer", "description": "how many"}),
     ("Annotated Field-like", Annotated[str, FieldLike("a name")], {"type": "string", "description": "a name"}),
+    (
+        "Annotated member of a union keeps its description",
+        Annotated[str, "a name"] | None,
+        {"oneOf": [{"type": "string", "description": "a name"}, {"type": "null"}]},
+    ),
+    (
+        "merged members keep the first description",
+        Literal["a"] | Annotated[Literal["b"], "letters"],
+        {"type": "string", "enum": ["a", "b"], "description": "letters"},
+    ),
     ("Annotated Doc", Annotated[str, Doc("documented")], {"type": "string", "description": "documented"}),
     ("Annotated ignores other metadata", Annotated[str, 3, "text"], {"type": "string", "description": "text"}),
     (
