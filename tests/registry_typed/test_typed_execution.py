@@ -259,3 +259,21 @@ async def test_tuple_absorbed_by_any_converts_nothing() -> None:
     value = received[-1]
     assert type(value) is FrozenJsonObject  # nothing to convert: the frozen snapshot itself
     assert all(type(value[key]) is FrozenJsonArray for key in "abc")
+
+
+@async_test
+async def test_presenters_and_finalize_pass_through() -> None:
+    def present_call(args: Any) -> Any:
+        return {"kind": "generic", "title": f"touch {args['path']}"}
+
+    def finalize(execution: Any, result: Any) -> Any:
+        return [{"type": "text", "text": "finalized"}]
+
+    async def body(path: str) -> str:
+        """Touch."""
+        return path
+
+    definition = tool(body, name="touch", present_call=present_call, finalize_content=finalize)
+    assert definition.call_view({"path": "a"}) == {"kind": "generic", "title": "touch a"}
+    assert definition.call_view({"path": 1}) is None  # soft validation against the mapped schema
+    assert text(await run_tool(definition, {"path": "a"})) == "finalized"
