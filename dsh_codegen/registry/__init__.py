@@ -39,6 +39,7 @@ from dsh_codegen.registry._results import (
     ToolFailure,
     ToolSuccess,
 )
+from dsh_codegen.registry._typed import tool
 from dsh_codegen.registry._session_log import (
     JsonlSessionLog,
     MemorySessionLog,
@@ -101,6 +102,7 @@ __all__ = [
     "ToolSuccess",
     "ToolTimeoutError",
     "define_tool",
+    "tool",
     "install_code_mode",
     # The loop helper, the session log and the policies.
     "ToolCall",

@@ -28,7 +28,7 @@ define_tool ToolOutput ToolDefinition ToolRegistry ToolScope ToolExecutionInput 
 Allow Deny Ask Accept Block ToolSuccess ToolFailure ToolError HarnessError ToolTimeoutError AbortError
 AbortController AbortSignal UNSET TOOL_ABORTED TOOL_ABORTED_BEFORE_DISPATCH TOOL_TIMEOUT RUN_CODE_NAME
 timeout_policy execute_tool_calls ToolCall PromptAssembly SessionLog MemorySessionLog JsonlSessionLog
-derive_messages ApprovalService ApprovalRequest CodeRunFailedError backend
+derive_messages ApprovalService ApprovalRequest CodeRunFailedError backend tool
 """.split()
 
 
