@@ -1654,3 +1654,75 @@ cdef class CompiledValidator:
                 item = PyTuple_GET_ITEM(v, i) if Py_TYPE(v) == &PyTuple_Type else PyList_GET_ITEM(v, i)
                 _vpush(s, item, -1, T_VISIT, _path_add(p, f.path, NULL, i))
         return 0
+
+
+# --- compile-time help for dsh_codegen.schema._compile (the compiled twin's fast paths) -------
+
+cdef str _KEY_TYPE = "type"
+cdef str _KEY_DESCRIPTION = "description"
+cdef str _KEY_TITLE = "title"
+cdef tuple _SCALAR_NAMES = ("null", "boolean", "integer", "number", "string")  # kinds 1..5
+assert tuple(_sh.KIND_OF_TYPE[name] for name in _SCALAR_NAMES) == (1, 2, 3, 4, 5)
+
+
+cdef int _leaf_kind(PyObject* child) noexcept:
+    """``_compile._Checker._plain_leaf``'s test: the scalar kind of a plain leaf, else -1.
+
+    A plain leaf is an exact ``dict`` whose keys are exact ``str`` among ``type``,
+    ``description``, ``title``, with a scalar type name and string annotations.
+    Only exact types are looked at, so no user code runs.
+    """
+    cdef Py_ssize_t pos = 0, i
+    cdef PyObject* key
+    cdef PyObject* value
+    cdef int kind = -1
+    if Py_TYPE(child) != &PyDict_Type:
+        return -1
+    while PyDict_Next(child, &pos, &key, &value):
+        if Py_TYPE(key) != &PyUnicode_Type or Py_TYPE(value) != &PyUnicode_Type:
+            return -1
+        if _str_eq(key, <PyObject*>_KEY_TYPE):
+            for i in range(5):
+                if _str_eq(value, PyTuple_GET_ITEM(<PyObject*>_SCALAR_NAMES, i)):
+                    kind = <int>i + 1
+                    break
+            else:
+                return -1
+        elif not (_str_eq(key, <PyObject*>_KEY_DESCRIPTION) or _str_eq(key, <PyObject*>_KEY_TITLE)):
+            return -1
+    return kind
+
+
+def fill_props(dict declared, dict props, list children, object props_path, list nodes, dict leaves):
+    """The property loop of ``_compile._Checker._check_object`` for an exact ``dict``.
+
+    For each ``(name, child)`` in order: a plain leaf maps ``name`` to its kind's
+    shared inline node (``leaves``: kind -> index, made on first use and appended
+    to ``nodes``) shifted left once; any other child maps to 0 and is appended to
+    ``children`` as ``(child, (props_path, name), name)``. Returns False at the
+    first key that is not an exact ``str`` (what was filled before it stays).
+    """
+    cdef Py_ssize_t pos = 0
+    cdef PyObject* key
+    cdef PyObject* child
+    cdef int kind
+    cdef object index
+    while PyDict_Next(<PyObject*>declared, &pos, &key, &child):
+        if Py_TYPE(key) != &PyUnicode_Type:
+            return False
+        name = <object>key    # referenced before anything below can allocate
+        child_obj = <object>child
+        kind = _leaf_kind(child)
+        if kind < 0:
+            props[name] = 0
+            children.append((child_obj, (props_path, name), name))
+            continue
+        index = leaves.get(kind)
+        if index is None:
+            index = len(nodes)
+            leaf = _PyNode(kind)
+            leaf.inline = True
+            nodes.append(leaf)
+            leaves[kind] = index
+        props[name] = <Py_ssize_t>index << 1
+    return True

@@ -9,8 +9,10 @@ itself is reported as ``<path> is circular``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Final
 
+from dsh_codegen._backend import load_compiled
 from dsh_codegen.json._paths import format_path, quote_path
 from dsh_codegen.schema._errors import JsonSchemaError
 from dsh_codegen.schema._shared import (
@@ -50,6 +52,11 @@ _SCALAR_KIND: Final = {name: kind for name, kind in KIND_OF_TYPE.items() if kind
 _LEAF_KEYS: Final = frozenset({"type", "description", "title"})
 _TYPE_LIST_TEXT: Final = "/".join(KIND_OF_TYPE)
 _ARTICLE: Final = {"integer": "an integer", "object": "an object", "array": "an array"}
+
+# The compiled twin's copy of the property loop (``None`` when the pure twin runs): the
+# loop is most of compiling a typical tool schema, which is mostly plain leaves.
+_c = load_compiled("_schema_c")
+_fill_props: Callable[..., bool] | None = None if _c is None else _c.fill_props
 
 # A path is a chain ``(parent, segment)`` so that pushing a child costs O(1) even
 # 100,000 levels down; it is flattened only when a violation is reported.
@@ -153,19 +160,19 @@ class _Checker:
         """
         if type(child) is not dict:
             return -1
-        try:
-            if not _LEAF_KEYS.issuperset(child):
+        for key in child:  # exact str keys first: the lookups below then run no user code
+            if type(key) is not str or key not in _LEAF_KEYS:
                 return -1
-        except Exception:  # a hostile key; the child's own check reports it at its path
-            return -1
         declared = child.get("type")
-        kind = _SCALAR_KIND.get(declared) if type(declared) is str else None
+        if type(declared) is not str:
+            return -1
+        kind = _SCALAR_KIND.get(declared)
         if kind is None:
             return -1
-        if len(child) > 1:
-            for key in ("description", "title"):
-                if key in child and type(child[key]) is not str:
-                    return -1
+        if len(child) > 1 and (
+            type(child.get("description", "")) is not str or type(child.get("title", "")) is not str
+        ):
+            return -1
         index = self.leaves.get(kind)
         if index is None:
             index = self.leaves[kind] = len(self.nodes)
@@ -259,7 +266,12 @@ class _Checker:
         props_ok = True
         if "properties" in schema:
             declared = schema["properties"]
-            if (type(declared) is dict or type(declared) is self._fobj) and isinstance(declared, dict):
+            if type(declared) is dict and _fill_props is not None:
+                # the compiled twin's copy of the loop below (same table, same order)
+                children = []
+                if _fill_props(declared, props, children, (path, "properties"), self.nodes, self.leaves):
+                    declared = None
+            elif (type(declared) is dict or type(declared) is self._fobj) and isinstance(declared, dict):
                 props_path = (path, "properties")
                 children = []
                 plain_leaf = self._plain_leaf
