@@ -207,6 +207,11 @@ cdef inline bint _str_eq(PyObject* a, PyObject* b) noexcept:
     kind = PyUnicode_KIND(a)
     if n != PyUnicode_GET_LENGTH(b) or kind != PyUnicode_KIND(b):
         return False
+    if n == 0:
+        return True
+    # the first byte settles most mismatches without a call
+    if (<char*>PyUnicode_DATA(a))[0] != (<char*>PyUnicode_DATA(b))[0]:
+        return False
     return memcmp(PyUnicode_DATA(a), PyUnicode_DATA(b), n * kind) == 0
 
 
@@ -425,6 +430,9 @@ cdef class _Render:
         cdef object piece
         cdef PathSeg* seg
         cdef Py_UCS4 maxchar = 0, m
+        cdef Py_ssize_t length
+        cdef int kind
+        cdef char* data
         if k == 0:
             return prefix + self.quoted_root + suffix
         n = k + 5  # prefix, quote, root, the k pieces, quote, suffix
@@ -470,9 +478,15 @@ cdef class _Render:
                 if m > maxchar:
                     maxchar = m
             out = PyUnicode_New(total, maxchar)
+            kind = PyUnicode_KIND(<PyObject*>out)
+            data = <char*>PyUnicode_DATA(<PyObject*>out)
             for i in range(n):
-                PyUnicode_CopyCharacters(out, offset, pieces[i], 0, PyUnicode_GET_LENGTH(pieces[i]))
-                offset += PyUnicode_GET_LENGTH(pieces[i])
+                length = PyUnicode_GET_LENGTH(pieces[i])
+                if PyUnicode_KIND(pieces[i]) == kind:  # the common case: plain bytes to copy
+                    memcpy(data + offset * kind, PyUnicode_DATA(pieces[i]), length * kind)
+                else:
+                    PyUnicode_CopyCharacters(out, offset, pieces[i], 0, length)
+                offset += length
             return <str>out
         finally:
             for i in range(n):
