@@ -22,34 +22,69 @@ each pays for JSON parsing:
   ``FunctionToolset.call_tool`` with a ``RunContext`` whose model is the
   never-called ``TestModel`` (the lightest public path without an agent run).
 
-Timing: each sample runs a batch of calls inside one event loop (``asyncio``
-loop entry is paid once per batch, not per call), median over samples.
+Timing: each sample runs a batch of 200 calls inside one event loop
+(``asyncio`` loop entry is paid once per batch, not per call). The variants
+are sampled round-robin, one batch of each per round, 61 rounds, and the
+median per call is reported: load drift on a shared machine hits every
+variant alike, and a batch that another process preempted (a whole scheduler
+quantum, several microseconds per call) is an outlier the median ignores.
 """
 
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
+import statistics
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from bench._util import median_time, ratio_table
+from bench._util import ratio_table
 
 ARGUMENTS = {"a": "hello", "b": 42, "c": 2.5, "d": True, "e": ["x", "y", "z"]}
 RAW = json.dumps(ARGUMENTS)
-BATCH = 500
+BATCH = 200
 
 
 async def body(args: Any, run: Any = None) -> dict[str, Any]:
     return {"a": args["a"], "n": args["b"] + len(args["e"])}
 
 
-def _per_call(loop: asyncio.AbstractEventLoop, one: Callable[[], Awaitable[Any]]) -> float:
+def _batch_runner(loop: asyncio.AbstractEventLoop, one: Callable[[], Awaitable[Any]]) -> Callable[[], None]:
     async def batch() -> None:
         for _ in range(BATCH):
             await one()
 
-    return median_time(lambda: loop.run_until_complete(batch()), repeat=7, min_sample_s=0.1) / BATCH
+    return lambda: loop.run_until_complete(batch())
+
+
+def _round_robin(runners: dict[str, Callable[[], None]], rounds: int = 61) -> dict[str, float]:
+    """Median seconds per batch of each runner, sampled round-robin.
+
+    On a shared machine the load drifts over seconds; taking one sample of
+    every variant per round (instead of all samples of one variant, then the
+    next) spreads that drift over all of them, so the ratios stay honest.
+    """
+    for run in runners.values():
+        run()  # warm-up (also surfaces errors before timing)
+    samples: dict[str, list[float]] = {name: [] for name in runners}
+    for _ in range(rounds):
+        for name, run in runners.items():
+            # Start each sample from a collected heap: the loop-helper variants
+            # leave cyclic garbage (tasks, futures) that would otherwise pile up
+            # while the collector is paused and slow down whatever runs next.
+            gc.collect()
+            gc_was_enabled = gc.isenabled()
+            gc.disable()
+            try:
+                start = time.perf_counter()
+                run()
+                samples[name].append(time.perf_counter() - start)
+            finally:
+                if gc_was_enabled:
+                    gc.enable()
+    return {name: statistics.median(values) for name, values in samples.items()}
 
 
 def _dsh_variants(loop: asyncio.AbstractEventLoop) -> list[tuple[str, Callable[[], Awaitable[Any]], int]]:
@@ -183,24 +218,34 @@ def _pydantic_ai(loop: asyncio.AbstractEventLoop) -> Callable[[], Awaitable[Any]
 def main() -> None:
     loop = asyncio.new_event_loop()
     try:
-        rows: list[tuple[str, float | str]] = []
+        runners: dict[str, Callable[[], None]] = {}
+        per_batch: dict[str, int] = {}
+        missing: dict[str, str] = {}
 
         async def bare() -> Any:
             return await body(json.loads(RAW))
 
-        rows.append(("bare body", _per_call(loop, bare)))
+        runners["bare body"] = _batch_runner(loop, bare)
+        per_batch["bare body"] = BATCH
         for name, one, calls_each in _dsh_variants(loop):
-            rows.append((name, _per_call(loop, one) / calls_each))
+            runners[name] = _batch_runner(loop, one)
+            per_batch[name] = BATCH * calls_each
         for name, make in (
             ("openai-agents function_tool", _openai_agents),
             ("pydantic-ai FunctionToolset", _pydantic_ai),
         ):
             peer = make(loop)
-            rows.append((name, peer if isinstance(peer, str) else _per_call(loop, peer)))
+            if isinstance(peer, str):
+                missing[name] = peer
+            else:
+                runners[name] = _batch_runner(loop, peer)
+                per_batch[name] = BATCH
+        timed = {name: value / per_batch[name] for name, value in _round_robin(runners).items()}
     finally:
         loop.close()
-    print(ratio_table("registry: per-call time, trivial 5-property tool (median)", rows, baseline="bare body"))
-    timed = dict((name, value) for name, value in rows if isinstance(value, float))
+    rows: list[tuple[str, float | str]] = [(name, value) for name, value in timed.items()]
+    rows.extend(missing.items())
+    print(ratio_table("registry: per-call time, trivial 5-property tool (median, round-robin)", rows, baseline="bare body"))
     for peer in ("openai-agents function_tool", "pydantic-ai FunctionToolset"):
         if peer in timed:
             for ours in ("dsh execute", "dsh execute + 5 hooks"):
