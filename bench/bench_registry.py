@@ -184,7 +184,7 @@ def _openai_agents(loop: asyncio.AbstractEventLoop) -> Callable[[], Awaitable[An
     assert result == {"a": "hello", "n": 45}, result
 
     def one() -> Awaitable[Any]:
-        return echo5.on_invoke_tool(context, RAW)  # type: ignore[no-any-return]
+        return echo5.on_invoke_tool(context, RAW)
 
     return one
 
