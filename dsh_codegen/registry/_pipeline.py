@@ -24,7 +24,7 @@ import functools
 import inspect
 import logging
 import types
-from collections.abc import Awaitable, Generator, Hashable
+from collections.abc import Awaitable, Coroutine, Generator, Hashable
 from types import CoroutineType
 from typing import TYPE_CHECKING, Any, Final, NoReturn
 
@@ -1132,35 +1132,89 @@ def run_finalize(call: _Call, result: ToolExecutionResult) -> ToolExecutionResul
 # --- 8. notify_result -----------------------------------------------------------------------
 
 
-async def notify_result(call: _Call, result: ToolExecutionResult) -> bool:
+def notify_result(
+    call: _Call, result: ToolExecutionResult
+) -> Coroutine[Any, Any, bool] | bool:
     """Call every ``on_result`` observer with the execution and the final result (emit: no transform).
 
     Observer failures (raising, rejecting, unprintable) are logged at WARNING
-    on ``dsh_codegen`` and never stop the other observers. Returns whether a
-    ``CancelledError`` arrived while awaiting an observer (the remaining
+    on ``dsh_codegen`` and never stop the other observers. Synchronous
+    observers run right here; at the first observer returning an awaitable,
+    the rest of the work is returned as a coroutine the caller awaits (so a
+    call whose observers are all synchronous costs no coroutine). A ``bool``
+    means every observer has run. The ``bool`` (or the coroutine's result)
+    says whether a ``CancelledError`` arrived from an observer (the remaining
     observers still run; the caller re-raises).
     Cancellation: contained as described, then reported to the caller.
     """
     entries = call.listeners.observers if call.listeners is not None else ()
-    cancelled = False
     execution = call.execution
-    for entry in entries:
+    cancelled = False
+    for index, entry in enumerate(entries):
         if not entry.alive:
             continue
         try:
             outcome = entry.fn(execution, result)
-            if type(outcome) is CoroutineType or (type(outcome) not in _PLAIN_RESULTS and inspect.isawaitable(outcome)):
-                await outcome
+        except asyncio.CancelledError:
+            cancelled = True
+            continue
+        except Exception as exc:
+            _log_observer_failure(entry, exc)
+            continue
+        if type(outcome) is CoroutineType or (
+            type(outcome) not in _PLAIN_RESULTS and inspect.isawaitable(outcome)
+        ):
+            return _notify_rest(call, result, entries, index, outcome, cancelled)
+    return cancelled
+
+
+def _log_observer_failure(entry: _Listener, exc: BaseException) -> None:
+    _log.warning(
+        "tools/result observer %s raised: %s",
+        _safe_repr(entry.fn),
+        error_message(exc),
+        exc_info=True,
+    )
+
+
+async def _notify_rest(
+    call: _Call,
+    result: ToolExecutionResult,
+    entries: tuple[_Listener, ...],
+    index: int,
+    pending: Awaitable[Any],
+    cancelled: bool,
+) -> bool:
+    """Await ``pending`` (observer ``index``'s outcome), then run the observers after it."""
+    execution = call.execution
+    entry = entries[index]
+    while True:
+        try:
+            await pending
         except asyncio.CancelledError:
             cancelled = True
         except Exception as exc:
-            _log.warning(
-                "tools/result observer %s raised: %s",
-                _safe_repr(entry.fn),
-                error_message(exc),
-                exc_info=True,
-            )
-    return cancelled
+            _log_observer_failure(entry, exc)
+        index += 1
+        pending = None  # type: ignore[assignment]
+        while index < len(entries):
+            entry = entries[index]
+            if entry.alive:
+                try:
+                    outcome = entry.fn(execution, result)
+                except asyncio.CancelledError:
+                    cancelled = True
+                except Exception as exc:
+                    _log_observer_failure(entry, exc)
+                else:
+                    if type(outcome) is CoroutineType or (
+                        type(outcome) not in _PLAIN_RESULTS and inspect.isawaitable(outcome)
+                    ):
+                        pending = outcome
+                        break
+            index += 1
+        if pending is None:
+            return cancelled
 
 
 # --- the pipeline ---------------------------------------------------------------------------
@@ -1183,7 +1237,8 @@ async def _commit(
     if call.finalize is not None:
         result = run_finalize(call, result)
     if listeners.observers:
-        if await notify_result(call, result):
+        notified = notify_result(call, result)
+        if notified is True or (notified is not False and await notified):
             cancelled = True
     return result, cancelled
 
