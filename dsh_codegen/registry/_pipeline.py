@@ -719,10 +719,16 @@ async def dispatch_core(call: _Call, signal: AbortSignal) -> ToolExecutionResult
     the body's exception as ``Error: <message>`` (its deferred contexts kept;
     ``ABORTED`` when it re-raises the abort reason of a caller cancellation);
     else the normalized success. The body gets a fused signal of the caller's
-    and the current one and runs inline (no task).
+    and the current one and runs inline (no task): its first step runs here;
+    a body that suspends is driven by :class:`_BodyDriver`.
 
-    Cancellation: a ``CancelledError`` raised through the body aborts its
-    fused signal and propagates.
+    Cancellation: a cancellation of the awaiting task never reaches the body.
+    The driver aborts the fused signal and keeps driving the body until it
+    settles; the settled outcome is then normalized as usual (a success, its
+    own failure, ``ABORTED`` if it re-raised the abort reason), kept on the
+    call (``call.settled``) and the task's ``CancelledError`` is re-raised. A
+    ``CancelledError`` the body raises itself aborts its fused signal and
+    propagates.
     """
     execution = call.execution
     name = execution.name
@@ -912,7 +918,10 @@ async def run_dispatch(call: _Call) -> tuple[ToolExecutionResult, bool]:
     non-result) gives ``Error: <message>`` with ``skip_post=True``; every other
     outcome continues to post-execute. A wrapper may replace only the signal
     (via ``next(signal=...)``); the caller's signal is re-fused before the body.
-    Cancellation: a ``CancelledError`` propagates to :func:`run_pipeline`.
+    Cancellation: a ``CancelledError`` propagates to :func:`run_pipeline`. A
+    wrapper that swallows the task's cancellation cannot start another body
+    (``next()`` re-raises it) nor end the call uncancelled (it is re-raised
+    here once the wrappers return).
     """
     listeners = call.listeners
     assert listeners is not None
@@ -1267,11 +1276,12 @@ async def run_pipeline(
     """Run every stage in order and return the one frozen result that observers saw.
 
     Cancellation: see ``ToolRegistry.execute``. A ``CancelledError`` from any
-    awaiting stage ends the policy/dispatch stages; the body (inline) has
-    settled by then. The call then records ``ABORTED`` /
-    ``ABORTED_BEFORE_DISPATCH``, runs finalize and observers once (inside
-    ``gate.commit()`` unless entering it is cancelled too), and the original
-    ``CancelledError`` is re-raised.
+    awaiting stage ends the policy/dispatch stages; a body has settled by
+    then (the trampoline waits for it). The call then records the settled
+    body's outcome (a success becomes ``ABORTED``) or ``ABORTED`` /
+    ``ABORTED_BEFORE_DISPATCH``, skips post-execute, runs finalize and
+    observers once (inside ``gate.commit()`` unless entering it is cancelled
+    too), and the original ``CancelledError`` is re-raised.
     """
     call, argument_error = create_execution(registry, input)
     signal = call.execution.signal

@@ -785,13 +785,17 @@ class ToolRegistry(_Surface):
 
         Cancellation: the caller's ``input.signal`` aborting is cooperative and
         yields ``ABORTED_BEFORE_DISPATCH`` (body not started) or ``ABORTED``
-        (replacing only a success). If the awaiting task is cancelled, the
-        ``CancelledError`` is delivered into whatever stage is awaiting,
-        including the body (which therefore settles before ``execute`` regains
-        control: nothing is left running); the registry then aborts the body's
-        signal, records ``ABORTED`` (body started) or
-        ``ABORTED_BEFORE_DISPATCH``, runs ``finalize_content`` and ``on_result``
-        exactly once, and re-raises the ``CancelledError``.
+        (replacing only a success). If the awaiting task is cancelled while a
+        body runs, the ``CancelledError`` never reaches the body (the registry
+        steps the body itself and waits for its futures through proxies): the
+        registry aborts the body's signal (an ``AbortError``), waits until the
+        body settles (absorbing further cancellations), records ``ABORTED``
+        (or the body's own failure, which is more specific), runs
+        ``finalize_content`` and ``on_result`` exactly once, and re-raises the
+        ``CancelledError``, so ``asyncio.timeout()`` and ``TaskGroup`` work as
+        usual. A cancellation arriving in a policy stage (listeners, wrappers,
+        the gate) is delivered there; the call then records
+        ``ABORTED_BEFORE_DISPATCH`` (or ``ABORTED`` if a body already ran).
 
         (A plain method returning the pipeline coroutine: one frame less per call.)
         """
