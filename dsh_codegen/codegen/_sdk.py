@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from dsh_codegen._version import __version__
 from dsh_codegen.codegen._catalog import ToolSchemaEntry, catalog_sha256, sorted_catalog
@@ -43,9 +43,9 @@ _TYPING_ORDER = ("Any", "Literal", "NotRequired", "Protocol", "TypedDict")
 # AttributeError on every lookup.
 
 
-@dataclass(frozen=True, slots=True)
-class _TsMember:
-    """One ``ToolArgsMap``/``ToolOutputMap`` member (``doc`` is ``None`` for outputs)."""
+class _TsMember(NamedTuple):
+    """One ``ToolArgsMap``/``ToolOutputMap`` member (``doc`` is ``None`` for outputs).
+    A tuple: the template unpacks it in the loop header, with no lookup per field."""
 
     doc: str | None
     key: str
