@@ -341,7 +341,9 @@ async def _pre_waterfall(
         entry = entries[index]
         if entry.alive:
             decision = entry.fn(execution, _PreNext(entries, index + 1, execution))
-            if type(decision) is CoroutineType or (type(decision) not in _PLAIN_RESULTS and inspect.isawaitable(decision)):
+            if type(decision) is CoroutineType or (
+                type(decision) not in _PLAIN_RESULTS and inspect.isawaitable(decision)
+            ):
                 decision = await decision
             if (
                 type(decision) is not Allow
@@ -690,7 +692,9 @@ def _bad_yield(yielded: object, loop: asyncio.AbstractEventLoop) -> RuntimeError
                 f"tool body awaited Future {yielded!r} attached to a different loop"
             )
         if not blocking:
-            return RuntimeError(f"yield was used instead of yield from in a tool body with {yielded!r}")
+            return RuntimeError(
+                f"yield was used instead of yield from in a tool body with {yielded!r}"
+            )
         if yielded is asyncio.current_task():
             return RuntimeError("a tool body cannot await the task that runs it")
         return None
@@ -845,7 +849,9 @@ async def _wrap_chain(
                 # The caller cancelled while an outer wrapper was still deciding.
                 return aborted_before_dispatch()
             returned = entry.fn(dispatch, _WrapNext(call, index + 1, dispatch))
-            if type(returned) is CoroutineType or (type(returned) not in _PLAIN_RESULTS and inspect.isawaitable(returned)):
+            if type(returned) is CoroutineType or (
+                type(returned) not in _PLAIN_RESULTS and inspect.isawaitable(returned)
+            ):
                 returned = await returned
             return normalize_authored(call, returned)
         index += 1
@@ -992,7 +998,9 @@ async def _post_waterfall(
         entry = entries[index]
         if entry.alive:
             decision = entry.fn(execution, result, _PostNext(entries, index + 1, execution, result))
-            if type(decision) is CoroutineType or (type(decision) not in _PLAIN_RESULTS and inspect.isawaitable(decision)):
+            if type(decision) is CoroutineType or (
+                type(decision) not in _PLAIN_RESULTS and inspect.isawaitable(decision)
+            ):
                 decision = await decision
             if type(decision) is not Accept and type(decision) is not Block:
                 raise TypeError(
@@ -1141,9 +1149,7 @@ def run_finalize(call: _Call, result: ToolExecutionResult) -> ToolExecutionResul
 # --- 8. notify_result -----------------------------------------------------------------------
 
 
-def notify_result(
-    call: _Call, result: ToolExecutionResult
-) -> Coroutine[Any, Any, bool] | bool:
+def notify_result(call: _Call, result: ToolExecutionResult) -> Coroutine[Any, Any, bool] | bool:
     """Call every ``on_result`` observer with the execution and the final result (emit: no transform).
 
     Observer failures (raising, rejecting, unprintable) are logged at WARNING
