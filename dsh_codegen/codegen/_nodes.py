@@ -12,7 +12,16 @@ from dataclasses import dataclass
 
 from dsh_codegen.codegen._literals import is_scalar
 
-__all__ = ["ANNOTATIONS", "KEYWORDS", "SCALAR_NODE_KEYS", "Node", "description_of", "read_node"]
+__all__ = [
+    "ANNOTATIONS",
+    "KEYWORDS",
+    "SCALAR_NODE_KEYS",
+    "Node",
+    "ObjectParts",
+    "description_of",
+    "read_node",
+    "read_plain_object",
+]
 
 #: Keywords that carry meaning in the subset (CONTRACT.md §7 items 102-108).
 KEYWORDS = frozenset(
@@ -148,32 +157,58 @@ def _read(schema: object) -> Node:
 _MISSING = object()
 
 
+#: An object node's parts: its (key, schema) pairs in declared order, required names, closed or not.
+ObjectParts = tuple[Sequence[tuple[str, object]], frozenset[str], bool]
+
+
+def read_plain_object(schema: dict[object, object]) -> ObjectParts | None:
+    """The parts of an exact-``dict`` ``{"type": "object", ...}`` node that ``read_node``
+    reads as ``OBJECT`` on its fast path; ``None`` for anything else (ask ``read_node``).
+
+    The same checks as ``read_node``, without building a :class:`Node`. May raise on
+    hostile keys: the caller then asks ``read_node``, which degrades the node.
+    """
+    if not (_ALLOWED.issuperset(schema) and _NOT_PLAIN_OBJECT.isdisjoint(schema)):
+        return None
+    declared = schema.get("type")
+    if type(declared) is not str or declared != "object":
+        return None
+    return _object_parts(schema)
+
+
 def _read_object(schema: dict[object, object]) -> Node:
+    parts = _object_parts(schema)
+    if parts is None:
+        return _UNKNOWN_NODE
+    return Node(OBJECT, (), (), None, False, parts[0], parts[1], parts[2])
+
+
+def _object_parts(schema: dict[object, object]) -> ObjectParts | None:
     properties = dict.get(schema, "properties", _MISSING)
     if properties is _MISSING:
         pairs: list[tuple[str, object]] = []
     elif type(properties) is dict:
         # An exact dict: its keys are the keys of its items.
         if not _STR_ONLY.issuperset(map(type, properties)):
-            return _UNKNOWN_NODE
+            return None
         pairs = list(properties.items())
     elif isinstance(properties, dict):
         pairs = list(properties.items())
         if not all(type(key) is str for key, _ in pairs):
-            return _UNKNOWN_NODE
+            return None
     else:
-        return _UNKNOWN_NODE
+        return None
     required = dict.get(schema, "required", _MISSING)
     if required is _MISSING:
         names: frozenset[str] = frozenset()
     elif type(required) is list and _STR_ONLY.issuperset(map(type, required)):
         names = frozenset(required)
     else:
-        return _UNKNOWN_NODE
+        return None
     additional = dict.get(schema, "additionalProperties", True)
     if type(additional) is not bool:
-        return _UNKNOWN_NODE
-    return Node(OBJECT, (), (), None, False, pairs, names, not additional)
+        return None
+    return pairs, names, not additional
 
 
 def description_of(schema: object) -> object:

@@ -21,9 +21,10 @@ from dsh_codegen.codegen._nodes import (
     OBJECT,
     SCALAR_NODE_KEYS,
     UNION,
-    Node,
+    ObjectParts,
     description_of,
     read_node,
+    read_plain_object,
 )
 
 __all__ = ["MAX_MULTILINE_DEPTH", "clear_caches", "json_schema_to_ts"]
@@ -101,28 +102,42 @@ def _render(schema: object, indent: int) -> str:
             continue
         task: tuple[object, int, int] = item  # type: ignore[assignment]  # not str, not _Build: a node
         node_schema, level, depth = task
+        is_object = False
         if type(node_schema) is dict:
             declared = node_schema.get("type")
-            if type(declared) is str and declared in scalars and scalar_keys.issuperset(node_schema):
-                emit(scalars[declared])
-                flag(False)
-                continue
+            if type(declared) is str:
+                if declared in scalars and scalar_keys.issuperset(node_schema):
+                    emit(scalars[declared])
+                    flag(False)
+                    continue
+                is_object = declared == "object"
         ident = id(node_schema)
         if ident in active:
             emit("unknown")
             flag(False)
             continue
-        node = read_node(node_schema)
-        kind = node.kind
-        if kind == OBJECT:
-            if not node.properties:
-                emit("Record<string, never>" if node.closed else "Record<string, JsonValue>")
+        parts: ObjectParts | None = None
+        if is_object:
+            # Most non-leaf nodes are plain objects: read them without a Node.
+            try:
+                parts = read_plain_object(node_schema)  # type: ignore[arg-type]
+            except Exception:  # noqa: BLE001 - read_node below degrades it
+                parts = None
+        if parts is None:
+            node = read_node(node_schema)
+            if node.kind == OBJECT:
+                parts = (node.properties, node.required, node.closed)
+        if parts is not None:
+            if not parts[0]:
+                emit("Record<string, never>" if parts[2] else "Record<string, JsonValue>")
                 flag(False)
             elif depth >= MAX_MULTILINE_DEPTH:
-                _push_one_line(node, ident, level, depth + 1, out, stack, active)
+                _push_one_line(parts, ident, level, depth + 1, out, stack, active)
             else:
-                _push_object(node, ident, level, depth + 1, out, flags, stack, active)
-        elif kind in scalars:
+                _push_object(parts, ident, level, depth + 1, out, flags, stack, active)
+            continue
+        kind = node.kind
+        if kind in scalars:
             emit(scalars[kind])
             flag(False)
         elif kind == ARRAY:
@@ -262,12 +277,13 @@ def _leaf_type(schema: dict[object, object], declared: object) -> tuple[str, boo
 
 
 def _push_object(
-    node: Node, ident: int, level: int, depth: int, out: list[str], flags: list[bool], stack: _Stack, active: set[int]
+    parts: ObjectParts, ident: int, level: int, depth: int, out: list[str], flags: list[bool], stack: _Stack,
+    active: set[int],
 ) -> None:
     """A multi-line object: text up to its first non-leaf member goes straight to
     ``out``; the rest is pushed (text between children joined into one item)."""
-    bar = not node.closed
-    required = node.required
+    properties, required, closed = parts
+    bar = not closed
     scalars = _SCALARS
     scalar_keys = SCALAR_NODE_KEYS
     members = _MEMBERS
@@ -276,51 +292,59 @@ def _push_object(
     out.append("{\n")
     tasks: list[str | tuple[object, int, int]] = []
     segment: list[str] | None = None  # text after the last non-leaf member (None: none yet)
-    for key, child in node.properties:
-        scalar: str | None = None
+    put = emit  # where finished member text goes: ``out``, then the current segment
+    for key, child in properties:
         leaf: tuple[str, bool] | None = None
+        description: str | None = None
         if type(child) is dict:
             # description_of, inlined: hostile keys degrade to "no description".
             try:
                 text = child.get("description")
             except Exception:  # noqa: BLE001
                 text = None
-            description = text if type(text) is str else None
+            if type(text) is str:
+                description = text
             declared = child.get("type")
             if type(declared) is str and declared in scalars and scalar_keys.issuperset(child):
-                scalar = declared
-            else:
-                try:
-                    leaf = _leaf_type(child, declared)
-                except Exception:  # noqa: BLE001 - the stack walk reads it (and degrades) instead
-                    leaf = None
+                # A plain scalar member is one finished line (the common case).
+                is_required = key in required
+                found = members.get((key, is_required, description, member_level, declared))
+                if found is None:
+                    found = _member(key, is_required, description, member_level, declared)
+                put(found[0])
+                if found[1]:
+                    bar = True
+                continue
+            try:
+                leaf = _leaf_type(child, declared)
+            except Exception:  # noqa: BLE001 - the stack walk reads it (and degrades) instead
+                leaf = None
         else:
             text = description_of(child)
-            description = text if type(text) is str else None
+            if type(text) is str:
+                description = text
         is_required = key in required
-        found = members.get((key, is_required, description, member_level, scalar))
+        found = members.get((key, is_required, description, member_level, None))
         if found is None:
-            found = _member(key, is_required, description, member_level, scalar)
-        text, member_bar = found
-        bar = bar or member_bar
-        if scalar is not None or leaf is not None:
-            # A leaf member is one finished line: no stack round trip.
-            if leaf is not None:
-                text = text + leaf[0] + ";\n"
-                bar = bar or leaf[1]
-            if segment is None:
-                emit(text)
-            else:
-                segment.append(text)
+            found = _member(key, is_required, description, member_level, None)
+        head, head_bar = found
+        if head_bar:
+            bar = True
+        if leaf is not None:
+            # An array of scalars or a string enum: also one finished line.
+            put(head + leaf[0] + ";\n")
+            if leaf[1]:
+                bar = True
             continue
         if segment is None:
-            emit(text)
+            emit(head)
         else:
-            segment.append(text)
+            segment.append(head)
             tasks.append("".join(segment))
         tasks.append((child, member_level, depth))
         segment = [";\n"]
-    closing = "  " * level + ("}" if node.closed else "}" + _OPEN_SUFFIX)
+        put = segment.append
+    closing = "  " * level + ("}" if closed else "}" + _OPEN_SUFFIX)
     if segment is None:
         # Every member was a leaf: the object is done.
         emit(closing)
@@ -333,16 +357,17 @@ def _push_object(
 
 
 def _push_one_line(
-    node: Node, ident: int, level: int, depth: int, out: list[str], stack: _Stack, active: set[int]
+    parts: ObjectParts, ident: int, level: int, depth: int, out: list[str], stack: _Stack, active: set[int]
 ) -> None:
     """An object past :data:`MAX_MULTILINE_DEPTH`: one line, without JSDoc, so the
     output stays linear in the schema size."""
-    suffix = "" if node.closed else _OPEN_SUFFIX
-    bar = not node.closed
+    properties, required, closed = parts
+    suffix = "" if closed else _OPEN_SUFFIX
+    bar = not closed
     tasks: list[str | tuple[object, int, int]] = []
     pending = 0  # children left on the stack, each leaving one flag
-    for position, (key, child) in enumerate(node.properties):
-        name = ts_key(key) + ("" if key in node.required else "?")
+    for position, (key, child) in enumerate(properties):
+        name = ts_key(key) + ("" if key in required else "?")
         bar = bar or _has_bar(name)
         head = ("; " if position else "") + name + ": "
         scalar = _plain_scalar(child)
