@@ -6,7 +6,9 @@ with ``DSH_LOOP_SEED=<seed>``. Each round runs a batch through
 ``gather``), aborting the loop's signal or cancelling the awaiting task at a
 random point. Per call it checks: exactly one result and one ``on_result``
 (none for a call the loop never started), a code consistent with where the
-cancellation landed, no body still running and no task left afterwards.
+cancellation landed, no body still running, no task left afterwards, and
+no future a body awaited without owning it ever cancelled (the registry
+shields bodies from the awaiting task's cancellation).
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from dsh_codegen.registry.cancel import AbortController, AbortSignal
 from dsh_codegen.registry.policies import ToolMetrics, metrics_policy, retry_policy, timeout_policy
 
 TOTAL_CALLS = 5_000
-TOOL_NAMES = ("ok", "slow", "fail", "stubborn", "bad_output", "deadline", "safe")
+TOOL_NAMES = ("ok", "slow", "fail", "stubborn", "bad_output", "deadline", "safe", "foreign")
 DENIED_REASON = "denied by the random policy"
 GUARD_REASON = "guarded by the random policy"
 
@@ -55,6 +57,8 @@ class Round:
     denied: set[str] = field(default_factory=set)
     guarded: set[str] = field(default_factory=set)
     blocked: set[str] = field(default_factory=set)
+    # Futures the "foreign" tool's bodies awaited without owning them: never cancelled.
+    foreign: list[asyncio.Future[str]] = field(default_factory=list)
 
     def tick(self) -> int:
         return next(self.clock)
@@ -144,7 +148,26 @@ def _build(rng: random.Random, state: Round) -> ToolRegistry:
         await signal.wait()  # only ever ends by abort or timeout
         raise RuntimeError("deadline body stopped")
 
+    async def foreign(args: Any, signal: AbortSignal) -> Any:
+        # Awaits a future it does not own, resolved by loop callbacks (like an
+        # executor or another task would): a cancellation must never reach it.
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[str] = loop.create_future()
+        state.foreign.append(future)
+
+        def resolve(remaining: int) -> None:
+            if future.done():
+                return
+            if remaining <= 0 or signal.aborted:
+                future.set_result("foreign")
+            else:
+                loop.call_soon(resolve, remaining - 1)
+
+        loop.call_soon(resolve, args["n"] % 5 + 1)
+        return await future
+
     tool("ok", ok)
+    tool("foreign", foreign)
     tool("slow", slow)
     tool("fail", fail)
     tool("stubborn", stubborn)
@@ -233,7 +256,7 @@ def _check_call(state: Round, call: ToolCall, result: ToolExecutionResult, abort
         assert started, where
         if aborted and state.abort_at is not None:
             assert state.body_end[call_id] < state.abort_at, f"success after the abort: {where}"
-        assert call.name in ("ok", "slow", "stubborn", "safe"), where
+        assert call.name in ("ok", "slow", "stubborn", "safe", "foreign"), where
     if not aborted:
         _check_uncancelled(state, call, result)
 
@@ -251,7 +274,7 @@ def _check_uncancelled(state: Round, call: ToolCall, result: ToolExecutionResult
         assert isinstance(result, ToolFailure) and result.error.message == DENIED_REASON, where
     elif call_id in state.guarded:
         assert isinstance(result, ToolFailure) and result.error.message == GUARD_REASON, where
-    elif call.name in ("ok", "slow", "stubborn", "safe"):
+    elif call.name in ("ok", "slow", "stubborn", "safe", "foreign"):
         assert isinstance(result, ToolSuccess), where
     elif call.name == "fail":
         assert isinstance(result, ToolFailure) and result.error.message == "boom", where
@@ -316,6 +339,7 @@ async def _loop_round(rng: random.Random, start: int) -> int:
         results = None
     assert state.running == set(), f"bodies still running: {state.running}"
     assert asyncio.all_tasks() == {asyncio.current_task()}, "a task outlived the round"
+    assert not any(f.cancelled() for f in state.foreign), "a body's foreign future was cancelled"
     aborted = state.abort_at is not None
     if results is None:
         # The awaiting task was cancelled: started calls were drained and
@@ -362,6 +386,7 @@ async def _direct_round(rng: random.Random, start: int) -> int:
     outcomes = await asyncio.gather(*tasks, return_exceptions=True)
     assert state.running == set()
     assert asyncio.all_tasks() == {asyncio.current_task()}
+    assert not any(f.cancelled() for f in state.foreign), "a body's foreign future was cancelled"
     for index, (call, outcome) in enumerate(zip(calls, outcomes, strict=True)):
         assert state.observed.get(call.call_id) == 1, call
         if isinstance(outcome, BaseException):
