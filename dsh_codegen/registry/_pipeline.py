@@ -627,18 +627,27 @@ class _BodyDriver:
     re-raises the recorded ``CancelledError``.
     """
 
-    __slots__ = ("call", "steps", "yielded")
+    __slots__ = ("call", "signal", "steps", "yielded")
 
-    def __init__(self, call: _Call, steps: Generator[Any, None, None], yielded: object) -> None:
+    def __init__(
+        self,
+        call: _Call,
+        steps: Generator[Any, None, None],
+        yielded: object,
+        signal: AbortSignal,
+    ) -> None:
         self.call = call
         self.steps = steps
         self.yielded = yielded
+        # This body's own fused signal: a wrapper may run bodies concurrently
+        # (each in its own task), and each driver aborts the body it drives.
+        self.signal = signal
 
     def _cancelled(self, exc: asyncio.CancelledError) -> None:
+        self.signal._abort(AbortError(_ABORTED_MESSAGE))
         call = self.call
         if call.cancel_exc is None:
             call.cancel_exc = exc
-            call_cancelled(call)
 
     def __await__(self) -> Generator[Any, None, None]:
         steps = self.steps
@@ -769,7 +778,7 @@ async def dispatch_core(call: _Call, signal: AbortSignal) -> ToolExecutionResult
             yielded = next(steps, _DONE)
             if yielded is not _DONE:
                 driven = True
-                await _BodyDriver(call, steps, yielded)
+                await _BodyDriver(call, steps, yielded, fused)
             value = call.value
     except asyncio.CancelledError:
         # The body itself raised CancelledError (e.g. a future it awaited was cancelled).

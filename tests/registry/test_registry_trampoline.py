@@ -557,3 +557,26 @@ def test_sleeping_task_is_cancelled_by_the_task_not_by_the_registry() -> None:
         assert ended == ["slept"]
 
     asyncio.run(main())
+
+
+@async_test
+async def test_concurrent_bodies_of_one_call_are_each_aborted_and_awaited() -> None:
+    tool = ThreadTool()
+    try:
+        registry = registry_with(echo_tool(execute=tool.body))
+        observed = observing(registry)
+
+        async def twice_at_once(dispatch: Any, next: Any) -> Any:
+            first, _second = await asyncio.gather(next(), next())
+            return first
+
+        registry.wrap_execute(twice_at_once)
+        task = asyncio.ensure_future(registry.execute(call()))
+        await tool.wait_started(2)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert tool.running == 0 and tool.finished == ["hi", "hi"]
+        assert len(observed) == 1 and is_aborted(observed[0])
+    finally:
+        tool.close()
