@@ -19,7 +19,6 @@ made.
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import functools
 import inspect
 import logging
@@ -580,7 +579,6 @@ def _run_contexts(run: ToolRunContext) -> tuple[Any, ...]:
 # future of its own, so cancelling the task cancels only the proxy.
 
 _DONE: Final = object()
-_NO_CONTEXT: Final = contextvars.Context()  # proxy wake-ups need no context variables
 
 
 def _body_steps(call: _Call, body: Any) -> Generator[Any, None, None]:
@@ -670,7 +668,7 @@ class _BodyDriver:
                     while not future.done():
                         proxy: asyncio.Future[None] = loop.create_future()
                         waker = functools.partial(_wake, proxy)
-                        future.add_done_callback(waker, context=_NO_CONTEXT)
+                        future.add_done_callback(waker)
                         proxy._asyncio_future_blocking = True
                         try:
                             yield proxy
