@@ -580,3 +580,66 @@ async def test_concurrent_bodies_of_one_call_are_each_aborted_and_awaited() -> N
         assert len(observed) == 1 and is_aborted(observed[0])
     finally:
         tool.close()
+
+
+@async_test
+async def test_cancel_requests_are_left_for_the_task_to_account() -> None:
+    """The registry never uncancels: two cancel() calls leave cancelling() == 2."""
+    release = asyncio.Event()
+    entered = asyncio.Event()
+
+    async def body(args: Any, run: Any) -> str:
+        entered.set()
+        await release.wait()  # ignores the signal until released
+        return "x"
+
+    registry = registry_with(echo_tool(execute=body))
+    seen: dict[str, Any] = {}
+
+    async def caller() -> None:
+        try:
+            await registry.execute(call())
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            assert current is not None
+            seen["cancelling"] = current.cancelling()
+            raise
+
+    task = asyncio.ensure_future(caller())
+    await entered.wait()
+    task.cancel()
+    await asyncio.sleep(0)
+    task.cancel()
+    await asyncio.sleep(0)
+    release.set()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert seen["cancelling"] == 2
+
+
+@async_test
+async def test_outer_cancel_inside_asyncio_timeout_stays_a_cancellation() -> None:
+    tool = ThreadTool()
+    try:
+        registry = registry_with(echo_tool(execute=tool.body))
+        outcome: dict[str, str] = {}
+
+        async def caller() -> None:
+            try:
+                async with asyncio.timeout(30):
+                    await registry.execute(call())
+            except TimeoutError:
+                outcome["kind"] = "timeout"
+            except asyncio.CancelledError:
+                outcome["kind"] = "cancelled"
+                raise
+
+        task = asyncio.ensure_future(caller())
+        await tool.wait_started()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert outcome == {"kind": "cancelled"}  # not mistaken for the timeout
+        assert tool.running == 0
+    finally:
+        tool.close()
