@@ -236,10 +236,16 @@ def _member(key: str, required: bool, description: str | None, level: int, scala
     pad = "  " * level
     name = ts_key(key) if required else ts_key(key) + "?"
     doc = None if description is None else ts_jsdoc(description)
-    head = f"{pad}{name}: " if doc is None else f"{pad}/** {doc} */\n{pad}{name}: "
-    text = head if scalar is None else head + _SCALARS[scalar] + ";\n"
-    result = (text, _has_bar(name) or (doc is not None and _has_bar(doc)))
-    return _remember(_MEMBERS, (key, required, description, level, scalar), result)
+    text = f"{pad}{name}: " if doc is None else f"{pad}/** {doc} */\n{pad}{name}: "
+    if scalar is not None:
+        text += _SCALARS[scalar] + ";\n"
+    # Only the key and the JSDoc text can hold "|" or "&" (pads, "/** */", ": " and
+    # scalar type names cannot), so the whole text tells.
+    result = (text, "|" in text or "&" in text)
+    if len(_MEMBERS) >= _CACHE_LIMIT:
+        _MEMBERS.clear()
+    _MEMBERS[(key, required, description, level, scalar)] = result
+    return result
 
 
 _Stack = list[_Build | str | tuple[object, int, int]]
