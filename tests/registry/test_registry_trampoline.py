@@ -567,8 +567,12 @@ async def test_concurrent_bodies_of_one_call_are_each_aborted_and_awaited() -> N
         observed = observing(registry)
 
         async def twice_at_once(dispatch: Any, next: Any) -> Any:
-            first, _second = await asyncio.gather(next(), next())
-            return first
+            # A TaskGroup waits for both children when cancelled (gather would not:
+            # it returns at the first cancelled child and orphans the other).
+            async with asyncio.TaskGroup() as group:
+                first = group.create_task(next())
+                group.create_task(next())
+            return first.result()
 
         registry.wrap_execute(twice_at_once)
         task = asyncio.ensure_future(registry.execute(call()))
