@@ -165,7 +165,7 @@ cdef extern from *:
         double a = neg ? -x : x;
         dsh_u128 c = 0;
         uint64_t bits, small;
-        char digits[24], *p = out;
+        char digits[64], *p = out, *q;
         if (a == 0.0) { memcpy(out, "0.0", 3); return 3; }
         if (!(a >= 1e-4 && a < 9007199254740992.0)) return 0;
         memcpy(&bits, &a, 8);  /* a normal double: a = M * 2**-shift, exactly */
@@ -214,43 +214,53 @@ cdef extern from *:
         if (found != 1) return 0;
         if (c >> 64) return 0;  /* never: at most 17 digits */
         small = (uint64_t)c;    /* 64-bit division: 128-bit would call a helper */
-        n = 0;
+        /* The digits end at digits + 32, written back to front two at a time; the
+           text is then assembled with fixed-size copies (24 bytes: more than the
+           17 digits), whose excess later stores overwrite. `digits` leaves room
+           for those reads, `out` for those writes (48 bytes). */
+        q = digits + 32;
+        memset(q, '0', 32);  /* defined bytes for the copies' excess */
         if (small >= 100000000) {
             /* The low eight digits in 32-bit arithmetic, apart from the high part's
                dependency chain: two short chains instead of one long one. */
-            uint32_t low = (uint32_t)(small % 100000000), pair;
+            uint32_t low = (uint32_t)(small % 100000000);
             small /= 100000000;
             for (i = 0; i < 4; i++) {
-                pair = low % 100;
+                q -= 2;
+                memcpy(q, dsh_json_digit_pairs + 2 * (low % 100), 2);
                 low /= 100;
-                digits[n++] = dsh_json_digit_pairs[2 * pair + 1];
-                digits[n++] = dsh_json_digit_pairs[2 * pair];
             }
         }
-        while (small >= 100) {  /* two digits per division, least significant first */
-            unsigned pair = (unsigned)(small % 100);
+        while (small >= 100) {
+            q -= 2;
+            memcpy(q, dsh_json_digit_pairs + 2 * (small % 100), 2);
             small /= 100;
-            digits[n++] = dsh_json_digit_pairs[2 * pair + 1];
-            digits[n++] = dsh_json_digit_pairs[2 * pair];
         }
         if (small >= 10) {
-            digits[n++] = dsh_json_digit_pairs[2 * small + 1];
-            digits[n++] = dsh_json_digit_pairs[2 * small];
+            q -= 2;
+            memcpy(q, dsh_json_digit_pairs + 2 * small, 2);
         } else {
-            digits[n++] = (char)('0' + small);
+            *--q = (char)('0' + small);
         }
+        n = (int)(digits + 32 - q);
         if (neg) *p++ = '-';
         if (lo == 0) {
-            for (i = n - 1; i >= 0; i--) *p++ = digits[i];
-            *p++ = '.'; *p++ = '0';
+            memcpy(p, q, 24);
+            p += n;
+            p[0] = '.'; p[1] = '0';
+            p += 2;
         } else if (n > lo) {
-            for (i = n - 1; i >= lo; i--) *p++ = digits[i];
-            *p++ = '.';
-            for (; i >= 0; i--) *p++ = digits[i];
+            memcpy(p, q, 24);
+            p += n - lo;
+            p[0] = '.';
+            memcpy(p + 1, q + n - lo, 24);
+            p += 1 + lo;
         } else {
-            *p++ = '0'; *p++ = '.';
-            for (i = lo - n; i > 0; i--) *p++ = '0';
-            for (i = n - 1; i >= 0; i--) *p++ = digits[i];
+            p[0] = '0'; p[1] = '.';
+            memset(p + 2, '0', 24);
+            p += 2 + (lo - n);
+            memcpy(p, q, 24);
+            p += n;
         }
         return (int)(p - out);
     }
