@@ -85,6 +85,7 @@ cdef extern from "Python.h":
     int Py_EQ
     object PyUnicode_New(Py_ssize_t size, Py_UCS4 maxchar)
     Py_UCS4 PyUnicode_MAX_CHAR_VALUE(PyObject* o)
+    Py_UCS4 PyUnicode_READ_CHAR(PyObject* o, Py_ssize_t index)
     Py_ssize_t PyUnicode_CopyCharacters(object to, Py_ssize_t to_start, PyObject* from_,
                                         Py_ssize_t from_start, Py_ssize_t how_many) except -1
     ctypedef PyObject* (*allocfunc)(PyTypeObject* t, Py_ssize_t n)
@@ -476,8 +477,9 @@ cdef class _Render:
                     entry = _segment(<object>seg.key if seg.key != NULL else seg.index)
                     piece = entry[0]
                     safe = safe and entry[1] is True
-                if i == 3 and not self.root and (<str>piece).startswith("."):
-                    piece = (<str>piece)[1:]  # an unrooted path starts with its first key
+                if i == 3 and not self.root and seg.key != NULL and PyUnicode_READ_CHAR(<PyObject*>piece, 0) == 46:
+                    # an unrooted path starts with its first key: a ".key" piece is the key itself
+                    piece = <object>seg.key
                 Py_INCREF(piece)
                 pieces[i] = <PyObject*>piece
                 i -= 1
