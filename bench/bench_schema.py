@@ -345,6 +345,8 @@ def _paired_table(catalog: list[Any], args: list[Any]) -> str:
          _paired_ratio(lambda: wide_ours(value), lambda: wide_rs(value))),
         ("violations() vs rs is_valid, invalid sets (target <= 3.0)",
          _paired_ratio(loop(calls(ours, "violations", "invalid")), loop(calls(rs, "is_valid", "invalid")))),
+        ("validate_args() vs rs is_valid, invalid sets (target <= 3.0)",
+         _paired_ratio(loop(calls(ours, "validate_args", "invalid")), loop(calls(rs, "is_valid", "invalid")))),
         ("violations() vs rs iter_errors(), invalid sets",
          _paired_ratio(loop(calls(ours, "violations", "invalid")),
                        loop([(lambda a, v=v: list(v.iter_errors(a)), a) for v, e in zip(rs, args)
