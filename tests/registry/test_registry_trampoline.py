@@ -537,8 +537,8 @@ async def test_nested_execute_inside_a_body_is_shielded_at_every_level() -> None
     assert [is_aborted(r) for r in observed] == [True, True]
 
 
-def test_sleeping_task_is_cancelled_by_the_task_not_by_the_registry() -> None:
-    """A plain asyncio.sleep in a body is not interrupted: the body must watch its signal."""
+def test_an_uncooperative_body_is_awaited_to_its_end() -> None:
+    """A plain asyncio.sleep in a body is not interrupted: to stop early a body watches its signal."""
 
     async def main() -> None:
         ended: list[str] = []
