@@ -65,6 +65,36 @@ def test_package_init_files_only_re_export() -> None:
         for node in ast.parse(path.read_text(encoding="utf-8")).body:
             allowed = (ast.Import, ast.ImportFrom, ast.Assign, ast.AnnAssign, ast.AugAssign)
             is_docstring = isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
-            if not (isinstance(node, allowed) or is_docstring):
+            # The top-level package re-exports lazily (PEP 562) and imports for type checkers.
+            is_lazy_hook = isinstance(node, ast.FunctionDef) and node.name in {"__getattr__", "__dir__"}
+            is_type_only = isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING"
+            if not (isinstance(node, allowed) or is_docstring or is_lazy_hook or is_type_only):
                 offences.append(f"{path}:{node.lineno}: {type(node).__name__}")
     assert offences == []
+
+
+@pytest.mark.once
+def test_lazy_top_level_table_matches_the_layers() -> None:
+    import sys
+
+    code = (
+        "import sys, dsh_codegen;"
+        "print(sorted(m for m in ('json', 'schema', 'codegen', 'registry') if 'dsh_codegen.' + m in sys.modules))"
+    )
+    import subprocess
+
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert loaded.strip() == "[]", "import dsh_codegen must not load a layer"
+
+    import dsh_codegen
+
+    expected = {}
+    for layer in ("json", "schema", "codegen", "registry"):
+        module = importlib.import_module(f"dsh_codegen.{layer}")
+        expected.update({symbol: layer for symbol in module.__all__})
+    assert dsh_codegen._EXPORTS == expected
+    assert dsh_codegen.__all__ == ["__version__", "backend", *expected]
+    for symbol, layer in expected.items():
+        assert getattr(dsh_codegen, symbol) is getattr(importlib.import_module(f"dsh_codegen.{layer}"), symbol)
+    with pytest.raises(AttributeError, match="no_such_name"):
+        getattr(dsh_codegen, "no_such_name")
