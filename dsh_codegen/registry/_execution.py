@@ -83,7 +83,42 @@ class ToolExecution(NamedTuple):
     root_call_id: str | None
 
 
-class ToolDispatchExecution:
+class _ExecutionFields:
+    """Read-only call fields delegated to the wrapped :class:`ToolExecution`."""
+
+    __slots__ = ()
+    execution: ToolExecution
+
+    @property
+    def token(self) -> ToolExecutionToken:
+        return self.execution.token
+
+    @property
+    def call_id(self) -> str:
+        return self.execution.call_id
+
+    @property
+    def name(self) -> str:
+        return self.execution.name
+
+    @property
+    def arguments(self) -> JsonValue:
+        return self.execution.arguments
+
+    @property
+    def agent(self) -> Hashable | None:
+        return self.execution.agent
+
+    @property
+    def parent(self) -> ToolExecutionToken | None:
+        return self.execution.parent
+
+    @property
+    def root_call_id(self) -> str | None:
+        return self.execution.root_call_id
+
+
+class ToolDispatchExecution(_ExecutionFields):
     """The ``wrap_execute`` view of a call: the execution plus the current signal and definition.
 
     ``signal`` is the signal the next layer will see (the caller's unless an
@@ -103,36 +138,8 @@ class ToolDispatchExecution:
         self.signal = signal
         self.definition = definition
 
-    @property
-    def token(self) -> ToolExecutionToken:
-        return self.execution.token
 
-    @property
-    def call_id(self) -> str:
-        return self.execution.call_id
-
-    @property
-    def name(self) -> str:
-        return self.execution.name
-
-    @property
-    def arguments(self) -> JsonValue:
-        return self.execution.arguments
-
-    @property
-    def agent(self) -> Hashable | None:
-        return self.execution.agent
-
-    @property
-    def parent(self) -> ToolExecutionToken | None:
-        return self.execution.parent
-
-    @property
-    def root_call_id(self) -> str | None:
-        return self.execution.root_call_id
-
-
-class ToolRunContext:
+class ToolRunContext(_ExecutionFields):
     """What a tool body receives as ``run``: the execution, the fused signal, and two effects.
 
     ``signal`` is the fused signal (aborted when the caller's or a wrapper's
@@ -149,34 +156,6 @@ class ToolRunContext:
         self.signal = signal
         self._deferred: list[AdditionalContext] | None = None
         self._concluded = False
-
-    @property
-    def token(self) -> ToolExecutionToken:
-        return self.execution.token
-
-    @property
-    def call_id(self) -> str:
-        return self.execution.call_id
-
-    @property
-    def name(self) -> str:
-        return self.execution.name
-
-    @property
-    def arguments(self) -> JsonValue:
-        return self.execution.arguments
-
-    @property
-    def agent(self) -> Hashable | None:
-        return self.execution.agent
-
-    @property
-    def parent(self) -> ToolExecutionToken | None:
-        return self.execution.parent
-
-    @property
-    def root_call_id(self) -> str | None:
-        return self.execution.root_call_id
 
     def defer_context(self, context: AdditionalContext) -> None:
         """Queue ``context`` for delivery after this call's result.
