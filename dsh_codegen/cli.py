@@ -183,7 +183,9 @@ def _emit(args: argparse.Namespace, text: str, stdout: TextIO) -> int:
     out = Path(args.output)
     if args.check:
         try:
-            current = out.read_text(encoding="utf-8")
+            # newline="" keeps the bytes as they are: a CRLF copy of the expected text is stale.
+            with out.open(encoding="utf-8", newline="") as handle:
+                current = handle.read()
         except FileNotFoundError:
             current = None
         except (OSError, UnicodeDecodeError) as error:
@@ -225,29 +227,32 @@ def _cmd_catalog(args: argparse.Namespace, stdout: TextIO) -> int:
     return _emit(args, render_catalog_markdown(_load_source(args)), stdout)  # type: ignore[arg-type]
 
 
-def _cmd_check_schema(args: argparse.Namespace, stdout: TextIO) -> int:
+def _read_supported_schema(path: str) -> tuple[object, bool]:
+    """Read the schema file at ``path``; ``(schema, False)`` once each reason it is unsupported went to stderr."""
     from dsh_codegen.schema import JsonSchemaError, assert_supported_json_schema
 
-    schema = _read_json(args.file)
+    schema = _read_json(path)
     try:
         assert_supported_json_schema(schema)
     except JsonSchemaError as error:
         for violation in error.violations:
-            print(f"{args.file}: {violation}", file=sys.stderr)
+            print(f"{path}: {violation}", file=sys.stderr)
+        return schema, False
+    return schema, True
+
+
+def _cmd_check_schema(args: argparse.Namespace, stdout: TextIO) -> int:
+    if not _read_supported_schema(args.file)[1]:
         return EXIT_CHECK_FAILED
     print(f"{args.file}: ok", file=stdout)
     return EXIT_OK
 
 
 def _cmd_validate(args: argparse.Namespace, stdout: TextIO) -> int:
-    from dsh_codegen.schema import JsonSchemaError, assert_supported_json_schema, validate_json_schema_value
+    from dsh_codegen.schema import validate_json_schema_value
 
-    schema = _read_json(args.schema)
-    try:
-        assert_supported_json_schema(schema)
-    except JsonSchemaError as error:
-        for violation in error.violations:
-            print(f"{args.schema}: {violation}", file=sys.stderr)
+    schema, supported = _read_supported_schema(args.schema)
+    if not supported:
         return EXIT_CHECK_FAILED
     value = _read_json(args.data)
     violations = validate_json_schema_value(schema, value)

@@ -47,6 +47,15 @@ def test_sdk_writes_the_module_and_check_detects_staleness(
 
 
 @pytest.mark.once
+def test_check_compares_bytes_not_translated_newlines(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "catalog.md"
+    expected = render_catalog_markdown(load_catalog(CATALOG))
+    out.write_bytes(expected.replace("\n", "\r\n").encode("utf-8"))
+    code, _, stderr = _run(capsys, "catalog", "--catalog", str(CATALOG), "-o", str(out), "--check")
+    assert (code, stderr) == (1, f"dsh-codegen: {out} is stale; rerun without --check\n")
+
+
+@pytest.mark.once
 def test_sdk_to_stdout_and_catalog_markdown(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, stdout, _ = _run(capsys, "sdk", "--lang", "py", "--catalog", str(CATALOG))
     assert code == 0 and stdout == render_sdk_module(load_catalog(CATALOG), "python")
