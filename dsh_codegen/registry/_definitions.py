@@ -96,34 +96,32 @@ class ToolDefinition:
 
     def call_view(self, arguments: object) -> ToolCallView | None:
         """``present_call(args)`` with soft validation: ``None`` for malformed arguments or a failing presenter."""
-        present = self.present_call
-        if present is None:
-            return None
-        args = soft_arguments(self, arguments)
-        if args is _MALFORMED:
-            return None
-        try:
-            return present(args)
-        except Exception:
-            _log.warning("present_call of tool %r raised", self.name, exc_info=True)
-            return None
+        view: ToolCallView | None = _present(self, "present_call", self.present_call, arguments)
+        return view
 
     def result_view(self, arguments: object, result: ToolExecutionResult) -> ToolResultView | None:
         """``present_result(args, result)`` with soft validation (see :meth:`call_view`)."""
-        present = self.present_result
-        if present is None:
-            return None
-        args = soft_arguments(self, arguments)
-        if args is _MALFORMED:
-            return None
-        try:
-            return present(args, result)
-        except Exception:
-            _log.warning("present_result of tool %r raised", self.name, exc_info=True)
-            return None
+        view: ToolResultView | None = _present(self, "present_result", self.present_result, arguments, result)
+        return view
 
 
 _MALFORMED: Final = object()
+
+
+def _present(
+    definition: ToolDefinition, label: str, present: Callable[..., Any] | None, arguments: object, *rest: object
+) -> Any:
+    """``present(args, *rest)`` on the soft arguments; ``None`` when absent, malformed or raising (logged)."""
+    if present is None:
+        return None
+    args = soft_arguments(definition, arguments)
+    if args is _MALFORMED:
+        return None
+    try:
+        return present(args, *rest)
+    except Exception:
+        _log.warning("%s of tool %r raised", label, definition.name, exc_info=True)
+        return None
 
 
 def soft_arguments(definition: ToolDefinition, arguments: object) -> Any:

@@ -47,9 +47,14 @@ def test_b101_presenters_and_classifier_validate_softly() -> None:
     def raising(args: Any) -> Any:
         raise RuntimeError("presenter broke")
 
-    broken = echo_tool(present_call=raising)
+    def raising_result(args: Any, result: Any) -> Any:
+        raise RuntimeError("presenter broke")
+
+    broken = echo_tool(present_call=raising, present_result=raising_result)
     assert broken.call_view({"text": "t"}) is None
+    assert broken.result_view({"text": "t"}, result) is None
     assert echo_tool().call_view({"text": "t"}) is None
+    assert echo_tool().result_view({"text": "t"}, result) is None
 
 
 @pytest.mark.parametrize(
