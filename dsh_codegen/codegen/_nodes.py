@@ -44,7 +44,6 @@ LITERAL = "literal"
 UNION = "union"
 ARRAY = "array"
 OBJECT = "object"
-SCALAR_KINDS = frozenset({"string", "number", "integer", "boolean", "null"})
 
 
 @dataclass(slots=True)
