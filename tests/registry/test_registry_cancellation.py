@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from _registry_helpers import async_test, call, echo_tool, error_code, registry_with, text
@@ -67,17 +67,12 @@ class Recorder:
         return "x"
 
 
-@async_test
-async def test_b67_abort_while_pre_execute_awaits() -> None:
+async def abort_while_a_hook_waits(register: Callable[[ToolRegistry, asyncio.Event], object]) -> None:
+    """Abort the caller while the hook ``register`` installs waits on the event before delegating."""
     recorder = Recorder()
     registry = registry_with(echo_tool(execute=recorder.body))
     release = asyncio.Event()
-
-    async def slow_pre(execution: ToolExecution, next: Any) -> Any:
-        await release.wait()
-        return await next()
-
-    registry.on_pre_execute(slow_pre)
+    register(registry, release)
     controller = AbortController()
     task = asyncio.ensure_future(registry.execute(call(signal=controller.signal)))
     await asyncio.sleep(0)
@@ -85,6 +80,18 @@ async def test_b67_abort_while_pre_execute_awaits() -> None:
     release.set()
     assert_aborted_before_dispatch(await task)
     assert recorder.ran == []
+
+
+@async_test
+async def test_b67_abort_while_pre_execute_awaits() -> None:
+    def register(registry: ToolRegistry, release: asyncio.Event) -> object:
+        async def slow_pre(execution: ToolExecution, next: Any) -> Any:
+            await release.wait()
+            return await next()
+
+        return registry.on_pre_execute(slow_pre)
+
+    await abort_while_a_hook_waits(register)
 
 
 @async_test
@@ -113,22 +120,14 @@ async def test_b68_pre_execute_denial_or_error_after_cancel_is_kept() -> None:
 
 @async_test
 async def test_b69_abort_while_a_wrapper_waits_before_delegating() -> None:
-    recorder = Recorder()
-    registry = registry_with(echo_tool(execute=recorder.body))
-    release = asyncio.Event()
+    def register(registry: ToolRegistry, release: asyncio.Event) -> object:
+        async def wrap(dispatch: Any, next: Any) -> Any:
+            await release.wait()
+            return await next()
 
-    async def wrap(dispatch: Any, next: Any) -> Any:
-        await release.wait()
-        return await next()
+        return registry.wrap_execute(wrap)
 
-    registry.wrap_execute(wrap)
-    controller = AbortController()
-    task = asyncio.ensure_future(registry.execute(call(signal=controller.signal)))
-    await asyncio.sleep(0)
-    controller.abort()
-    release.set()
-    assert_aborted_before_dispatch(await task)
-    assert recorder.ran == []
+    await abort_while_a_hook_waits(register)
 
 
 @async_test
