@@ -336,15 +336,16 @@ class ToolScope(_Surface):
         global tool "x"; known global tools: a, b``).
         """
         layer = self._layer()
-        allow_set = None if allow is None else _names("allow", allow)
-        deny_set = frozenset() if deny is None else _names("deny", deny)
-        if allow_set is None and not deny_set:
+        # Each iterable is read once (it may be a generator); the checks below use the snapshots.
+        allow_names = None if allow is None else _names("allow", allow)
+        deny_names = () if deny is None else _names("deny", deny)
+        if allow_names is None and not deny_names:
             raise ValueError(EMPTY_RESTRICT)
-        named = (allow_set or frozenset()) | deny_set
+        named = (*(allow_names or ()), *deny_names)  # allow first: the error lists names as given
         if RUN_CODE_NAME in named:
             raise ValueError(RESERVED_RESTRICT)
         known = self._registry._inherited_names(self)
-        unknown = [name for name in _ordered(allow, deny) if name not in known]
+        unknown = [name for name in named if name not in known]
         if unknown:
             unknown = list(dict.fromkeys(unknown))
             listed = ", ".join(f'"{name}"' for name in unknown)
@@ -353,7 +354,7 @@ class ToolScope(_Surface):
             raise ValueError(
                 f"restrict() names unknown global {noun} {listed}; known global tools: {known_text}"
             )
-        mask = _Mask(allow_set, deny_set)
+        mask = _Mask(None if allow_names is None else frozenset(allow_names), frozenset(deny_names))
         layer.masks = (*layer.masks, mask)
         registry = self._registry
         registry._changed(ToolChange("restrict", None, self.agent))
@@ -415,23 +416,15 @@ class ToolScope(_Surface):
         self.dispose()
 
 
-def _names(label: str, names: Iterable[str]) -> frozenset[str]:
+def _names(label: str, names: Iterable[str]) -> tuple[str, ...]:
+    """The names of ``allow=``/``deny=``, read once, in the order given."""
     if isinstance(names, str):
         raise TypeError(f"restrict(): {label}= must be a list of tool names, not a string")
     snapshot = tuple(names)
     for name in snapshot:
         if type(name) is not str:
             raise TypeError(f"restrict(): {label}= names must be strings, got {name!r}")
-    return frozenset(snapshot)
-
-
-def _ordered(allow: Iterable[str] | None, deny: Iterable[str] | None) -> list[str]:
-    # Error text lists unknown names in the order given, allow first.
-    out: list[str] = []
-    for names in (allow, deny):
-        if names is not None and not isinstance(names, str):
-            out.extend(names)
-    return out
+    return snapshot
 
 
 class ToolRegistry(_Surface):

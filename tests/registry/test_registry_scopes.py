@@ -120,6 +120,12 @@ def test_b20_restrict_errors() -> None:
         str(info.value)
         == 'restrict() names unknown global tools "x", "y"; known global tools: alpha, zeta'
     )
+    with pytest.raises(ValueError) as info:  # a one-shot iterable is read once and fully checked
+        scope.restrict(allow=iter(["x", "alpha"]), deny=(name for name in ["y"]))
+    assert (
+        str(info.value)
+        == 'restrict() names unknown global tools "x", "y"; known global tools: alpha, zeta'
+    )
     lonely = ToolRegistry().scope("s")
     with pytest.raises(ValueError) as info:
         lonely.restrict(allow=["x"])
