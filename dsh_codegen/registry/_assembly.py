@@ -98,13 +98,11 @@ def assemble_for(
     schemas = [_schema_of(tool) for tool in wire]
     if tool_order:
         by_name = {schema["name"]: schema for schema in schemas}
-        first: list[dict[str, Any]] = []
-        for name in tool_order:
+        leading = dict.fromkeys(tool_order)  # first mention wins; read once
+        for name in leading:
             if name not in by_name:
                 raise ValueError(f'tool_order lists unregistered tool "{name}"')
-            if all(item is not by_name[name] for item in first):
-                first.append(by_name[name])
-        schemas = first + [s for s in schemas if all(s is not item for item in first)]
+        schemas = [by_name[name] for name in leading] + [s for s in schemas if s["name"] not in leading]
     return PromptAssembly(tuple(schemas), sections)
 
 

@@ -204,6 +204,8 @@ def test_native_assembly_tool_order_and_listener_authority() -> None:
     assert assembly.sections == ()
     ordered = registry.assemble(tool_order=["c", "a"])
     assert [t["name"] for t in ordered.tools] == ["c", "a", "b"]
+    repeated = registry.assemble(tool_order=["c", "a", "c"])  # the first mention places a tool
+    assert [t["name"] for t in repeated.tools] == ["c", "a", "b"]
     with pytest.raises(ValueError) as info:
         registry.assemble(tool_order=["zzz"])
     assert str(info.value) == 'tool_order lists unregistered tool "zzz"'
