@@ -157,18 +157,27 @@ cdef struct Stack:
     bint heap
 
 
+cdef void* _grown(void* items, Py_ssize_t size, Py_ssize_t cap, bint heap, size_t unit) except NULL:
+    """A heap buffer of ``cap`` units starting with the ``size`` units of ``items``.
+
+    ``items`` is resized when it is already on the heap (``heap``), else copied
+    (a caller's inline buffer, or NULL with ``size`` 0, stays as it is).
+    """
+    cdef void* grown
+    if heap:
+        grown = realloc(items, cap * unit)
+    else:
+        grown = malloc(cap * unit)
+        if grown != NULL and size > 0:
+            memcpy(grown, items, size * unit)
+    if grown == NULL:
+        raise MemoryError()
+    return grown
+
+
 cdef inline int _push(Stack* s, PyObject* value, int node, int tag) except -1:
-    cdef Frame* grown
     if s.size == s.cap:
-        if s.heap:
-            grown = <Frame*>realloc(s.frames, 2 * s.cap * sizeof(Frame))
-        else:
-            grown = <Frame*>malloc(2 * s.cap * sizeof(Frame))
-            if grown != NULL:
-                memcpy(grown, s.frames, s.size * sizeof(Frame))
-        if grown == NULL:
-            raise MemoryError()
-        s.frames = grown
+        s.frames = <Frame*>_grown(s.frames, s.size, 2 * s.cap, s.heap, sizeof(Frame))
         s.cap *= 2
         s.heap = True
     s.frames[s.size].value = value
@@ -309,20 +318,9 @@ cdef struct Paths:
 
 
 cdef int _vpush(VStack* s, PyObject* value, int node, int tag, Py_ssize_t path) except -1:
-    cdef VFrame* grown
-    cdef Py_ssize_t cap
     if s.size == s.cap:
-        cap = 2 * s.cap
-        if s.heap:
-            grown = <VFrame*>realloc(s.items, cap * sizeof(VFrame))
-        else:
-            grown = <VFrame*>malloc(cap * sizeof(VFrame))
-            if grown != NULL:
-                memcpy(grown, s.items, s.size * sizeof(VFrame))
-        if grown == NULL:
-            raise MemoryError()
-        s.items = grown
-        s.cap = cap
+        s.items = <VFrame*>_grown(s.items, s.size, 2 * s.cap, s.heap, sizeof(VFrame))
+        s.cap *= 2
         s.heap = True
     Py_INCREF(<object>value)
     s.items[s.size].value = value
@@ -334,19 +332,10 @@ cdef int _vpush(VStack* s, PyObject* value, int node, int tag, Py_ssize_t path) 
 
 
 cdef Py_ssize_t _path_add(Paths* p, Py_ssize_t parent, PyObject* key, Py_ssize_t index) except -2:
-    cdef PathSeg* grown
     cdef Py_ssize_t cap
     if p.size == p.cap:
         cap = 32 if p.cap == 0 else 2 * p.cap
-        if p.heap or p.items == NULL:
-            grown = <PathSeg*>realloc(p.items, cap * sizeof(PathSeg))
-        else:
-            grown = <PathSeg*>malloc(cap * sizeof(PathSeg))
-            if grown != NULL:
-                memcpy(grown, p.items, p.size * sizeof(PathSeg))
-        if grown == NULL:
-            raise MemoryError()
-        p.items = grown
+        p.items = <PathSeg*>_grown(p.items, p.size, cap, p.heap, sizeof(PathSeg))
         p.cap = cap
         p.heap = True
     if key != NULL:
@@ -578,20 +567,9 @@ cdef enum:
 
 
 cdef int _rec_add(Recs* r, int code, int node, Py_ssize_t path, Py_ssize_t extra) except -1:
-    cdef Rec* grown
-    cdef Py_ssize_t cap
     if r.size == r.cap:
-        cap = 2 * r.cap
-        if r.heap:
-            grown = <Rec*>realloc(r.items, cap * sizeof(Rec))
-        else:
-            grown = <Rec*>malloc(cap * sizeof(Rec))
-            if grown != NULL:
-                memcpy(grown, r.items, r.size * sizeof(Rec))
-        if grown == NULL:
-            raise MemoryError()
-        r.items = grown
-        r.cap = cap
+        r.items = <Rec*>_grown(r.items, r.size, 2 * r.cap, r.heap, sizeof(Rec))
+        r.cap *= 2
         r.heap = True
     r.items[r.size].code = code
     r.items[r.size].node = node
@@ -603,20 +581,9 @@ cdef int _rec_add(Recs* r, int code, int node, Py_ssize_t path, Py_ssize_t extra
 
 cdef inline int _spush(VStack* s, PyObject* value, int node, int tag, Py_ssize_t path) except -1:
     """``_vpush`` without the reference: the scan runs no Python code, so borrowing is safe."""
-    cdef VFrame* grown
-    cdef Py_ssize_t cap
     if s.size == s.cap:
-        cap = 2 * s.cap
-        if s.heap:
-            grown = <VFrame*>realloc(s.items, cap * sizeof(VFrame))
-        else:
-            grown = <VFrame*>malloc(cap * sizeof(VFrame))
-            if grown != NULL:
-                memcpy(grown, s.items, s.size * sizeof(VFrame))
-        if grown == NULL:
-            raise MemoryError()
-        s.items = grown
-        s.cap = cap
+        s.items = <VFrame*>_grown(s.items, s.size, 2 * s.cap, s.heap, sizeof(VFrame))
+        s.cap *= 2
         s.heap = True
     s.items[s.size].value = value
     s.items[s.size].node = node
