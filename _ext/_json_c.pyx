@@ -717,10 +717,11 @@ cdef extern from *:
        PyDict_Next costs two calls per member. On CPython 3.11 a combined table
        (every dict but instance __dict__s) is read directly, as PyDict_Next itself
        reads it: the mirrored layout is 3.11's PyDictKeysObject (pycore_dict.h),
-       which no other version shares, hence the exact version guard. Anything
+       which no other version shares (nor 3.11's alphas and betas), hence the
+       exact version guard: 3.11.0 final and its bug-fix releases. Anything
        else goes through PyDict_Next. `pos` means the same in both: the next
        entry index. */
-    #if PY_VERSION_HEX >= 0x030B0000 && PY_VERSION_HEX < 0x030C0000 && !defined(PYPY_VERSION) && !defined(Py_LIMITED_API)
+    #if PY_VERSION_HEX >= 0x030B00F0 && PY_VERSION_HEX < 0x030C0000 && !defined(PYPY_VERSION) && !defined(Py_LIMITED_API)
     typedef struct {
         Py_ssize_t dk_refcnt;
         uint8_t dk_log2_size;
@@ -1090,7 +1091,7 @@ cdef bint all_str_keys(PyObject* src) noexcept:
 
 
 cdef int open_copy(Stack* st, PyObject* src, int kind, bint freeze) except -1:
-    cdef Frame* f = stack_push(st, src, OBJECT if kind == OBJECT else kind)
+    cdef Frame* f = stack_push(st, src, kind)
     if kind == OBJECT:
         # A copy of the whole object up front (CPython clones the hash table of
         # an exact dict into an empty one); the walk then replaces the values
@@ -1109,6 +1110,18 @@ cdef int open_copy(Stack* st, PyObject* src, int kind, bint freeze) except -1:
             f.dest = PyDict_New()
     else:
         f.dest = PyList_New(f.size)
+    return 0
+
+
+cdef inline int descend(Stack* st, PyObject* v, int kind, bint build, bint freeze, set deep) except -1:
+    """Open a frame for the container ``v`` (and its copy when ``build``), unless it is on the path."""
+    if on_path(st, v, deep):
+        raise cycle_error(stack_path(st, 0))
+    if build:
+        open_copy(st, v, kind, freeze)
+    else:
+        stack_push(st, v, kind)
+    track_push(st, v, deep)
     return 0
 
 
@@ -1132,10 +1145,7 @@ cdef object walk(object root, bint freeze, bint safe, bint build):
     cdef PyObject* src
     cdef bint descended
     try:
-        if build:
-            open_copy(&st, <PyObject*>root, kind, freeze)
-        else:
-            stack_push(&st, <PyObject*>root, OBJECT if kind == OBJECT else kind)
+        descend(&st, <PyObject*>root, kind, build, freeze, deep)
         while True:
             f = &st.frames[st.depth - 1]
             descended = False
@@ -1147,13 +1157,7 @@ cdef object walk(object root, bint freeze, bint safe, bint build):
                     kind = classify(v, safe, reuse, &st)
                     if kind <= REUSE:
                         continue  # already in the copy
-                    if on_path(&st, v, deep):
-                        raise cycle_error(stack_path(&st, 0))
-                    if build:
-                        open_copy(&st, v, kind, freeze)
-                    else:
-                        stack_push(&st, v, kind)
-                    track_push(&st, v, deep)
+                    descend(&st, v, kind, build, freeze, deep)
                     descended = True
                     break
             else:
@@ -1171,13 +1175,7 @@ cdef object walk(object root, bint freeze, bint safe, bint build):
                             incref(v)
                             PyList_SET_ITEM(f.dest, f.pos - 1, v)
                         continue
-                    if on_path(&st, v, deep):
-                        raise cycle_error(stack_path(&st, 0))
-                    if build:
-                        open_copy(&st, v, kind, freeze)
-                    else:
-                        stack_push(&st, v, kind)
-                    track_push(&st, v, deep)
+                    descend(&st, v, kind, build, freeze, deep)
                     descended = True
                     break
                 if not descended and f.kind == ARRAY and PyList_GET_SIZE(f.src) != f.size:
