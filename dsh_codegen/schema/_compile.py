@@ -29,9 +29,12 @@ from dsh_codegen.schema._shared import (
     ONE_OF,
     STRING,
     SUBSET_TEXT,
+    ChainPath,
+    ExactContainers,
     Node,
     Program,
     Violation,
+    chain_segments,
     frozen_types,
     is_lossless_json,
     scalar_fits,
@@ -58,46 +61,26 @@ _ARTICLE: Final = {"integer": "an integer", "object": "an object", "array": "an 
 _c = load_compiled("_schema_c")
 _fill_props: Callable[..., bool] | None = None if _c is None else _c.fill_props
 
-# A path is a chain ``(parent, segment)`` so that pushing a child costs O(1) even
-# 100,000 levels down; it is flattened only when a violation is reported.
-_Path = tuple[Any, str | int] | None
 # A child to visit: (schema, path, slot) where slot is a property name, a oneOf
 # position, or None for ``items``.
-_Child = tuple[Any, _Path, str | int | None]
+_Child = tuple[Any, ChainPath, str | int | None]
 
 
-def _segments(path: _Path) -> tuple[str | int, ...]:
-    out: list[str | int] = []
-    while path is not None:
-        path, segment = path
-        out.append(segment)
-    out.reverse()
-    return tuple(out)
-
-
-class _Checker:
+class _Checker(ExactContainers):
     """One subset-check walk; ``build`` also compiles the node table."""
 
-    __slots__ = ("violations", "nodes", "branches", "leaves", "with_required", "_fobj", "_farr")
+    __slots__ = ("violations", "nodes", "branches", "leaves", "with_required")
 
     def __init__(self) -> None:
+        super().__init__()
         self.violations: list[Violation] = []
         self.nodes: list[Node] = []
         self.branches: dict[int, list[int]] = {}
         self.leaves: dict[int, int] = {}  # scalar kind -> its shared plain-leaf node
         self.with_required: list[Node] = []
-        self._fobj, self._farr = frozen_types()
 
-    def _is_object(self, value: object) -> bool:
-        t = type(value)
-        return t is dict or (self._fobj is not None and t is self._fobj)
-
-    def _is_array(self, value: object) -> bool:
-        t = type(value)
-        return t is list or t is tuple or (self._farr is not None and t is self._farr)
-
-    def _report(self, path: _Path, keyword: str | None, text: str) -> None:
-        segments = _segments(path)
+    def _report(self, path: ChainPath, keyword: str | None, text: str) -> None:
+        segments = chain_segments(path)
         if keyword is not None:
             segments += (keyword,)
         where = format_path(segments, "schema")
@@ -111,7 +94,7 @@ class _Checker:
         nodes.append(Node(JSON_ANY))
         memo[id(schema)] = 0
         # frames: (schema, node index, path); an exit marker has index ~id(schema) < 0
-        stack: list[tuple[Any, int, _Path]] = [(schema, 0, None)]
+        stack: list[tuple[Any, int, ChainPath]] = [(schema, 0, None)]
         pop = stack.pop
         push = stack.append
         check_node = self._check_node
@@ -181,10 +164,9 @@ class _Checker:
             self.nodes.append(leaf)
         return index
 
-    def _check_node(self, schema: Any, node: Node, index: int, path: _Path) -> list[_Child] | None:
+    def _check_node(self, schema: Any, node: Node, index: int, path: ChainPath) -> list[_Child] | None:
         """Check one node, fill ``node`` and return its children with their slots."""
-        t = type(schema)
-        if t is not dict and (t is not self._fobj or t is None):
+        if not self._is_object(schema):
             self._report(path, None, "must be a schema object")
             return None
         if not _KEYWORD_SET.issuperset(schema):
@@ -232,12 +214,12 @@ class _Checker:
             self._check_annotations(schema, path)
         return children
 
-    def _misplaced(self, schema: Any, path: _Path, allowed: str, type_name: str) -> None:
+    def _misplaced(self, schema: Any, path: ChainPath, allowed: str, type_name: str) -> None:
         for keyword in _STRUCTURAL:
             if keyword in schema and keyword != allowed and not (allowed == "enum" and keyword == "const"):
                 self._report(path, keyword, f'is not supported on type "{type_name}"')
 
-    def _check_one_of(self, schema: Any, node: Node, index: int, path: _Path) -> list[_Child] | None:
+    def _check_one_of(self, schema: Any, node: Node, index: int, path: ChainPath) -> list[_Child] | None:
         report = self._report
         if "type" in schema:
             report(path, None, "cannot declare both type and oneOf")
@@ -254,7 +236,7 @@ class _Checker:
         oneof_path = (path, "oneOf")
         return [(branch, (oneof_path, position), position) for position, branch in enumerate(branches)]
 
-    def _check_object(self, schema: Any, node: Node, path: _Path) -> list[_Child] | None:
+    def _check_object(self, schema: Any, node: Node, path: ChainPath) -> list[_Child] | None:
         report = self._report
         if not _OBJECT_KEYS.issuperset(schema):
             for keyword in ("items", "enum", "const"):
@@ -293,8 +275,7 @@ class _Checker:
                 props_ok = False
         if "required" in schema:
             names = schema["required"]
-            t = type(names)
-            well_formed = t is list or t is tuple or (t is self._farr and t is not None)
+            well_formed = self._is_array(names)
             if well_formed:
                 for name in names:
                     if type(name) is not str:
@@ -311,7 +292,7 @@ class _Checker:
             node.closed = closed is False
         return children
 
-    def _required(self, names: Any, props: dict[str, int], props_ok: bool, node: Node, path: _Path) -> None:
+    def _required(self, names: Any, props: dict[str, int], props_ok: bool, node: Node, path: ChainPath) -> None:
         """Record an object's required names (once each, in order); report undeclared ones."""
         required: list[str] = []
         for name in names:
@@ -323,7 +304,7 @@ class _Checker:
         if required and props_ok:
             self.with_required.append(node)
 
-    def _check_scalar(self, schema: Any, node: Node, type_name: str, path: _Path) -> None:
+    def _check_scalar(self, schema: Any, node: Node, type_name: str, path: ChainPath) -> None:
         report = self._report
         kind = node.kind
         enum_ok = True
@@ -343,10 +324,10 @@ class _Checker:
                 node.has_const = True
                 node.const = const
                 if enum_ok and node.enum is not None and const not in node.enum:
-                    where = format_path(_segments(path) + ("enum",), "schema")
+                    where = format_path(chain_segments(path) + ("enum",), "schema")
                     report(path, "const", f"must be one of {where} when both are declared")
 
-    def _check_annotations(self, schema: Any, path: _Path) -> None:
+    def _check_annotations(self, schema: Any, path: ChainPath) -> None:
         for keyword in ANNOTATIONS:
             if keyword not in schema:
                 continue

@@ -21,7 +21,10 @@ from dsh_codegen.schema._shared import (
     NULL,
     NUMBER,
     STRING,
+    ChainPath,
+    ExactContainers,
     Violation,
+    chain_segments,
     frozen_types,
     is_lossless_json,
     scalar_fits,
@@ -200,38 +203,18 @@ _ALLOWED: Final[dict[str, tuple[str, ...]]] = {
 _SCALAR_KIND: Final = {"string": STRING, "number": NUMBER, "integer": INTEGER, "boolean": BOOLEAN, "null": NULL}
 _ARTICLE: Final = {"integer": "an integer"}
 
-# A spec path is a chain (parent, segment) flattened only for messages.
-_Path = tuple[Any, str | int] | None
 
-
-def _segments(path: _Path) -> tuple[str | int, ...]:
-    out: list[str | int] = []
-    while path is not None:
-        path, segment = path
-        out.append(segment)
-    out.reverse()
-    return tuple(out)
-
-
-class _SpecCompiler:
+class _SpecCompiler(ExactContainers):
     """One explicit-stack walk over a spec, building the raw schema as it goes."""
 
-    __slots__ = ("violations", "_fobj", "_farr")
+    __slots__ = ("violations",)
 
     def __init__(self) -> None:
+        super().__init__()
         self.violations: list[Violation] = []
-        self._fobj, self._farr = frozen_types()
 
-    def _is_object(self, value: object) -> bool:
-        t = type(value)
-        return t is dict or (self._fobj is not None and t is self._fobj)
-
-    def _is_array(self, value: object) -> bool:
-        t = type(value)
-        return t is list or t is tuple or (self._farr is not None and t is self._farr)
-
-    def report(self, path: _Path, key: str | None, text: str) -> None:
-        segments = _segments(path) + ((key,) if key is not None else ())
+    def report(self, path: ChainPath, key: str | None, text: str) -> None:
+        segments = chain_segments(path) + ((key,) if key is not None else ())
         self.violations.append(Violation(segments, key or "spec", f"{format_path(segments, 'spec')} {text}"))
 
     def run(self, spec: object, as_parameters: bool) -> JsonSchema:
@@ -282,7 +265,7 @@ class _SpecCompiler:
         for name, prop in reversed(items):
             stack.append((prop, properties[name], (None, name), True))
 
-    def _node(self, spec: Any, out: JsonSchema, path: _Path, is_property: bool) -> list[tuple[Any, JsonSchema, _Path, bool]]:
+    def _node(self, spec: Any, out: JsonSchema, path: ChainPath, is_property: bool) -> list[tuple[Any, JsonSchema, ChainPath, bool]]:
         report = self.report
         if not self._is_object(spec) or any(type(key) is not str for key in spec):
             report(path, None, "must be a schema spec object")
@@ -308,7 +291,7 @@ class _SpecCompiler:
                 report(path, "required", "is only allowed on object properties")
             elif key not in allowed and not (key == "type" and form == "oneOf"):
                 report(path, key, f"is not a supported DSL key for {_describe(form)} (allowed: {', '.join(allowed)})")
-        children: list[tuple[Any, JsonSchema, _Path, bool]] = []
+        children: list[tuple[Any, JsonSchema, ChainPath, bool]] = []
         if form != "json" and form != "oneOf":
             out["type"] = form
         for key in _ANNOTATION_KEYS:
@@ -339,7 +322,7 @@ class _SpecCompiler:
             self._scalar(spec, out, form, path)
         return children
 
-    def _object(self, spec: Any, out: JsonSchema, path: _Path, children: list[tuple[Any, JsonSchema, _Path, bool]]) -> None:
+    def _object(self, spec: Any, out: JsonSchema, path: ChainPath, children: list[tuple[Any, JsonSchema, ChainPath, bool]]) -> None:
         report = self.report
         if "properties" in spec:
             props = spec["properties"]
@@ -360,7 +343,7 @@ class _SpecCompiler:
         else:
             out["additionalProperties"] = spec["additionalProperties"]
 
-    def _scalar(self, spec: Any, out: JsonSchema, form: str, path: _Path) -> None:
+    def _scalar(self, spec: Any, out: JsonSchema, form: str, path: ChainPath) -> None:
         report = self.report
         kind = _SCALAR_KIND[form]
         enum: list[Any] | None = None
@@ -376,7 +359,7 @@ class _SpecCompiler:
             if not scalar_fits(kind, const):
                 report(path, "const", f"must be {_ARTICLE.get(form, 'a ' + form)} value")
             elif enum is not None and const not in enum:
-                report(path, "const", f"must be one of {format_path(_segments(path) + ('enum',), 'spec')} when both are declared")
+                report(path, "const", f"must be one of {format_path(chain_segments(path) + ('enum',), 'spec')} when both are declared")
             else:
                 out["const"] = const
 

@@ -48,10 +48,13 @@ __all__ = [
     "V_ONE_OF",
     "V_REQUIRED",
     "V_TYPE",
+    "ChainPath",
+    "ExactContainers",
     "Node",
     "Program",
     "Violation",
     "any_code",
+    "chain_segments",
     "frozen_types",
     "int_is_lossless",
     "is_lossless_json",
@@ -242,6 +245,42 @@ def frozen_types() -> tuple[type | None, type | None]:
     if pair[0] is None or pair[1] is None:
         _frozen_pair.cache_clear()
     return pair
+
+
+class ExactContainers:
+    """The exact-type container checks of the cold walkers (subset check, DSL compiler).
+
+    ``dict``/``list``/``tuple`` and our frozen containers by exact type; the
+    frozen classes are looked up once, when the walker is made.
+    """
+
+    __slots__ = ("_fobj", "_farr")
+
+    def __init__(self) -> None:
+        self._fobj, self._farr = frozen_types()
+
+    def _is_object(self, value: object) -> bool:
+        t = type(value)
+        return t is dict or (self._fobj is not None and t is self._fobj)
+
+    def _is_array(self, value: object) -> bool:
+        t = type(value)
+        return t is list or t is tuple or (self._farr is not None and t is self._farr)
+
+
+# A path under construction is a chain ``(parent, segment)`` so that pushing a child
+# costs O(1) even 100,000 levels down; it is flattened only when a message needs it.
+ChainPath = tuple[Any, str | int] | None
+
+
+def chain_segments(path: ChainPath) -> tuple[str | int, ...]:
+    """The segments of a chain path, root first."""
+    out: list[str | int] = []
+    while path is not None:
+        path, segment = path
+        out.append(segment)
+    out.reverse()
+    return tuple(out)
 
 
 # --- JSON value predicates (cold paths; the walkers inline the hot ones) ---------------------
