@@ -55,7 +55,7 @@ def sdk_renderer(registry: ToolRegistry, mode: str) -> Callable[[list[ToolSchema
     Raised errors (``ValueError``): no runtime (``dsh_codegen: mode "<mode>"
     requires a code runtime ...``); a runtime language without a renderer.
     """
-    from dsh_codegen.registry._codemode_seam import no_runtime_message
+    from dsh_codegen.registry._codemode_seam import KNOWN_LANGUAGES_TEXT, no_runtime_message
 
     runtime = registry.code_runtime
     if runtime is None:
@@ -65,7 +65,7 @@ def sdk_renderer(registry: ToolRegistry, mode: str) -> Callable[[list[ToolSchema
     if renderer is None:
         raise ValueError(
             f'dsh_codegen: no SDK renderer registered for runtime language "{language}"'
-            ' (known: "typescript", "python")'
+            f" (known: {KNOWN_LANGUAGES_TEXT})"
         )
     return renderer
 

@@ -29,7 +29,11 @@ __all__ = [
     "run_code_tool",
 ]
 
-KNOWN_LANGUAGES: Final = ("typescript", "python")
+#: Each runtime language with a ``run_code`` schema, and its name in the schema's descriptions.
+_FLAVORS: Final = {"typescript": "TypeScript", "python": "Python"}
+KNOWN_LANGUAGES: Final = tuple(_FLAVORS)
+#: How the unknown-language errors list the known ones: ``"typescript", "python"``.
+KNOWN_LANGUAGES_TEXT: Final = ", ".join(f'"{name}"' for name in KNOWN_LANGUAGES)
 NO_OUTPUT: Final = "(run_code completed with no output)"
 
 
@@ -81,15 +85,13 @@ def no_runtime_message(mode: str) -> str:
 
 
 def _flavor(language: str) -> str:
-    if language == "typescript":
-        return "TypeScript"
-    if language == "python":
-        return "Python"
-    known = ", ".join(f'"{name}"' for name in KNOWN_LANGUAGES)
-    raise ValueError(
-        f'dsh_codegen: no run_code schema flavor registered for runtime language "{language}"'
-        f" (known: {known})"
-    )
+    flavor = _FLAVORS.get(language) if type(language) is str else None
+    if flavor is None:
+        raise ValueError(
+            f'dsh_codegen: no run_code schema flavor registered for runtime language "{language}"'
+            f" (known: {KNOWN_LANGUAGES_TEXT})"
+        )
+    return flavor
 
 
 def render_run_code(_args: Any, value: Any) -> list[dict[str, str]]:
