@@ -1,7 +1,8 @@
 """Selects the validator twin and builds the public validation functions on it.
 
-The only module of the layer that knows which twin runs (DESIGN.md "Compiled
-core with a pure-Python twin"); type checkers always see the Python twin.
+It picks the validator twin (DESIGN.md "Compiled core with a pure-Python
+twin"); the only other choice in the layer is ``_compile.py``'s compiled copy of
+the property loop, made the same way. Type checkers always see the Python twin.
 """
 
 from __future__ import annotations
