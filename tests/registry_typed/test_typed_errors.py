@@ -1,4 +1,4 @@
-"""Decoration-time errors of ``@tool`` (twin-independent: runs once)."""
+"""Decoration-time errors of ``@tool`` (default values are checked by the validator twin: both passes)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ from _typed_helpers import one_parameter
 from dsh_codegen.registry import ToolRunContext
 from dsh_codegen.registry._typed import tool
 
-pytestmark = pytest.mark.once
 
 SUPPORTED = (
     "; supported: str, int, float, bool, None, list[T], tuple[T, ...], Sequence[T], dict[str, Any], "
