@@ -251,19 +251,27 @@ def _wants_retry(
 async def _sleep_unless_aborted(signal: AbortSignal, seconds: float) -> bool:
     """Sleep ``seconds``; return ``True`` early if ``signal`` aborts first.
 
-    Cancellation: the inner wait is cancelled and awaited before
-    ``CancelledError`` propagates.
+    Cancellation: only a plain future is awaited; the timer and the signal
+    listener are removed synchronously in ``finally``, so a second
+    cancellation cannot interrupt the clean-up and no task is left behind.
     """
     if signal.aborted:
         return True
-    waiter = asyncio.ensure_future(signal.wait())
+    loop = asyncio.get_running_loop()
+    woken: asyncio.Future[None] = loop.create_future()
+
+    def wake(*_: object) -> None:
+        if not woken.done():
+            woken.set_result(None)
+
+    remove = signal.add_listener(wake)
+    timer = loop.call_later(seconds, wake)
     try:
-        done, _ = await asyncio.wait([waiter], timeout=seconds)
+        await woken
     finally:
-        if not waiter.done():
-            waiter.cancel()
-            await asyncio.gather(waiter, return_exceptions=True)
-    return bool(done)
+        timer.cancel()
+        remove()
+    return signal.aborted
 
 
 # ---------------------------------------------------------------------------
