@@ -793,6 +793,30 @@ cdef class CompiledValidator:
                 return &props[j]
         return NULL
 
+    cdef inline Py_ssize_t _gather(self, CNode* n, PyObject* v, PyObject** found) noexcept:
+        """Each member of the object ``v`` to its declared property of ``n``, in one pass (no lookups).
+
+        ``found[j]`` becomes the value of the ``j``-th declared property (borrowed), or
+        NULL when absent. Returns how many declared properties are present, or -1 at
+        the first key that is not an exact ``str`` (``found`` is then partly filled).
+        """
+        cdef Py_ssize_t j
+        cdef Py_ssize_t pos = 0
+        cdef Py_ssize_t cursor = 0
+        cdef Py_ssize_t present = 0
+        cdef PyObject* key
+        cdef PyObject* item
+        for j in range(n.n_props):
+            found[j] = NULL
+        while PyDict_Next(v, &pos, &key, &item):
+            if Py_TYPE(key) != &PyUnicode_Type:
+                return -1
+            if self._match(n, key, &cursor) != NULL:
+                found[cursor] = item
+                cursor += 1
+                present += 1
+        return present
+
     def __dealloc__(self):
         free(self._nodes)
         free(self._branches)
@@ -1228,9 +1252,9 @@ cdef class CompiledValidator:
         cdef PyObject* item
         cdef PyObject* found_inline[16]
         cdef PyObject** found = found_inline
-        cdef Py_ssize_t pos, i, j, size, matched, present, cursor, position
+        cdef Py_ssize_t pos, i, j, size, matched, present, position
         cdef int code, container = 0
-        cdef bint bad, tuple_, shallow
+        cdef bint tuple_, shallow
         cdef int result = 1
         s.items = inline_frames
         s.size = 0
@@ -1282,22 +1306,8 @@ cdef class CompiledValidator:
                             break
                         _rec_add(recs, code, f.node, f.path, 0)
                         continue
-                    # one pass over the value: each key to its declared property (no lookups)
-                    for j in range(n.n_props):
-                        found[j] = NULL
-                    pos = 0
-                    cursor = 0
-                    present = 0
-                    bad = False
-                    while PyDict_Next(v, &pos, &key, &item):
-                        if Py_TYPE(key) != &PyUnicode_Type:
-                            bad = True
-                            break
-                        if self._match(n, key, &cursor) != NULL:
-                            found[cursor] = item
-                            cursor += 1
-                            present += 1
-                    if bad:
+                    present = self._gather(n, v, found)
+                    if present < 0:
                         _rec_add(recs, V_LOSSLESS_OBJECT, f.node, f.path, 0)
                         continue
                     if present != PyDict_Size(v):
@@ -1465,11 +1475,10 @@ cdef class CompiledValidator:
         cdef PyObject* v
         cdef PyObject* key
         cdef PyObject* item
-        cdef Py_ssize_t pos, i, j, size, seg, matched, extras_at, depth, present, cursor, position
+        cdef Py_ssize_t pos, i, j, size, seg, matched, extras_at, depth, present, position
         cdef PyObject* found_inline[16]
         cdef PyObject** found = found_inline
         cdef int code, container = 0
-        cdef bint bad
         cdef object vobj, node
         cdef list out = []
         cdef list members
@@ -1519,22 +1528,8 @@ cdef class CompiledValidator:
                     if not self._is_object(v):
                         out.append(r.violation(self._mismatch(K_OBJECT, v), node, _segments_of(&p, f.path), None))
                         continue
-                    # one pass over the value: each key to its declared property (no lookups)
-                    for j in range(n.n_props):
-                        found[j] = NULL
-                    pos = 0
-                    cursor = 0
-                    present = 0
-                    bad = False
-                    while PyDict_Next(v, &pos, &key, &item):
-                        if Py_TYPE(key) != &PyUnicode_Type:
-                            bad = True
-                            break
-                        if self._match(n, key, &cursor) != NULL:
-                            found[cursor] = item
-                            cursor += 1
-                            present += 1
-                    if bad:
+                    present = self._gather(n, v, found)
+                    if present < 0:
                         out.append(r.violation(V_LOSSLESS_OBJECT, node, _segments_of(&p, f.path), None))
                         continue
                     # push first (frames own their values), report afterwards (that runs Python)
