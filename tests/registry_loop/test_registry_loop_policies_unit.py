@@ -262,6 +262,27 @@ def test_retry_stops_when_the_signal_aborts_during_the_pause() -> None:
     assert attempts == [1] and isinstance(result, ToolFailure)
 
 
+def test_retry_pause_survives_a_double_cancellation_without_residue() -> None:
+    chain = Chain()
+    retry_policy(chain, max_attempts=5, delay_s=10)
+    controller = AbortController()
+    body, attempts = flaky(5)
+
+    async def main() -> None:
+        task = asyncio.ensure_future(chain.dispatch(body, controller.signal))
+        await asyncio.sleep(0.01)  # the first attempt failed; the retry pause is running
+        task.cancel()
+        await asyncio.sleep(0)  # let the first cancellation reach the pause's clean-up
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert [t for t in asyncio.all_tasks() if t is not asyncio.current_task()] == []
+        assert not controller.signal._listeners  # the pause removed its listener
+
+    run(main())
+    assert attempts == [1]
+
+
 def test_retry_predicate_that_raises_means_no_retry() -> None:
     chain = Chain()
 
