@@ -35,7 +35,6 @@ __all__ = [
     "ONE_OF",
     "STRING",
     "SUBSET_TEXT",
-    "TYPE_NAMES",
     "TYPE_SUFFIX",
     "TYPE_WORDS",
     "V_ADDITIONAL",
@@ -91,7 +90,6 @@ KIND_OF_TYPE: Final[dict[str, int]] = {
     "boolean": BOOLEAN,
     "null": NULL,
 }
-TYPE_NAMES: Final[tuple[str, ...]] = tuple(KIND_OF_TYPE)
 
 # --- keyword tables -------------------------------------------------------------------------
 #: Annotation keywords: allowed on every node, never constrain a value.
