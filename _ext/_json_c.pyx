@@ -1323,23 +1323,24 @@ cdef inline int write_value(
 cdef dsh_pair* sorted_members(PyObject* v, Py_ssize_t* n, Stack* st) except NULL:
     """The members of the object ``v`` (``*n`` of them), sorted by key, as strong references.
 
-    Every key is checked first (they must all be ``str`` to be sorted), so the
-    error names the object whatever the order. The pairs are taken in one pass
-    over the hash table and sorted in C: no lookups by key afterwards.
+    Every key is checked before any member is written (they must all be ``str``
+    to be sorted), so the error names the object whatever the order. The pairs
+    are taken in one pass over the hash table, which also checks the keys, and
+    sorted in C: no lookups by key afterwards.
     """
     cdef Py_ssize_t pos = 0
     cdef Py_ssize_t count = 0
     cdef PyObject* k
     cdef PyObject* item
-    while PyDict_Next(v, &pos, &k, &item):
-        if type_of(k) != STR_T:
-            raise key_error(<object>k, stack_path(st, 0))
     cdef dsh_pair* pairs = <dsh_pair*>malloc(n[0] * sizeof(dsh_pair))
     if pairs == NULL:
         raise MemoryError()
-    pos = 0
     # No Python code runs in this loop, so the table cannot change under it.
     while count < n[0] and dsh_dict_next(v, &pos, &k, &item):
+        if type_of(k) != STR_T:
+            # the dict still owns k: releasing the pairs taken so far cannot free it
+            items_release(pairs, count)
+            raise key_error(<object>k, stack_path(st, 0))
         incref(k)
         incref(item)
         pairs[count].k = k
