@@ -6,16 +6,22 @@ renders under the default recursion limit; a node that is its own ancestor
 :data:`MAX_MULTILINE_DEPTH` render on one line (``{ a: T; b?: U }``) so that
 indentation cannot make the text quadratic in the depth.
 
-Speed (render_ts_sdk's hot path): leaf members (plain scalars, arrays of them,
-string enums) are written without a stack round trip, plain objects are read
-without a ``Node``, and member and enum texts are cached by value in bounded
-process-wide dicts. None of it changes a byte: tests compare each fast path
-with the general walk, and cold, warm and overflowing caches with each other.
+Speed (render_ts_sdk's hot path): a schema is first written by a bounded
+recursive pass (:func:`_fast`), which needs no task tuples, stack markers or
+flag lists. It bails out, and the stack walk renders the whole schema instead,
+on anything it does not handle plainly: cycles, more than ``_FAST_FRAMES``
+nested nodes, objects past :data:`MAX_MULTILINE_DEPTH`, dict subclasses, odd
+object parts, a hostile key that raises. In both walks leaf members (plain
+scalars, arrays of them, string enums) are written inline, plain objects are
+read without a ``Node``, and member and enum texts are cached by value in
+bounded process-wide dicts. None of it changes a byte: tests compare the
+recursive pass and each fast path with the stack walk, and cold, warm and
+overflowing caches with each other.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import TypeVar
 
 from dsh_codegen.codegen._literals import ts_jsdoc, ts_literal
@@ -73,11 +79,171 @@ def json_schema_to_ts(schema: object, indent: int = 0) -> str:
     """
     try:
         level = indent if type(indent) is int and indent >= 0 else 0
-        return _render(schema, level)
+        return _type_text(schema, level)
     except MemoryError:
         raise
     except Exception:  # noqa: BLE001 - the contract is "never raises"; a bug here must not break prompts
         return "unknown"
+
+
+def _type_text(schema: object, level: int) -> str:
+    """The type text of ``schema`` at ``level``: the recursive fast path, or the
+    stack walk when the fast path bails out (same text either way). May raise
+    (the public callers degrade that to ``unknown``)."""
+    out: list[str] = []
+    try:
+        _fast(schema, level, 0, 0, out)
+    except (_Bail, RecursionError):
+        return _render(schema, level)
+    except MemoryError:
+        raise
+    except Exception:  # noqa: BLE001 - hostile keys: the stack walk reads (and degrades) them
+        return _render(schema, level)
+    return "".join(out)
+
+
+class _Bail(Exception):
+    """The fast path gives up on a schema; the stack walk renders it instead."""
+
+
+_BAIL = _Bail()
+#: Nodes nested deeper than this (objects, arrays, unions alike) send the fast path to
+#: the stack walk: a cycle or a very deep schema costs at most this many frames.
+_FAST_FRAMES = 48
+_PLAIN_OBJECT_KEYS = SCALAR_NODE_KEYS | {"properties", "required", "additionalProperties"}
+#: ``required`` lists longer than this are read into a frozenset (else ``in`` on the list).
+_SHORT_REQUIRED = 8
+
+
+def _fast(schema: object, level: int, depth: int, frames: int, out: list[str]) -> bool:
+    """Append the type text of ``schema`` to ``out``; return whether it contains "|" or "&".
+
+    Recursive, so only for what recursion handles well: it raises :class:`_Bail` for
+    a dict subclass, an object past :data:`MAX_MULTILINE_DEPTH`, a node more than
+    :data:`_FAST_FRAMES` deep (so a cycle too: the stack walk renders its repeat
+    ``unknown``) or an odd ``properties``/``required``/``additionalProperties``.
+    Every text it writes is the stack walk's text for the same node (tests compare
+    them); ``depth`` counts enclosing objects as the stack walk's does.
+    """
+    if type(schema) is not dict:
+        if isinstance(schema, dict):
+            raise _BAIL
+        out.append("unknown")  # read_node: anything but a mapping is unknown
+        return False
+    declared = schema.get("type")
+    if type(declared) is str:
+        if declared in _SCALARS and SCALAR_NODE_KEYS.issuperset(schema):
+            out.append(_SCALARS[declared])
+            return False
+        if declared == "object" and _PLAIN_OBJECT_KEYS.issuperset(schema):
+            return _fast_object(schema, level, depth, frames, out)
+    if frames >= _FAST_FRAMES:
+        raise _BAIL
+    node = read_node(schema)
+    kind = node.kind
+    if kind in _SCALARS:
+        out.append(_SCALARS[kind])
+        return False
+    if kind == ARRAY:
+        if not node.has_items:
+            out.append("JsonValue[]")
+            return False
+        slot = len(out)
+        out.append("")
+        if _fast(node.items, level, depth, frames + 1, out):
+            out[slot] = "("
+            out.append(")[]")
+            return True
+        out.append("[]")
+        return False
+    if kind == LITERAL:
+        joined, bar = _literal_text(node.literals)
+        out.append(joined)
+        return bar
+    if kind == UNION:
+        branches = node.branches
+        bar = len(branches) > 1
+        for position, branch in enumerate(branches):
+            if position:
+                out.append(" | ")
+            if _fast(branch, level, depth, frames + 1, out):
+                bar = True
+        return bar
+    if kind == OBJECT:
+        raise _BAIL  # not a plain exact-dict object: let the stack walk read it
+    out.append("JsonValue" if kind == ANY else "unknown")
+    return False
+
+
+def _fast_object(schema: dict[object, object], level: int, depth: int, frames: int, out: list[str]) -> bool:
+    """:func:`_fast` for a plain object node (keys within :data:`_PLAIN_OBJECT_KEYS`):
+    the parts checks of ``read_plain_object``, and the member lines of ``_push_object``."""
+    # The checks of read_plain_object, in its order of effect: any odd part bails
+    # (the stack walk then renders the node ``unknown``).
+    properties = schema.get("properties", _MISSING)
+    listed = schema.get("required", _MISSING)
+    additional = schema.get("additionalProperties", True)
+    if type(additional) is not bool:
+        raise _BAIL
+    required: Collection[str] = ()
+    if listed is not _MISSING:
+        if type(listed) is not list or not _STR_ONLY.issuperset(map(type, listed)):
+            raise _BAIL
+        # ``in`` on a short list beats building a frozenset; both compare exact strs.
+        required = listed if len(listed) <= _SHORT_REQUIRED else frozenset(listed)
+    if properties is _MISSING or (type(properties) is dict and not properties):
+        out.append("Record<string, JsonValue>" if additional else "Record<string, never>")
+        return False
+    if type(properties) is not dict or not _STR_ONLY.issuperset(map(type, properties)):
+        raise _BAIL
+    if depth >= MAX_MULTILINE_DEPTH or frames >= _FAST_FRAMES:
+        raise _BAIL
+    bar = additional  # an open object ends "& Record<...>"
+    scalars = _SCALARS
+    scalar_keys = SCALAR_NODE_KEYS
+    members = _MEMBERS
+    member_level = level + 1
+    emit = out.append
+    emit("{\n")
+    for key, child in properties.items():
+        description: str | None = None
+        if type(child) is dict:
+            text = child.get("description")
+            if type(text) is str:
+                description = text
+            declared = child.get("type")
+            if type(declared) is str and declared in scalars and scalar_keys.issuperset(child):
+                # A plain scalar member is one finished line (the common case).
+                is_required = key in required
+                found = members.get((key, is_required, description, member_level, declared))
+                if found is None:
+                    found = _member(key, is_required, description, member_level, declared)
+                emit(found[0])
+                if found[1]:
+                    bar = True
+                continue
+            leaf = _leaf_type(child, declared)
+        elif isinstance(child, dict):
+            raise _BAIL
+        else:
+            leaf = ("unknown", False)
+        is_required = key in required
+        found = members.get((key, is_required, description, member_level, None))
+        if found is None:
+            found = _member(key, is_required, description, member_level, None)
+        emit(found[0])
+        if found[1]:
+            bar = True
+        if leaf is None:
+            if _fast(child, member_level, depth + 1, frames + 1, out):
+                bar = True
+            emit(";\n")
+        else:
+            emit(leaf[0] + ";\n")
+            if leaf[1]:
+                bar = True
+    emit("  " * level + ("}" if not additional else "}" + _OPEN_SUFFIX))
+    return bar
 
 
 def _render(schema: object, indent: int) -> str:

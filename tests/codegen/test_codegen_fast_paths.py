@@ -143,3 +143,81 @@ def test_import_loads_no_template_engine_or_formatter() -> None:
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=True)
     assert result.stdout.strip() == "[] ['jinja2']"
+
+
+# Odd nodes the recursive path must bail on or render exactly as the stack walk does.
+odd_nodes: st.SearchStrategy[Any] = st.sampled_from(
+    [
+        True,
+        None,
+        1,
+        [],
+        {"type": "object", "required": "a"},
+        {"type": "object", "required": ("a",)},
+        {"type": "object", "required": ["a", 1]},
+        {"type": "object", "additionalProperties": 1},
+        {"type": "object", "properties": {}, "required": ["x"], "additionalProperties": False},
+        {"type": "object", "properties": [], "additionalProperties": False},
+        {"type": "object", "properties": {1: {}}},
+        {"type": "object", "properties": {"k": {"type": "string"}}, "required": [f"r{i}" for i in range(9)] + ["k"]},
+        {"type": "object", "properties": {"k": True}, "required": ["k"]},
+        {"type": "object", "const": {}},
+        {"type": "string", "const": "a|b"},
+        {"oneOf": []},
+        {"type": "array", "items": {"type": "string"}, "properties": {}},
+    ]
+)
+wide_schemas = st.recursive(
+    leaves | odd_nodes | st.just({}),
+    lambda inner: st.fixed_dictionaries({"type": st.just("array"), "items": inner})
+    | st.fixed_dictionaries({"oneOf": st.lists(inner, min_size=1, max_size=3)})
+    | st.fixed_dictionaries(
+        {"type": st.just("object"), "properties": st.dictionaries(keys, inner, max_size=4)},
+        optional={"additionalProperties": st.booleans(), "required": st.lists(keys, max_size=3)},
+    ),
+    max_leaves=16,
+)
+
+
+def _recursive_text(schema: object, indent: int) -> str | None:
+    """The recursive fast path's own text, or ``None`` when it bails to the stack walk."""
+    out: list[str] = []
+    try:
+        _ts._fast(schema, indent, 0, 0, out)
+    except _ts._Bail:
+        return None
+    return "".join(out)
+
+
+@given(wide_schemas, st.integers(min_value=0, max_value=3))
+def test_the_recursive_path_writes_the_stack_walks_text(schema: Any, indent: int) -> None:
+    fast = _recursive_text(schema, indent)
+    walked = _ts._render(schema, indent)
+    if fast is not None:
+        assert fast == walked
+    assert json_schema_to_ts(schema, indent) == walked
+
+
+def test_the_recursive_path_bails_on_cycles_and_depth_and_still_matches() -> None:
+    cyclic: dict[str, Any] = {"type": "object", "properties": {}}
+    cyclic["properties"]["self"] = cyclic
+    looping: dict[str, Any] = {"oneOf": [{"type": "string"}]}
+    looping["oneOf"].append({"type": "array", "items": looping})
+    deep: dict[str, Any] = {"type": "string"}
+    for level in range(_ts.MAX_MULTILINE_DEPTH + 2):
+        deep = {"type": "object", "properties": {f"p{level}": deep}, "required": [f"p{level}"]}
+    arrays: Any = {"type": "string"}
+    for _ in range(200):
+        arrays = {"type": "array", "items": arrays}
+    for schema in (cyclic, looping, deep, arrays):
+        assert _recursive_text(schema, 0) is None
+        assert json_schema_to_ts(schema) == _ts._render(schema, 0)
+    assert "self?: unknown" in json_schema_to_ts(cyclic)
+
+
+def test_the_shared_catalog_renders_without_a_bail() -> None:
+    # Every tool of the benchmark catalog takes the recursive path (else it would pay twice).
+    for entry in CATALOG60:
+        for schema in (entry.parameters, entry.output_schema):
+            if schema is not None:
+                assert _recursive_text(schema, 1) == _ts._render(schema, 1)
