@@ -10,15 +10,15 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Literal, NamedTuple
+from typing import Literal
 
 from dsh_codegen._version import __version__
 from dsh_codegen.codegen._catalog import ToolSchemaEntry, catalog_sha256, sorted_catalog
 from dsh_codegen.codegen._environment import render_template
-from dsh_codegen.codegen._literals import code_string, py_comment, py_docstring, ts_jsdoc
-from dsh_codegen.codegen._naming import ClassNamer, camel_case, is_py_method_name, ts_key
+from dsh_codegen.codegen._literals import code_string, py_comment, py_docstring
+from dsh_codegen.codegen._naming import ClassNamer, camel_case, is_py_method_name
 from dsh_codegen.codegen._py import PyTypes
-from dsh_codegen.codegen._ts import json_schema_to_ts
+from dsh_codegen.codegen._ts import interface_body, json_schema_to_ts
 
 __all__ = ["render_py_sdk", "render_sdk_module", "render_ts_sdk"]
 
@@ -43,15 +43,6 @@ _TYPING_ORDER = ("Any", "Literal", "NotRequired", "Protocol", "TypedDict")
 # AttributeError on every lookup.
 
 
-class _TsMember(NamedTuple):
-    """One ``ToolArgsMap``/``ToolOutputMap`` member (``doc`` is ``None`` for outputs).
-    A tuple: the template unpacks it in the loop header, with no lookup per field."""
-
-    doc: str | None
-    key: str
-    type: str
-
-
 @dataclass(frozen=True, slots=True)
 class _PyMember:
     """One tool of ``class Tools``: an ``async def`` (``method``) or the comment form."""
@@ -64,15 +55,18 @@ class _PyMember:
 
 
 def _ts_context(catalog: Iterable[ToolSchemaEntry], export: str) -> dict[str, object]:
+    # The interface bodies are built by _ts, as one string each: a Jinja loop over
+    # the tools cost more than the rest of the template (the layout is the one
+    # nested object members have, which _ts owns already).
     entries = sorted_catalog(catalog)
-    args_members = []
-    output_members = []
+    args_rows = []
+    output_rows = []
     for entry in entries:
-        key = ts_key(entry.name)
-        args_members.append(_TsMember(ts_jsdoc(entry.description), key, json_schema_to_ts(entry.parameters, 1)))
+        name = entry.name
+        args_rows.append((name, entry.description, json_schema_to_ts(entry.parameters, 1)))
         output = "JsonValue" if entry.output_schema is None else json_schema_to_ts(entry.output_schema, 1)
-        output_members.append(_TsMember(None, key, output))
-    return {"export": export, "args_members": args_members, "output_members": output_members}
+        output_rows.append((name, None, output))
+    return {"export": export, "args_map": interface_body(args_rows), "output_map": interface_body(output_rows)}
 
 
 def render_ts_sdk(catalog: Iterable[ToolSchemaEntry]) -> str:

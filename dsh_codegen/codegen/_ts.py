@@ -21,7 +21,7 @@ overflowing caches with each other.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from typing import TypeVar
 
 from dsh_codegen.codegen._literals import ts_jsdoc, ts_literal
@@ -418,6 +418,30 @@ def _member(key: str, required: bool, description: str | None, level: int, scala
         _MEMBERS.clear()
     _MEMBERS[(key, required, description, level, scalar)] = result
     return result
+
+
+def interface_body(rows: Iterable[tuple[str, str | None, str]]) -> str:
+    """The braces of an interface whose members are ``rows`` of (key, description,
+    type text at indent 1), in the given order: ``{}`` when there are none, else
+    ``{``, per row an optional ``/** <JSDoc> */`` line and ``  <key>: <type>;``, then ``}``.
+
+    The member layout of a closed object type whose members are all required (the
+    same cached member heads), so ``ToolArgsMap`` lines read like nested members.
+    """
+    parts = ["{\n"]
+    append = parts.append
+    members = _MEMBERS
+    for key, description, text in rows:
+        found = members.get((key, True, description, 1, None))
+        if found is None:
+            found = _member(key, True, description, 1, None)
+        append(found[0])
+        append(text)
+        append(";\n")
+    if len(parts) == 1:
+        return "{}"
+    append("}")
+    return "".join(parts)
 
 
 _Stack = list[_Build | str | tuple[object, int, int]]
