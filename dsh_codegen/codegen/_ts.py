@@ -137,6 +137,34 @@ def _fast(schema: object, level: int, depth: int, frames: int, out: list[str]) -
             return False
         if declared == "object" and _PLAIN_OBJECT_KEYS.issuperset(schema):
             return _fast_object(schema, level, depth, frames, out)
+        if declared == "array" and _ARRAY_LEAF_KEYS.issuperset(schema):
+            # read_node's plain array, read in place.
+            items = schema.get("items", _MISSING)
+            if items is _MISSING:
+                out.append("JsonValue[]")
+                return False
+            if type(items) is dict:
+                item_type = items.get("type")
+                if type(item_type) is str and item_type in _SCALARS and SCALAR_NODE_KEYS.issuperset(items):
+                    out.append(_SCALARS[item_type] + "[]")
+                    return False
+            if frames >= _FAST_FRAMES:
+                raise _BAIL
+            slot = len(out)
+            out.append("")
+            if _fast(items, level, depth, frames + 1, out):
+                out[slot] = "("
+                out.append(")[]")
+                return True
+            out.append("[]")
+            return False
+    if (declared is None or declared == "string") and "enum" in schema and _ENUM_LEAF_KEYS.issuperset(schema):
+        # A string enum, as _leaf_type reads it.
+        values = schema.get("enum")
+        if type(values) is list and values and _STR_ONLY.issuperset(map(type, values)):
+            joined, bar = _literal_text(values)
+            out.append(joined)
+            return bar
     if frames >= _FAST_FRAMES:
         raise _BAIL
     node = read_node(schema)
@@ -222,11 +250,8 @@ def _fast_object(schema: dict[object, object], level: int, depth: int, frames: i
                 if found[1]:
                     bar = True
                 continue
-            leaf = _leaf_type(child, declared)
         elif isinstance(child, dict):
             raise _BAIL
-        else:
-            leaf = ("unknown", False)
         is_required = key in required
         found = members.get((key, is_required, description, member_level, None))
         if found is None:
@@ -234,14 +259,9 @@ def _fast_object(schema: dict[object, object], level: int, depth: int, frames: i
         emit(found[0])
         if found[1]:
             bar = True
-        if leaf is None:
-            if _fast(child, member_level, depth + 1, frames + 1, out):
-                bar = True
-            emit(";\n")
-        else:
-            emit(leaf[0] + ";\n")
-            if leaf[1]:
-                bar = True
+        if _fast(child, member_level, depth + 1, frames + 1, out):
+            bar = True
+        emit(";\n")
     emit("  " * level + ("}" if not additional else "}" + _OPEN_SUFFIX))
     return bar
 
