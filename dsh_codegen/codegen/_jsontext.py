@@ -29,7 +29,8 @@ class JsonTextError(ValueError):
 
 def escape_surrogates(text: str) -> str:
     """Replace each lone surrogate with the six characters ``\\udXXX``."""
-    if _SURROGATE.search(text) is None:
+    # isascii() reads a flag CPython keeps on every str: no scan for ASCII text.
+    if text.isascii() or _SURROGATE.search(text) is None:
         return text
     return _SURROGATE.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
 
@@ -159,16 +160,21 @@ def dumps_compact(value: object) -> str:
     """
     try:
         # The C encoder is the fast path; the walk below handles what it cannot
-        # (deep values) and phrases every error with a path.
-        return escape_surrogates(
-            json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False, default=_no_default)
-        )
+        # (deep values) and phrases every error with a path. Without its circular
+        # check (a fifth of its time) a cycle ends in RecursionError, and the walk
+        # then names the cycle's path.
+        return escape_surrogates(_COMPACT.encode(value))
     except (RecursionError, TypeError, ValueError):
         return _dumps(value, 0, 0)
 
 
 def _no_default(value: object) -> object:
     raise TypeError(type(value).__name__)
+
+
+_COMPACT = json.JSONEncoder(
+    ensure_ascii=False, separators=(",", ":"), allow_nan=False, default=_no_default, check_circular=False
+)
 
 
 def dumps_pretty(value: object, *, indent: int = 2, max_pretty_depth: int = 8) -> str:

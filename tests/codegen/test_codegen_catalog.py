@@ -93,6 +93,11 @@ def test_json_text_matches_the_stdlib_and_rejects_non_json() -> None:
                          ({"x": [float("inf")]}, '"catalog.x[0]" is inf'), ({"a": [object()]}, '"catalog.a[0]" is a object')]:
         with pytest.raises(JsonTextError, match=re.escape(message)):
             dumps_compact(bad)
+    # A cycle (the fast encoder does not look for one) is named by its path.
+    loop: dict[str, Any] = {"a": []}
+    loop["a"].append(loop)
+    with pytest.raises(JsonTextError, match=re.escape('"catalog.a[0]" is circular')):
+        dumps_compact(loop)
     # The deep walk writes exactly what json.dumps writes, scalar keys and -0.0 included.
     odd = {1: -0.0, None: True, 2.5: (1, 2), "s": "\ud800"}
     deep: Any = odd
