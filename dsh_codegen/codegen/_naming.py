@@ -36,8 +36,9 @@ def ts_key(name: str) -> str:
     """A TypeScript property key: bare when plain, else a JSON-quoted string."""
     # Bare means ^[A-Za-z_$][A-Za-z0-9_$]*$. For ASCII text str.isidentifier() is
     # exactly [A-Za-z_][A-Za-z0-9_]*, so reading "$" as "_" tests the same without
-    # a regex call (this runs once per member of every object).
-    if name.isascii() and name.replace("$", "_").isidentifier():
+    # a regex call (this runs once per member of every object); most keys pass
+    # isidentifier() as they are, without the copy replace() makes.
+    if name.isascii() and (name.isidentifier() or name.replace("$", "_").isidentifier()):
         return name
     return code_string(name)
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Sequence
 from typing import TypeVar
 
-from dsh_codegen.codegen._literals import ts_jsdoc, ts_literal
+from dsh_codegen.codegen._literals import code_string, ts_jsdoc, ts_literal
 from dsh_codegen.codegen._naming import ts_key
 from dsh_codegen.codegen._nodes import (
     ANY,
@@ -401,7 +401,9 @@ def _literal_text(values: Sequence[object]) -> tuple[str, bool]:
     key: tuple[str, ...] = tuple(values)  # type: ignore[arg-type]  # exact strs: equal tuples, equal text
     found = _STRING_LITERALS.get(key)
     if found is None:
-        found = _remember(_STRING_LITERALS, key, _literal_union(values))
+        # ts_literal of a str is its code string.
+        joined = " | ".join(map(code_string, key))
+        found = _remember(_STRING_LITERALS, key, (joined, _has_bar(joined)))
     return found
 
 
