@@ -20,6 +20,7 @@ __all__ = [
     "ObjectParts",
     "description_of",
     "read_node",
+    "read_node_or_raise",
     "read_plain_object",
 ]
 
@@ -106,6 +107,13 @@ def read_node(schema: object) -> Node:
         return _read(schema)
     except Exception:  # noqa: BLE001 - a hostile mapping must degrade, not escape
         return _UNKNOWN_NODE
+
+
+def read_node_or_raise(schema: object) -> Node:
+    """:func:`read_node` without its safety net: a hostile mapping's exception (or a
+    ``RecursionError`` near the recursion limit) propagates, so a caller that can
+    retry elsewhere is never handed an ``UNKNOWN`` that only the call depth caused."""
+    return _read(schema)
 
 
 def _read(schema: object) -> Node:

@@ -36,6 +36,7 @@ from dsh_codegen.codegen._nodes import (
     ObjectParts,
     description_of,
     read_node,
+    read_node_or_raise,
     read_plain_object,
 )
 
@@ -167,7 +168,8 @@ def _fast(schema: object, level: int, depth: int, frames: int, out: list[str]) -
             return bar
     if frames >= _FAST_FRAMES:
         raise _BAIL
-    node = read_node(schema)
+    # Not read_node: its net would turn a RecursionError into "unknown" instead of a bail.
+    node = read_node_or_raise(schema)
     kind = node.kind
     if kind in _SCALARS:
         out.append(_SCALARS[kind])

@@ -221,3 +221,21 @@ def test_the_shared_catalog_renders_without_a_bail() -> None:
         for schema in (entry.parameters, entry.output_schema):
             if schema is not None:
                 assert _recursive_text(schema, 1) == _ts._render(schema, 1)
+
+
+def test_a_render_near_the_recursion_limit_writes_the_same_text() -> None:
+    # The recursive pass needs frames the caller may not have left: it must bail to
+    # the stack walk (which needs a few), never write "unknown" for a node it could not read.
+    schema: dict[str, Any] = {"type": "string"}
+    for level in range(12):
+        schema = {"type": "object", "properties": {f"p{level}": schema, "e": {"const": level}, "u": {"oneOf": [{"type": "null"}, schema]}}}
+    expected = json_schema_to_ts(schema)
+
+    def at_depth(frames: int) -> str:
+        return json_schema_to_ts(schema) if frames <= 0 else at_depth(frames - 1)
+
+    frame, used = sys._getframe(), 0
+    while frame is not None:
+        frame, used = frame.f_back, used + 1  # type: ignore[assignment]
+    for margin in (120, 60, 40, 25):
+        assert at_depth(sys.getrecursionlimit() - used - margin) == expected
