@@ -1,7 +1,8 @@
 """JSON Schema -> TypeScript type text (CONTRACT.md §5 "Type mapping").
 
-The walk uses an explicit stack (no recursion), so a 100,000-deep schema
-renders under the default recursion limit; a node that is its own ancestor
+The general walk uses an explicit stack (no recursion), so a 100,000-deep
+schema renders under the default recursion limit (the recursive fast pass
+below is bounded and hands such schemas over); a node that is its own ancestor
 (a cyclic ``dict``) renders ``unknown``. Object types nested deeper than
 :data:`MAX_MULTILINE_DEPTH` render on one line (``{ a: T; b?: U }``) so that
 indentation cannot make the text quadratic in the depth.

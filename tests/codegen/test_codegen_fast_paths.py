@@ -1,8 +1,9 @@
 """The renderers' fast paths give the same text as the general paths they skip.
 
-The TypeScript walker renders leaf members (plain scalars, arrays of them,
-string enums) inline and caches member and literal texts; names have ASCII
-fast paths. Each is checked here against the general path, and the caches
+The TypeScript renderer writes a schema by a bounded recursive pass before
+falling back to the stack walk; the walker renders leaf members (plain scalars,
+arrays of them, string enums) inline and caches member and literal texts;
+names have ASCII fast paths. Each is checked here against the general path, and the caches
 against cleared and overflowing states. Also: which heavy modules a plain
 import loads.
 """
