@@ -11,8 +11,8 @@ Speed (render_ts_sdk's hot path): a schema is first written by a bounded
 recursive pass (:func:`_fast`), which needs no task tuples, stack markers or
 flag lists. It bails out, and the stack walk renders the whole schema instead,
 on anything it does not handle plainly: cycles, more than ``_FAST_FRAMES``
-nested nodes, objects past :data:`MAX_MULTILINE_DEPTH`, dict subclasses, odd
-object parts, a hostile key that raises. In both walks leaf members (plain
+nested nodes, objects past :data:`MAX_MULTILINE_DEPTH`, dict subclasses, a
+hostile key that raises. In both walks leaf members (plain
 scalars, arrays of them, string enums) are written inline, plain objects are
 read without a ``Node``, and member and enum texts are cached by value in
 bounded process-wide dicts. None of it changes a byte: tests compare the
@@ -121,9 +121,9 @@ def _fast(schema: object, level: int, depth: int, frames: int, out: list[str]) -
     """Append the type text of ``schema`` to ``out``; return whether it contains "|" or "&".
 
     Recursive, so only for what recursion handles well: it raises :class:`_Bail` for
-    a dict subclass, an object past :data:`MAX_MULTILINE_DEPTH`, a node more than
+    a dict subclass, an object past :data:`MAX_MULTILINE_DEPTH` or a node more than
     :data:`_FAST_FRAMES` deep (so a cycle too: the stack walk renders its repeat
-    ``unknown``) or an odd ``properties``/``required``/``additionalProperties``.
+    ``unknown``).
     Every text it writes is the stack walk's text for the same node (tests compare
     them); ``depth`` counts enclosing objects as the stack walk's does.
     """
@@ -209,24 +209,35 @@ def _fast(schema: object, level: int, depth: int, frames: int, out: list[str]) -
 def _fast_object(schema: dict[object, object], level: int, depth: int, frames: int, out: list[str]) -> bool:
     """:func:`_fast` for a plain object node (keys within :data:`_PLAIN_OBJECT_KEYS`):
     the parts checks of ``read_plain_object``, and the member lines of ``_push_object``."""
-    # The checks of read_plain_object, in its order of effect: any odd part bails
-    # (the stack walk then renders the node ``unknown``).
+    # The checks of read_plain_object: an odd part makes the node "unknown", as the
+    # stack walk renders it (read_plain_object and read_node both refuse it; an
+    # object with odd parts has no children, so no cycle check is skipped), e.g. the
+    # common ``"additionalProperties": {schema}``. Only a dict subclass of
+    # ``properties``, which the stack walk reads, bails.
     properties = schema.get("properties", _MISSING)
     listed = schema.get("required", _MISSING)
     additional = schema.get("additionalProperties", True)
     if type(additional) is not bool:
-        raise _BAIL
+        out.append("unknown")
+        return False
     required: Collection[str] = ()
     if listed is not _MISSING:
         if type(listed) is not list or not _STR_ONLY.issuperset(map(type, listed)):
-            raise _BAIL
+            out.append("unknown")
+            return False
         # ``in`` on a short list beats building a frozenset; both compare exact strs.
         required = listed if len(listed) <= _SHORT_REQUIRED else frozenset(listed)
     if properties is _MISSING or (type(properties) is dict and not properties):
         out.append("Record<string, JsonValue>" if additional else "Record<string, never>")
         return False
-    if type(properties) is not dict or not _STR_ONLY.issuperset(map(type, properties)):
-        raise _BAIL
+    if type(properties) is not dict:
+        if isinstance(properties, dict):
+            raise _BAIL
+        out.append("unknown")
+        return False
+    if not _STR_ONLY.issuperset(map(type, properties)):
+        out.append("unknown")
+        return False
     if depth >= MAX_MULTILINE_DEPTH or frames >= _FAST_FRAMES:
         raise _BAIL
     bar = additional  # an open object ends "& Record<...>"

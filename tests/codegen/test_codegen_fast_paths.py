@@ -240,3 +240,19 @@ def test_a_render_near_the_recursion_limit_writes_the_same_text() -> None:
         frame, used = frame.f_back, used + 1  # type: ignore[assignment]
     for margin in (120, 60, 40, 25):
         assert at_depth(sys.getrecursionlimit() - used - margin) == expected
+
+
+def test_odd_object_parts_render_unknown_without_a_bail() -> None:
+    # A map-like "additionalProperties": {schema} is common in real catalogs: it must
+    # not send the whole schema to the stack walk, and must read as the walk reads it.
+    odd_parts: list[dict[Any, Any]] = [
+        {"additionalProperties": {"type": "string"}},
+        {"required": "a"},
+        {"properties": [1]},
+        {"properties": {1: {}}},
+        {"required": ["a", 2], "properties": {"a": {}}},
+    ]
+    for odd in odd_parts:
+        schema: dict[str, Any] = {"type": "object", "properties": {"m": {"type": "object", **odd}, "n": {"type": "string"}}}
+        expected = "{\n  m?: unknown;\n  n?: string;\n} & Record<string, JsonValue>"
+        assert _recursive_text(schema, 0) == _ts._render(schema, 0) == expected
