@@ -95,20 +95,20 @@ def _type_text(schema: object, level: int) -> str:
     out: list[str] = []
     try:
         _fast(schema, level, 0, 0, out)
-    except (_Bail, RecursionError):
-        return _render(schema, level)
     except MemoryError:
         raise
-    except Exception:  # noqa: BLE001 - hostile keys: the stack walk reads (and degrades) them
+    except Exception:  # noqa: BLE001 - a _Bail, a RecursionError near the limit or a hostile key
         return _render(schema, level)
     return "".join(out)
 
 
 class _Bail(Exception):
-    """The fast path gives up on a schema; the stack walk renders it instead."""
+    """The fast path gives up on a schema; the stack walk renders it instead.
+
+    Raised as a fresh instance each time: a shared one would keep its last traceback,
+    and through it the abandoned partial output, alive."""
 
 
-_BAIL = _Bail()
 #: Nodes nested deeper than this (objects, arrays, unions alike) send the fast path to
 #: the stack walk: a cycle or a very deep schema costs at most this many frames.
 _FAST_FRAMES = 48
@@ -129,7 +129,7 @@ def _fast(schema: object, level: int, depth: int, frames: int, out: list[str]) -
     """
     if type(schema) is not dict:
         if isinstance(schema, dict):
-            raise _BAIL
+            raise _Bail
         out.append("unknown")  # read_node: anything but a mapping is unknown
         return False
     declared = schema.get("type")
@@ -151,7 +151,7 @@ def _fast(schema: object, level: int, depth: int, frames: int, out: list[str]) -
                     out.append(_SCALARS[item_type] + "[]")
                     return False
             if frames >= _FAST_FRAMES:
-                raise _BAIL
+                raise _Bail
             slot = len(out)
             out.append("")
             if _fast(items, level, depth, frames + 1, out):
@@ -168,7 +168,7 @@ def _fast(schema: object, level: int, depth: int, frames: int, out: list[str]) -
             out.append(joined)
             return bar
     if frames >= _FAST_FRAMES:
-        raise _BAIL
+        raise _Bail
     # Not read_node: its net would turn a RecursionError into "unknown" instead of a bail.
     node = read_node_or_raise(schema)
     kind = node.kind
@@ -201,7 +201,7 @@ def _fast(schema: object, level: int, depth: int, frames: int, out: list[str]) -
                 bar = True
         return bar
     if kind == OBJECT:
-        raise _BAIL  # not a plain exact-dict object: let the stack walk read it
+        raise _Bail  # not a plain exact-dict object: let the stack walk read it
     out.append("JsonValue" if kind == ANY else "unknown")
     return False
 
@@ -232,14 +232,14 @@ def _fast_object(schema: dict[object, object], level: int, depth: int, frames: i
         return False
     if type(properties) is not dict:
         if isinstance(properties, dict):
-            raise _BAIL
+            raise _Bail
         out.append("unknown")
         return False
     if not _STR_ONLY.issuperset(map(type, properties)):
         out.append("unknown")
         return False
     if depth >= MAX_MULTILINE_DEPTH or frames >= _FAST_FRAMES:
-        raise _BAIL
+        raise _Bail
     bar = additional  # an open object ends "& Record<...>"
     scalars = _SCALARS
     scalar_keys = SCALAR_NODE_KEYS
@@ -265,7 +265,7 @@ def _fast_object(schema: dict[object, object], level: int, depth: int, frames: i
                     bar = True
                 continue
         elif isinstance(child, dict):
-            raise _BAIL
+            raise _Bail
         is_required = key in required
         found = members.get((key, is_required, description, member_level, None))
         if found is None:
