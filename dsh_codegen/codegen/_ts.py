@@ -41,7 +41,7 @@ from dsh_codegen.codegen._nodes import (
     read_plain_object,
 )
 
-__all__ = ["MAX_MULTILINE_DEPTH", "clear_caches", "json_schema_to_ts"]
+__all__ = ["MAX_MULTILINE_DEPTH", "clear_caches", "interface_body", "json_schema_to_ts"]
 
 #: Object levels rendered multi-line; deeper object types render on one line.
 MAX_MULTILINE_DEPTH = 16
