@@ -15,6 +15,7 @@ import math
 import re
 from collections.abc import Mapping
 
+from dsh_codegen.json import LosslessJsonError, dump_canonical_json
 from dsh_codegen.json._paths import format_path, quote_path
 
 __all__ = ["JsonTextError", "dumps_compact", "dumps_pretty", "escape_surrogates", "json_string"]
@@ -159,7 +160,15 @@ def dumps_compact(value: object) -> str:
     and value types, naming the path.
     """
     try:
-        # The C encoder is the fast path; the walk below handles what it cannot
+        # The lossless-JSON writer (compiled twin) is the fastest path and writes
+        # the same text for every value it accepts; what it rejects (NaN, -0.0,
+        # subclasses, cycles ...) goes to the stdlib encoder and the walk, which
+        # keep their behaviour and phrase the errors.
+        return dump_canonical_json(value, sort_keys=False)
+    except LosslessJsonError:
+        pass
+    try:
+        # The C encoder is the next path; the walk below handles what it cannot
         # (deep values) and phrases every error with a path. Without its circular
         # check (a fifth of its time) a cycle ends in RecursionError, and the walk
         # then names the cycle's path.

@@ -8,6 +8,8 @@ from typing import Any
 
 import jinja2
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from codegen_helpers import CASES
 from dsh_codegen.codegen import (
@@ -126,3 +128,28 @@ def test_templates_follow_the_naming_rule() -> None:
     for name in names:
         assert re.fullmatch(r"[a-z]+/_?[a-z_]+\.[a-z]+\.jinja", name), name
     assert (root / "README.md").is_file()
+
+
+_TEXT = st.text(alphabet=st.characters(min_codepoint=0, max_codepoint=0x10FFFF), max_size=8)
+_SCALARS = (
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**70), max_value=2**70)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | _TEXT
+)
+_VALUES = st.recursive(
+    _SCALARS, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(_TEXT, inner, max_size=4), max_leaves=25
+)
+
+
+@settings(max_examples=300)
+@given(_VALUES)
+def test_compact_text_is_the_stdlib_text_on_every_path(value: Any) -> None:
+    # dumps_compact takes the lossless-JSON writer first (whichever twin runs),
+    # then the stdlib encoder; both must give json.dumps' text, surrogates escaped.
+    import json
+
+    expected = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    expected = re.sub("[\ud800-\udfff]", lambda match: f"\\u{ord(match.group()):04x}", expected)
+    assert dumps_compact(value) == expected
