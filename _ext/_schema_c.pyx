@@ -1424,17 +1424,9 @@ cdef class CompiledValidator:
 
     cdef int _mismatch(self, int kind, PyObject* v) except -1:
         """``mismatch_code`` of the shared module, without the call for plain JSON values."""
-        cdef PyTypeObject* t = Py_TYPE(v)
-        if t == &PyUnicode_Type or t == &PyBool_Type or v == Py_None or t == &PyList_Type or t == &PyTuple_Type:
-            return V_TYPE_C
-        if t == &PyDict_Type and kind != K_OBJECT:
-            return V_TYPE_C
-        if t == &PyLong_Type and _int_ok(v):
-            return V_TYPE_C
-        if t == &PyFloat_Type:
-            if (kind == K_NUMBER or kind == K_INTEGER) and not _float_ok(PyFloat_AS_DOUBLE(v)):
-                return V_FINITE_C
-            return V_TYPE_C
+        cdef int code = self._plain_mismatch(kind, v)
+        if code:
+            return code
         return mismatch_code(kind, <object>v)
 
     cdef int _scalar_code(self, CNode* n, PyObject* v) except -1:
