@@ -513,8 +513,56 @@ def normalize_value(
         return _output_failure(compiled, [f"value snapshot failed: {error_message(exc)}"], contexts)
     validator = compiled.output_validator
     if not validator.is_valid(frozen):
-        violations = [str(v) for v in validator.violations(frozen, "value")]
-        return _output_failure(compiled, violations, contexts)
+        return _invalid_output(compiled, frozen, contexts)
+    return render_value(call, compiled, frozen, contexts, concludes_turn)
+
+
+def _invalid_output(
+    compiled: CompiledTool, frozen: object, contexts: tuple[Any, ...]
+) -> ToolFailure:
+    violations = [str(v) for v in compiled.output_validator.violations(frozen, "value")]
+    return _output_failure(compiled, violations, contexts)
+
+
+def _rendered_content(rendered: object) -> tuple[Any, str | None]:
+    """``(content, None)`` for a valid rendering, else ``(None, problem)``."""
+    try:
+        return check_content(snapshot_json(rendered)), None
+    except LosslessJsonError:
+        return None, "output.render returned non-lossless JSON"
+    except ContentShapeError:
+        return None, "output.render must return a list of content blocks"
+    except Exception as exc:
+        return None, f"output.render failed: {error_message(exc)}"
+
+
+def _render_failure(
+    compiled: CompiledTool, exc: Exception, contexts: tuple[Any, ...]
+) -> ToolFailure:
+    return _output_failure(compiled, [f"output.render failed: {error_message(exc)}"], contexts)
+
+
+def _content_failure(
+    compiled: CompiledTool, rendered: object, contexts: tuple[Any, ...]
+) -> ToolFailure:
+    problem = _rendered_content(rendered)[1]
+    assert problem is not None, "the compiled content check disagrees with check_content"
+    return _output_failure(compiled, [problem], contexts)
+
+
+def render_value(
+    call: _Call,
+    compiled: CompiledTool,
+    frozen: object,
+    contexts: tuple[Any, ...],
+    concludes_turn: bool,
+) -> ToolExecutionResult:
+    """Render a frozen, valid value and compute its ``meta``: the success, or the output failure.
+
+    The compiled twin renders the common case itself (no ``presentation_meta``
+    to compute) and calls :func:`_render_failure` / :func:`_content_failure`
+    for the failures, so every message is made here.
+    """
     args = call.execution.arguments
     problem: str | None = None
     content: Any = None
@@ -523,14 +571,7 @@ def normalize_value(
     except Exception as exc:
         problem = f"output.render failed: {error_message(exc)}"
     else:
-        try:
-            content = check_content(snapshot_json(rendered))
-        except LosslessJsonError:
-            problem = "output.render returned non-lossless JSON"
-        except ContentShapeError:
-            problem = "output.render must return a list of content blocks"
-        except Exception as exc:
-            problem = f"output.render failed: {error_message(exc)}"
+        content, problem = _rendered_content(rendered)
     project = compiled.presentation_meta
     if project is None or call.execution.parent is not None:
         if problem is None:
@@ -742,16 +783,12 @@ async def dispatch_core(call: _Call, signal: AbortSignal) -> ToolExecutionResult
     propagates.
     """
     execution = call.execution
-    name = execution.name
-    registry = call.registry
     compiled = call.compiled
-    if compiled is None or call.version != registry._version:
-        try:
-            compiled = registry.resolve(name, call.chain)
-        except Exception as exc:  # e.g. run_code for an unknown runtime language
-            return failure_from_exception(exc)
-        if compiled is None:
-            return _not_found(ToolNotFoundError.unknown(name))
+    if compiled is None or call.version != call.registry._version:
+        resolved = _resolve_for_dispatch(call)
+        if isinstance(resolved, ToolFailure):
+            return resolved
+        compiled = resolved
     caller = execution.signal
     # Inlined ``caller.aborted or signal.aborted`` (a property call per check).
     if (caller._aborted or (caller._sources is not None and caller._poll())) or (
@@ -761,12 +798,11 @@ async def dispatch_core(call: _Call, signal: AbortSignal) -> ToolExecutionResult
     args = execution.arguments
     validator = compiled.args_validator
     if validator is not None and not validator.is_valid(args):
-        return failure_from_exception(ToolArgsError(validator.validate_args(args)))
+        return _invalid_arguments(validator, args)
     fused = AbortSignal()  # derive_signal(), inlined
     fused._sources = (caller,) if signal is caller else (caller, signal)
     run = ToolRunContext(execution, fused)
     call.run = run
-    driven = False
     try:
         value = compiled.execute(args, run)
         kind = type(value)
@@ -775,36 +811,135 @@ async def dispatch_core(call: _Call, signal: AbortSignal) -> ToolExecutionResult
             # The first step, inline: a body that never suspends ends here.
             yielded = next(steps, _DONE)
             if yielded is not _DONE:
-                driven = True
-                await _BodyDriver(call, steps, yielded, fused)
+                return await drive_body(call, compiled, run, steps, yielded)
             value = call.value
     except asyncio.CancelledError:
         # The body itself raised CancelledError (e.g. a future it awaited was cancelled).
         fused._abort(AbortError(_ABORTED_MESSAGE))
         raise
     except Exception as exc:
-        contexts = _run_contexts(run)
-        if caller.aborted and exc is caller.reason:
-            outcome = aborted(contexts)
-        elif driven and call.cancel_exc is not None and exc is fused._reason:
-            outcome = aborted(contexts)  # the body re-raised the cancellation's abort reason
-        else:
-            outcome = failure_from_exception(exc, additional_contexts=contexts)
-        if driven and call.cancel_exc is not None:
-            _raise_cancelled(call, outcome)
-        return outcome
+        return body_failure(call, run, exc, False)
     finally:
-        if fused._links is None:
-            fused._sources = None  # _release() without listeners to remove
-        else:
-            fused._release()
+        release_fused(fused)
+    return normalize_run(call, compiled, value, run)
+
+
+def release_fused(fused: AbortSignal) -> None:
+    """Stop the body's fused signal following its sources (it keeps its state)."""
+    if fused._links is None:
+        fused._sources = None  # _release() without listeners to remove
+    else:
+        fused._release()
+
+
+def _resolve_for_dispatch(call: _Call) -> CompiledTool | ToolFailure:
+    """The tool the calling scope resolves now (the registry changed since entry), or the failure."""
+    name = call.execution.name
+    try:
+        compiled = call.registry.resolve(name, call.chain)
+    except Exception as exc:  # e.g. run_code for an unknown runtime language
+        return failure_from_exception(exc)
+    if compiled is None:
+        return _not_found(ToolNotFoundError.unknown(name))
+    return compiled
+
+
+def _invalid_arguments(validator: Any, args: object) -> ToolFailure:
+    return failure_from_exception(ToolArgsError(validator.validate_args(args)))
+
+
+def normalize_run(
+    call: _Call, compiled: CompiledTool, value: object, run: ToolRunContext
+) -> ToolExecutionResult:
+    """Normalize a settled body's return value with the run's deferred contexts and turn mark."""
     deferred = run._deferred
-    result = normalize_value(
+    return normalize_value(
         call, compiled, value, () if deferred is None else tuple(deferred), run._concluded
     )
-    if driven and call.cancel_exc is not None:
+
+
+def body_failure(
+    call: _Call, run: ToolRunContext, exc: Exception, driven: bool
+) -> ToolFailure:
+    """The outcome of a body that raised ``exc`` (its deferred contexts kept).
+
+    ``ABORTED`` when it re-raised the caller's abort reason, or (``driven``)
+    the abort reason of the awaiting task's cancellation; else ``Error:
+    <message>``. A driven body whose task was cancelled keeps this outcome on
+    the call and re-raises the cancellation.
+    """
+    contexts = _run_contexts(run)
+    caller = call.execution.signal
+    cancelled = driven and call.cancel_exc is not None
+    if caller.aborted and exc is caller.reason:
+        outcome = aborted(contexts)
+    elif cancelled and exc is run.signal._reason:
+        outcome = aborted(contexts)  # the body re-raised the cancellation's abort reason
+    else:
+        outcome = failure_from_exception(exc, additional_contexts=contexts)
+    if cancelled:
+        _raise_cancelled(call, outcome)
+    return outcome
+
+
+async def drive_body(
+    call: _Call,
+    compiled: CompiledTool,
+    run: ToolRunContext,
+    steps: Generator[Any, None, None],
+    yielded: object,
+) -> ToolExecutionResult:
+    """Drive a body that suspended at its first step (``yielded``) to completion and normalize it.
+
+    The caller (``dispatch_core``) aborts the fused signal if the body raises
+    ``CancelledError`` itself, and releases it afterwards.
+    """
+    try:
+        await _BodyDriver(call, steps, yielded, run.signal)
+    except asyncio.CancelledError:
+        raise
+    except Exception as exc:
+        return body_failure(call, run, exc, True)
+    release_fused(run.signal)
+    result = normalize_run(call, compiled, call.value, run)
+    if call.cancel_exc is not None:
         _raise_cancelled(call, result)
     return result
+
+
+class Resumed:
+    """An already started coroutine, replayed from its first yield (the compiled twin's hand-off).
+
+    The compiled ``dispatch_core`` takes a body's first step itself; when the
+    body suspends, ``_body_steps(call, Resumed(body, yielded))`` gives
+    :func:`drive_body` the same steps generator the Python twin would have.
+    """
+
+    __slots__ = ("body", "first")
+
+    def __init__(self, body: Any, first: object) -> None:
+        self.body = body
+        self.first = first
+
+    def __iter__(self) -> Resumed:
+        return self
+
+    def __next__(self) -> Any:
+        return self.send(None)
+
+    def send(self, value: object) -> Any:
+        first = self.first
+        if first is not _DONE:
+            self.first = _DONE
+            return first
+        return self.body.send(value)
+
+    def throw(self, *exc: Any) -> Any:
+        self.first = _DONE
+        return self.body.throw(*exc)
+
+    def close(self) -> None:
+        self.body.close()
 
 
 class _WrapNext:
