@@ -243,18 +243,14 @@ def create_execution(
         agent = input.agent
         parent = input.parent
         root_call_id = input.root_call_id
-    if type(call_id) is not str:
-        raise TypeError(f"ToolExecutionInput.call_id must be a str, got {type(call_id).__name__}")
-    if type(name) is not str:
-        raise TypeError(f"ToolExecutionInput.name must be a str, got {type(name).__name__}")
-    if type(signal) is not AbortSignal:
-        raise TypeError(
-            f"ToolExecutionInput.signal must be an AbortSignal, got {type(signal).__name__}"
-        )
-    if parent is not None and type(parent) is not ToolExecutionToken:
-        raise TypeError("ToolExecutionInput.parent must be a ToolExecutionToken or None")
-    if root_call_id is not None and type(root_call_id) is not str:
-        raise TypeError("ToolExecutionInput.root_call_id must be a str or None")
+    if (
+        type(call_id) is not str
+        or type(name) is not str
+        or type(signal) is not AbortSignal
+        or (parent is not None and type(parent) is not ToolExecutionToken)
+        or (root_call_id is not None and type(root_call_id) is not str)
+    ):
+        raise input_type_error(call_id, name, signal, parent, root_call_id)
     # (Inlined fast paths: this runs once per call.)
     chain = () if agent is None else registry.chain_for(agent)
     error: BaseException | None = None
@@ -274,6 +270,23 @@ def create_execution(
     else:
         compiled = registry._global.tools.get(name)
     return _Call(registry, execution, chain, compiled), error
+
+
+def input_type_error(
+    call_id: object, name: object, signal: object, parent: object, root_call_id: object
+) -> TypeError:
+    """The ``TypeError`` for the first malformed field of a call description (both twins raise it)."""
+    if type(call_id) is not str:
+        return TypeError(f"ToolExecutionInput.call_id must be a str, got {type(call_id).__name__}")
+    if type(name) is not str:
+        return TypeError(f"ToolExecutionInput.name must be a str, got {type(name).__name__}")
+    if type(signal) is not AbortSignal:
+        return TypeError(
+            f"ToolExecutionInput.signal must be an AbortSignal, got {type(signal).__name__}"
+        )
+    if parent is not None and type(parent) is not ToolExecutionToken:
+        return TypeError("ToolExecutionInput.parent must be a ToolExecutionToken or None")
+    return TypeError("ToolExecutionInput.root_call_id must be a str or None")
 
 
 # --- 2. entry_outcome -----------------------------------------------------------------
@@ -803,6 +816,7 @@ async def dispatch_core(call: _Call, signal: AbortSignal) -> ToolExecutionResult
     fused._sources = (caller,) if signal is caller else (caller, signal)
     run = ToolRunContext(execution, fused)
     call.run = run
+    steps = None
     try:
         value = compiled.execute(args, run)
         kind = type(value)
@@ -810,17 +824,23 @@ async def dispatch_core(call: _Call, signal: AbortSignal) -> ToolExecutionResult
             steps = _body_steps(call, value if kind is CoroutineType else _await_any(value))
             # The first step, inline: a body that never suspends ends here.
             yielded = next(steps, _DONE)
-            if yielded is not _DONE:
-                return await drive_body(call, compiled, run, steps, yielded)
-            value = call.value
+            if yielded is _DONE:
+                steps = None
+                value = call.value
     except asyncio.CancelledError:
         # The body itself raised CancelledError (e.g. a future it awaited was cancelled).
         fused._abort(AbortError(_ABORTED_MESSAGE))
+        release_fused(fused)
         raise
     except Exception as exc:
-        return body_failure(call, run, exc, False)
-    finally:
         release_fused(fused)
+        return body_failure(call, run, exc, False)
+    except BaseException:
+        release_fused(fused)
+        raise
+    if steps is not None:
+        return await drive_body(call, compiled, run, steps, yielded)
+    release_fused(fused)
     return normalize_run(call, compiled, value, run)
 
 
@@ -891,16 +911,20 @@ async def drive_body(
 ) -> ToolExecutionResult:
     """Drive a body that suspended at its first step (``yielded``) to completion and normalize it.
 
-    The caller (``dispatch_core``) aborts the fused signal if the body raises
-    ``CancelledError`` itself, and releases it afterwards.
+    Owns the fused signal from here: aborts it if the body raises
+    ``CancelledError`` itself, and releases it once the body settled.
     """
+    fused = run.signal
     try:
-        await _BodyDriver(call, steps, yielded, run.signal)
+        await _BodyDriver(call, steps, yielded, fused)
     except asyncio.CancelledError:
+        # The body itself raised CancelledError (e.g. a future it awaited was cancelled).
+        fused._abort(AbortError(_ABORTED_MESSAGE))
         raise
     except Exception as exc:
         return body_failure(call, run, exc, True)
-    release_fused(run.signal)
+    finally:
+        release_fused(fused)
     result = normalize_run(call, compiled, call.value, run)
     if call.cancel_exc is not None:
         _raise_cancelled(call, result)
