@@ -435,28 +435,62 @@ def replay_result(event: Mapping[str, Any]) -> ToolExecutionResult:
     ``definition.result_view(arguments, result)`` to render a card the way it
     rendered live (presenters that read ``result.value`` see ``UNSET``).
 
+    Guarantees: the result has the shapes a live one has, so a hand-edited or
+    corrupt log cannot hand presenters anything else: ``content`` is a list
+    of ``{"type": str, ...}`` blocks and every additional context is
+    ``{"role": "user", "content": [blocks], "source": str, "meta"?: {...}}``
+    (the checks ``defer_context()`` applies).
+
     Raised errors: ``ValueError`` when ``event`` is not a well-formed
-    ``tool/result`` event (naming the field).
+    ``tool/result`` event, naming the event by its call id and the bad place:
+    ``session event (tool/result, callId 'c1'): content block [1] must be an
+    object with a string "type"`` (a field of the wrong type, a bad content
+    block, a malformed additional context: ``additional context [<i>] ...``).
+    Lossy JSON (NaN, ``-0.0``) raises ``LosslessJsonError`` (a ``ValueError``)
+    whose reason ends with the same event name and place.
     """
-    from dsh_codegen.json import snapshot_json
+    from dsh_codegen.registry._materialize import ContentShapeError, check_content, snapshot_context
     from dsh_codegen.registry._results import UNSET, ToolError, ToolErrorInfo, ToolFailure, ToolSuccess
 
     if not isinstance(event, Mapping) or event.get("type") != TOOL_RESULT_EVENT:
         raise ValueError("replay_result() needs a tool/result event")
-    is_error = _field(0, event, "isError", bool)
-    content = snapshot_json(_field(0, event, "content", list))
-    meta = snapshot_json(event["meta"]) if "meta" in event else UNSET
+    call_id = event.get("callId")
+    named = f"callId {call_id!r}" if isinstance(call_id, str) else "no callId"
+    where = f"session event ({TOOL_RESULT_EVENT}, {named})"
+    is_error = event.get("isError")
+    if not isinstance(is_error, bool):
+        raise ValueError(f"{where}: isError must be a bool")
+    logged_content = event.get("content")
+    if not isinstance(logged_content, list):
+        raise ValueError(f"{where}: content must be a list")
+    try:
+        content = check_content(_replay_json(where, "content", logged_content))
+    except ContentShapeError as exc:
+        raise ValueError(f"{where}: {exc}") from None
+    meta = _replay_json(where, "meta", event["meta"]) if "meta" in event else UNSET
     contexts = event.get("additionalContexts", [])
     if not isinstance(contexts, list):
-        raise ValueError("session event 0 (tool/result): additionalContexts must be a list")
-    frozen_contexts = tuple(snapshot_json(context) for context in contexts)
+        raise ValueError(f"{where}: additionalContexts must be a list")
+    frozen_contexts = tuple(
+        snapshot_context(context, where, index=index) for index, context in enumerate(contexts)
+    )
     if not is_error:
         return ToolSuccess(UNSET, content, meta, frozen_contexts, event.get("concludesTurn") is True)
     error = event.get("error")
     if not isinstance(error, Mapping) or not isinstance(error.get("message"), str):
-        raise ValueError("session event 0 (tool/result): error.message must be a str")
+        raise ValueError(f"{where}: error.message must be a str")
     info = error.get("info")
     error_info = None
     if isinstance(info, Mapping) and isinstance(info.get("name"), str) and isinstance(info.get("code"), str):
         error_info = ToolErrorInfo(info["name"], info["code"])
     return ToolFailure(ToolError(error["message"], error_info), content, meta, frozen_contexts)
+
+
+def _replay_json(where: str, place: str, value: object) -> Any:
+    """Snapshot a logged ``value``; a lossy one raises ``LosslessJsonError`` naming ``where`` and ``place``."""
+    from dsh_codegen.json import LosslessJsonError, snapshot_json
+
+    try:
+        return snapshot_json(value)
+    except LosslessJsonError as exc:
+        raise LosslessJsonError(f"{exc.reason} ({where}: in {place})", exc.path) from None

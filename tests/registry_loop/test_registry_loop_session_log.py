@@ -1,4 +1,4 @@
-"""Session log: memory and JSONL logs, crash recovery, derive_messages."""
+"""Session log: memory and JSONL logs, crash recovery, derive_messages, replay_result."""
 
 from __future__ import annotations
 
@@ -15,12 +15,15 @@ from typing import Any
 
 import pytest
 
+from dsh_codegen.json import FrozenJsonArray, FrozenJsonObject, LosslessJsonError
+from dsh_codegen.registry import UNSET, ToolFailure, ToolSuccess
 from dsh_codegen.registry._session_log import (
     JsonlSessionLog,
     MemorySessionLog,
     SessionLog,
     derive_messages,
     read_session_log,
+    replay_result,
 )
 
 
@@ -341,3 +344,124 @@ def test_derive_messages_reads_back_a_jsonl_log(tmp_path: Path) -> None:
         for event in events:
             log.append(event)
     assert derive_messages(read_session_log(path).events) == derive_messages(events)
+
+
+# -- replay_result --------------------------------------------------------------
+
+_SHAPE = '{"role": "user", "content": [blocks], "source": str, "meta"?: {...}}'
+_BLOCK = 'must be an object with a string "type"'
+_WHERE = "session event (tool/result, callId 'c1')"
+
+
+def _context(source: str, **extra: Any) -> dict[str, Any]:
+    context: dict[str, Any] = {"role": "user", "content": [{"type": "text", "text": source}], "source": source}
+    context.update(extra)
+    return context
+
+
+def test_replay_result_rebuilds_a_frozen_success_with_its_contexts() -> None:
+    event = _result("c1", "shown", contexts=[_context("a"), _context("b", meta={"k": [1]})])
+    event["meta"] = {"lines": 3}
+    event["concludesTurn"] = True
+    replayed = replay_result(event)
+    assert isinstance(replayed, ToolSuccess)
+    assert replayed.value is UNSET and replayed.concludes_turn is True
+    assert type(replayed.content) is FrozenJsonArray
+    assert replayed.content == [{"type": "text", "text": "shown"}]
+    assert type(replayed.meta) is FrozenJsonObject and replayed.meta == {"lines": 3}
+    assert [type(c) for c in replayed.additional_contexts] == [FrozenJsonObject, FrozenJsonObject]
+    assert list(replayed.additional_contexts) == [_context("a"), _context("b", meta={"k": [1]})]
+    event["content"][0]["text"] = "changed later"
+    assert replayed.content[0]["text"] == "shown"
+
+
+def test_replay_result_rebuilds_a_failure_from_plain_json() -> None:
+    failure = _result("c1", "Error: boom", is_error=True, contexts=[_context("kept")])
+    failure["error"] = {"message": "boom", "info": {"name": "ToolError", "code": "BOOM"}}
+    replayed = replay_result(json.loads(json.dumps(failure)))
+    assert isinstance(replayed, ToolFailure)
+    assert replayed.error.message == "boom"
+    assert replayed.error.info is not None and replayed.error.info.code == "BOOM"
+    assert replayed.content == [{"type": "text", "text": "Error: boom"}]
+    assert [c["source"] for c in replayed.additional_contexts] == ["kept"]
+
+
+def _bad(**fields: Any) -> dict[str, Any]:
+    event = _result("c1", "x")
+    event.update(fields)
+    return event
+
+
+@pytest.mark.parametrize(
+    ("event", "message"),
+    [
+        (_bad(isError="no"), f"{_WHERE}: isError must be a bool"),
+        (_bad(content={"type": "text"}), f"{_WHERE}: content must be a list"),
+        (_bad(content=[{"type": "text", "text": "a"}, {"text": "no type"}]), f"{_WHERE}: content block [1] {_BLOCK}"),
+        (_bad(content=["text"]), f"{_WHERE}: content block [0] {_BLOCK}"),
+        (_bad(content=[{"type": 7}]), f"{_WHERE}: content block [0] {_BLOCK}"),
+        (_bad(additionalContexts={"role": "user"}), f"{_WHERE}: additionalContexts must be a list"),
+        (
+            _bad(additionalContexts=[_context("a"), {**_context("b"), "role": "assistant"}]),
+            f'{_WHERE}: additional context [1] must be {_SHAPE} ("role" is not "user")',
+        ),
+        (
+            _bad(additionalContexts=[{"role": "user", "content": [], "source": 3}]),
+            f'{_WHERE}: additional context [0] must be {_SHAPE} ("source" is not a string)',
+        ),
+        (
+            _bad(additionalContexts=["plain text"]),
+            f"{_WHERE}: additional context [0] must be {_SHAPE} (got a string)",
+        ),
+        (
+            _bad(additionalContexts=[_context("a"), _context("b"), {**_context("c"), "content": [{"text": "c"}]}]),
+            f"{_WHERE}: additional context [2], content block [0] {_BLOCK}",
+        ),
+        (_bad(isError=True), f"{_WHERE}: error.message must be a str"),
+        (
+            {"type": "tool/result", "isError": False, "content": [{"type": "text"}, 3]},
+            f"session event (tool/result, no callId): content block [1] {_BLOCK}",
+        ),
+        (
+            {**_bad(content=[[]]), "callId": "it's\n"},
+            f"session event (tool/result, callId \"it's\\n\"): content block [0] {_BLOCK}",
+        ),
+    ],
+)
+def test_replay_result_rejects_malformed_events_naming_the_call_and_place(
+    event: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(ValueError) as info:
+        replay_result(event)
+    assert str(info.value) == message
+
+
+@pytest.mark.parametrize(
+    ("fields", "path", "place"),
+    [
+        ({"content": [{"type": "text", "text": -0.0}]}, (0, "text"), "in content"),
+        ({"meta": {"lines": float("nan")}}, ("lines",), "in meta"),
+        ({"additionalContexts": [_context("a"), _context("b", meta={"x": float("inf")})]}, ("meta", "x"), "in additional context [1]"),
+    ],
+)
+def test_replay_result_lossy_json_stays_a_lossless_json_error_naming_the_call(
+    fields: dict[str, Any], path: tuple[str | int, ...], place: str
+) -> None:
+    with pytest.raises(LosslessJsonError) as info:
+        replay_result(_bad(**fields))
+    assert type(info.value) is LosslessJsonError
+    assert info.value.path == path
+    assert info.value.reason.endswith(f" ({_WHERE}: {place})")
+
+
+def test_replay_result_rejects_a_hand_edited_jsonl_line(tmp_path: Path) -> None:
+    path = tmp_path / "log.jsonl"
+    with JsonlSessionLog(path) as log:
+        log.append(_call("c1"))
+        log.append(_result("c1", "fine"))
+    assert replay_result(read_session_log(path).events[1]).content == [{"type": "text", "text": "fine"}]
+    path.write_text(path.read_text().replace('{"type":"text","text":"fine"}', '"fine"'))
+    events = read_session_log(path).events
+    with pytest.raises(ValueError) as info:
+        replay_result(events[1])
+    assert str(info.value) == f"{_WHERE}: content block [0] {_BLOCK}"
