@@ -37,6 +37,7 @@ __all__ = [
     "LosslessJsonError",
     "dump_canonical_json",
     "is_json_value",
+    "parse_json",
     "render_json_pretty",
     "snapshot_json",
 ]
@@ -1533,3 +1534,466 @@ def dump_canonical_json(value, *, sort_keys=True):
     not lossless JSON.
     """
     return write(value, 0, 0, bool(sort_keys))
+
+
+# --- parser --------------------------------------------------------------------------------
+#
+# A C loop over the text's code units with an explicit stack of open containers
+# (no recursion), building the frozen containers directly. It finishes the common
+# case itself and reports everything else (malformed text, NaN/Infinity, a lossy
+# number, a long int json.loads would refuse) as "delegate": the pure twin's
+# parse_json then reads the whole text and gives its verdict and message, so the
+# twins agree by construction. The grammar checks mirror CPython's json scanner.
+
+cdef extern from *:
+    """
+    /* One open container: an object (its dict and the pending member key) or an
+       array (its items so far sit on the item stack from `base`). */
+    typedef struct { PyObject *dict; PyObject *key; Py_ssize_t base; } dsh_pframe;
+    typedef struct {
+        dsh_pframe *frames; Py_ssize_t depth, fcap;
+        PyObject **items; Py_ssize_t nitems, icap;
+        Py_UCS4 *ubuf; Py_ssize_t ucap;   /* a string with escapes, decoded */
+        int delegate;                     /* stopped without an exception: ask the pure twin */
+        dsh_pframe frames0[32];
+        PyObject *items0[64];
+        Py_UCS4 ubuf0[128];
+    } dsh_pstate;
+    /* Grow one of the state's arrays: the first growth leaves the inline storage. */
+    static int dsh_pgrow(void **arr, Py_ssize_t *cap, void *inline0, size_t unit) {
+        Py_ssize_t cap2 = *cap * 2;
+        void *p;
+        if ((size_t)cap2 > PY_SSIZE_T_MAX / unit) { PyErr_NoMemory(); return -1; }
+        if (*arr == inline0) {
+            p = PyMem_Malloc((size_t)cap2 * unit);
+            if (p != NULL) memcpy(p, inline0, (size_t)*cap * unit);
+        } else {
+            p = PyMem_Realloc(*arr, (size_t)cap2 * unit);
+        }
+        if (p == NULL) { PyErr_NoMemory(); return -1; }
+        *arr = p;
+        *cap = cap2;
+        return 0;
+    }
+    static void dsh_pstate_init(dsh_pstate *st) {
+        st->frames = st->frames0; st->depth = 0; st->fcap = 32;
+        st->items = st->items0; st->nitems = 0; st->icap = 64;
+        st->ubuf = st->ubuf0; st->ucap = 128;
+        st->delegate = 0;
+    }
+    /* Release every reference still held (an early stop) and the heap storage. */
+    static void dsh_pstate_release(dsh_pstate *st) {
+        while (st->depth > 0) {
+            dsh_pframe *f = &st->frames[--st->depth];
+            Py_CLEAR(f->dict);
+            Py_CLEAR(f->key);
+        }
+        while (st->nitems > 0) Py_DECREF(st->items[--st->nitems]);
+        if (st->frames != st->frames0) PyMem_Free(st->frames);
+        if (st->items != st->items0) PyMem_Free(st->items);
+        if (st->ubuf != st->ubuf0) PyMem_Free(st->ubuf);
+    }
+    static inline int dsh_ppush_item(dsh_pstate *st, PyObject *v) {
+        if (st->nitems == st->icap && dsh_pgrow((void **)&st->items, &st->icap, st->items0, sizeof(PyObject *)) < 0)
+            return -1;
+        st->items[st->nitems++] = v;
+        return 0;
+    }
+    static inline dsh_pframe *dsh_ppush_frame(dsh_pstate *st) {
+        dsh_pframe *f;
+        if (st->depth == st->fcap && dsh_pgrow((void **)&st->frames, &st->fcap, st->frames0, sizeof(dsh_pframe)) < 0)
+            return NULL;
+        f = &st->frames[st->depth++];
+        f->dict = NULL;
+        f->key = NULL;
+        f->base = st->nitems;
+        return f;
+    }
+    /* A FrozenJsonArray owning the n references at `items` (on success only). */
+    static PyObject *dsh_pmake_list(PyObject *cls, PyObject *empty, PyObject **items, Py_ssize_t n) {
+        PyObject *dest = PyList_Type.tp_new((PyTypeObject *)cls, empty, NULL);
+        PyObject **a;
+        if (dest == NULL || n == 0) return dest;
+        a = PyMem_New(PyObject *, n);
+        if (a == NULL) { Py_DECREF(dest); return PyErr_NoMemory(); }
+        memcpy(a, items, (size_t)n * sizeof(PyObject *));
+        ((PyListObject *)dest)->ob_item = a;
+        ((PyListObject *)dest)->allocated = n;
+        Py_SET_SIZE(dest, n);
+        return dest;
+    }
+    /* Short ASCII keys recur from call to call (every call of a tool has the same
+       ones): one str object per distinct key text, its hash computed once. The
+       entries are strong references to immutable strs. */
+    #define DSH_PKEYS 512
+    #define DSH_PKEY_MAX 32
+    static PyObject *dsh_pkeys[DSH_PKEYS];
+    static PyObject *dsh_pkey(const unsigned char *p, Py_ssize_t len) {
+        uint32_t h = 2166136261u;
+        Py_ssize_t k;
+        PyObject **slot, *s;
+        for (k = 0; k < len; k++) h = (h ^ p[k]) * 16777619u;
+        slot = &dsh_pkeys[(h ^ (h >> 16)) & (DSH_PKEYS - 1)];
+        s = *slot;
+        if (s != NULL && PyUnicode_GET_LENGTH(s) == len && memcmp(PyUnicode_DATA(s), p, (size_t)len) == 0) {
+            Py_INCREF(s);
+            return s;
+        }
+        s = PyUnicode_New(len, 127);
+        if (s == NULL) return NULL;
+        memcpy(PyUnicode_DATA(s), p, (size_t)len);
+        Py_INCREF(s);
+        Py_XSETREF(*slot, s);  /* frees at most a str: no Python code runs */
+        return s;
+    }
+    static inline int dsh_pdigit(Py_UCS4 c) { return c >= '0' && c <= '9'; }
+    static inline int dsh_phex(Py_UCS4 c) {
+        if (c >= '0' && c <= '9') return (int)(c - '0');
+        if (c >= 'a' && c <= 'f') return (int)(c - 'a' + 10);
+        if (c >= 'A' && c <= 'F') return (int)(c - 'A' + 10);
+        return -1;
+    }
+    #define DSH_RD(k) PyUnicode_READ(kind, data, (k))
+    /* Four hex digits at j as a code unit, or -1. */
+    static inline long dsh_phex4(const void *data, int kind, Py_ssize_t j) {
+        int a = dsh_phex(DSH_RD(j)), b = dsh_phex(DSH_RD(j + 1)), c = dsh_phex(DSH_RD(j + 2)), d = dsh_phex(DSH_RD(j + 3));
+        if ((a | b | c | d) < 0) return -1;
+        return (long)((a << 12) | (b << 8) | (c << 4) | d);
+    }
+    static inline int dsh_pput(dsh_pstate *st, Py_ssize_t *out, Py_UCS4 c) {
+        if (*out == st->ucap && dsh_pgrow((void **)&st->ubuf, &st->ucap, st->ubuf0, sizeof(Py_UCS4)) < 0) return -1;
+        st->ubuf[(*out)++] = c;
+        return 0;
+    }
+    /* The string whose text starts at *pi (after its opening quote); *pi moves past
+       the closing quote. NULL with st->delegate set for anything json would reject. */
+    static inline PyObject *dsh_pstr(dsh_pstate *st, PyObject *text, const void *data, int kind, Py_ssize_t n,
+                                     Py_ssize_t *pi, int is_key, int ascii) {
+        Py_ssize_t i = *pi, j, out = 0, len;
+        Py_UCS4 c = 0;
+        long u, u2;
+        if (kind == PyUnicode_1BYTE_KIND) {
+            j = i + dsh_json_plain_prefix((const unsigned char *)data + i, n - i);
+        } else {
+            for (j = i; j < n; j++) {
+                c = DSH_RD(j);
+                if (c == '"' || c == '\\\\' || c < 0x20) break;
+            }
+        }
+        if (j >= n) { st->delegate = 1; return NULL; }
+        c = DSH_RD(j);
+        if (c == '"') {
+            PyObject *s;
+            *pi = j + 1;
+            len = j - i;
+            if (ascii) {
+                const unsigned char *p = (const unsigned char *)data + i;
+                if (is_key && len <= DSH_PKEY_MAX) return dsh_pkey(p, len);
+                s = PyUnicode_New(len, 127);
+                if (s != NULL) memcpy(PyUnicode_DATA(s), p, (size_t)len);
+                return s;
+            }
+            return PyUnicode_FromKindAndData(kind, (const char *)data + i * kind, len);
+        }
+        if (c != '\\\\') { st->delegate = 1; return NULL; }  /* a control character */
+        /* Escapes: decode into ubuf, as CPython's scanstring does. */
+        for (; i < j; i++) if (dsh_pput(st, &out, DSH_RD(i)) < 0) return NULL;
+        for (;;) {
+            /* at j: a backslash */
+            if (j + 1 >= n) { st->delegate = 1; return NULL; }
+            c = DSH_RD(j + 1);
+            if (c != 'u') {
+                switch (c) {
+                case '"': case '\\\\': case '/': break;
+                case 'b': c = 8; break;
+                case 'f': c = 12; break;
+                case 'n': c = 10; break;
+                case 'r': c = 13; break;
+                case 't': c = 9; break;
+                default: st->delegate = 1; return NULL;
+                }
+                j += 2;
+            } else {
+                /* json wants a character after the four digits (at least the quote) */
+                if (j + 6 >= n) { st->delegate = 1; return NULL; }
+                u = dsh_phex4(data, kind, j + 2);
+                if (u < 0) { st->delegate = 1; return NULL; }
+                j += 6;
+                if (u >= 0xD800 && u <= 0xDBFF && j + 6 < n && DSH_RD(j) == '\\\\' && DSH_RD(j + 1) == 'u') {
+                    u2 = dsh_phex4(data, kind, j + 2);
+                    if (u2 < 0) { st->delegate = 1; return NULL; }
+                    if (u2 >= 0xDC00 && u2 <= 0xDFFF) {
+                        u = 0x10000 + (((u - 0xD800) << 10) | (u2 - 0xDC00));
+                        j += 6;
+                    }
+                }
+                c = (Py_UCS4)u;
+            }
+            if (dsh_pput(st, &out, c) < 0) return NULL;
+            for (; j < n; j++) {
+                c = DSH_RD(j);
+                if (c == '"' || c == '\\\\') break;
+                if (c < 0x20) { st->delegate = 1; return NULL; }
+                if (dsh_pput(st, &out, c) < 0) return NULL;
+            }
+            if (j >= n) { st->delegate = 1; return NULL; }
+            if (c == '"') break;
+        }
+        *pi = j + 1;
+        return PyUnicode_FromKindAndData(PyUnicode_4BYTE_KIND, st->ubuf, out);
+    }
+    /* The number at *pi (json's grammar; the caller saw no other value start). */
+    static inline PyObject *dsh_pnum(dsh_pstate *st, PyObject *text, const void *data, int kind, Py_ssize_t n,
+                                     Py_ssize_t *pi) {
+        Py_ssize_t i = *pi, start = i, int_start, int_end, k, len;
+        int neg = 0, is_float = 0;
+        Py_UCS4 c = DSH_RD(i);
+        if (c == '-') {
+            neg = 1;
+            if (++i >= n) { st->delegate = 1; return NULL; }
+            c = DSH_RD(i);
+        }
+        int_start = i;
+        if (c == '0') {
+            i++;
+        } else if (c >= '1' && c <= '9') {
+            for (i++; i < n && dsh_pdigit(DSH_RD(i)); i++) {}
+        } else {
+            st->delegate = 1;  /* not a value at all, or NaN / Infinity */
+            return NULL;
+        }
+        int_end = i;
+        if (i + 1 < n && DSH_RD(i) == '.' && dsh_pdigit(DSH_RD(i + 1))) {
+            for (i += 2; i < n && dsh_pdigit(DSH_RD(i)); i++) {}
+            is_float = 1;
+        }
+        if (i + 1 < n && (DSH_RD(i) == 'e' || DSH_RD(i) == 'E')) {
+            k = i + 1;
+            if (DSH_RD(k) == '+' || DSH_RD(k) == '-') k++;
+            if (k < n && dsh_pdigit(DSH_RD(k))) {
+                for (k++; k < n && dsh_pdigit(DSH_RD(k)); k++) {}
+                i = k;
+                is_float = 1;
+            }
+        }
+        *pi = i;
+        if (!is_float) {
+            if (int_end - int_start <= 18) {
+                long long x = 0;
+                for (k = int_start; k < int_end; k++) x = x * 10 + (long long)(DSH_RD(k) - '0');
+                return PyLong_FromLongLong(neg ? -x : x);
+            } else {
+                PyObject *token = PyUnicode_Substring(text, start, int_end), *r;
+                if (token == NULL) return NULL;
+                r = PyLong_FromUnicodeObject(token, 10);
+                Py_DECREF(token);
+                if (r == NULL && PyErr_ExceptionMatches(PyExc_ValueError)) {
+                    PyErr_Clear();  /* beyond the digit limit: the pure twin raises json's error */
+                    st->delegate = 1;
+                }
+                return r;
+            }
+        }
+        {
+            char small[64], *buf = small;
+            double d;
+            len = i - start;
+            if (len >= (Py_ssize_t)sizeof small) {
+                buf = (char *)PyMem_Malloc((size_t)len + 1);
+                if (buf == NULL) return PyErr_NoMemory();
+            }
+            for (k = 0; k < len; k++) buf[k] = (char)DSH_RD(start + k);
+            buf[len] = 0;
+            d = PyOS_string_to_double(buf, NULL, NULL);
+            if (buf != small) PyMem_Free(buf);
+            if (d == -1.0 && PyErr_Occurred()) return NULL;
+            if (!isfinite(d) || (d == 0.0 && signbit(d))) {
+                st->delegate = 1;  /* lossy: the pure twin finds the path (or a later duplicate key) */
+                return NULL;
+            }
+            return PyFloat_FromDouble(d);
+        }
+    }
+    #define DSH_SKIP_WS() \\
+        while (i < n && ((c = DSH_RD(i)) == ' ' || c == '\\t' || c == '\\n' || c == '\\r')) i++
+    /* The parse proper, for one kind of text (inlined per kind). */
+    static inline __attribute__((always_inline)) PyObject *dsh_parse_kind(
+            dsh_pstate *st, PyObject *text, const void *data, int kind, Py_ssize_t n, int ascii,
+            PyObject *obj_cls, PyObject *arr_cls, PyObject *empty) {
+        Py_ssize_t i = 0;
+        Py_UCS4 c = 0;
+        PyObject *v;
+        dsh_pframe *f;
+        if (n > 0 && DSH_RD(0) == 0xFEFF) goto delegate;
+        DSH_SKIP_WS();
+        for (;;) {
+        value:
+            if (i >= n) goto delegate;
+            c = DSH_RD(i);
+            switch (c) {
+            case '"':
+                i++;
+                v = dsh_pstr(st, text, data, kind, n, &i, 0, ascii);
+                if (v == NULL) return NULL;
+                break;
+            case '{':
+                i++;
+                DSH_SKIP_WS();
+                v = dsh_json_new_dict(obj_cls, empty);
+                if (v == NULL) return NULL;
+                if (i < n && c == '}') { i++; break; }
+                f = dsh_ppush_frame(st);
+                if (f == NULL) { Py_DECREF(v); return NULL; }
+                f->dict = v;
+                goto key;
+            case '[':
+                i++;
+                DSH_SKIP_WS();
+                if (i < n && c == ']') {
+                    i++;
+                    v = dsh_pmake_list(arr_cls, empty, NULL, 0);
+                    if (v == NULL) return NULL;
+                    break;
+                }
+                if (dsh_ppush_frame(st) == NULL) return NULL;
+                goto value;
+            case 'n':
+                if (i + 3 < n && DSH_RD(i + 1) == 'u' && DSH_RD(i + 2) == 'l' && DSH_RD(i + 3) == 'l') {
+                    i += 4; v = Py_None; Py_INCREF(v); break;
+                }
+                goto delegate;
+            case 't':
+                if (i + 3 < n && DSH_RD(i + 1) == 'r' && DSH_RD(i + 2) == 'u' && DSH_RD(i + 3) == 'e') {
+                    i += 4; v = Py_True; Py_INCREF(v); break;
+                }
+                goto delegate;
+            case 'f':
+                if (i + 4 < n && DSH_RD(i + 1) == 'a' && DSH_RD(i + 2) == 'l' && DSH_RD(i + 3) == 's'
+                        && DSH_RD(i + 4) == 'e') {
+                    i += 5; v = Py_False; Py_INCREF(v); break;
+                }
+                goto delegate;
+            default:
+                v = dsh_pnum(st, text, data, kind, n, &i);
+                if (v == NULL) return NULL;
+            }
+            /* Hand v to the innermost open container, closing those that end here. */
+            for (;;) {
+                if (st->depth == 0) {
+                    DSH_SKIP_WS();
+                    if (i != n) { Py_DECREF(v); goto delegate; }  /* trailing data */
+                    return v;
+                }
+                f = &st->frames[st->depth - 1];
+                if (f->dict != NULL) {
+                    int r = PyDict_SetItem(f->dict, f->key, v);
+                    Py_DECREF(v);
+                    Py_CLEAR(f->key);
+                    if (r < 0) return NULL;
+                } else if (dsh_ppush_item(st, v) < 0) {
+                    Py_DECREF(v);
+                    return NULL;
+                }
+                DSH_SKIP_WS();
+                if (i >= n) goto delegate;
+                c = DSH_RD(i);
+                if (c == ',') {
+                    i++;
+                    DSH_SKIP_WS();
+                    if (f->dict != NULL) goto key;
+                    goto value;
+                }
+                if (c != (f->dict != NULL ? '}' : ']')) goto delegate;
+                i++;
+                if (f->dict != NULL) {
+                    v = f->dict;
+                    f->dict = NULL;
+                } else {
+                    v = dsh_pmake_list(arr_cls, empty, st->items + f->base, st->nitems - f->base);
+                    if (v == NULL) return NULL;
+                    st->nitems = f->base;
+                }
+                st->depth--;
+            }
+        key:
+            /* at i: an object member's key, then ':' */
+            if (i >= n || DSH_RD(i) != '"') goto delegate;
+            i++;
+            v = dsh_pstr(st, text, data, kind, n, &i, 1, ascii);
+            if (v == NULL) return NULL;
+            st->frames[st->depth - 1].key = v;
+            DSH_SKIP_WS();
+            if (i >= n || c != ':') goto delegate;
+            i++;
+            DSH_SKIP_WS();
+        }
+    delegate:
+        st->delegate = 1;
+        return NULL;
+    }
+    /* Parse the exact str `text`: a new reference; NULL with *delegate set when the
+       pure twin must decide; NULL with an exception for a failure of its own. */
+    static PyObject *dsh_parse(PyObject *text, PyObject *obj_cls, PyObject *arr_cls, PyObject *empty, int *delegate) {
+        dsh_pstate st;
+        PyObject *r;
+        Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+        const void *data = PyUnicode_DATA(text);
+        dsh_pstate_init(&st);
+        switch (PyUnicode_KIND(text)) {
+        case PyUnicode_1BYTE_KIND:
+            r = dsh_parse_kind(&st, text, data, PyUnicode_1BYTE_KIND, n, PyUnicode_IS_ASCII(text), obj_cls, arr_cls, empty);
+            break;
+        case PyUnicode_2BYTE_KIND:
+            r = dsh_parse_kind(&st, text, data, PyUnicode_2BYTE_KIND, n, 0, obj_cls, arr_cls, empty);
+            break;
+        default:
+            r = dsh_parse_kind(&st, text, data, PyUnicode_4BYTE_KIND, n, 0, obj_cls, arr_cls, empty);
+            break;
+        }
+        dsh_pstate_release(&st);
+        *delegate = r == NULL && st.delegate;
+        return r;
+    }
+    """
+    PyObject* dsh_parse(PyObject* text, PyObject* obj_cls, PyObject* arr_cls, PyObject* empty, int* delegate)
+
+
+from dsh_codegen.json._parse_py import parse_json as _parse_json_pure
+
+
+def parse_json(text):
+    """Parse the JSON ``text`` into a lossless, deeply frozen JSON value.
+
+    Guaranteed: the result equals ``snapshot_json(json.loads(text))`` (objects
+    are :class:`FrozenJsonObject` with keys in first-occurrence order and the
+    last value of a duplicate key, arrays :class:`FrozenJsonArray`) for every
+    text where that succeeds; texts nested any depth parse (no recursion). A
+    ``str`` subclass is read as its plain ``str`` value.
+
+    Raised errors, the first met scanning from the start:
+    ``json.JSONDecodeError`` with ``json.loads``'s message and position for
+    malformed text (a leading byte order mark, trailing data included);
+    ``json.JSONDecodeError`` at the token for ``NaN``, ``Infinity`` and
+    ``-Infinity`` (``"NaN is not a JSON number"``, ...), which ``json.loads``
+    accepts; ``ValueError`` (``json.loads``'s own) for an integer with more
+    digits than ``sys.get_int_max_str_digits()``. Then, for a text that is
+    valid JSON: :class:`LosslessJsonError` naming the path (``value.a[2]``) of
+    the first number that is not lossless in the parsed value (``-0.0``, or a
+    float that overflows to infinity such as ``1e400``), as
+    ``snapshot_json`` reports it. ``TypeError`` naming the type when ``text``
+    is not a ``str``.
+    """
+    if type(text) is not str:
+        return _parse_json_pure(text)
+    cdef int delegate = 0
+    cdef PyObject* r = dsh_parse(
+        <PyObject*>text, <PyObject*>FrozenJsonObject, <PyObject*>FrozenJsonArray, <PyObject*>EMPTY_TUPLE, &delegate
+    )
+    if r == NULL:
+        if delegate:
+            # Malformed, NaN/Infinity, lossy or a refused int: the pure twin's verdict and message.
+            return _parse_json_pure(text)
+        propagate()
+    result = <object>r
+    decref(r)
+    return result

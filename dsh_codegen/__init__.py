@@ -30,6 +30,7 @@ _EXPORTS: dict[str, str] = {
     "LosslessJsonError": "json",
     "dump_canonical_json": "json",
     "is_json_value": "json",
+    "parse_json": "json",
     "render_json_pretty": "json",
     "snapshot_json": "json",
     # dsh_codegen.schema
@@ -138,6 +139,7 @@ __all__ = [
     "LosslessJsonError",
     "dump_canonical_json",
     "is_json_value",
+    "parse_json",
     "render_json_pretty",
     "snapshot_json",
     "CompiledValidator",

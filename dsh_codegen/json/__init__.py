@@ -1,4 +1,4 @@
-"""Layer 1, lossless JSON: snapshot, frozen containers, renderers (re-exports only)."""
+"""Layer 1, lossless JSON: snapshot, frozen containers, parser, renderers (re-exports only)."""
 
 from dsh_codegen.json._json import (
     FrozenJsonArray,
@@ -6,6 +6,7 @@ from dsh_codegen.json._json import (
     LosslessJsonError,
     dump_canonical_json,
     is_json_value,
+    parse_json,
     render_json_pretty,
     snapshot_json,
 )
@@ -16,6 +17,7 @@ __all__: list[str] = [
     "LosslessJsonError",
     "dump_canonical_json",
     "is_json_value",
+    "parse_json",
     "render_json_pretty",
     "snapshot_json",
 ]

@@ -15,6 +15,7 @@ __all__ = [
     "LosslessJsonError",
     "dump_canonical_json",
     "is_json_value",
+    "parse_json",
     "render_json_pretty",
     "snapshot_json",
 ]
@@ -28,6 +29,7 @@ if TYPE_CHECKING or _c is None:
         LosslessJsonError,
         dump_canonical_json,
         is_json_value,
+        parse_json,
         render_json_pretty,
         snapshot_json,
     )
@@ -37,5 +39,6 @@ else:
     LosslessJsonError = _c.LosslessJsonError
     dump_canonical_json = _c.dump_canonical_json
     is_json_value = _c.is_json_value
+    parse_json = _c.parse_json
     render_json_pretty = _c.render_json_pretty
     snapshot_json = _c.snapshot_json

@@ -6,7 +6,8 @@ linear in their size. Traversal order is fixed and shared with the compiled
 twin, so both report the same first error: depth first, object members in
 insertion order (a member's key is checked before its value), array items in
 index order; ``dump_canonical_json`` with ``sort_keys`` checks all keys of an
-object before visiting its values.
+object before visiting its values. ``parse_json`` lives in ``_parse_py``
+(re-exported here) and also keeps its own explicit stack.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import sys
 from json.encoder import encode_basestring
 from typing import Any
 
+from dsh_codegen.json._parse_py import parse_json
 from dsh_codegen.json._shared import (
     MAX_SAFE_INTEGER,
     FrozenJsonArray,
@@ -38,6 +40,7 @@ __all__ = [
     "LosslessJsonError",
     "dump_canonical_json",
     "is_json_value",
+    "parse_json",
     "render_json_pretty",
     "snapshot_json",
 ]
