@@ -25,11 +25,11 @@ from __future__ import annotations
 import asyncio
 import json
 import uuid
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Protocol
+from typing import Final, Protocol
 
-from dsh_codegen.json import is_json_value
+from dsh_codegen.json import LosslessJsonError, is_json_value, parse_json
 from dsh_codegen.registry._errors import TOOL_ABORTED_BEFORE_DISPATCH
 from dsh_codegen.registry._execution import ToolExecutionInput
 from dsh_codegen.registry._gate import PipelineGate
@@ -93,44 +93,36 @@ class ToolCallExecutor(Protocol):
         ...
 
 
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
-
-
-# One decoder for every call: json.loads(text, parse_constant=...) would build a
-# new JSONDecoder (and its C scanner) per call, which costs more than the parse.
-_DECODER: Final = json.JSONDecoder(parse_constant=_reject_constant)
-_SCAN: Final[Callable[[str, int], tuple[Any, int]]] = _DECODER.scan_once  # type: ignore[attr-defined]
-_JSON_WHITESPACE: Final = " \t\n\r"
-
-
 def parse_call_arguments(arguments: str | JsonValue) -> JsonValue:
     """The arguments a model-emitted call passes to the registry (CONTRACT.md behaviour 156).
 
-    A ``str`` is parsed as ``json.loads`` would: the empty string (or only
-    whitespace) is ``{}``; text that is not JSON (including ``NaN`` and
-    ``Infinity``, which Python's parser would otherwise accept, trailing data,
-    or nesting too deep for the parser) is kept as the raw string, so the
-    tool's own validation reports it. Anything else is returned unchanged.
-    Never raises.
+    A ``str`` (a subclass is read as its plain value) is parsed by
+    :func:`dsh_codegen.json.parse_json`, whose result is already frozen
+    lossless JSON, so the registry's snapshot of it is free. The empty string
+    (or only whitespace, in ``str.strip``'s sense) is ``{}``. Text that is not
+    JSON (including ``NaN`` and ``Infinity``, which Python's parser would
+    otherwise accept, trailing data, or an integer beyond
+    ``sys.get_int_max_str_digits()``) is kept as the raw string, so the tool's
+    own validation reports it. Nesting of any depth parses. Valid JSON that is
+    not lossless (``-0.0``, a float overflowing to infinity) returns
+    ``json.loads``'s plain value, so the registry reports it as not lossless
+    (or, nested too deep for ``json.loads``, the raw string). Anything else
+    is returned unchanged. Never raises.
     """
     if not isinstance(arguments, str):
         return arguments
     try:
-        # The common case: a JSON value starting at index 0 (the C scanner, directly).
-        value, end = _SCAN(arguments, 0)
-    except StopIteration:
-        # No value at index 0: blank text, leading whitespace, or not JSON.
+        value: JsonValue = parse_json(arguments)
+    except LosslessJsonError:
+        try:
+            lossy: JsonValue = json.loads(arguments)
+        except RecursionError:
+            return arguments
+        return lossy
+    except ValueError:  # json.JSONDecodeError, NaN/Infinity, an int beyond the digit limit
         if not arguments.strip():
             return {}
-        try:
-            return _DECODER.decode(arguments)
-        except (ValueError, RecursionError):
-            return arguments
-    except (ValueError, RecursionError):
         return arguments
-    if end != len(arguments) and arguments[end:].strip(_JSON_WHITESPACE):
-        return arguments  # trailing data after the value
     return value
 
 
