@@ -1,4 +1,4 @@
-"""Lossless JSON: snapshot and render against their peers, side by side.
+"""Lossless JSON: parse, snapshot and render against their peers, side by side.
 
 Payloads (generated deterministically, no files): a ~1 MB typical tool result
 (a file listing, grep matches and nested records), a 100,000-key object and a
@@ -6,6 +6,10 @@ Payloads (generated deterministically, no files): a ~1 MB typical tool result
 ``orjson`` round trip and ``msgspec.json`` decode(encode) for the snapshot;
 ``json.dumps(indent=2)`` and ``orjson`` ``OPT_INDENT_2`` for the renderer,
 ``orjson`` ``OPT_SORT_KEYS`` for the canonical writer.
+The parser (``parse_json``, text to frozen value) runs first, on the
+5-field argument text of a typical tool call and on the ~1 MB tool result's
+compact text, against ``json.loads``, ``json.loads`` + ``snapshot_json``
+(what the registry did before), ``orjson.loads`` and ``msgspec.json.decode``.
 Both twins of ours run in the same process (the compiled one imported
 directly), so the table does not depend on ``DSH_CODEGEN_PURE_PYTHON``.
 Optional peers that are not installed are reported as such. Peers are sampled
@@ -29,7 +33,10 @@ from typing import Any
 from bench._util import ratio_table
 from dsh_codegen.json import _json_py
 
-__all__ = ["main", "tool_result_payload", "wide_payload", "deep_payload"]
+__all__ = ["ARGUMENTS_TEXT", "main", "tool_result_payload", "wide_payload", "deep_payload"]
+
+#: The argument text of a typical model-emitted tool call (five fields).
+ARGUMENTS_TEXT = '{"a": "hello", "b": 42, "c": 2.5, "d": true, "e": ["x", "y", "z"]}'
 
 
 def _optional(name: str) -> ModuleType | None:
@@ -181,6 +188,50 @@ def _snapshot_rows(payload: Any) -> list[tuple[str, float | str]]:
     return _interleaved(rows) + missing
 
 
+def _parse_rows(text: str) -> list[tuple[str, float | str]]:
+    rows: list[tuple[str, Callable[[], object]]] = []
+    missing: list[tuple[str, float | str]] = []
+    if _json_c is not None:
+        rows.append(("parse_json compiled", lambda: _json_c.parse_json(text)))
+    rows.append(("parse_json pure", lambda: _json_py.parse_json(text)))
+    rows.append(("json.loads", lambda: json.loads(text)))
+    snapshot = _json_c.snapshot_json if _json_c is not None else _json_py.snapshot_json
+    rows.append(("json.loads + snapshot_json", lambda: snapshot(json.loads(text))))
+    if orjson is not None:
+        rows.append(("orjson.loads", lambda: orjson.loads(text)))
+    else:
+        missing.append(("orjson.loads", "not installed"))
+    if msgspec_json is not None:
+        rows.append(("msgspec.json.decode", lambda: msgspec_json.decode(text)))
+    else:
+        missing.append(("msgspec.json.decode", "not installed"))
+    return _interleaved(rows) + missing
+
+
+def _parse_section() -> None:
+    """parse_json on a tool call's arguments and on the ~1 MB result text."""
+
+    def ratio(rows: dict[str, float | str], name: str, base: str) -> str:
+        a, b = rows.get(name), rows.get(base)
+        return f"{a / b:.2f}" if isinstance(a, float) and isinstance(b, float) and b > 0 else "n/a"
+
+    texts = [
+        ("5-field arguments", ARGUMENTS_TEXT),
+        ("~1 MB tool result", json.dumps(tool_result_payload(), separators=(",", ":"), ensure_ascii=False)),
+    ]
+    for name, text in texts:
+        print(f"\n##### parse, {name}: {len(text.encode()):,} bytes\n")
+        rows = _parse_rows(text)
+        print(ratio_table(f"parse, {name}", rows, baseline="json.loads"))
+        table = dict(rows)
+        print()
+        print("targets (compiled twin):")
+        print(f"  parse_json / json.loads                 = {ratio(table, 'parse_json compiled', 'json.loads')}  (target < 1)")
+        print(f"  parse_json / (json.loads + snapshot)    = {ratio(table, 'parse_json compiled', 'json.loads + snapshot_json')}")
+        print(f"  parse_json / orjson.loads               = {ratio(table, 'parse_json compiled', 'orjson.loads')}")
+        print(f"  parse_json / msgspec.json.decode        = {ratio(table, 'parse_json compiled', 'msgspec.json.decode')}")
+
+
 def _render_rows(payload: Any) -> list[tuple[str, float | str]]:
     rows: list[tuple[str, Callable[[], object]]] = []
     missing: list[tuple[str, float | str]] = []
@@ -234,6 +285,7 @@ def main() -> None:
         f"recursion limit {sys.getrecursionlimit()}; medians of 9 round-robin samples of ~20 ms; "
         "ratio < 1 is faster than the baseline"
     )
+    _parse_section()
     for name, payload in payloads:
         if name.endswith("deep value"):
             size = "compact size not measurable with json (too deep)"
