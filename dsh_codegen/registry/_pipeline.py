@@ -27,7 +27,8 @@ from collections.abc import Awaitable, Coroutine, Generator, Hashable
 from types import CoroutineType
 from typing import TYPE_CHECKING, Any, Final, NoReturn
 
-from dsh_codegen.json import LosslessJsonError, snapshot_json
+from dsh_codegen._backend import load_compiled
+from dsh_codegen.json import FrozenJsonArray, FrozenJsonObject, LosslessJsonError, snapshot_json
 from dsh_codegen.registry._approval import ApprovalRequest
 from dsh_codegen.registry._errors import (
     RUN_CODE_NAME,
@@ -116,6 +117,8 @@ _PLAIN_RESULTS: Final = frozenset(
         ToolFailure,
     }
 )
+#: What snapshotting a call's arguments may raise for lossy arguments.
+ARGUMENT_SNAPSHOT_ERRORS: Final = (LosslessJsonError, RecursionError, TypeError, ValueError)
 _ABORTED_BEFORE_DISPATCH_MESSAGE: Final = "tool call aborted before dispatch"
 _ABORTED_MESSAGE: Final = "tool call aborted"
 _BLOCK_DEFAULT: Final = "tool result blocked by post-execute policy"
@@ -256,7 +259,7 @@ def create_execution(
     error: BaseException | None = None
     try:
         arguments = snapshot_json(raw_arguments)
-    except (LosslessJsonError, RecursionError, TypeError, ValueError) as exc:
+    except ARGUMENT_SNAPSHOT_ERRORS as exc:
         arguments, error = None, exc
     # tuple.__new__ skips the named tuple's Python-level __new__ (same object).
     execution: ToolExecution = _tuple_new(
@@ -1524,3 +1527,19 @@ async def run_pipeline(
     if cancelled:
         raise cancel_exc if cancel_exc is not None else asyncio.CancelledError()
     return result
+
+
+# --- the compiled twin -----------------------------------------------------------------------
+#
+# ``dsh_codegen._pipeline_c`` replaces the per-call stages below with compiled
+# ones and runs calls that meet no listener, guard, gate or scope itself; it
+# hands every uncommon outcome back to the functions above.
+
+_c = load_compiled("_pipeline_c")
+if _c is not None and not TYPE_CHECKING:
+    _c.bind(globals())
+    _Call = _c.Call
+    create_execution = _c.create_execution
+    dispatch_core = _c.dispatch_core
+    normalize_value = _c.normalize_value
+    run_pipeline = _c.run_pipeline

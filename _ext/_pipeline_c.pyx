@@ -1,0 +1,508 @@
+# cython: language_level=3
+"""Compiled twin of the registry pipeline's per-call path.
+
+``dsh_codegen/registry/_pipeline.py`` is the specification and the pure-Python
+twin. This module accelerates the path every call takes (building the call,
+the first step of the body, output snapshot, validation and rendering) and
+the whole pipeline of a call that meets no listener, guard, gate or scope.
+Every uncommon outcome (a failure, a body that suspends, a lossy value, a
+policy stage) is handed to the Python twin's own functions, so each message
+and each cancellation rule exists once, in Python.
+
+The module imports nothing from the package: ``_pipeline.py`` calls
+:func:`bind` with its namespace when it loads this twin, so importing this
+module first can never start an import cycle.
+"""
+
+from cpython.object cimport PyObject
+from cpython.ref cimport Py_INCREF, Py_DECREF
+from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_SET_ITEM
+from cpython.list cimport PyList_GET_SIZE, PyList_GET_ITEM
+from cpython.dict cimport PyDict_GetItem
+
+cdef extern from "Python.h":
+    # PyIter_Send (3.10+): -1 error (exception set), 0 returned, 1 yielded.
+    int PyIter_Send(object iterator, object arg, PyObject** presult) except -1
+
+cdef extern from *:
+    """
+    /* Store into a slot through its member descriptor (what __init__'s assignment does). */
+    static int dsh_descr_set(PyObject *descriptor, PyObject *instance, PyObject *value) {
+        return Py_TYPE(descriptor)->tp_descr_set(descriptor, instance, value);
+    }
+    /* A fresh, zeroed instance of ``kind``: what object.__new__ / tuple.__new__ allocate
+       (for a tuple subtype, n NULL items), before any field is set. */
+    static PyObject *dsh_alloc(PyObject *kind, Py_ssize_t n) {
+        return ((PyTypeObject *)kind)->tp_alloc((PyTypeObject *)kind, n);
+    }
+    """
+    int dsh_descr_set(object descriptor, object instance, object value) except -1
+    object dsh_alloc(object kind, Py_ssize_t n)
+
+cdef enum:
+    SEND_RETURN = 0
+    SEND_NEXT = 1
+
+from asyncio import CancelledError
+from inspect import isawaitable
+from types import CoroutineType
+
+# Bound by bind(): the Python twin's classes, constants and helper functions.
+cdef object ToolExecutionInput, ToolExecution, ToolExecutionToken, ToolRunContext
+cdef object AbortSignal, AbortError, ToolSuccess, ToolFailure, UNSET
+cdef object FrozenJsonArray, FrozenJsonObject
+cdef object snapshot_json, snapshot_errors, RUN_CODE_NAME, ABORTED_MESSAGE
+cdef object DONE, PLAIN_RESULTS, input_type_error, entry_outcome
+cdef object aborted_before_dispatch, resolve_for_dispatch, invalid_arguments
+cdef object body_failure, drive_body, Resumed, body_steps, await_any, release_fused
+cdef object py_normalize_value, invalid_output, render_value, render_failure, content_failure
+cdef object settle_cancellation, run_finalize, call_cancelled, cancelled_outcome
+cdef object py_run_pipeline
+# Member descriptors of slotted classes built here without their __init__.
+cdef object D_SUCCESS_VALUE, D_SUCCESS_CONTENT, D_SUCCESS_META, D_SUCCESS_CONTEXTS, D_SUCCESS_CONCLUDES
+cdef object D_SIGNAL_ABORTED, D_SIGNAL_REASON, D_SIGNAL_LISTENERS, D_SIGNAL_NEXT_KEY
+cdef object D_SIGNAL_WAITERS, D_SIGNAL_SOURCES, D_SIGNAL_LINKS
+cdef object D_RUN_EXECUTION, D_RUN_SIGNAL, D_RUN_DEFERRED, D_RUN_CONCLUDED
+cdef bint bound = False
+
+#: Every slot these constructors fill, by class name (a test compares them with ``__slots__``).
+FILLED_SLOTS = {
+    "ToolSuccess": ("value", "content", "meta", "additional_contexts", "concludes_turn"),
+    "AbortSignal": ("_aborted", "_reason", "_listeners", "_next_key", "_waiters", "_sources", "_links"),
+    "ToolRunContext": ("execution", "signal", "_deferred", "_concluded"),
+}
+
+
+def bind(ns):
+    """Take the Python twin's names from its module namespace ``ns`` (called once, by ``_pipeline.py``)."""
+    global ToolExecutionInput, ToolExecution, ToolExecutionToken, ToolRunContext
+    global AbortSignal, AbortError, ToolSuccess, ToolFailure, UNSET
+    global FrozenJsonArray, FrozenJsonObject
+    global snapshot_json, snapshot_errors, RUN_CODE_NAME, ABORTED_MESSAGE
+    global DONE, PLAIN_RESULTS, input_type_error, entry_outcome
+    global aborted_before_dispatch, resolve_for_dispatch, invalid_arguments
+    global body_failure, drive_body, Resumed, body_steps, await_any, release_fused
+    global py_normalize_value, invalid_output, render_value, render_failure, content_failure
+    global settle_cancellation, run_finalize, call_cancelled, cancelled_outcome
+    global py_run_pipeline, bound
+    global D_SUCCESS_VALUE, D_SUCCESS_CONTENT, D_SUCCESS_META, D_SUCCESS_CONTEXTS, D_SUCCESS_CONCLUDES
+    global D_SIGNAL_ABORTED, D_SIGNAL_REASON, D_SIGNAL_LISTENERS, D_SIGNAL_NEXT_KEY
+    global D_SIGNAL_WAITERS, D_SIGNAL_SOURCES, D_SIGNAL_LINKS
+    global D_RUN_EXECUTION, D_RUN_SIGNAL, D_RUN_DEFERRED, D_RUN_CONCLUDED
+    ToolExecutionInput = ns["ToolExecutionInput"]
+    ToolExecution = ns["ToolExecution"]
+    ToolExecutionToken = ns["ToolExecutionToken"]
+    ToolRunContext = ns["ToolRunContext"]
+    AbortSignal = ns["AbortSignal"]
+    AbortError = ns["AbortError"]
+    ToolSuccess = ns["ToolSuccess"]
+    ToolFailure = ns["ToolFailure"]
+    UNSET = ns["UNSET"]
+    FrozenJsonArray = ns["FrozenJsonArray"]
+    FrozenJsonObject = ns["FrozenJsonObject"]
+    snapshot_json = ns["snapshot_json"]
+    snapshot_errors = ns["ARGUMENT_SNAPSHOT_ERRORS"]
+    RUN_CODE_NAME = ns["RUN_CODE_NAME"]
+    ABORTED_MESSAGE = ns["_ABORTED_MESSAGE"]
+    DONE = ns["_DONE"]
+    PLAIN_RESULTS = ns["_PLAIN_RESULTS"]
+    input_type_error = ns["input_type_error"]
+    entry_outcome = ns["entry_outcome"]
+    aborted_before_dispatch = ns["aborted_before_dispatch"]
+    resolve_for_dispatch = ns["_resolve_for_dispatch"]
+    invalid_arguments = ns["_invalid_arguments"]
+    body_failure = ns["body_failure"]
+    drive_body = ns["drive_body"]
+    Resumed = ns["Resumed"]
+    body_steps = ns["_body_steps"]
+    await_any = ns["_await_any"]
+    release_fused = ns["release_fused"]
+    py_normalize_value = ns["normalize_value"]
+    invalid_output = ns["_invalid_output"]
+    render_value = ns["render_value"]
+    render_failure = ns["_render_failure"]
+    content_failure = ns["_content_failure"]
+    settle_cancellation = ns["settle_cancellation"]
+    run_finalize = ns["run_finalize"]
+    call_cancelled = ns["call_cancelled"]
+    cancelled_outcome = ns["_cancelled_outcome"]
+    py_run_pipeline = ns["run_pipeline"]
+    slots = ToolSuccess.__dict__
+    D_SUCCESS_VALUE = slots["value"]
+    D_SUCCESS_CONTENT = slots["content"]
+    D_SUCCESS_META = slots["meta"]
+    D_SUCCESS_CONTEXTS = slots["additional_contexts"]
+    D_SUCCESS_CONCLUDES = slots["concludes_turn"]
+    slots = AbortSignal.__dict__
+    D_SIGNAL_ABORTED = slots["_aborted"]
+    D_SIGNAL_REASON = slots["_reason"]
+    D_SIGNAL_LISTENERS = slots["_listeners"]
+    D_SIGNAL_NEXT_KEY = slots["_next_key"]
+    D_SIGNAL_WAITERS = slots["_waiters"]
+    D_SIGNAL_SOURCES = slots["_sources"]
+    D_SIGNAL_LINKS = slots["_links"]
+    slots = ToolRunContext.__dict__
+    D_RUN_EXECUTION = slots["execution"]
+    D_RUN_SIGNAL = slots["signal"]
+    D_RUN_DEFERRED = slots["_deferred"]
+    D_RUN_CONCLUDED = slots["_concluded"]
+    bound = True
+
+
+# --- construction without __init__ ------------------------------------------------------
+
+cdef inline int fill(object descriptor, object instance, object value) except -1:
+    # A slot's member descriptor stores into a fresh instance (what __init__ would do).
+    return dsh_descr_set(descriptor, instance, value)
+
+
+cdef object new_success(object value, object content, object meta, object contexts, object concludes):
+    success = dsh_alloc(ToolSuccess, 0)
+    fill(D_SUCCESS_VALUE, success, value)
+    fill(D_SUCCESS_CONTENT, success, content)
+    fill(D_SUCCESS_META, success, meta)
+    fill(D_SUCCESS_CONTEXTS, success, contexts)
+    fill(D_SUCCESS_CONCLUDES, success, concludes)
+    return success
+
+
+cdef object new_fused_signal(object sources):
+    # AbortSignal() then ``_sources = sources`` (derive_signal, inlined).
+    signal = dsh_alloc(AbortSignal, 0)
+    fill(D_SIGNAL_ABORTED, signal, False)
+    fill(D_SIGNAL_REASON, signal, None)
+    fill(D_SIGNAL_LISTENERS, signal, None)
+    fill(D_SIGNAL_NEXT_KEY, signal, 0)
+    fill(D_SIGNAL_WAITERS, signal, None)
+    fill(D_SIGNAL_SOURCES, signal, sources)
+    fill(D_SIGNAL_LINKS, signal, None)
+    return signal
+
+
+cdef object new_run_context(object execution, object signal):
+    run = dsh_alloc(ToolRunContext, 0)
+    fill(D_RUN_EXECUTION, run, execution)
+    fill(D_RUN_SIGNAL, run, signal)
+    fill(D_RUN_DEFERRED, run, None)
+    fill(D_RUN_CONCLUDED, run, False)
+    return run
+
+
+cdef object new_execution(object token, object call_id, object name, object arguments,
+                          object signal, object agent, object parent, object root_call_id):
+    # tuple.__new__(ToolExecution, (...)) without the intermediate tuple.
+    execution = dsh_alloc(ToolExecution, 8)
+    put(execution, 0, token)
+    put(execution, 1, call_id)
+    put(execution, 2, name)
+    put(execution, 3, arguments)
+    put(execution, 4, signal)
+    put(execution, 5, agent)
+    put(execution, 6, parent)
+    put(execution, 7, root_call_id)
+    return execution
+
+
+cdef inline int put(object fresh, Py_ssize_t index, object item) except -1:
+    Py_INCREF(item)  # PyTuple_SET_ITEM steals a reference
+    PyTuple_SET_ITEM(fresh, index, item)
+    return 0
+
+
+# --- the call -------------------------------------------------------------------------------
+
+cdef class Call:
+    """Compiled twin of ``_pipeline._Call``: the mutable state of one call while the pipeline runs it."""
+
+    cdef public object cancel_exc, chain, compiled, execution, finalize, listeners
+    cdef public object produced, registry, run, settled, value, version
+    # The argument snapshot error found at entry (read by run_pipeline's fast path).
+    cdef object argument_error
+
+    def __init__(self, registry, execution, chain, compiled):
+        self.registry = registry
+        self.execution = execution
+        self.chain = chain
+        self.compiled = compiled
+        self.version = registry._version
+        self.finalize = None if compiled is None else compiled.finalize_content
+
+
+cdef Call make_call(object registry, object input):
+    """``create_execution``: read every input field once, mint the token, snapshot the arguments."""
+    cdef Call call
+    if type(input) is ToolExecutionInput:
+        call_id = <object>PyTuple_GET_ITEM(input, 0)
+        name = <object>PyTuple_GET_ITEM(input, 1)
+        raw_arguments = <object>PyTuple_GET_ITEM(input, 2)
+        signal = <object>PyTuple_GET_ITEM(input, 3)
+        agent = <object>PyTuple_GET_ITEM(input, 4)
+        parent = <object>PyTuple_GET_ITEM(input, 5)
+        root_call_id = <object>PyTuple_GET_ITEM(input, 6)
+    else:  # any object with these attributes, each read exactly once
+        call_id = input.call_id
+        name = input.name
+        raw_arguments = input.arguments
+        signal = input.signal
+        agent = input.agent
+        parent = input.parent
+        root_call_id = input.root_call_id
+    if (
+        type(call_id) is not str
+        or type(name) is not str
+        or type(signal) is not AbortSignal
+        or (parent is not None and type(parent) is not ToolExecutionToken)
+        or (root_call_id is not None and type(root_call_id) is not str)
+    ):
+        raise input_type_error(call_id, name, signal, parent, root_call_id)
+    chain = () if agent is None else registry.chain_for(agent)
+    error = None
+    try:
+        arguments = snapshot_json(raw_arguments)
+    except snapshot_errors as exc:
+        arguments = None
+        error = exc
+    execution = new_execution(
+        dsh_alloc(ToolExecutionToken, 0), call_id, name, arguments, signal, agent, parent, root_call_id
+    )
+    if name == RUN_CODE_NAME:
+        compiled = None
+    elif chain:
+        compiled = registry.resolve(name, chain)
+    else:
+        compiled = registry._global.tools.get(name)
+    call = Call.__new__(Call)
+    call.registry = registry
+    call.execution = execution
+    call.chain = chain
+    call.compiled = compiled
+    call.version = registry._version
+    call.finalize = None if compiled is None else compiled.finalize_content
+    call.argument_error = error
+    return call
+
+
+def create_execution(registry, input):
+    """Compiled twin of ``_pipeline.create_execution``: ``(call, argument_error)``."""
+    cdef Call call = make_call(registry, input)
+    return call, call.argument_error
+
+
+# --- dispatch ------------------------------------------------------------------------------
+
+cdef inline int release(object fused) except -1:
+    # release_fused(): stop following the sources (the signal keeps its state).
+    if fused._links is None:
+        fused._sources = None
+    else:
+        fused._release()
+    return 0
+
+
+cdef inline bint signal_aborted(object signal) except -1:
+    # ``signal.aborted`` without the property call.
+    if signal._aborted:
+        return True
+    return signal._sources is not None and signal._poll()
+
+
+cdef object content_blocks(object frozen):
+    # check_content's verdict: ``frozen`` if it is a list of {"type": str} blocks, else None.
+    if type(frozen) is not FrozenJsonArray:
+        return None
+    cdef Py_ssize_t index
+    cdef PyObject* kind
+    for index in range(PyList_GET_SIZE(frozen)):
+        block = <object>PyList_GET_ITEM(frozen, index)
+        if type(block) is not FrozenJsonObject:
+            return None
+        kind = PyDict_GetItem(block, "type")
+        if kind == NULL or type(<object>kind) is not str:
+            return None
+    return frozen
+
+
+cdef object normalize(object call, object compiled, object value, object contexts, object concludes):
+    """``normalize_value``: the success for a value that snapshots, validates and renders cleanly."""
+    try:
+        frozen = snapshot_json(value)
+    except Exception:
+        # Lossy or failing: the Python twin repeats the (pure) snapshot and words the failure.
+        return py_normalize_value(call, compiled, value, contexts, concludes)
+    if not compiled.output_validator.is_valid(frozen):
+        return invalid_output(compiled, frozen, contexts)
+    execution = call.execution
+    if compiled.presentation_meta is not None and <object>PyTuple_GET_ITEM(execution, 6) is None:
+        return render_value(call, compiled, frozen, contexts, concludes)
+    try:
+        rendered = compiled.render(<object>PyTuple_GET_ITEM(execution, 3), frozen)
+    except Exception as exc:
+        return render_failure(compiled, exc, contexts)
+    try:
+        content = content_blocks(snapshot_json(rendered))
+    except Exception:
+        content = None
+    if content is None:
+        return content_failure(compiled, rendered, contexts)
+    return new_success(frozen, content, UNSET, contexts, concludes)
+
+
+def normalize_value(call, compiled, value, contexts, concludes_turn):
+    """Compiled twin of ``_pipeline.normalize_value``."""
+    return normalize(call, compiled, value, contexts, concludes_turn)
+
+
+cdef object normalize_run(Call call, object compiled, object value, object run):
+    deferred = run._deferred
+    return normalize(
+        call, compiled, value, () if deferred is None else tuple(deferred), run._concluded
+    )
+
+
+cdef object start_dispatch(Call call, object signal):
+    """``dispatch_core`` up to the body's first step.
+
+    Returns the result, or, for a body that suspended, the ``drive_body``
+    coroutine the caller must await (it owns the fused signal from then on).
+    """
+    cdef PyObject* sent = NULL
+    cdef int status
+    cdef bint handed_off = False
+    execution = call.execution
+    compiled = call.compiled
+    if compiled is None or call.version != call.registry._version:
+        compiled = resolve_for_dispatch(call)
+        if type(compiled) is ToolFailure:
+            return compiled
+    caller = <object>PyTuple_GET_ITEM(execution, 4)
+    if signal_aborted(caller) or (signal is not caller and signal.aborted):
+        return aborted_before_dispatch()
+    args = <object>PyTuple_GET_ITEM(execution, 3)
+    validator = compiled.args_validator
+    if validator is not None and not validator.is_valid(args):
+        return invalid_arguments(validator, args)
+    fused = new_fused_signal((caller,) if signal is caller else (caller, signal))
+    run = new_run_context(execution, fused)
+    call.run = run
+    try:
+        value = compiled.execute(args, run)
+        kind = type(value)
+        if kind is CoroutineType:
+            status = PyIter_Send(value, None, &sent)
+            step = <object>sent
+            Py_DECREF(step)  # PyIter_Send returned a new reference; <object> took another
+            if status == SEND_NEXT:
+                # Suspended: the Python twin drives it from its first yield.
+                steps = body_steps(call, Resumed(value, step))
+                next(steps)
+                handed_off = True
+                return drive_body(call, compiled, run, steps, step)
+            value = step
+        elif kind not in PLAIN_RESULTS and isawaitable(value):
+            steps = body_steps(call, await_any(value))
+            step = next(steps, DONE)
+            if step is not DONE:
+                handed_off = True
+                return drive_body(call, compiled, run, steps, step)
+            value = call.value
+    except CancelledError:
+        # The body itself raised CancelledError (e.g. a future it awaited was cancelled).
+        fused._abort(AbortError(ABORTED_MESSAGE))
+        raise
+    except Exception as exc:
+        release(fused)
+        handed_off = True
+        return body_failure(call, run, exc, False)
+    finally:
+        if not handed_off:
+            release(fused)
+    return normalize_run(call, compiled, value, run)
+
+
+async def dispatch_core(Call call, signal):
+    """Compiled twin of ``_pipeline.dispatch_core``."""
+    result = start_dispatch(call, signal)
+    if type(result) is ToolSuccess or type(result) is ToolFailure:
+        return result
+    return await result
+
+
+# --- the pipeline of a call without listeners ----------------------------------------------
+
+cdef object plain_listeners(object registry):
+    """The global layer's listener snapshot when stages 2-5 and 8 have nothing to do, else ``None``.
+
+    Nothing to do: no code-mode collapse, no guard and no pipeline listener.
+    """
+    listeners = registry._global_listeners
+    if listeners is None or registry._global_listeners_version != registry._listener_version:
+        listeners = registry.listeners_for(())
+    if not listeners.empty or registry._global.guards or registry.mode == "code":
+        return None
+    return listeners
+
+
+async def plain_pipeline(registry, input):
+    """``run_pipeline`` for a call of the global layer while the registry has no listener.
+
+    The same stages as the Python twin, with the empty ones left out; if a
+    listener arrived between ``execute()`` and the first await, the Python
+    twin runs the call instead. (Few locals: each is a field of the coroutine.)
+    """
+    listeners = plain_listeners(registry)
+    if listeners is None:
+        return await py_run_pipeline(registry, input, None)
+    call = make_call(registry, input)
+    call.listeners = listeners
+    result = plain_dispatch(call)
+    if type(result) is ToolSuccess or type(result) is ToolFailure:
+        return plain_finish(call, result, False)
+    return await plain_suspended(call, result)
+
+
+cdef object plain_dispatch(Call call):
+    # Stage 2 (entry outcome) and the dispatch's first step.
+    caller = <object>PyTuple_GET_ITEM(call.execution, 4)
+    if call.argument_error is not None or caller._aborted or caller._sources is not None:
+        result = entry_outcome(call, call.argument_error)
+        if result is not None:
+            return result
+    return start_dispatch(call, caller)
+
+
+cdef object plain_finish(Call call, object result, bint cancelled):
+    # Stages 6-7: caller cancellation replaces a success; finalize_content exactly once.
+    if cancelled or signal_aborted(<object>PyTuple_GET_ITEM(call.execution, 4)):
+        result = settle_cancellation(call, result, cancelled)
+    if call.finalize is not None:
+        result = run_finalize(call, result)
+    return result
+
+
+async def plain_suspended(Call call, pending):
+    """The rest of :func:`plain_pipeline` for a body that suspended (``pending`` drives it)."""
+    try:
+        result = await pending
+    except CancelledError as exc:
+        call_cancelled(call)
+        plain_finish(call, cancelled_outcome(call), True)
+        raise exc
+    return plain_finish(call, result, False)
+
+
+def run_pipeline(registry, input, gate):
+    """Compiled twin of ``_pipeline.run_pipeline``: the call's coroutine.
+
+    A call of the global layer, with no gate, in a registry without
+    listeners, guards or code mode, runs :func:`plain_pipeline`; any other
+    call runs the Python twin's pipeline (with this module's stages).
+    """
+    if (
+        bound
+        and gate is None
+        and type(input) is ToolExecutionInput
+        and <object>PyTuple_GET_ITEM(input, 4) is None
+        and plain_listeners(registry) is not None
+    ):
+        return plain_pipeline(registry, input)
+    return py_run_pipeline(registry, input, gate)

@@ -1,0 +1,259 @@
+"""The pipeline's compiled twin (``dsh_codegen._pipeline_c``) against its Python specification.
+
+The whole registry suite runs once per twin; these tests pin what the
+compiled twin does differently on the inside: it builds results, run
+contexts and fused signals without their ``__init__``, decides at
+``execute()`` time whether a call takes the listener-free path (and
+re-checks when the coroutine starts), and hands a suspended body to the
+Python driver after taking its first step itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from typing import Any
+
+import pytest
+
+import dsh_codegen
+from dsh_codegen.registry import (
+    AbortSignal,
+    Deny,
+    ToolExecution,
+    ToolExecutionToken,
+    ToolFailure,
+    ToolRunContext,
+    ToolSuccess,
+)
+from dsh_codegen.registry import _pipeline
+
+from _registry_helpers import async_test, call, echo_tool, error_code, registry_with, text
+
+COMPILED = dsh_codegen.backend() == "compiled"
+
+
+def _slots(kind: type) -> set[str]:
+    names: set[str] = set()
+    for klass in kind.__mro__:
+        names.update(getattr(klass, "__slots__", ()))
+    names.discard("__weakref__")
+    names.discard("__dict__")
+    return names
+
+
+def test_the_selected_twin_runs_the_pipeline() -> None:
+    compiled_module = "dsh_codegen._pipeline_c"
+    assert (_pipeline.run_pipeline.__module__ == compiled_module) is COMPILED
+    assert (_pipeline.dispatch_core.__module__ == compiled_module) is COMPILED
+    assert (_pipeline._Call.__module__ == compiled_module) is COMPILED
+
+
+@pytest.mark.skipif(not COMPILED, reason="the compiled twin is not built or not selected")
+def test_compiled_constructors_fill_every_slot() -> None:
+    from dsh_codegen import _pipeline_c  # type: ignore[attr-defined]
+
+    kinds = {"ToolSuccess": ToolSuccess, "AbortSignal": AbortSignal, "ToolRunContext": ToolRunContext}
+    assert set(_pipeline_c.FILLED_SLOTS) == set(kinds)
+    for name, kind in kinds.items():
+        assert set(_pipeline_c.FILLED_SLOTS[name]) == _slots(kind), name
+
+
+@async_test
+async def test_run_context_signal_and_result_are_what_their_constructors_make() -> None:
+    seen: dict[str, Any] = {}
+
+    async def body(args: Any, run: ToolRunContext) -> str:
+        seen["run"] = run
+        seen["signal"] = run.signal
+        seen["aborted_inside"] = run.signal.aborted
+        seen["sources_inside"] = run.signal._sources
+        return "ok"
+
+    registry = registry_with(echo_tool(execute=body))
+    request = call()
+    result = await registry.execute(request)
+
+    assert type(result) is ToolSuccess
+    assert result == ToolSuccess("ok", [{"type": "text", "text": "ok"}])
+    assert dataclasses.replace(result, value="x").value == "x"
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        result.value = "y"  # type: ignore[misc]
+    assert repr(result).startswith("ToolSuccess(value='ok'")
+
+    run = seen["run"]
+    assert type(run) is ToolRunContext
+    assert run._deferred is None and run._concluded is False
+    execution = run.execution
+    assert type(execution) is ToolExecution
+    assert execution._fields == ToolExecution._fields
+    assert type(execution.token) is ToolExecutionToken
+    assert (execution.call_id, execution.name, execution.arguments) == ("c1", "echo", {"text": "hi"})
+    assert (execution.signal, execution.agent, execution.parent, execution.root_call_id) == (
+        request.signal,
+        None,
+        None,
+        None,
+    )
+    assert execution == ToolExecution(*execution)
+
+    signal = seen["signal"]
+    assert type(signal) is AbortSignal
+    assert seen["aborted_inside"] is False
+    assert seen["sources_inside"] == (request.signal,)
+    fresh = AbortSignal()
+    for slot in _slots(AbortSignal):
+        assert getattr(signal, slot) == getattr(fresh, slot), slot  # released: no sources left
+
+
+@async_test
+async def test_each_call_mints_its_own_token() -> None:
+    tokens = []
+
+    async def body(args: Any, run: ToolRunContext) -> str:
+        tokens.append(run.token)
+        return "ok"
+
+    registry = registry_with(echo_tool(execute=body))
+    for _ in range(3):
+        await registry.execute(call())
+    assert len({id(token) for token in tokens}) == 3
+
+
+@async_test
+async def test_an_observer_added_after_execute_but_before_the_await_sees_the_call() -> None:
+    registry = registry_with(echo_tool())
+    pending = registry.execute(call())  # no listener yet: the plain path was chosen
+    observed: list[Any] = []
+    registry.on_result(lambda execution, result: observed.append(result))
+    result = await pending
+    assert observed == [result]
+    assert text(result) == "echo:hi"
+
+
+@async_test
+async def test_a_guard_added_after_execute_but_before_the_await_applies() -> None:
+    ran: list[str] = []
+
+    async def body(args: Any, run: ToolRunContext) -> str:
+        ran.append("body")
+        return "ok"
+
+    registry = registry_with(echo_tool(execute=body))
+    pending = registry.execute(call())
+    registry.guard(lambda execution: "not now")
+    result = await pending
+    assert isinstance(result, ToolFailure)
+    assert text(result) == "Error: not now"
+    assert ran == []
+
+
+@async_test
+async def test_a_listener_removed_after_execute_but_before_the_await_does_not_run() -> None:
+    registry = registry_with(echo_tool())
+    dispose = registry.on_pre_execute(lambda execution, next: Deny("no"))
+    pending = registry.execute(call())  # a listener: the Python stages were chosen
+    dispose()
+    result = await pending
+    assert isinstance(result, ToolSuccess)
+
+
+@async_test
+async def test_a_body_that_suspends_is_driven_to_its_value() -> None:
+    loop = asyncio.get_running_loop()
+    gate: asyncio.Future[str] = loop.create_future()
+    steps: list[str] = []
+
+    async def body(args: Any, run: ToolRunContext) -> str:
+        steps.append("start")
+        await asyncio.sleep(0)
+        steps.append("after sleep")
+        value = await gate
+        steps.append("after future")
+        assert not run.signal.aborted
+        return value
+
+    registry = registry_with(echo_tool(execute=body))
+    task = asyncio.ensure_future(registry.execute(call()))
+    await asyncio.sleep(0)
+    await asyncio.sleep(0)
+    assert steps == ["start", "after sleep"]
+    gate.set_result("late")
+    result = await task
+    assert text(result) == "late"
+    assert steps == ["start", "after sleep", "after future"]
+
+
+@async_test
+async def test_a_body_returning_a_plain_future_is_awaited() -> None:
+    loop = asyncio.get_running_loop()
+
+    def body(args: Any, run: ToolRunContext) -> asyncio.Future[str]:
+        future: asyncio.Future[str] = loop.create_future()
+        loop.call_soon(future.set_result, "from a future")
+        return future
+
+    registry = registry_with(echo_tool(execute=body))  # type: ignore[arg-type]
+    assert text(await registry.execute(call())) == "from a future"
+
+
+@async_test
+async def test_a_body_failing_before_or_after_suspending_is_an_error_result() -> None:
+    async def early(args: Any, run: ToolRunContext) -> str:
+        raise ValueError("early")
+
+    async def late(args: Any, run: ToolRunContext) -> str:
+        await asyncio.sleep(0)
+        raise ValueError("late")
+
+    registry = registry_with(echo_tool("early", execute=early), echo_tool("late", execute=late))
+    assert text(await registry.execute(call("early"))) == "Error: early"
+    assert text(await registry.execute(call("late"))) == "Error: late"
+
+
+@async_test
+async def test_cancelling_a_plain_call_while_its_body_is_suspended() -> None:
+    finalized: list[Any] = []
+    loop = asyncio.get_running_loop()
+    release: asyncio.Future[None] = loop.create_future()
+
+    async def body(args: Any, run: ToolRunContext) -> str:
+        await asyncio.sleep(0)
+        aborted = loop.create_future()
+        run.signal.add_listener(lambda signal: aborted.done() or aborted.set_result(None))
+        await aborted  # the registry aborts the body's signal instead of cancelling it
+        await release
+        return "finished anyway"
+
+    def finalize(execution: Any, result: Any) -> None:
+        finalized.append(result)
+
+    registry = registry_with(echo_tool(execute=body, finalize_content=finalize))
+    task = asyncio.ensure_future(registry.execute(call()))
+    await asyncio.sleep(0)
+    await asyncio.sleep(0)
+    task.cancel()
+    await asyncio.sleep(0)
+    assert not task.done()  # the body has not settled yet
+    release.set_result(None)
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert len(finalized) == 1
+    assert error_code(finalized[0]) == "ABORTED"
+
+
+@async_test
+async def test_lossy_arguments_and_a_pre_aborted_signal_still_finalize_once() -> None:
+    from dsh_codegen.registry import AbortController
+
+    finalized: list[Any] = []
+    registry = registry_with(
+        echo_tool(finalize_content=lambda execution, result: finalized.append(result))
+    )
+    lossy = await registry.execute(call(arguments={"text": float("nan")}))
+    assert text(lossy) == "Error: tool execution arguments must be losslessly JSON-serializable"
+    controller = AbortController()
+    controller.abort()
+    aborted = await registry.execute(call(signal=controller.signal))
+    assert error_code(aborted) == "ABORTED_BEFORE_DISPATCH"
+    assert finalized == [lossy, aborted]
