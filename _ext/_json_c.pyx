@@ -1646,6 +1646,38 @@ cdef extern from *:
         Py_XSETREF(*slot, s);  /* frees at most a str: no Python code runs */
         return s;
     }
+    #define DSH_RD(k) PyUnicode_READ(kind, data, (k))
+    /* Whether the len code units at i are all ASCII. */
+    static inline int dsh_pascii_span(const void *data, int kind, Py_ssize_t i, Py_ssize_t len) {
+        Py_ssize_t k = 0;
+        if (kind == PyUnicode_1BYTE_KIND) {
+            const unsigned char *p = (const unsigned char *)data + i;
+            uint64_t w, acc = 0;
+            for (; k + 8 <= len; k += 8) { memcpy(&w, p + k, 8); acc |= w; }
+            for (; k < len; k++) acc |= p[k];
+            return (acc & 0x8080808080808080ULL) == 0;
+        }
+        for (; k < len; k++) if (DSH_RD(i + k) >= 128) return 0;
+        return 1;
+    }
+    /* The ASCII str of the len code units at i (keys of up to DSH_PKEY_MAX from the cache). */
+    static inline PyObject *dsh_pascii_str(const void *data, int kind, Py_ssize_t i, Py_ssize_t len, int is_key) {
+        PyObject *s;
+        unsigned char *out, narrow[DSH_PKEY_MAX];
+        Py_ssize_t k;
+        if (len == 1) return PyUnicode_FromOrdinal(DSH_RD(i));  /* CPython's cached one-character strs */
+        if (is_key && len <= DSH_PKEY_MAX) {
+            if (kind == PyUnicode_1BYTE_KIND) return dsh_pkey((const unsigned char *)data + i, len);
+            for (k = 0; k < len; k++) narrow[k] = (unsigned char)DSH_RD(i + k);
+            return dsh_pkey(narrow, len);
+        }
+        s = PyUnicode_New(len, 127);
+        if (s == NULL) return NULL;
+        out = (unsigned char *)PyUnicode_DATA(s);
+        if (kind == PyUnicode_1BYTE_KIND) memcpy(out, (const unsigned char *)data + i, (size_t)len);
+        else for (k = 0; k < len; k++) out[k] = (unsigned char)DSH_RD(i + k);
+        return s;
+    }
     static inline int dsh_pdigit(Py_UCS4 c) { return c >= '0' && c <= '9'; }
     static inline int dsh_phex(Py_UCS4 c) {
         if (c >= '0' && c <= '9') return (int)(c - '0');
@@ -1653,7 +1685,6 @@ cdef extern from *:
         if (c >= 'A' && c <= 'F') return (int)(c - 'A' + 10);
         return -1;
     }
-    #define DSH_RD(k) PyUnicode_READ(kind, data, (k))
     /* Four hex digits at j as a code unit, or -1. */
     static inline long dsh_phex4(const void *data, int kind, Py_ssize_t j) {
         int a = dsh_phex(DSH_RD(j)), b = dsh_phex(DSH_RD(j + 1)), c = dsh_phex(DSH_RD(j + 2)), d = dsh_phex(DSH_RD(j + 3));
@@ -1683,16 +1714,10 @@ cdef extern from *:
         if (j >= n) { st->delegate = 1; return NULL; }
         c = DSH_RD(j);
         if (c == '"') {
-            PyObject *s;
             *pi = j + 1;
             len = j - i;
-            if (ascii) {
-                const unsigned char *p = (const unsigned char *)data + i;
-                if (is_key && len <= DSH_PKEY_MAX) return dsh_pkey(p, len);
-                s = PyUnicode_New(len, 127);
-                if (s != NULL) memcpy(PyUnicode_DATA(s), p, (size_t)len);
-                return s;
-            }
+            if (ascii || dsh_pascii_span(data, kind, i, len))
+                return dsh_pascii_str(data, kind, i, len, is_key);
             return PyUnicode_FromKindAndData(kind, (const char *)data + i * kind, len);
         }
         if (c != '\\\\') { st->delegate = 1; return NULL; }  /* a control character */
@@ -1797,6 +1822,30 @@ cdef extern from *:
         {
             char small[64], *buf = small;
             double d;
+            /* Clinger's fast path: a mantissa below 2**53 and a power of ten up to 1e22
+               are exact doubles, so one IEEE multiply or divide rounds correctly: the
+               same double strtod gives. */
+            static const double p10[23] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
+                1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+            uint64_t m = 0;
+            int nd = 0, e10 = 0, esign = 1, ev = 0;
+            for (k = int_start; k < i; k++) {
+                Py_UCS4 ch = DSH_RD(k);
+                if (ch == '.') continue;
+                if (ch == 'e' || ch == 'E') break;
+                if (nd < 19) { m = m * 10 + (ch - '0'); if (m) nd++; } else { nd = 99; break; }
+                if (k > int_end) e10--;  /* a fraction digit */
+            }
+            if (nd <= 15 && k < i && (DSH_RD(k) == 'e' || DSH_RD(k) == 'E')) {
+                k++;
+                if (DSH_RD(k) == '-') { esign = -1; k++; } else if (DSH_RD(k) == '+') k++;
+                for (; k < i && ev < 1000; k++) ev = ev * 10 + (int)(DSH_RD(k) - '0');
+                e10 += esign * ev;
+            }
+            if (nd <= 15 && m != 0 && e10 >= -22 && e10 <= 22) {
+                d = e10 >= 0 ? (double)m * p10[e10] : (double)m / p10[-e10];
+                return PyFloat_FromDouble(neg ? -d : d);
+            }
             len = i - start;
             if (len >= (Py_ssize_t)sizeof small) {
                 buf = (char *)PyMem_Malloc((size_t)len + 1);

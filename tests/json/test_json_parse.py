@@ -172,6 +172,28 @@ def test_numbers_agree(number: str, sign: str) -> None:
     check(f'{{"n": {text}}}')
 
 
+@settings(max_examples=500)
+@given(
+    number=st.one_of(
+        st.from_regex(r"\A-?(0|[1-9][0-9]{0,8})\.[0-9]{1,8}([eE][-+]?[0-9]{1,2})?\Z"),
+        st.from_regex(r"\A-?[1-9][0-9]{0,14}[eE][-+]?(1[0-9]|2[0-4]|[0-9])\Z"),
+        st.from_regex(r"\A-?0\.0{0,20}[1-9][0-9]{0,16}\Z"),
+    )
+)
+@example(number="9007199254740993.0")
+@example(number="123456789012345.6e7")
+@example(number="0.1")
+@example(number="1e22")
+@example(number="1e23")
+def test_short_decimal_floats_read_back_as_float_does(number: str) -> None:
+    # Floats of few digits take the compiled twin's exact fast path: same bits as float().
+    expected = float(number)
+    if expected == 0.0 and number.startswith("-"):
+        return
+    assert repr(parse_json(number)) == repr(expected)
+    assert repr(parse_json(f"[{number}]")[0]) == repr(expected)
+
+
 @settings(max_examples=300)
 @given(text=escape_texts)
 @example(text='"\\ud800\\udc00"')
