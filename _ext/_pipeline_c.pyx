@@ -58,6 +58,11 @@ cdef object body_failure, drive_body, Resumed, body_steps, await_any, release_fu
 cdef object py_normalize_value, invalid_output, render_value, render_failure, content_failure
 cdef object settle_cancellation, run_finalize, call_cancelled, cancelled_outcome
 cdef object py_run_pipeline
+cdef object Allow, Deny, Ask, Accept, Block, ALLOW, ACCEPT, ToolDispatchExecution
+cdef object plain_failure, reason_text, approve, run_guards, failure_from_exception
+cdef object normalize_authored, apply_post_decision, run_contexts, log_observer_failure, notify_rest
+cdef object bad_pre_decision, bad_post_decision, bad_next_signal, PRE_NEXT_TWICE, POST_NEXT_TWICE
+cdef object D_DISPATCH_EXECUTION, D_DISPATCH_SIGNAL, D_DISPATCH_DEFINITION
 # Member descriptors of slotted classes built here without their __init__.
 cdef object D_SUCCESS_VALUE, D_SUCCESS_CONTENT, D_SUCCESS_META, D_SUCCESS_CONTEXTS, D_SUCCESS_CONCLUDES
 cdef object D_SIGNAL_ABORTED, D_SIGNAL_REASON, D_SIGNAL_LISTENERS, D_SIGNAL_NEXT_KEY
@@ -70,6 +75,7 @@ FILLED_SLOTS = {
     "ToolSuccess": ("value", "content", "meta", "additional_contexts", "concludes_turn"),
     "AbortSignal": ("_aborted", "_reason", "_listeners", "_next_key", "_waiters", "_sources", "_links"),
     "ToolRunContext": ("execution", "signal", "_deferred", "_concluded"),
+    "ToolDispatchExecution": ("execution", "signal", "definition"),
 }
 
 
@@ -85,6 +91,11 @@ def bind(ns):
     global py_normalize_value, invalid_output, render_value, render_failure, content_failure
     global settle_cancellation, run_finalize, call_cancelled, cancelled_outcome
     global py_run_pipeline, bound
+    global Allow, Deny, Ask, Accept, Block, ALLOW, ACCEPT, ToolDispatchExecution
+    global plain_failure, reason_text, approve, run_guards, failure_from_exception
+    global normalize_authored, apply_post_decision, run_contexts, log_observer_failure, notify_rest
+    global bad_pre_decision, bad_post_decision, bad_next_signal, PRE_NEXT_TWICE, POST_NEXT_TWICE
+    global D_DISPATCH_EXECUTION, D_DISPATCH_SIGNAL, D_DISPATCH_DEFINITION
     global D_SUCCESS_VALUE, D_SUCCESS_CONTENT, D_SUCCESS_META, D_SUCCESS_CONTEXTS, D_SUCCESS_CONCLUDES
     global D_SIGNAL_ABORTED, D_SIGNAL_REASON, D_SIGNAL_LISTENERS, D_SIGNAL_NEXT_KEY
     global D_SIGNAL_WAITERS, D_SIGNAL_SOURCES, D_SIGNAL_LINKS
@@ -127,6 +138,33 @@ def bind(ns):
     call_cancelled = ns["call_cancelled"]
     cancelled_outcome = ns["_cancelled_outcome"]
     py_run_pipeline = ns["run_pipeline"]
+    Allow = ns["Allow"]
+    Deny = ns["Deny"]
+    Ask = ns["Ask"]
+    Accept = ns["Accept"]
+    Block = ns["Block"]
+    ALLOW = ns["ALLOW"]
+    ACCEPT = ns["_ACCEPT"]
+    ToolDispatchExecution = ns["ToolDispatchExecution"]
+    plain_failure = ns["_plain_failure"]
+    reason_text = ns["_reason_text"]
+    approve = ns["_approve"]
+    run_guards = ns["_run_guards"]
+    failure_from_exception = ns["failure_from_exception"]
+    normalize_authored = ns["normalize_authored"]
+    apply_post_decision = ns["apply_post_decision"]
+    run_contexts = ns["_run_contexts"]
+    log_observer_failure = ns["_log_observer_failure"]
+    notify_rest = ns["_notify_rest"]
+    bad_pre_decision = ns["bad_pre_decision"]
+    bad_post_decision = ns["bad_post_decision"]
+    bad_next_signal = ns["bad_next_signal"]
+    PRE_NEXT_TWICE = ns["_PRE_NEXT_TWICE"]
+    POST_NEXT_TWICE = ns["_POST_NEXT_TWICE"]
+    slots = ToolDispatchExecution.__dict__
+    D_DISPATCH_EXECUTION = slots["execution"]
+    D_DISPATCH_SIGNAL = slots["signal"]
+    D_DISPATCH_DEFINITION = slots["definition"]
     slots = ToolSuccess.__dict__
     D_SUCCESS_VALUE = slots["value"]
     D_SUCCESS_CONTENT = slots["content"]
@@ -186,6 +224,14 @@ cdef object new_run_context(object execution, object signal):
     fill(D_RUN_DEFERRED, run, None)
     fill(D_RUN_CONCLUDED, run, False)
     return run
+
+
+cdef object new_dispatch_execution(object execution, object signal, object definition):
+    dispatch = dsh_alloc(ToolDispatchExecution, 0)
+    fill(D_DISPATCH_EXECUTION, dispatch, execution)
+    fill(D_DISPATCH_SIGNAL, dispatch, signal)
+    fill(D_DISPATCH_DEFINITION, dispatch, definition)
+    return dispatch
 
 
 cdef object new_execution(object token, object call_id, object name, object arguments,
@@ -427,6 +473,325 @@ async def dispatch_core(Call call, signal):
     return await result
 
 
+# --- 3. policy --------------------------------------------------------------------------------
+
+cdef inline bint is_awaitable(object value) except -1:
+    kind = type(value)
+    return kind is CoroutineType or (kind not in PLAIN_RESULTS and isawaitable(value))
+
+
+cdef class PreNext:
+    """``next()`` of one pre-execute listener: runs the rest of the waterfall once."""
+
+    cdef tuple entries
+    cdef Py_ssize_t index
+    cdef object execution
+    cdef bint called
+
+    def __call__(self):
+        return pre_next(self)
+
+
+cdef PreNext new_pre_next(tuple entries, Py_ssize_t index, object execution):
+    cdef PreNext following = PreNext.__new__(PreNext)
+    following.entries = entries
+    following.index = index
+    following.execution = execution
+    return following
+
+
+async def pre_next(PreNext self):
+    if self.called:
+        raise RuntimeError(PRE_NEXT_TWICE)
+    self.called = True
+    if self.index == len(self.entries):
+        return ALLOW  # the chain's end, without another coroutine
+    return await pre_waterfall(self.entries, self.index, self.execution)
+
+
+async def pre_waterfall(tuple entries, Py_ssize_t index, execution):
+    while index < len(entries):
+        entry = entries[index]
+        if entry.alive:
+            decision = entry.fn(execution, new_pre_next(entries, index + 1, execution))
+            if is_awaitable(decision):
+                decision = await decision
+            kind = type(decision)
+            if kind is not Allow and kind is not Deny and kind is not Ask:
+                raise bad_pre_decision(decision)
+            return decision
+        index += 1
+    return ALLOW
+
+
+async def run_policy(Call call):
+    """Compiled twin of ``_pipeline.run_policy``."""
+    execution = call.execution
+    listeners = call.listeners
+    try:
+        decision = (await pre_waterfall(listeners.pre, 0, execution)) if listeners.pre else ALLOW
+        if type(decision) is Deny:
+            return plain_failure(reason_text(decision.reason)), False
+        if type(decision) is Ask:
+            denied = await approve(call, decision.reason)
+            if denied is not None:
+                return denied, False
+        reason = run_guards(call) if call.registry._global.guards or call.chain else None
+    except Exception as exc:
+        return failure_from_exception(exc), True
+    if reason is not None:
+        return plain_failure(reason), False
+    if signal_aborted(<object>PyTuple_GET_ITEM(execution, 4)):
+        return aborted_before_dispatch(), False
+    return None, False
+
+
+# --- 4. dispatch through the wrappers --------------------------------------------------------
+
+cdef class WrapNext:
+    """``next(signal=None)`` of one wrapper: runs the inner layers with the (optionally) replaced signal."""
+
+    cdef Call call
+    cdef Py_ssize_t index
+    cdef object dispatch
+
+    def __call__(self, signal=None):
+        return wrap_next(self, signal)
+
+
+async def wrap_next(WrapNext self, signal):
+    dispatch = self.dispatch
+    if signal is not None and type(signal) is not AbortSignal:
+        raise bad_next_signal(signal)
+    call = self.call
+    if call.cancel_exc is not None:
+        # The awaiting task was cancelled under an earlier next(): no new body starts.
+        raise call.cancel_exc
+    previous = dispatch.signal
+    if signal is not None:
+        dispatch.signal = signal
+    try:
+        if self.index == len(call.listeners.wrappers):
+            result = start_dispatch(call, dispatch.signal)
+            if type(result) is not ToolSuccess and type(result) is not ToolFailure:
+                result = await result
+        else:
+            result = await wrap_chain(call, self.index, dispatch)
+    finally:
+        # Restore: outer wrappers (and the registry) see their own signal again.
+        dispatch.signal = previous
+    if call.produced is None:
+        call.produced = [result]
+    else:
+        call.produced.append(result)
+    return result
+
+
+async def wrap_chain(Call call, Py_ssize_t index, dispatch):
+    cdef WrapNext following
+    wrappers = call.listeners.wrappers
+    while index < len(wrappers):
+        entry = wrappers[index]
+        if entry.alive:
+            if signal_aborted(<object>PyTuple_GET_ITEM(call.execution, 4)):
+                # The caller cancelled while an outer wrapper was still deciding.
+                return aborted_before_dispatch()
+            following = WrapNext.__new__(WrapNext)
+            following.call = call
+            following.index = index + 1
+            following.dispatch = dispatch
+            returned = entry.fn(dispatch, following)
+            if is_awaitable(returned):
+                returned = await returned
+            if call.produced is not None:
+                for item in call.produced:
+                    if item is returned:
+                        return item  # a result some next() produced: kept as is
+            return normalize_authored(call, returned)
+        index += 1
+    result = start_dispatch(call, dispatch.signal)
+    if type(result) is not ToolSuccess and type(result) is not ToolFailure:
+        result = await result
+    return result
+
+
+async def run_dispatch(Call call):
+    """Compiled twin of ``_pipeline.run_dispatch``."""
+    execution = call.execution
+    caller = <object>PyTuple_GET_ITEM(execution, 4)
+    if not call.listeners.wrappers:
+        result = start_dispatch(call, caller)
+        if type(result) is not ToolSuccess and type(result) is not ToolFailure:
+            result = await result
+        return result, False
+    resolved = call.compiled
+    if resolved is None or call.version != call.registry._version:
+        try:
+            resolved = call.registry.resolve(<object>PyTuple_GET_ITEM(execution, 2), call.chain)
+        except Exception:
+            resolved = None  # dispatch reports the error as the result
+    dispatch = new_dispatch_execution(
+        execution, caller, None if resolved is None else resolved.definition
+    )
+    try:
+        result = await wrap_chain(call, 0, dispatch)
+    except Exception as exc:
+        if call.cancel_exc is not None:
+            raise call.cancel_exc from None  # a wrapper swallowed the task's cancellation
+        contexts = () if call.run is None else run_contexts(call.run)
+        return failure_from_exception(exc, additional_contexts=contexts), True
+    if call.cancel_exc is not None:
+        raise call.cancel_exc  # a wrapper swallowed the task's cancellation
+    return result, False
+
+
+# --- 5-8. commit ----------------------------------------------------------------------------------
+
+cdef class PostNext:
+    """``next()`` of one post-execute listener."""
+
+    cdef tuple entries
+    cdef Py_ssize_t index
+    cdef object execution, result
+    cdef bint called
+
+    def __call__(self):
+        return post_next(self)
+
+
+async def post_next(PostNext self):
+    if self.called:
+        raise RuntimeError(POST_NEXT_TWICE)
+    self.called = True
+    if self.index == len(self.entries):
+        return ACCEPT  # the chain's end, without another coroutine
+    return await post_waterfall(self.entries, self.index, self.execution, self.result)
+
+
+async def post_waterfall(tuple entries, Py_ssize_t index, execution, result):
+    cdef PostNext following
+    while index < len(entries):
+        entry = entries[index]
+        if entry.alive:
+            following = PostNext.__new__(PostNext)
+            following.entries = entries
+            following.index = index + 1
+            following.execution = execution
+            following.result = result
+            decision = entry.fn(execution, result, following)
+            if is_awaitable(decision):
+                decision = await decision
+            if type(decision) is not Accept and type(decision) is not Block:
+                raise bad_post_decision(decision)
+            return decision
+        index += 1
+    return ACCEPT
+
+
+async def run_post_execute(Call call, result):
+    """Compiled twin of ``_pipeline.run_post_execute``."""
+    try:
+        decision = await post_waterfall(call.listeners.post, 0, call.execution, result)
+    except Exception as exc:
+        return failure_from_exception(exc, additional_contexts=result.additional_contexts)
+    if decision is ACCEPT:
+        return result  # the chain's own end: nothing to apply
+    return apply_post_decision(call, result, decision)
+
+
+def notify_result(Call call, result):
+    """Compiled twin of ``_pipeline.notify_result``."""
+    cdef Py_ssize_t index
+    entries = call.listeners.observers if call.listeners is not None else ()
+    execution = call.execution
+    cancelled = False
+    for index in range(len(entries)):
+        entry = entries[index]
+        if not entry.alive:
+            continue
+        try:
+            outcome = entry.fn(execution, result)
+        except CancelledError:
+            cancelled = True
+            continue
+        except Exception as exc:
+            log_observer_failure(entry, exc)
+            continue
+        if is_awaitable(outcome):
+            return notify_rest(call, result, entries, index, outcome, cancelled)
+    return cancelled
+
+
+async def commit(Call call, result, bint skip_post, bint cancelled):
+    """Compiled twin of ``_pipeline._commit`` (stages 5-8)."""
+    listeners = call.listeners
+    if not skip_post and not cancelled and listeners.post:
+        try:
+            result = await run_post_execute(call, result)
+        except CancelledError:
+            cancelled = True
+            call_cancelled(call)
+    # settle_cancellation only ever replaces a success, and only after a cancellation
+    if type(result) is ToolSuccess and (
+        cancelled or signal_aborted(<object>PyTuple_GET_ITEM(call.execution, 4))
+    ):
+        result = settle_cancellation(call, result, cancelled)
+    if call.finalize is not None:
+        result = run_finalize(call, result)
+    if listeners.observers:
+        notified = notify_result(call, result)
+        if notified is True or (notified is not False and await notified):
+            cancelled = True
+    return result, cancelled
+
+
+# --- the pipeline ------------------------------------------------------------------------------
+
+async def full_pipeline(registry, input):
+    """The Python twin's ``run_pipeline`` for a call without gate or agent, over this module's stages."""
+    call = make_call(registry, input)
+    listeners = registry._global_listeners
+    if listeners is None or registry._global_listeners_version != registry._listener_version:
+        listeners = registry.listeners_for(())
+    call.listeners = listeners
+    caller = <object>PyTuple_GET_ITEM(call.execution, 4)
+    result = None
+    if (
+        call.argument_error is not None
+        or caller._aborted
+        or caller._sources is not None
+        or registry.mode == "code"
+    ):
+        result = entry_outcome(call, call.argument_error)
+    skip_post = True
+    cancel_exc = None
+    if result is None:
+        try:
+            if listeners.pre or registry._global.guards:
+                result, skip_post = await run_policy(call)
+            if result is None:
+                if listeners.wrappers:
+                    result, skip_post = await run_dispatch(call)
+                else:
+                    skip_post = False
+                    result = start_dispatch(call, caller)
+                    if type(result) is not ToolSuccess and type(result) is not ToolFailure:
+                        result = await result
+        except CancelledError as exc:
+            cancel_exc = exc
+            call_cancelled(call)
+            result = cancelled_outcome(call)
+            skip_post = True
+    cancelled = cancel_exc is not None
+    if listeners.post or listeners.observers:
+        result, cancelled = await commit(call, result, skip_post, cancelled)
+    else:
+        result = plain_finish(call, result, cancelled)
+    if cancelled:
+        raise cancel_exc if cancel_exc is not None else CancelledError()
+    return result
+
+
 # --- the pipeline of a call without listeners ----------------------------------------------
 
 cdef object plain_listeners(object registry):
@@ -451,7 +816,7 @@ async def plain_pipeline(registry, input):
     """
     listeners = plain_listeners(registry)
     if listeners is None:
-        return await py_run_pipeline(registry, input, None)
+        return await full_pipeline(registry, input)
     call = make_call(registry, input)
     call.listeners = listeners
     result = plain_dispatch(call)
@@ -502,7 +867,8 @@ def run_pipeline(registry, input, gate):
         and gate is None
         and type(input) is ToolExecutionInput
         and <object>PyTuple_GET_ITEM(input, 4) is None
-        and plain_listeners(registry) is not None
     ):
-        return plain_pipeline(registry, input)
+        if plain_listeners(registry) is not None:
+            return plain_pipeline(registry, input)
+        return full_pipeline(registry, input)
     return py_run_pipeline(registry, input, gate)

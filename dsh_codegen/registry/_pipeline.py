@@ -122,6 +122,8 @@ ARGUMENT_SNAPSHOT_ERRORS: Final = (LosslessJsonError, RecursionError, TypeError,
 _ABORTED_BEFORE_DISPATCH_MESSAGE: Final = "tool call aborted before dispatch"
 _ABORTED_MESSAGE: Final = "tool call aborted"
 _BLOCK_DEFAULT: Final = "tool result blocked by post-execute policy"
+_PRE_NEXT_TWICE: Final = "tools/pre-execute: next() was already called"
+_POST_NEXT_TWICE: Final = "tools/post-execute: next() was already called"
 _BOTH_REPLACED: Final = "tools/post-execute accept decision cannot replace both value and content"
 _FAILED_VALUE: Final = "tools/post-execute cannot replace the value of a failed result"
 
@@ -324,6 +326,27 @@ def entry_outcome(call: _Call, argument_error: BaseException | None) -> ToolFail
     return None
 
 
+def bad_pre_decision(decision: object) -> TypeError:
+    """The error for a pre-execute listener that returned something other than a decision."""
+    return TypeError(
+        f"tools/pre-execute listener returned {type(decision).__name__};"
+        " expected Allow(), Deny(reason) or Ask(reason)"
+    )
+
+
+def bad_post_decision(decision: object) -> TypeError:
+    """The error for a post-execute listener that returned something other than a decision."""
+    return TypeError(
+        f"tools/post-execute listener returned {type(decision).__name__};"
+        " expected Accept(...) or Block(feedback)"
+    )
+
+
+def bad_next_signal(signal: object) -> TypeError:
+    """The error for a wrapper passing something other than an ``AbortSignal`` to ``next(signal=...)``."""
+    return TypeError(f"next(signal=...) expects an AbortSignal, got {type(signal).__name__}")
+
+
 # --- 3. run_policy ---------------------------------------------------------------------
 
 
@@ -342,7 +365,7 @@ class _PreNext:
 
     async def __call__(self) -> Any:
         if self.called:
-            raise RuntimeError("tools/pre-execute: next() was already called")
+            raise RuntimeError(_PRE_NEXT_TWICE)
         self.called = True
         if self.index == len(self.entries):
             return ALLOW  # the chain's end, without another coroutine
@@ -365,10 +388,7 @@ async def _pre_waterfall(
                 and type(decision) is not Deny
                 and type(decision) is not Ask
             ):
-                raise TypeError(
-                    f"tools/pre-execute listener returned {type(decision).__name__};"
-                    " expected Allow(), Deny(reason) or Ask(reason)"
-                )
+                raise bad_pre_decision(decision)
             return decision
         index += 1
     return ALLOW
@@ -982,7 +1002,7 @@ class _WrapNext:
     async def __call__(self, signal: AbortSignal | None = None) -> ToolExecutionResult:
         dispatch = self.dispatch
         if signal is not None and type(signal) is not AbortSignal:
-            raise TypeError(f"next(signal=...) expects an AbortSignal, got {type(signal).__name__}")
+            raise bad_next_signal(signal)
         call = self.call
         if call.cancel_exc is not None:
             # The awaiting task was cancelled under an earlier next(): no new body starts.
@@ -1147,7 +1167,7 @@ class _PostNext:
 
     async def __call__(self) -> Any:
         if self.called:
-            raise RuntimeError("tools/post-execute: next() was already called")
+            raise RuntimeError(_POST_NEXT_TWICE)
         self.called = True
         if self.index == len(self.entries):
             return _ACCEPT  # the chain's end, without another coroutine
@@ -1172,10 +1192,7 @@ async def _post_waterfall(
             ):
                 decision = await decision
             if type(decision) is not Accept and type(decision) is not Block:
-                raise TypeError(
-                    f"tools/post-execute listener returned {type(decision).__name__};"
-                    " expected Accept(...) or Block(feedback)"
-                )
+                raise bad_post_decision(decision)
             return decision
         index += 1
     return _ACCEPT
@@ -1542,4 +1559,9 @@ if _c is not None and not TYPE_CHECKING:
     create_execution = _c.create_execution
     dispatch_core = _c.dispatch_core
     normalize_value = _c.normalize_value
+    run_policy = _c.run_policy
+    run_dispatch = _c.run_dispatch
+    run_post_execute = _c.run_post_execute
+    notify_result = _c.notify_result
+    _commit = _c.commit
     run_pipeline = _c.run_pipeline

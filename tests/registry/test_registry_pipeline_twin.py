@@ -20,6 +20,7 @@ import dsh_codegen
 from dsh_codegen.registry import (
     AbortSignal,
     Deny,
+    ToolDispatchExecution,
     ToolExecution,
     ToolExecutionToken,
     ToolFailure,
@@ -53,7 +54,12 @@ def test_the_selected_twin_runs_the_pipeline() -> None:
 def test_compiled_constructors_fill_every_slot() -> None:
     from dsh_codegen import _pipeline_c  # type: ignore[attr-defined]
 
-    kinds = {"ToolSuccess": ToolSuccess, "AbortSignal": AbortSignal, "ToolRunContext": ToolRunContext}
+    kinds = {
+        "ToolSuccess": ToolSuccess,
+        "AbortSignal": AbortSignal,
+        "ToolRunContext": ToolRunContext,
+        "ToolDispatchExecution": ToolDispatchExecution,
+    }
     assert set(_pipeline_c.FILLED_SLOTS) == set(kinds)
     for name, kind in kinds.items():
         assert set(_pipeline_c.FILLED_SLOTS[name]) == _slots(kind), name
