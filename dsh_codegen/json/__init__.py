@@ -1,15 +1,29 @@
-"""Layer 1, lossless JSON: snapshot, frozen containers, parser, renderers (re-exports only)."""
+"""Layer 1, lossless JSON: snapshot, frozen containers, parser, renderers (re-exports only).
 
-from dsh_codegen.json._json import (
-    FrozenJsonArray,
-    FrozenJsonObject,
-    LosslessJsonError,
-    dump_canonical_json,
-    is_json_value,
-    parse_json,
-    render_json_pretty,
-    snapshot_json,
-)
+The names resolve on first use (PEP 562), through the twin selector
+``dsh_codegen.json._json``. Importing the package alone imports no twin, so
+the compiled module ``dsh_codegen._json_c``, which imports this package's
+``_shared`` while it initialises, can be the first module a program imports:
+an eager re-export would ask the selector for the half-initialised compiled
+module (a circular import).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from dsh_codegen.json._json import (
+        FrozenJsonArray,
+        FrozenJsonObject,
+        LosslessJsonError,
+        dump_canonical_json,
+        is_json_value,
+        parse_json,
+        render_json_pretty,
+        snapshot_json,
+    )
 
 __all__: list[str] = [
     "FrozenJsonArray",
@@ -21,3 +35,15 @@ __all__: list[str] = [
     "render_json_pretty",
     "snapshot_json",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in __all__:
+        raise AttributeError(f"module 'dsh_codegen.json' has no attribute {name!r}")
+    value = getattr(importlib.import_module("dsh_codegen.json._json"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

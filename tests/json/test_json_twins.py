@@ -129,3 +129,22 @@ def test_twins_agree_on_deep_values(depth: int) -> None:
     c = _outcome(compiled.render_json_pretty, value)
     p = _outcome(_json_py.render_json_pretty, value)
     assert c == p and c[0] == "error"
+
+
+def test_the_compiled_module_can_be_the_first_import() -> None:
+    # It imports dsh_codegen.json._shared while it initialises: the package must not
+    # ask the selector for the half-initialised module then (a circular import).
+    import subprocess
+    import sys
+
+    _compiled()
+    code = (
+        "import dsh_codegen._json_c as c, sys;"
+        "assert 'dsh_codegen.json._json' not in sys.modules;"
+        "from dsh_codegen.json import parse_json, snapshot_json;"
+        "assert parse_json is c.parse_json and snapshot_json is c.snapshot_json;"
+        "print(c.parse_json('[1]'))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "[1]\n"
