@@ -427,7 +427,14 @@ def test_twins_agree_on_texts_of_every_string_kind() -> None:
     compiled = _compiled()
     # One-byte ASCII and Latin-1, two-byte and four-byte texts, with and without escapes.
     for extra in ("", "é", "日", "😀", "\ud800"):
-        for body in ('{"k%s": ["v%s", "\\n%s", "\\ud83d\\ude00"]}', '["%s\\u0041", 1, "%s", "%s"]'):
+        for body in (
+            '{"k%s": ["v%s", "\\n%s", "\\ud83d\\ude00"]}',
+            '["%s\\u0041", 1, "%s", "%s"]',
+            # ASCII keys and values inside a wider text: built narrow, keys from the cache.
+            '{"key": "%s", "k": ["ab", "a", "", "%s"], "key": {"longer_key_than_thirty_two_characters": 1}}',
+        ):
             text = body.replace("%s", extra)
             assert _typed(compiled.parse_json(text)) == _typed(_parse_py.parse_json(text))
+            # == compares str storage widths too: every str must be stored canonically.
+            assert compiled.parse_json(text) == json.loads(text)
             check(text, compiled.parse_json)
