@@ -86,6 +86,7 @@ def check(text: str, parse: Callable[[str], Any] = parse_json) -> tuple[Any, ...
     assert got[0] == expected[0], (text, expected, got)
     if got[0] == "ok":
         assert _typed(got[1]) == _typed(expected[1]), text
+        assert got[1] == expected[1], text  # also compares str storage widths
     else:
         assert got[1:] == expected[1:], text
     return got
