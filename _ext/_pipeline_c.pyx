@@ -23,6 +23,9 @@ from cpython.dict cimport PyDict_GetItem
 cdef extern from "Python.h":
     # PyIter_Send (3.10+): -1 error (exception set), 0 returned, 1 yielded.
     int PyIter_Send(object iterator, object arg, PyObject** presult) except -1
+    void* PyCapsule_GetPointer(object capsule, const char* name) except NULL
+
+ctypedef int (*is_valid_fn)(object validator, object value) except -1
 
 cdef extern from *:
     """
@@ -69,6 +72,9 @@ cdef object D_SIGNAL_ABORTED, D_SIGNAL_REASON, D_SIGNAL_LISTENERS, D_SIGNAL_NEXT
 cdef object D_SIGNAL_WAITERS, D_SIGNAL_SOURCES, D_SIGNAL_LINKS
 cdef object D_RUN_EXECUTION, D_RUN_SIGNAL, D_RUN_DEFERRED, D_RUN_CONCLUDED
 cdef bint bound = False
+# The compiled validator's is_valid, called directly (from dsh_codegen._schema_c).
+cdef object CompiledValidator = None
+cdef is_valid_fn validator_is_valid = NULL
 
 #: Every slot these constructors fill, by class name (a test compares them with ``__slots__``).
 FILLED_SLOTS = {
@@ -90,7 +96,7 @@ def bind(ns):
     global body_failure, drive_body, Resumed, body_steps, await_any, release_fused
     global py_normalize_value, invalid_output, render_value, render_failure, content_failure
     global settle_cancellation, run_finalize, call_cancelled, cancelled_outcome
-    global py_run_pipeline, bound
+    global py_run_pipeline, bound, CompiledValidator, validator_is_valid
     global Allow, Deny, Ask, Accept, Block, ALLOW, ACCEPT, ToolDispatchExecution
     global plain_failure, reason_text, approve, run_guards, failure_from_exception
     global normalize_authored, apply_post_decision, run_contexts, log_observer_failure, notify_rest
@@ -184,6 +190,12 @@ def bind(ns):
     D_RUN_SIGNAL = slots["signal"]
     D_RUN_DEFERRED = slots["_deferred"]
     D_RUN_CONCLUDED = slots["_concluded"]
+    from dsh_codegen import _schema_c
+
+    CompiledValidator = _schema_c.CompiledValidator
+    validator_is_valid = <is_valid_fn>PyCapsule_GetPointer(
+        _schema_c.IS_VALID_CAPSULE, b"dsh_codegen._schema_c.is_valid"
+    )
     bound = True
 
 
@@ -345,6 +357,13 @@ cdef inline int release(object fused) except -1:
     return 0
 
 
+cdef inline bint is_valid(object validator, object value) except -1:
+    # ``validator.is_valid(value)``, without the method call for the compiled validator.
+    if type(validator) is CompiledValidator:
+        return validator_is_valid(validator, value)
+    return validator.is_valid(value)
+
+
 cdef inline bint signal_aborted(object signal) except -1:
     # ``signal.aborted`` without the property call.
     if signal._aborted:
@@ -375,7 +394,7 @@ cdef object normalize(object call, object compiled, object value, object context
     except Exception:
         # Lossy or failing: the Python twin repeats the (pure) snapshot and words the failure.
         return py_normalize_value(call, compiled, value, contexts, concludes)
-    if not compiled.output_validator.is_valid(frozen):
+    if not is_valid(compiled.output_validator, frozen):
         return invalid_output(compiled, frozen, contexts)
     execution = call.execution
     if compiled.presentation_meta is not None and <object>PyTuple_GET_ITEM(execution, 6) is None:
@@ -425,7 +444,7 @@ cdef object start_dispatch(Call call, object signal):
         return aborted_before_dispatch()
     args = <object>PyTuple_GET_ITEM(execution, 3)
     validator = compiled.args_validator
-    if validator is not None and not validator.is_valid(args):
+    if validator is not None and not is_valid(validator, args):
         return invalid_arguments(validator, args)
     fused = new_fused_signal((caller,) if signal is caller else (caller, signal))
     run = new_run_context(execution, fused)
@@ -853,6 +872,11 @@ async def plain_suspended(Call call, pending):
         plain_finish(call, cancelled_outcome(call), True)
         raise exc
     return plain_finish(call, result, False)
+
+
+def execute(registry, input, *, gate=None):
+    """Compiled twin of ``ToolRegistry.execute`` (the registry installs it as the method)."""
+    return run_pipeline(registry, input, gate)
 
 
 def run_pipeline(registry, input, gate):

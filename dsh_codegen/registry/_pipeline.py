@@ -1552,6 +1552,9 @@ async def run_pipeline(
 # ones and runs calls that meet no listener, guard, gate or scope itself; it
 # hands every uncommon outcome back to the functions above.
 
+#: ``ToolRegistry.execute``'s compiled twin (installed by the registry), ``None`` for the pure twin.
+compiled_execute: Any = None
+
 _c = load_compiled("_pipeline_c")
 if _c is not None and not TYPE_CHECKING:
     _c.bind(globals())
@@ -1565,3 +1568,4 @@ if _c is not None and not TYPE_CHECKING:
     notify_result = _c.notify_result
     _commit = _c.commit
     run_pipeline = _c.run_pipeline
+    compiled_execute = _c.execute

@@ -39,7 +39,7 @@ from dsh_codegen.registry._definitions import CompiledTool, check_for_registrati
 from dsh_codegen.registry._errors import RUN_CODE_NAME
 from dsh_codegen.registry._execution import ToolExecutionInput
 from dsh_codegen.registry._gate import PipelineGate
-from dsh_codegen.registry._pipeline import run_pipeline
+from dsh_codegen.registry._pipeline import compiled_execute, run_pipeline
 from dsh_codegen.registry._results import ToolExecutionResult
 
 if TYPE_CHECKING:
@@ -825,6 +825,12 @@ class ToolRegistry(_Surface):
             return "exclusive"
         return "parallel" if verdict is True else "exclusive"
 
+
+
+if compiled_execute is not None:
+    # The compiled twin of execute(): the same call without the method's Python frame.
+    compiled_execute.__doc__ = ToolRegistry.execute.__doc__
+    ToolRegistry.execute = compiled_execute  # type: ignore[method-assign]
 
 def _schema_of(tool: CompiledTool) -> ToolSchema:
     try:
