@@ -32,6 +32,13 @@ _NUMBER: Final = re.compile(r"(-?(?:0|[1-9][0-9]*))(\.[0-9]+)?([eE][-+]?[0-9]+)?
 # The string decoder json's own scanner calls (the C one when built): its values and errors.
 _scanstring: Final[Callable[[str, int], tuple[str, int]]] = _decoder.scanstring  # type: ignore[attr-defined]
 _BOM: Final = "\ufeff"
+# Fast paths for the common shapes, each matching a subset of what the exact code
+# accepts and giving the same result; anything else goes the exact (slow) way.
+_PLAIN_STRING = r'"([^"\\\x00-\x1f]*)"'  # no escape, no control character
+_STRING: Final = re.compile(_PLAIN_STRING).match
+_FIRST_KEY: Final = re.compile(r"[ \t\n\r]*" + _PLAIN_STRING + r"[ \t\n\r]*:[ \t\n\r]*").match
+_NEXT_KEY: Final = re.compile(r"[ \t\n\r]*,[ \t\n\r]*" + _PLAIN_STRING + r"[ \t\n\r]*:[ \t\n\r]*").match
+_NEXT_ITEM: Final = re.compile(r"[ \t\n\r]*,[ \t\n\r]*").match
 _WHITESPACE: Final = " \t\n\r"
 
 #: The messages of the texts ``json.loads`` accepts but lossless JSON does not.
@@ -87,8 +94,19 @@ def _scan(text: str, idx: int, freeze: bool) -> tuple[Any, int, bool]:
     while True:
         char = text[idx : idx + 1]
         if char == '"':
-            value, idx = _scanstring(text, idx + 1)
+            match = _STRING(text, idx)
+            if match is not None:
+                value = match.group(1)
+                idx = match.end()
+            else:
+                value, idx = _scanstring(text, idx + 1)
         elif char == "{":
+            match = _FIRST_KEY(text, idx + 1)
+            if match is not None:
+                open_containers.append({})
+                pending.append(match.group(1))
+                idx = match.end()
+                continue
             idx = ws(text, idx + 1).end()
             if text.startswith("}", idx):
                 value = _seal_object({}, freeze)
@@ -141,8 +159,17 @@ def _scan(text: str, idx: int, freeze: bool) -> tuple[Any, int, bool]:
             member = pending[-1]
             if member is None:
                 container.append(value)
+                match = _NEXT_ITEM(text, idx)
+                if match is not None:
+                    idx = match.end()
+                    break
             else:
                 container[member] = value
+                match = _NEXT_KEY(text, idx)
+                if match is not None:
+                    pending[-1] = match.group(1)
+                    idx = match.end()
+                    break
             if idx < len(text) and text[idx] in _WHITESPACE:
                 idx = ws(text, idx).end()
             char = text[idx : idx + 1]
