@@ -9,6 +9,7 @@ differential test pins it. Only exact types are inspected, so no user code
 runs during a walk.
 """
 
+from cpython.pycapsule cimport PyCapsule_New
 from cpython.ref cimport PyObject, Py_XDECREF
 from libc.math cimport isfinite, signbit
 from libc.stdint cimport uint8_t, uint16_t, uint32_t
@@ -930,15 +931,33 @@ cdef struct Frame:
     bint cache_keys     # the object is small: its keys likely recur in its siblings
 
 
+cdef enum:
+    INLINE_FRAMES = 8
+
+
 cdef struct Stack:
-    Frame* frames
+    Frame* frames       # ``inline_frames`` until the walk nests deeper, then a heap array
     Py_ssize_t depth
     Py_ssize_t cap
+    Frame inline_frames[INLINE_FRAMES]
+
+
+cdef inline void stack_init(Stack* st) noexcept:
+    # Small values (most tool arguments and results) never touch the heap for their stack.
+    st.frames = st.inline_frames
+    st.depth = 0
+    st.cap = INLINE_FRAMES
 
 
 cdef int stack_grow(Stack* st) except -1:
-    cdef Py_ssize_t cap = st.cap * 2 if st.cap else 64
-    cdef Frame* frames = <Frame*>realloc(st.frames, cap * sizeof(Frame))
+    cdef Py_ssize_t cap = st.cap * 2
+    cdef Frame* frames
+    if st.frames == st.inline_frames:
+        frames = <Frame*>malloc(cap * sizeof(Frame))
+        if frames != NULL:
+            memcpy(frames, st.inline_frames, st.depth * sizeof(Frame))
+    else:
+        frames = <Frame*>realloc(st.frames, cap * sizeof(Frame))
     if frames == NULL:
         raise MemoryError()
     st.frames = frames
@@ -986,9 +1005,9 @@ cdef void stack_release(Stack* st) noexcept:
     while st.depth > 0:
         st.depth -= 1
         frame_clear(&st.frames[st.depth])
-    free(st.frames)
-    st.frames = NULL
-    st.cap = 0
+    if st.frames != st.inline_frames:
+        free(st.frames)
+    stack_init(st)
 
 
 cdef list stack_path(Stack* st, Py_ssize_t drop):
@@ -1130,9 +1149,7 @@ cdef object walk(object root, bint freeze, bint safe, bint build):
     """Check ``root`` and, when ``build``, return its detached (frozen) copy."""
     cdef bint reuse = not safe and (freeze or not build)
     cdef Stack st
-    st.frames = NULL
-    st.depth = 0
-    st.cap = 0
+    stack_init(&st)
     cdef int kind = classify(<PyObject*>root, safe, reuse, &st)
     if kind == SCALAR or kind == REUSE:
         return root
@@ -1420,9 +1437,7 @@ cdef str write(object root, Py_ssize_t pretty_levels, Py_ssize_t indent, bint so
     b.length = 0
     b.maxchar = 127
     cdef Stack st
-    st.frames = NULL
-    st.depth = 0
-    st.cap = 0
+    stack_init(&st)
     cdef set deep = set()
     cdef Frame* f
     cdef PyObject* k
@@ -2046,3 +2061,13 @@ def parse_json(text):
     result = <object>r
     decref(r)
     return result
+
+
+cdef object capsule_snapshot(object value):
+    # snapshot_json(value): the frozen, detached copy (or LosslessJsonError).
+    return walk(value, True, False, True)
+
+
+#: ``object snapshot(object value)`` (``snapshot_json`` with its defaults) for other compiled
+#: modules, without the Python call; see ``_ext/_pipeline_c.pyx``.
+SNAPSHOT_CAPSULE = PyCapsule_New(<void*>capsule_snapshot, b"dsh_codegen._json_c.snapshot", NULL)

@@ -4,7 +4,7 @@
 ``dsh_codegen/registry/_pipeline.py`` is the specification and the pure-Python
 twin. This module accelerates the path every call takes (building the call,
 the first step of the body, output snapshot, validation and rendering) and
-the whole pipeline of a call that meets no listener, guard, gate or scope.
+the whole pipeline of a call made without a gate or a scope.
 Every uncommon outcome (a failure, a body that suspends, a lossy value, a
 policy stage) is handed to the Python twin's own functions, so each message
 and each cancellation rule exists once, in Python.
@@ -26,6 +26,7 @@ cdef extern from "Python.h":
     void* PyCapsule_GetPointer(object capsule, const char* name) except NULL
 
 ctypedef int (*is_valid_fn)(object validator, object value) except -1
+ctypedef object (*snapshot_fn)(object value)
 
 cdef extern from *:
     """
@@ -75,6 +76,8 @@ cdef bint bound = False
 # The compiled validator's is_valid, called directly (from dsh_codegen._schema_c).
 cdef object CompiledValidator = None
 cdef is_valid_fn validator_is_valid = NULL
+# snapshot_json with its defaults, called directly (from dsh_codegen._json_c).
+cdef snapshot_fn snapshot = NULL
 
 #: Every slot these constructors fill, by class name (a test compares them with ``__slots__``).
 FILLED_SLOTS = {
@@ -96,7 +99,7 @@ def bind(ns):
     global body_failure, drive_body, Resumed, body_steps, await_any, release_fused
     global py_normalize_value, invalid_output, render_value, render_failure, content_failure
     global settle_cancellation, run_finalize, call_cancelled, cancelled_outcome
-    global py_run_pipeline, bound, CompiledValidator, validator_is_valid
+    global py_run_pipeline, bound, CompiledValidator, validator_is_valid, snapshot
     global Allow, Deny, Ask, Accept, Block, ALLOW, ACCEPT, ToolDispatchExecution
     global plain_failure, reason_text, approve, run_guards, failure_from_exception
     global normalize_authored, apply_post_decision, run_contexts, log_observer_failure, notify_rest
@@ -190,11 +193,15 @@ def bind(ns):
     D_RUN_SIGNAL = slots["signal"]
     D_RUN_DEFERRED = slots["_deferred"]
     D_RUN_CONCLUDED = slots["_concluded"]
-    from dsh_codegen import _schema_c
+    from dsh_codegen._json_c import SNAPSHOT_CAPSULE
+    from dsh_codegen._schema_c import IS_VALID_CAPSULE, CompiledValidator as validator_type
 
-    CompiledValidator = _schema_c.CompiledValidator
+    if snapshot_json.__module__ != "dsh_codegen._json_c":
+        raise ImportError("the compiled pipeline needs the compiled snapshot_json")
+    snapshot = <snapshot_fn>PyCapsule_GetPointer(SNAPSHOT_CAPSULE, b"dsh_codegen._json_c.snapshot")
+    CompiledValidator = validator_type
     validator_is_valid = <is_valid_fn>PyCapsule_GetPointer(
-        _schema_c.IS_VALID_CAPSULE, b"dsh_codegen._schema_c.is_valid"
+        IS_VALID_CAPSULE, b"dsh_codegen._schema_c.is_valid"
     )
     bound = True
 
@@ -316,7 +323,7 @@ cdef Call make_call(object registry, object input):
     chain = () if agent is None else registry.chain_for(agent)
     error = None
     try:
-        arguments = snapshot_json(raw_arguments)
+        arguments = snapshot(raw_arguments)
     except snapshot_errors as exc:
         arguments = None
         error = exc
@@ -335,7 +342,7 @@ cdef Call make_call(object registry, object input):
     call.chain = chain
     call.compiled = compiled
     call.version = registry._version
-    call.finalize = None if compiled is None else compiled.finalize_content
+    call.finalize = None if compiled is None else hot(compiled.hot, HOT_FINALIZE)
     call.argument_error = error
     return call
 
@@ -355,6 +362,21 @@ cdef inline int release(object fused) except -1:
     else:
         fused._release()
     return 0
+
+
+# Positions in ``CompiledTool.hot`` (see _definitions.py).
+cdef enum:
+    HOT_EXECUTE = 0
+    HOT_ARGS_VALIDATOR = 1
+    HOT_OUTPUT_VALIDATOR = 2
+    HOT_RENDER = 3
+    HOT_PRESENTATION_META = 4
+    HOT_FINALIZE = 5
+
+
+cdef inline object hot(tuple fields, Py_ssize_t index):
+    # One field of a CompiledTool's ``hot`` tuple.
+    return <object>PyTuple_GET_ITEM(fields, index)
 
 
 cdef inline bint is_valid(object validator, object value) except -1:
@@ -390,21 +412,22 @@ cdef object content_blocks(object frozen):
 cdef object normalize(object call, object compiled, object value, object contexts, object concludes):
     """``normalize_value``: the success for a value that snapshots, validates and renders cleanly."""
     try:
-        frozen = snapshot_json(value)
+        frozen = snapshot(value)
     except Exception:
         # Lossy or failing: the Python twin repeats the (pure) snapshot and words the failure.
         return py_normalize_value(call, compiled, value, contexts, concludes)
-    if not is_valid(compiled.output_validator, frozen):
+    cdef tuple fields = compiled.hot
+    if not is_valid(hot(fields, HOT_OUTPUT_VALIDATOR), frozen):
         return invalid_output(compiled, frozen, contexts)
     execution = call.execution
-    if compiled.presentation_meta is not None and <object>PyTuple_GET_ITEM(execution, 6) is None:
+    if hot(fields, HOT_PRESENTATION_META) is not None and <object>PyTuple_GET_ITEM(execution, 6) is None:
         return render_value(call, compiled, frozen, contexts, concludes)
     try:
-        rendered = compiled.render(<object>PyTuple_GET_ITEM(execution, 3), frozen)
+        rendered = hot(fields, HOT_RENDER)(<object>PyTuple_GET_ITEM(execution, 3), frozen)
     except Exception as exc:
         return render_failure(compiled, exc, contexts)
     try:
-        content = content_blocks(snapshot_json(rendered))
+        content = content_blocks(snapshot(rendered))
     except Exception:
         content = None
     if content is None:
@@ -443,14 +466,15 @@ cdef object start_dispatch(Call call, object signal):
     if signal_aborted(caller) or (signal is not caller and signal.aborted):
         return aborted_before_dispatch()
     args = <object>PyTuple_GET_ITEM(execution, 3)
-    validator = compiled.args_validator
+    cdef tuple fields = compiled.hot
+    validator = hot(fields, HOT_ARGS_VALIDATOR)
     if validator is not None and not is_valid(validator, args):
         return invalid_arguments(validator, args)
     fused = new_fused_signal((caller,) if signal is caller else (caller, signal))
     run = new_run_context(execution, fused)
     call.run = run
     try:
-        value = compiled.execute(args, run)
+        value = hot(fields, HOT_EXECUTE)(args, run)
         kind = type(value)
         if kind is CoroutineType:
             status = PyIter_Send(value, None, &sent)
@@ -811,48 +835,6 @@ async def full_pipeline(registry, input):
     return result
 
 
-# --- the pipeline of a call without listeners ----------------------------------------------
-
-cdef object plain_listeners(object registry):
-    """The global layer's listener snapshot when stages 2-5 and 8 have nothing to do, else ``None``.
-
-    Nothing to do: no code-mode collapse, no guard and no pipeline listener.
-    """
-    listeners = registry._global_listeners
-    if listeners is None or registry._global_listeners_version != registry._listener_version:
-        listeners = registry.listeners_for(())
-    if not listeners.empty or registry._global.guards or registry.mode == "code":
-        return None
-    return listeners
-
-
-async def plain_pipeline(registry, input):
-    """``run_pipeline`` for a call of the global layer while the registry has no listener.
-
-    The same stages as the Python twin, with the empty ones left out; if a
-    listener arrived between ``execute()`` and the first await, the Python
-    twin runs the call instead. (Few locals: each is a field of the coroutine.)
-    """
-    listeners = plain_listeners(registry)
-    if listeners is None:
-        return await full_pipeline(registry, input)
-    call = make_call(registry, input)
-    call.listeners = listeners
-    result = plain_dispatch(call)
-    if type(result) is ToolSuccess or type(result) is ToolFailure:
-        return plain_finish(call, result, False)
-    return await plain_suspended(call, result)
-
-
-cdef object plain_dispatch(Call call):
-    # Stage 2 (entry outcome) and the dispatch's first step.
-    caller = <object>PyTuple_GET_ITEM(call.execution, 4)
-    if call.argument_error is not None or caller._aborted or caller._sources is not None:
-        result = entry_outcome(call, call.argument_error)
-        if result is not None:
-            return result
-    return start_dispatch(call, caller)
-
 
 cdef object plain_finish(Call call, object result, bint cancelled):
     # Stages 6-7: caller cancellation replaces a success; finalize_content exactly once.
@@ -863,17 +845,6 @@ cdef object plain_finish(Call call, object result, bint cancelled):
     return result
 
 
-async def plain_suspended(Call call, pending):
-    """The rest of :func:`plain_pipeline` for a body that suspended (``pending`` drives it)."""
-    try:
-        result = await pending
-    except CancelledError as exc:
-        call_cancelled(call)
-        plain_finish(call, cancelled_outcome(call), True)
-        raise exc
-    return plain_finish(call, result, False)
-
-
 def execute(registry, input, *, gate=None):
     """Compiled twin of ``ToolRegistry.execute`` (the registry installs it as the method)."""
     return run_pipeline(registry, input, gate)
@@ -882,9 +853,10 @@ def execute(registry, input, *, gate=None):
 def run_pipeline(registry, input, gate):
     """Compiled twin of ``_pipeline.run_pipeline``: the call's coroutine.
 
-    A call of the global layer, with no gate, in a registry without
-    listeners, guards or code mode, runs :func:`plain_pipeline`; any other
-    call runs the Python twin's pipeline (with this module's stages).
+    A call description of the global layer (``agent=None``) without a gate
+    runs :func:`full_pipeline`; any other call (a scope's, a gated one from
+    ``execute_tool_calls``, a duck-typed input) runs the Python twin's
+    ``run_pipeline``, over this module's stages.
     """
     if (
         bound
@@ -892,7 +864,5 @@ def run_pipeline(registry, input, gate):
         and type(input) is ToolExecutionInput
         and <object>PyTuple_GET_ITEM(input, 4) is None
     ):
-        if plain_listeners(registry) is not None:
-            return plain_pipeline(registry, input)
         return full_pipeline(registry, input)
     return py_run_pipeline(registry, input, gate)

@@ -145,7 +145,7 @@ class _Layer:
 class ListenerSnapshot:
     """The listeners one call runs, fixed when the call starts (guards excepted)."""
 
-    __slots__ = ("empty", "observers", "post", "pre", "wrappers")
+    __slots__ = ("observers", "post", "pre", "wrappers")
 
     def __init__(
         self,
@@ -158,8 +158,6 @@ class ListenerSnapshot:
         self.wrappers = wrappers
         self.post = post
         self.observers = observers
-        # No stage listener at all (the compiled twin's plain pipeline applies).
-        self.empty = not (pre or wrappers or post or observers)
 
 
 _METHOD_OF: Final = {
