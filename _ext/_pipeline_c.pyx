@@ -517,6 +517,11 @@ async def dispatch_core(Call call, signal):
 
 
 # --- 3. policy --------------------------------------------------------------------------------
+#
+# Each waterfall step (the first live listener from ``index``, called with its
+# ``next``) is a plain function; the coroutine that awaits the step is the
+# caller's own (``run_policy`` or the previous listener's ``next()``), so a
+# listener costs one coroutine of ours, its ``next()``.
 
 cdef inline bint is_awaitable(object value) except -1:
     kind = type(value)
@@ -535,47 +540,48 @@ cdef class PreNext:
         return pre_next(self)
 
 
-cdef PreNext new_pre_next(tuple entries, Py_ssize_t index, object execution):
-    cdef PreNext following = PreNext.__new__(PreNext)
-    following.entries = entries
-    following.index = index
-    following.execution = execution
-    return following
+cdef object pre_step(tuple entries, Py_ssize_t index, object execution):
+    # The decision (or its awaitable) of the first live listener from ``index``; ALLOW past the end.
+    cdef PreNext following
+    while index < len(entries):
+        entry = entries[index]
+        if entry.alive:
+            following = PreNext.__new__(PreNext)
+            following.entries = entries
+            following.index = index + 1
+            following.execution = execution
+            return entry.fn(execution, following)
+        index += 1
+    return ALLOW
+
+
+cdef object pre_decision(object decision):
+    kind = type(decision)
+    if kind is not Allow and kind is not Deny and kind is not Ask:
+        raise bad_pre_decision(decision)
+    return decision
 
 
 async def pre_next(PreNext self):
     if self.called:
         raise RuntimeError(PRE_NEXT_TWICE)
     self.called = True
-    if self.index == len(self.entries):
-        return ALLOW  # the chain's end, without another coroutine
-    return await pre_waterfall(self.entries, self.index, self.execution)
-
-
-async def pre_waterfall(tuple entries, Py_ssize_t index, execution):
-    while index < len(entries):
-        entry = entries[index]
-        if entry.alive:
-            decision = entry.fn(execution, new_pre_next(entries, index + 1, execution))
-            if is_awaitable(decision):
-                decision = await decision
-            kind = type(decision)
-            if kind is not Allow and kind is not Deny and kind is not Ask:
-                raise bad_pre_decision(decision)
-            return decision
-        index += 1
-    return ALLOW
+    decision = pre_step(self.entries, self.index, self.execution)
+    if is_awaitable(decision):
+        decision = await decision
+    return pre_decision(decision)
 
 
 async def run_policy(Call call):
     """Compiled twin of ``_pipeline.run_policy``."""
     execution = call.execution
-    listeners = call.listeners
     try:
-        decision = (await pre_waterfall(listeners.pre, 0, execution)) if listeners.pre else ALLOW
+        decision = pre_step(call.listeners.pre, 0, execution)
+        if is_awaitable(decision):
+            decision = await decision
         if type(decision) is Deny:
             return plain_failure(reason_text(decision.reason)), False
-        if type(decision) is Ask:
+        if type(pre_decision(decision)) is Ask:
             denied = await approve(call, decision.reason)
             if denied is not None:
                 return denied, False
@@ -602,7 +608,33 @@ cdef class WrapNext:
         return wrap_next(self, signal)
 
 
+cdef Py_ssize_t live_wrapper(tuple wrappers, Py_ssize_t index):
+    # The position of the first live wrapper from ``index`` (len(wrappers) when none is left).
+    while index < len(wrappers) and not wrappers[index].alive:
+        index += 1
+    return index
+
+
+cdef object call_wrapper(Call call, Py_ssize_t index, object dispatch):
+    # Wrapper ``index`` (live) around the layers inside it: what it returned, or its awaitable.
+    cdef WrapNext following = WrapNext.__new__(WrapNext)
+    following.call = call
+    following.index = index + 1
+    following.dispatch = dispatch
+    return (<tuple>call.listeners.wrappers)[index].fn(dispatch, following)
+
+
+cdef object authored(Call call, object returned):
+    # What a wrapper returned: a result some next() produced is kept as is, anything else normalized.
+    if call.produced is not None:
+        for item in call.produced:
+            if item is returned:
+                return item
+    return normalize_authored(call, returned)
+
+
 async def wrap_next(WrapNext self, signal):
+    cdef Py_ssize_t index
     dispatch = self.dispatch
     if signal is not None and type(signal) is not AbortSignal:
         raise bad_next_signal(signal)
@@ -614,12 +646,19 @@ async def wrap_next(WrapNext self, signal):
     if signal is not None:
         dispatch.signal = signal
     try:
-        if self.index == len(call.listeners.wrappers):
+        index = live_wrapper(call.listeners.wrappers, self.index)
+        if index == len(call.listeners.wrappers):
             result = start_dispatch(call, dispatch.signal)
             if type(result) is not ToolSuccess and type(result) is not ToolFailure:
                 result = await result
+        elif signal_aborted(<object>PyTuple_GET_ITEM(call.execution, 4)):
+            # The caller cancelled while an outer wrapper was still deciding.
+            result = aborted_before_dispatch()
         else:
-            result = await wrap_chain(call, self.index, dispatch)
+            result = call_wrapper(call, index, dispatch)
+            if is_awaitable(result):
+                result = await result
+            result = authored(call, result)
     finally:
         # Restore: outer wrappers (and the registry) see their own signal again.
         dispatch.signal = previous
@@ -630,39 +669,14 @@ async def wrap_next(WrapNext self, signal):
     return result
 
 
-async def wrap_chain(Call call, Py_ssize_t index, dispatch):
-    cdef WrapNext following
-    wrappers = call.listeners.wrappers
-    while index < len(wrappers):
-        entry = wrappers[index]
-        if entry.alive:
-            if signal_aborted(<object>PyTuple_GET_ITEM(call.execution, 4)):
-                # The caller cancelled while an outer wrapper was still deciding.
-                return aborted_before_dispatch()
-            following = WrapNext.__new__(WrapNext)
-            following.call = call
-            following.index = index + 1
-            following.dispatch = dispatch
-            returned = entry.fn(dispatch, following)
-            if is_awaitable(returned):
-                returned = await returned
-            if call.produced is not None:
-                for item in call.produced:
-                    if item is returned:
-                        return item  # a result some next() produced: kept as is
-            return normalize_authored(call, returned)
-        index += 1
-    result = start_dispatch(call, dispatch.signal)
-    if type(result) is not ToolSuccess and type(result) is not ToolFailure:
-        result = await result
-    return result
-
-
 async def run_dispatch(Call call):
     """Compiled twin of ``_pipeline.run_dispatch``."""
+    cdef Py_ssize_t index
     execution = call.execution
     caller = <object>PyTuple_GET_ITEM(execution, 4)
-    if not call.listeners.wrappers:
+    wrappers = call.listeners.wrappers
+    index = live_wrapper(wrappers, 0)
+    if not wrappers:
         result = start_dispatch(call, caller)
         if type(result) is not ToolSuccess and type(result) is not ToolFailure:
             result = await result
@@ -677,7 +691,17 @@ async def run_dispatch(Call call):
         execution, caller, None if resolved is None else resolved.definition
     )
     try:
-        result = await wrap_chain(call, 0, dispatch)
+        if index == len(wrappers):
+            result = start_dispatch(call, caller)
+            if type(result) is not ToolSuccess and type(result) is not ToolFailure:
+                result = await result
+        elif signal_aborted(caller):
+            result = aborted_before_dispatch()
+        else:
+            result = call_wrapper(call, index, dispatch)
+            if is_awaitable(result):
+                result = await result
+            result = authored(call, result)
     except Exception as exc:
         if call.cancel_exc is not None:
             raise call.cancel_exc from None  # a wrapper swallowed the task's cancellation
@@ -702,16 +726,8 @@ cdef class PostNext:
         return post_next(self)
 
 
-async def post_next(PostNext self):
-    if self.called:
-        raise RuntimeError(POST_NEXT_TWICE)
-    self.called = True
-    if self.index == len(self.entries):
-        return ACCEPT  # the chain's end, without another coroutine
-    return await post_waterfall(self.entries, self.index, self.execution, self.result)
-
-
-async def post_waterfall(tuple entries, Py_ssize_t index, execution, result):
+cdef object post_step(tuple entries, Py_ssize_t index, object execution, object result):
+    # The decision (or its awaitable) of the first live listener from ``index``; ACCEPT past the end.
     cdef PostNext following
     while index < len(entries):
         entry = entries[index]
@@ -721,25 +737,25 @@ async def post_waterfall(tuple entries, Py_ssize_t index, execution, result):
             following.index = index + 1
             following.execution = execution
             following.result = result
-            decision = entry.fn(execution, result, following)
-            if is_awaitable(decision):
-                decision = await decision
-            if type(decision) is not Accept and type(decision) is not Block:
-                raise bad_post_decision(decision)
-            return decision
+            return entry.fn(execution, result, following)
         index += 1
     return ACCEPT
 
 
-async def run_post_execute(Call call, result):
-    """Compiled twin of ``_pipeline.run_post_execute``."""
-    try:
-        decision = await post_waterfall(call.listeners.post, 0, call.execution, result)
-    except Exception as exc:
-        return failure_from_exception(exc, additional_contexts=result.additional_contexts)
-    if decision is ACCEPT:
-        return result  # the chain's own end: nothing to apply
-    return apply_post_decision(call, result, decision)
+cdef object post_decision(object decision):
+    if type(decision) is not Accept and type(decision) is not Block:
+        raise bad_post_decision(decision)
+    return decision
+
+
+async def post_next(PostNext self):
+    if self.called:
+        raise RuntimeError(POST_NEXT_TWICE)
+    self.called = True
+    decision = post_step(self.entries, self.index, self.execution, self.result)
+    if is_awaitable(decision):
+        decision = await decision
+    return post_decision(decision)
 
 
 def notify_result(Call call, result):
@@ -769,8 +785,18 @@ async def commit(Call call, result, bint skip_post, bint cancelled):
     """Compiled twin of ``_pipeline._commit`` (stages 5-8)."""
     listeners = call.listeners
     if not skip_post and not cancelled and listeners.post:
+        # run_post_execute(), inlined: the waterfall (chain end Accept()) over the frozen result.
         try:
-            result = await run_post_execute(call, result)
+            try:
+                decision = post_step(listeners.post, 0, call.execution, result)
+                if is_awaitable(decision):
+                    decision = await decision
+                post_decision(decision)
+            except Exception as exc:
+                result = failure_from_exception(exc, additional_contexts=result.additional_contexts)
+            else:
+                if decision is not ACCEPT:  # the chain's own end: nothing to apply
+                    result = apply_post_decision(call, result, decision)
         except CancelledError:
             cancelled = True
             call_cancelled(call)

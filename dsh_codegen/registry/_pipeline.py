@@ -1564,7 +1564,6 @@ if _c is not None and not TYPE_CHECKING:
     normalize_value = _c.normalize_value
     run_policy = _c.run_policy
     run_dispatch = _c.run_dispatch
-    run_post_execute = _c.run_post_execute
     notify_result = _c.notify_result
     _commit = _c.commit
     run_pipeline = _c.run_pipeline
