@@ -1153,7 +1153,7 @@ cdef object walk(object root, bint freeze, bint safe, bint build):
     cdef int kind = classify(<PyObject*>root, safe, reuse, &st)
     if kind == SCALAR or kind == REUSE:
         return root
-    cdef set deep = set()
+    cdef set deep = None  # made when the walk first nests LINEAR_DEPTH deep (see track_push)
     cdef Frame* f
     cdef Frame* parent
     cdef PyObject* k
@@ -1175,6 +1175,8 @@ cdef object walk(object root, bint freeze, bint safe, bint build):
                     kind = classify(v, safe, reuse, &st)
                     if kind <= REUSE:
                         continue  # already in the copy
+                    if deep is None and st.depth >= LINEAR_DEPTH:
+                        deep = set()
                     descend(&st, v, kind, build, freeze, deep)
                     descended = True
                     break
@@ -1193,6 +1195,8 @@ cdef object walk(object root, bint freeze, bint safe, bint build):
                             incref(v)
                             PyList_SET_ITEM(f.dest, f.pos - 1, v)
                         continue
+                    if deep is None and st.depth >= LINEAR_DEPTH:
+                        deep = set()
                     descend(&st, v, kind, build, freeze, deep)
                     descended = True
                     break
