@@ -208,6 +208,33 @@ def bind(ns):
 
 # --- construction without __init__ ------------------------------------------------------
 
+cdef object py_input_new = None
+
+
+def input_new(cls, *args, **kwargs):
+    """``ToolExecutionInput.__new__`` for positional arguments, without the generated Python ``__new__``.
+
+    Keywords, or a wrong number of arguments, go to the generated ``__new__``
+    (same result, same errors).
+    """
+    cdef Py_ssize_t n = len(args)
+    if kwargs or n < 4 or n > 7:
+        return py_input_new(cls, *args, **kwargs)
+    fresh = dsh_alloc(cls, 7)
+    cdef Py_ssize_t index
+    for index in range(7):
+        put(fresh, index, <object>PyTuple_GET_ITEM(args, index) if index < n else None)
+    return fresh
+
+
+def install_input_new(cls):
+    """Make :func:`input_new` the ``__new__`` of ``cls`` (``ToolExecutionInput``), keeping the generated one."""
+    global py_input_new
+    if py_input_new is None:
+        py_input_new = cls.__new__
+        cls.__new__ = staticmethod(input_new)
+
+
 cdef inline int fill(object descriptor, object instance, object value) except -1:
     # A slot's member descriptor stores into a fresh instance (what __init__ would do).
     return dsh_descr_set(descriptor, instance, value)

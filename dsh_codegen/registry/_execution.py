@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Hashable
 from typing import TYPE_CHECKING, Any, NamedTuple, final
 
+from dsh_codegen._backend import load_compiled
+
 from dsh_codegen.registry._materialize import snapshot_context
 from dsh_codegen.registry._results import AdditionalContext, JsonValue
 from dsh_codegen.registry.cancel import AbortSignal
@@ -46,6 +48,12 @@ class ToolExecutionInput(NamedTuple):
     parent: ToolExecutionToken | None = None
     root_call_id: str | None = None
 
+
+
+_c = load_compiled("_pipeline_c")
+if _c is not None and not TYPE_CHECKING:
+    # The compiled twin's __new__ (positional calls skip the generated Python __new__).
+    _c.install_input_new(ToolExecutionInput)
 
 @final
 class ToolExecutionToken:

@@ -263,3 +263,21 @@ async def test_lossy_arguments_and_a_pre_aborted_signal_still_finalize_once() ->
     aborted = await registry.execute(call(signal=controller.signal))
     assert error_code(aborted) == "ABORTED_BEFORE_DISPATCH"
     assert finalized == [lossy, aborted]
+
+
+def test_call_descriptions_are_the_same_named_tuples_however_they_are_built() -> None:
+    from dsh_codegen.registry import AbortController, ToolExecutionInput
+
+    signal = AbortController().signal
+    positional = ToolExecutionInput("c1", "echo", {"text": "hi"}, signal)
+    keywords = ToolExecutionInput(call_id="c1", name="echo", arguments={"text": "hi"}, signal=signal)
+    full = ToolExecutionInput("c1", "echo", {"text": "hi"}, signal, "agent", None, "root")
+    assert type(positional) is ToolExecutionInput and type(full) is ToolExecutionInput
+    assert positional == keywords == ("c1", "echo", {"text": "hi"}, signal, None, None, None)
+    assert (full.agent, full.parent, full.root_call_id) == ("agent", None, "root")
+    assert positional._replace(name="other").name == "other"
+    assert ToolExecutionInput._make(tuple(full)) == full
+    with pytest.raises(TypeError, match="missing 1 required positional argument: 'signal'"):
+        ToolExecutionInput("c1", "echo", {})  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="takes from 5 to 8 positional arguments but 9 were given"):
+        ToolExecutionInput("c1", "echo", {}, signal, None, None, None, "extra")  # type: ignore[call-arg]
