@@ -323,6 +323,7 @@ cdef class Call:
 cdef Call make_call(object registry, object input):
     """``create_execution``: read every input field once, mint the token, snapshot the arguments."""
     cdef Call call
+    cdef PyObject* found
     if type(input) is ToolExecutionInput:
         call_id = <object>PyTuple_GET_ITEM(input, 0)
         name = <object>PyTuple_GET_ITEM(input, 1)
@@ -362,7 +363,12 @@ cdef Call make_call(object registry, object input):
     elif chain:
         compiled = registry.resolve(name, chain)
     else:
-        compiled = registry._global.tools.get(name)
+        tools = registry._global.tools
+        if type(tools) is dict:
+            found = PyDict_GetItem(tools, name)
+            compiled = None if found == NULL else <object>found
+        else:
+            compiled = tools.get(name)
     call = Call.__new__(Call)
     call.registry = registry
     call.execution = execution
@@ -900,7 +906,7 @@ cdef object plain_finish(Call call, object result, bint cancelled):
 
 def execute(registry, input, *, gate=None):
     """Compiled twin of ``ToolRegistry.execute`` (the registry installs it as the method)."""
-    return run_pipeline(registry, input, gate)
+    return pipeline(registry, input, gate)
 
 
 def run_pipeline(registry, input, gate):
@@ -911,6 +917,10 @@ def run_pipeline(registry, input, gate):
     ``execute_tool_calls``, a duck-typed input) runs the Python twin's
     ``run_pipeline``, over this module's stages.
     """
+    return pipeline(registry, input, gate)
+
+
+cdef object pipeline(object registry, object input, object gate):
     if (
         bound
         and gate is None
