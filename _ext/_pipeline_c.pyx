@@ -30,9 +30,26 @@ ctypedef object (*snapshot_fn)(object value)
 
 cdef extern from *:
     """
-    /* Store into a slot through its member descriptor (what __init__'s assignment does). */
-    static int dsh_descr_set(PyObject *descriptor, PyObject *instance, PyObject *value) {
-        return Py_TYPE(descriptor)->tp_descr_set(descriptor, instance, value);
+    #include "structmember.h"
+    /* The offset of a writable object slot (a __slots__ entry), from its member descriptor. */
+    static Py_ssize_t dsh_slot_offset(PyObject *descriptor) {
+        PyMemberDef *member;
+        if (Py_TYPE(descriptor) != &PyMemberDescr_Type) {
+            PyErr_SetString(PyExc_TypeError, "expected the member descriptor of a __slots__ entry");
+            return -1;
+        }
+        member = ((PyMemberDescrObject *)descriptor)->d_member;
+        if (member->type != T_OBJECT_EX || (member->flags & READONLY)) {
+            PyErr_SetString(PyExc_TypeError, "expected a writable object slot");
+            return -1;
+        }
+        return member->offset;
+    }
+    /* Store into a slot of an instance (what __init__'s assignment does, without the checks). */
+    static void dsh_slot_fill(PyObject *instance, Py_ssize_t offset, PyObject *value) {
+        PyObject **slot = (PyObject **)((char *)instance + offset);
+        Py_INCREF(value);
+        Py_XSETREF(*slot, value);
     }
     /* A fresh, zeroed instance of ``kind``: what object.__new__ / tuple.__new__ allocate
        (for a tuple subtype, n NULL items), before any field is set. */
@@ -40,7 +57,8 @@ cdef extern from *:
         return ((PyTypeObject *)kind)->tp_alloc((PyTypeObject *)kind, n);
     }
     """
-    int dsh_descr_set(object descriptor, object instance, object value) except -1
+    Py_ssize_t dsh_slot_offset(object descriptor) except -1
+    void dsh_slot_fill(object instance, Py_ssize_t offset, object value)
     object dsh_alloc(object kind, Py_ssize_t n)
 
 cdef enum:
@@ -66,12 +84,12 @@ cdef object Allow, Deny, Ask, Accept, Block, ALLOW, ACCEPT, ToolDispatchExecutio
 cdef object plain_failure, reason_text, approve, run_guards, failure_from_exception
 cdef object normalize_authored, apply_post_decision, run_contexts, log_observer_failure, notify_rest
 cdef object bad_pre_decision, bad_post_decision, bad_next_signal, PRE_NEXT_TWICE, POST_NEXT_TWICE
-cdef object D_DISPATCH_EXECUTION, D_DISPATCH_SIGNAL, D_DISPATCH_DEFINITION
-# Member descriptors of slotted classes built here without their __init__.
-cdef object D_SUCCESS_VALUE, D_SUCCESS_CONTENT, D_SUCCESS_META, D_SUCCESS_CONTEXTS, D_SUCCESS_CONCLUDES
-cdef object D_SIGNAL_ABORTED, D_SIGNAL_REASON, D_SIGNAL_LISTENERS, D_SIGNAL_NEXT_KEY
-cdef object D_SIGNAL_WAITERS, D_SIGNAL_SOURCES, D_SIGNAL_LINKS
-cdef object D_RUN_EXECUTION, D_RUN_SIGNAL, D_RUN_DEFERRED, D_RUN_CONCLUDED
+cdef Py_ssize_t D_DISPATCH_EXECUTION, D_DISPATCH_SIGNAL, D_DISPATCH_DEFINITION
+# Slot offsets of the slotted classes built here without their __init__.
+cdef Py_ssize_t D_SUCCESS_VALUE, D_SUCCESS_CONTENT, D_SUCCESS_META, D_SUCCESS_CONTEXTS, D_SUCCESS_CONCLUDES
+cdef Py_ssize_t D_SIGNAL_ABORTED, D_SIGNAL_REASON, D_SIGNAL_LISTENERS, D_SIGNAL_NEXT_KEY
+cdef Py_ssize_t D_SIGNAL_WAITERS, D_SIGNAL_SOURCES, D_SIGNAL_LINKS
+cdef Py_ssize_t D_RUN_EXECUTION, D_RUN_SIGNAL, D_RUN_DEFERRED, D_RUN_CONCLUDED
 cdef bint bound = False
 # The compiled validator's is_valid, called directly (from dsh_codegen._schema_c).
 cdef object CompiledValidator = None
@@ -171,28 +189,28 @@ def bind(ns):
     PRE_NEXT_TWICE = ns["_PRE_NEXT_TWICE"]
     POST_NEXT_TWICE = ns["_POST_NEXT_TWICE"]
     slots = ToolDispatchExecution.__dict__
-    D_DISPATCH_EXECUTION = slots["execution"]
-    D_DISPATCH_SIGNAL = slots["signal"]
-    D_DISPATCH_DEFINITION = slots["definition"]
+    D_DISPATCH_EXECUTION = dsh_slot_offset(slots["execution"])
+    D_DISPATCH_SIGNAL = dsh_slot_offset(slots["signal"])
+    D_DISPATCH_DEFINITION = dsh_slot_offset(slots["definition"])
     slots = ToolSuccess.__dict__
-    D_SUCCESS_VALUE = slots["value"]
-    D_SUCCESS_CONTENT = slots["content"]
-    D_SUCCESS_META = slots["meta"]
-    D_SUCCESS_CONTEXTS = slots["additional_contexts"]
-    D_SUCCESS_CONCLUDES = slots["concludes_turn"]
+    D_SUCCESS_VALUE = dsh_slot_offset(slots["value"])
+    D_SUCCESS_CONTENT = dsh_slot_offset(slots["content"])
+    D_SUCCESS_META = dsh_slot_offset(slots["meta"])
+    D_SUCCESS_CONTEXTS = dsh_slot_offset(slots["additional_contexts"])
+    D_SUCCESS_CONCLUDES = dsh_slot_offset(slots["concludes_turn"])
     slots = AbortSignal.__dict__
-    D_SIGNAL_ABORTED = slots["_aborted"]
-    D_SIGNAL_REASON = slots["_reason"]
-    D_SIGNAL_LISTENERS = slots["_listeners"]
-    D_SIGNAL_NEXT_KEY = slots["_next_key"]
-    D_SIGNAL_WAITERS = slots["_waiters"]
-    D_SIGNAL_SOURCES = slots["_sources"]
-    D_SIGNAL_LINKS = slots["_links"]
+    D_SIGNAL_ABORTED = dsh_slot_offset(slots["_aborted"])
+    D_SIGNAL_REASON = dsh_slot_offset(slots["_reason"])
+    D_SIGNAL_LISTENERS = dsh_slot_offset(slots["_listeners"])
+    D_SIGNAL_NEXT_KEY = dsh_slot_offset(slots["_next_key"])
+    D_SIGNAL_WAITERS = dsh_slot_offset(slots["_waiters"])
+    D_SIGNAL_SOURCES = dsh_slot_offset(slots["_sources"])
+    D_SIGNAL_LINKS = dsh_slot_offset(slots["_links"])
     slots = ToolRunContext.__dict__
-    D_RUN_EXECUTION = slots["execution"]
-    D_RUN_SIGNAL = slots["signal"]
-    D_RUN_DEFERRED = slots["_deferred"]
-    D_RUN_CONCLUDED = slots["_concluded"]
+    D_RUN_EXECUTION = dsh_slot_offset(slots["execution"])
+    D_RUN_SIGNAL = dsh_slot_offset(slots["signal"])
+    D_RUN_DEFERRED = dsh_slot_offset(slots["_deferred"])
+    D_RUN_CONCLUDED = dsh_slot_offset(slots["_concluded"])
     from dsh_codegen._json_c import SNAPSHOT_CAPSULE
     from dsh_codegen._schema_c import IS_VALID_CAPSULE, CompiledValidator as validator_type
 
@@ -235,9 +253,10 @@ def install_input_new(cls):
         cls.__new__ = staticmethod(input_new)
 
 
-cdef inline int fill(object descriptor, object instance, object value) except -1:
-    # A slot's member descriptor stores into a fresh instance (what __init__ would do).
-    return dsh_descr_set(descriptor, instance, value)
+cdef inline int fill(Py_ssize_t offset, object instance, object value) except -1:
+    # Store into a slot of a fresh instance (what __init__ would do).
+    dsh_slot_fill(instance, offset, value)
+    return 0
 
 
 cdef object new_success(object value, object content, object meta, object contexts, object concludes):
