@@ -45,6 +45,10 @@ cdef extern from *:
         }
         return member->offset;
     }
+    /* The object in a slot of an instance (borrowed; NULL when the slot is empty). */
+    static PyObject *dsh_slot_get(PyObject *instance, Py_ssize_t offset) {
+        return *(PyObject **)((char *)instance + offset);
+    }
     /* Store into a slot of an instance (what __init__'s assignment does, without the checks). */
     static void dsh_slot_fill(PyObject *instance, Py_ssize_t offset, PyObject *value) {
         PyObject **slot = (PyObject **)((char *)instance + offset);
@@ -59,6 +63,7 @@ cdef extern from *:
     """
     Py_ssize_t dsh_slot_offset(object descriptor) except -1
     void dsh_slot_fill(object instance, Py_ssize_t offset, object value)
+    PyObject* dsh_slot_get(object instance, Py_ssize_t offset)
     object dsh_alloc(object kind, Py_ssize_t n)
 
 cdef enum:
@@ -409,8 +414,10 @@ def create_execution(registry, input):
 
 cdef inline int release(object fused) except -1:
     # release_fused(): stop following the sources (the signal keeps its state).
-    if fused._links is None:
-        fused._sources = None
+    # ``fused`` is an AbortSignal this module made: its slots are read by offset.
+    cdef PyObject* links = dsh_slot_get(fused, D_SIGNAL_LINKS)
+    if links == NULL or <object>links is None:
+        fill(D_SIGNAL_SOURCES, fused, None)
     else:
         fused._release()
     return 0
@@ -438,11 +445,25 @@ cdef inline bint is_valid(object validator, object value) except -1:
     return validator.is_valid(value)
 
 
+cdef inline bint signal_untouched(object signal) except -1:
+    # ``not signal._aborted and signal._sources is None`` for the caller's (exact) AbortSignal.
+    cdef PyObject* aborted = dsh_slot_get(signal, D_SIGNAL_ABORTED)
+    cdef PyObject* sources = dsh_slot_get(signal, D_SIGNAL_SOURCES)
+    return (
+        aborted != NULL and <object>aborted is False and sources != NULL and <object>sources is None
+    )
+
+
 cdef inline bint signal_aborted(object signal) except -1:
-    # ``signal.aborted`` without the property call.
-    if signal._aborted:
-        return True
-    return signal._sources is not None and signal._poll()
+    # ``signal.aborted`` without the property call (an exact AbortSignal: slots read by offset).
+    cdef PyObject* slot
+    if type(signal) is not AbortSignal:
+        return signal.aborted
+    slot = dsh_slot_get(signal, D_SIGNAL_ABORTED)
+    if slot == NULL or <object>slot is not False:
+        return signal._aborted  # unset (raises) or set: the attribute says which
+    slot = dsh_slot_get(signal, D_SIGNAL_SOURCES)
+    return slot != NULL and <object>slot is not None and signal._poll()
 
 
 cdef object content_blocks(object frozen):
@@ -879,8 +900,7 @@ async def full_pipeline(registry, input):
     result = None
     if (
         call.argument_error is not None
-        or caller._aborted
-        or caller._sources is not None
+        or not signal_untouched(caller)
         or registry.mode == "code"
     ):
         result = entry_outcome(call, call.argument_error)
