@@ -90,6 +90,8 @@ cdef object plain_failure, reason_text, approve, run_guards, failure_from_except
 cdef object normalize_authored, apply_post_decision, run_contexts, log_observer_failure, notify_rest
 cdef object bad_pre_decision, bad_post_decision, bad_next_signal, PRE_NEXT_TWICE, POST_NEXT_TWICE
 cdef Py_ssize_t D_DISPATCH_EXECUTION, D_DISPATCH_SIGNAL, D_DISPATCH_DEFINITION
+cdef object CompiledTool = None
+cdef Py_ssize_t D_TOOL_HOT
 # Slot offsets of the slotted classes built here without their __init__.
 cdef Py_ssize_t D_SUCCESS_VALUE, D_SUCCESS_CONTENT, D_SUCCESS_META, D_SUCCESS_CONTEXTS, D_SUCCESS_CONCLUDES
 cdef Py_ssize_t D_SIGNAL_ABORTED, D_SIGNAL_REASON, D_SIGNAL_LISTENERS, D_SIGNAL_NEXT_KEY
@@ -127,7 +129,7 @@ def bind(ns):
     global plain_failure, reason_text, approve, run_guards, failure_from_exception
     global normalize_authored, apply_post_decision, run_contexts, log_observer_failure, notify_rest
     global bad_pre_decision, bad_post_decision, bad_next_signal, PRE_NEXT_TWICE, POST_NEXT_TWICE
-    global D_DISPATCH_EXECUTION, D_DISPATCH_SIGNAL, D_DISPATCH_DEFINITION
+    global D_DISPATCH_EXECUTION, D_DISPATCH_SIGNAL, D_DISPATCH_DEFINITION, CompiledTool, D_TOOL_HOT
     global D_SUCCESS_VALUE, D_SUCCESS_CONTENT, D_SUCCESS_META, D_SUCCESS_CONTEXTS, D_SUCCESS_CONCLUDES
     global D_SIGNAL_ABORTED, D_SIGNAL_REASON, D_SIGNAL_LISTENERS, D_SIGNAL_NEXT_KEY
     global D_SIGNAL_WAITERS, D_SIGNAL_SOURCES, D_SIGNAL_LINKS
@@ -216,6 +218,10 @@ def bind(ns):
     D_RUN_SIGNAL = dsh_slot_offset(slots["signal"])
     D_RUN_DEFERRED = dsh_slot_offset(slots["_deferred"])
     D_RUN_CONCLUDED = dsh_slot_offset(slots["_concluded"])
+    from dsh_codegen.registry._definitions import CompiledTool as tool_type
+
+    CompiledTool = tool_type
+    D_TOOL_HOT = dsh_slot_offset(tool_type.__dict__["hot"])
     from dsh_codegen._json_c import SNAPSHOT_CAPSULE
     from dsh_codegen._schema_c import IS_VALID_CAPSULE, CompiledValidator as validator_type
 
@@ -399,7 +405,7 @@ cdef Call make_call(object registry, object input):
     call.chain = chain
     call.compiled = compiled
     call.version = registry._version
-    call.finalize = None if compiled is None else hot(compiled.hot, HOT_FINALIZE)
+    call.finalize = None if compiled is None else hot(tool_fields(compiled), HOT_FINALIZE)
     call.argument_error = error
     return call
 
@@ -431,6 +437,16 @@ cdef enum:
     HOT_RENDER = 3
     HOT_PRESENTATION_META = 4
     HOT_FINALIZE = 5
+
+
+cdef inline tuple tool_fields(object compiled):
+    # ``compiled.hot`` (read by offset for a CompiledTool, whose ``hot`` is always set).
+    cdef PyObject* fields
+    if type(compiled) is CompiledTool:
+        fields = dsh_slot_get(compiled, D_TOOL_HOT)
+        if fields != NULL:
+            return <tuple>fields
+    return compiled.hot
 
 
 cdef inline object hot(tuple fields, Py_ssize_t index):
@@ -489,7 +505,7 @@ cdef object normalize(object call, object compiled, object value, object context
     except Exception:
         # Lossy or failing: the Python twin repeats the (pure) snapshot and words the failure.
         return py_normalize_value(call, compiled, value, contexts, concludes)
-    cdef tuple fields = compiled.hot
+    cdef tuple fields = tool_fields(compiled)
     if not is_valid(hot(fields, HOT_OUTPUT_VALIDATOR), frozen):
         return invalid_output(compiled, frozen, contexts)
     execution = call.execution
@@ -514,9 +530,17 @@ def normalize_value(call, compiled, value, contexts, concludes_turn):
 
 
 cdef object normalize_run(Call call, object compiled, object value, object run):
-    deferred = run._deferred
+    # ``run`` is a ToolRunContext this module made: its slots are read by offset.
+    cdef PyObject* deferred = dsh_slot_get(run, D_RUN_DEFERRED)
+    cdef PyObject* concluded = dsh_slot_get(run, D_RUN_CONCLUDED)
+    if deferred == NULL or concluded == NULL:  # deleted by the body: the attributes raise
+        return normalize(call, compiled, value, tuple(run._deferred or ()), run._concluded)
     return normalize(
-        call, compiled, value, () if deferred is None else tuple(deferred), run._concluded
+        call,
+        compiled,
+        value,
+        () if <object>deferred is None else tuple(<object>deferred),
+        <object>concluded,
     )
 
 
@@ -539,7 +563,7 @@ cdef object start_dispatch(Call call, object signal):
     if signal_aborted(caller) or (signal is not caller and signal.aborted):
         return aborted_before_dispatch()
     args = <object>PyTuple_GET_ITEM(execution, 3)
-    cdef tuple fields = compiled.hot
+    cdef tuple fields = tool_fields(compiled)
     validator = hot(fields, HOT_ARGS_VALIDATOR)
     if validator is not None and not is_valid(validator, args):
         return invalid_arguments(validator, args)
