@@ -1,42 +1,68 @@
 """Layer 2, the schema core: the JSON-Schema subset, the authoring DSL and the compiled validator.
 
-Re-exports only (see DESIGN.md and docs/schema.md).
+Re-exports only (see DESIGN.md and docs/schema.md). The names resolve on first
+use (PEP 562): the compiled module ``dsh_codegen._schema_c`` imports this
+package's ``_shared`` while it initialises, so an eager re-export (which asks
+the twin selector for that half-initialised module) would make importing
+``dsh_codegen._schema_c`` first a circular import.
 """
 
-from dsh_codegen.schema._compile import assert_object_json_schema, assert_supported_json_schema
-from dsh_codegen.schema._dsl import (
-    JsonSchema,
-    JsonValue,
-    ParameterSchemaSpec,
-    PropertySchemaSpec,
-    ValueSchemaSpec,
-    parameter_schema_spec_to_json_schema,
-    value_schema_spec_to_json_schema,
-)
-from dsh_codegen.schema._errors import JsonSchemaError, ToolArgsError
-from dsh_codegen.schema._shared import Violation
-from dsh_codegen.schema._validator import (
-    CompiledValidator,
-    compile_validator,
-    validate_args,
-    validate_json_schema_value,
-)
+from __future__ import annotations
 
-__all__ = [
-    "CompiledValidator",
-    "JsonSchema",
-    "JsonSchemaError",
-    "JsonValue",
-    "ParameterSchemaSpec",
-    "PropertySchemaSpec",
-    "ToolArgsError",
-    "ValueSchemaSpec",
-    "Violation",
-    "assert_object_json_schema",
-    "assert_supported_json_schema",
-    "compile_validator",
-    "parameter_schema_spec_to_json_schema",
-    "validate_args",
-    "validate_json_schema_value",
-    "value_schema_spec_to_json_schema",
-]
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from dsh_codegen.schema._compile import assert_object_json_schema, assert_supported_json_schema
+    from dsh_codegen.schema._dsl import (
+        JsonSchema,
+        JsonValue,
+        ParameterSchemaSpec,
+        PropertySchemaSpec,
+        ValueSchemaSpec,
+        parameter_schema_spec_to_json_schema,
+        value_schema_spec_to_json_schema,
+    )
+    from dsh_codegen.schema._errors import JsonSchemaError, ToolArgsError
+    from dsh_codegen.schema._shared import Violation
+    from dsh_codegen.schema._validator import (
+        CompiledValidator,
+        compile_validator,
+        validate_args,
+        validate_json_schema_value,
+    )
+
+#: Where each public name lives (the module under ``dsh_codegen.schema``).
+_HOME: dict[str, str] = {
+    "CompiledValidator": "_validator",
+    "JsonSchema": "_dsl",
+    "JsonSchemaError": "_errors",
+    "JsonValue": "_dsl",
+    "ParameterSchemaSpec": "_dsl",
+    "PropertySchemaSpec": "_dsl",
+    "ToolArgsError": "_errors",
+    "ValueSchemaSpec": "_dsl",
+    "Violation": "_shared",
+    "assert_object_json_schema": "_compile",
+    "assert_supported_json_schema": "_compile",
+    "compile_validator": "_validator",
+    "parameter_schema_spec_to_json_schema": "_dsl",
+    "validate_args": "_validator",
+    "validate_json_schema_value": "_validator",
+    "value_schema_spec_to_json_schema": "_dsl",
+}
+
+__all__: list[str] = sorted(_HOME)
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOME.get(name)
+    if home is None:
+        raise AttributeError(f"module 'dsh_codegen.schema' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"dsh_codegen.schema.{home}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
