@@ -52,7 +52,25 @@ _HOME: dict[str, str] = {
     "value_schema_spec_to_json_schema": "_dsl",
 }
 
-__all__: list[str] = sorted(_HOME)
+__all__: list[str] = [
+    "CompiledValidator",
+    "JsonSchema",
+    "JsonSchemaError",
+    "JsonValue",
+    "ParameterSchemaSpec",
+    "PropertySchemaSpec",
+    "ToolArgsError",
+    "ValueSchemaSpec",
+    "Violation",
+    "assert_object_json_schema",
+    "assert_supported_json_schema",
+    "compile_validator",
+    "parameter_schema_spec_to_json_schema",
+    "validate_args",
+    "validate_json_schema_value",
+    "value_schema_spec_to_json_schema",
+]
+assert sorted(__all__) == sorted(_HOME), "every public name needs its home module"
 
 
 def __getattr__(name: str) -> Any:
