@@ -128,3 +128,16 @@ def test_validators_are_initialized_once() -> None:
     with pytest.raises(TypeError):
         validator.__init__(compile_program({"type": "integer"}))  # type: ignore[misc]
     assert validator.is_valid("s")
+
+
+def test_every_public_name_resolves_lazily_from_its_home_module() -> None:
+    import importlib
+
+    import dsh_codegen.schema as schema
+
+    assert sorted(schema._HOME) == sorted(schema.__all__)
+    for name in schema.__all__:
+        home = importlib.import_module(f"dsh_codegen.schema.{schema._HOME[name]}")
+        assert getattr(schema, name) is getattr(home, name), name
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        schema.nope  # noqa: B018
