@@ -23,11 +23,14 @@ when it commits; both carry the batch's ``batchId`` so
 from __future__ import annotations
 
 import asyncio
+import functools
+import inspect
 import json
 import uuid
-from collections.abc import Hashable, Sequence
+from collections.abc import Coroutine, Generator, Hashable, Sequence
 from dataclasses import dataclass
-from typing import Final, Protocol
+from types import CoroutineType
+from typing import Any, Final, Protocol
 
 from dsh_codegen.json import LosslessJsonError, is_json_value, parse_json
 from dsh_codegen.registry._errors import TOOL_ABORTED_BEFORE_DISPATCH
@@ -48,7 +51,7 @@ from dsh_codegen.registry._session_log import (
     SessionLog,
     event_time,
 )
-from dsh_codegen.registry.cancel import AbortController, AbortError, AbortSignal, fuse_signals
+from dsh_codegen.registry.cancel import AbortError, AbortSignal
 
 __all__ = [
     "ABORTED_BEFORE_DISPATCH_MESSAGE",
@@ -61,6 +64,8 @@ __all__ = [
 ABORTED_BEFORE_DISPATCH_MESSAGE: Final = "tool call aborted before dispatch"
 #: The reason the loop aborts its started calls when it stops early.
 _STOP_MESSAGE: Final = "tool call loop stopped"
+#: What the loop steps to run a call inline: the call's coroutine, or the iterator of its ``__await__``.
+_Steps = Coroutine[Any, Any, Any] | Generator[Any, None, Any]
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,7 +195,22 @@ async def execute_tool_calls(
 
 
 class _Batch:
-    """The scheduler state of one :func:`execute_tool_calls` run."""
+    """The scheduler state of one :func:`execute_tool_calls` run.
+
+    Two ways to run a call:
+
+    - **inline** (:meth:`_run_alone`): a call that runs alone (nothing in
+      flight, and nothing may start before it commits: an ``exclusive`` call,
+      the last call, or any call when ``max_parallel == 1``) runs in the
+      loop's own task, without a gate (there is nothing to order it against)
+      and without a task or an event-loop turn of its own;
+    - **as a task** (:meth:`_start`, :meth:`_run_call`): a call that may
+      overlap others gets a task and a :class:`_CallGate`.
+
+    Both end the same way: the result is committed and logged in model order,
+    and a cancellation of the loop's task becomes the loop's stop abort for
+    the running calls, which are waited for (see :meth:`run`).
+    """
 
     def __init__(
         self,
@@ -209,18 +229,22 @@ class _Batch:
         self.max_parallel = max_parallel
         self.log = log
         self.agent = agent
-        self.batch_id = uuid.uuid4().hex
-        self.stop = AbortController()
-        self.call_signal: AbortSignal = signal
+        # Only events carry the batch id: no log, no id.
+        self.batch_id = "" if log is None else uuid.uuid4().hex
+        # Every call's signal: it follows the caller's signal (see run()) and
+        # the loop aborts it itself to stop its started calls (_stop()).
+        self.call_signal = AbortSignal()
         self.results: list[ToolExecutionResult | None] = [None] * count
         self.inputs: list[ToolExecutionInput | None] = [None] * count
-        self.policy_done = [asyncio.Event() for _ in range(count)]
-        self.commit_done = [asyncio.Event() for _ in range(count)]
+        # The gates' turn events, made when the first call starts as a task
+        # (calls run inline never wait for a turn; see _start()).
+        self.policy_done: list[asyncio.Event] = []
+        self.commit_done: list[asyncio.Event] = []
         self.in_flight: dict[asyncio.Task[None], int] = {}
-        self.exclusive_in_flight = False
         self.next_start = 0
         self.failure: BaseException | None = None
-        self.wake = asyncio.Event()
+        # Made by the first wait (a batch whose calls all run inline never waits).
+        self.wake: asyncio.Event | None = None
 
     # -- scheduling ----------------------------------------------------------
 
@@ -228,45 +252,73 @@ class _Batch:
         """Schedule every call and return the results in model order.
 
         Cancellation: a ``CancelledError`` (or an internal failure) aborts
-        the stop signal, drains every started call (surviving further
-        cancellations) and is re-raised; see :func:`execute_tool_calls`.
+        the calls' signal, drains every started call (surviving further
+        cancellations) and is re-raised; see :func:`execute_tool_calls`. A
+        call running inline turns the cancellation into the same abort and
+        finishes first (see :class:`_InlineCall`).
         """
-        self.call_signal, detach = fuse_signals([self.signal, self.stop.signal])
-        remove = self.signal.add_listener(lambda _signal: self.wake.set())
+        caller = self.signal
+        remove = _noop
+        if caller.aborted:
+            self.call_signal._abort(caller.reason)
+        else:
+            remove = caller.add_listener(self._caller_aborted)
         try:
             try:
                 await self._schedule()
             except BaseException as exc:
-                self.stop.abort(AbortError(_STOP_MESSAGE))
+                self._stop()
                 if await self._drain() and not isinstance(exc, asyncio.CancelledError):
                     raise asyncio.CancelledError() from exc
                 raise
             return self._finish()
         finally:
             remove()
-            detach()
+
+    def _caller_aborted(self, caller: AbortSignal) -> None:
+        # The caller's signal listener: the calls follow it, the scheduler stops starting.
+        self.call_signal._abort(caller.reason)
+        self._wake()
+
+    def _stop(self) -> None:
+        """Abort every started call's signal (the loop is stopping early)."""
+        self.call_signal._abort(AbortError(_STOP_MESSAGE))
+
+    def _wake(self) -> None:
+        wake = self.wake
+        if wake is not None:
+            wake.set()
 
     async def _schedule(self) -> None:
         """Start calls while the pool allows, then wait for the started ones to commit.
 
-        Cancellation: it only waits on the wake event, so a cancellation
-        leaves the call tasks untouched; :meth:`run` drains them.
+        A call that runs alone runs inline, here (:meth:`_run_alone`); the
+        others start as tasks.
+
+        Cancellation: while waiting it only waits on the wake event, so a
+        cancellation leaves the call tasks untouched (:meth:`run` drains
+        them); an inline call absorbs the cancellation until it has committed,
+        then re-raises it.
         """
         count = len(self.calls)
+        in_flight = self.in_flight
         while self.next_start < count and not self.signal.aborted:
             self._raise_failure()
-            if self.exclusive_in_flight or len(self.in_flight) >= self.max_parallel:
+            if len(in_flight) >= self.max_parallel:
                 # Nothing can start whatever the next call is; classify it
                 # after the next commit, when the answer can matter.
                 await self._wait_for_change()
                 continue
             index = self.next_start
             parallel = self.registry.execution_mode(self._input(index)) == "parallel"
-            if parallel or not self.in_flight:
-                self._start(index, exclusive=not parallel)
+            if not in_flight and (not parallel or index == count - 1 or self.max_parallel == 1):
+                # Nothing runs and nothing may start before this call commits.
+                await self._run_alone(index)
+            elif parallel:
+                self._start(index)
             else:
                 await self._wait_for_change()
-        while self.in_flight:
+        while in_flight:
             self._raise_failure()
             await self._wait_for_change()
         self._raise_failure()
@@ -276,8 +328,11 @@ class _Batch:
 
         Cancellation: propagates at once; nothing is held.
         """
-        self.wake.clear()
-        await self.wake.wait()
+        wake = self.wake
+        if wake is None:
+            wake = self.wake = asyncio.Event()
+        wake.clear()
+        await wake.wait()
 
     def _raise_failure(self) -> None:
         if self.failure is not None:
@@ -298,13 +353,21 @@ class _Batch:
             )
         return made
 
-    def _start(self, index: int, *, exclusive: bool) -> None:
+    def _start(self, index: int) -> None:
         if self.log is not None:
             self.log.append(self._call_event(index))
         self.next_start = index + 1
+        if not self.policy_done:
+            # The first call started as a task: every earlier call ran inline
+            # and has committed, so their turns are passed already.
+            count = len(self.calls)
+            self.policy_done = [asyncio.Event() for _ in range(count)]
+            self.commit_done = [asyncio.Event() for _ in range(count)]
+            for earlier in range(index):
+                self.policy_done[earlier].set()
+                self.commit_done[earlier].set()
         task = asyncio.create_task(self._run_call(index), name=f"dsh_codegen tool call {self.calls[index].call_id}")
         self.in_flight[task] = index
-        self.exclusive_in_flight = exclusive
 
     async def _drain(self) -> bool:
         """Wait until no call task is left; return whether a cancellation arrived meanwhile.
@@ -340,8 +403,61 @@ class _Batch:
 
     # -- one call -------------------------------------------------------------
 
+    def _commit(self, index: int, result: object) -> None:
+        """Record and log a call's result (its commit turn held). Raises ``TypeError`` for a non-result."""
+        if type(result) is not ToolSuccess and type(result) is not ToolFailure:
+            if not isinstance(result, (ToolSuccess, ToolFailure)):
+                raise TypeError(f"registry.execute returned {type(result).__name__}, not a ToolExecutionResult")
+        self.results[index] = result
+        if self.log is not None:
+            self.log.append(self._result_event(index, result))
+
+    async def _run_alone(self, index: int) -> None:
+        """Execute call ``index`` inline in the loop's task, then commit it.
+
+        Only for a call that runs alone (see :meth:`_schedule`): every earlier
+        call has committed and nothing starts before this one commits, so it
+        gets no gate (``gate=None``: the registry's fastest path) and no task.
+        Its first step runs synchronously; if it suspends, :class:`_InlineCall`
+        drives the rest. Errors (the registry or the log raising, a result of
+        the wrong type) propagate as the loop's internal failure.
+
+        Cancellation: a cancellation of the loop's task never reaches the
+        call: the first one aborts the calls' signal (as :meth:`run` does for
+        task calls), the call is driven until it has settled, committed and
+        been logged, and then the first ``CancelledError`` is raised (also
+        when the call or its commit failed meanwhile: cancellation wins, as it
+        does for task calls).
+        """
+        if self.log is not None:
+            self.log.append(self._call_event(index))
+        self.next_start = index + 1
+        inline: _InlineCall | None = None
+        try:
+            awaitable = self.registry.execute(self._input(index), gate=None)
+            steps = awaitable if type(awaitable) is CoroutineType else _await_steps(awaitable)
+            try:
+                yielded = steps.send(None)
+            except StopIteration as stop:
+                result: object = stop.value
+            else:
+                inline = _InlineCall(self, steps, yielded)
+                result = await inline
+            self._commit(index, result)
+        except BaseException as exc:
+            cancelled = None if inline is None else inline.cancel_exc
+            if cancelled is not None and exc is not cancelled:
+                raise cancelled from exc
+            raise
+        finally:
+            if self.policy_done:
+                self.policy_done[index].set()
+                self.commit_done[index].set()
+        if inline is not None and inline.cancel_exc is not None:
+            raise inline.cancel_exc
+
     async def _run_call(self, index: int) -> None:
-        """Execute one call, then commit it in model order.
+        """Execute one call as a task, then commit it in model order.
 
         Cancellation: the loop never cancels these tasks (it aborts their
         signal); an outside cancellation is recorded as an internal failure.
@@ -356,11 +472,7 @@ class _Batch:
         try:
             await gate.acquire_commit_turn()
             if error is None:
-                if not isinstance(result, (ToolSuccess, ToolFailure)):
-                    raise TypeError(f"registry.execute returned {type(result).__name__}, not a ToolExecutionResult")
-                self.results[index] = result
-                if self.log is not None:
-                    self.log.append(self._result_event(index, result))
+                self._commit(index, result)
         except (Exception, asyncio.CancelledError) as exc:
             if error is None:
                 error = exc
@@ -369,11 +481,8 @@ class _Batch:
             del self.in_flight[asyncio.current_task()]  # type: ignore[arg-type]
             if error is not None and self.failure is None:
                 self.failure = error
-                self.stop.abort(AbortError(_STOP_MESSAGE))
-            if not self.in_flight:
-                # An exclusive call runs alone, so an empty pool ends it.
-                self.exclusive_in_flight = False
-            self.wake.set()
+                self._stop()
+            self._wake()
 
     # -- events ---------------------------------------------------------------
 
@@ -420,15 +529,136 @@ class _Batch:
         return event
 
 
+# -- driving an inline call -------------------------------------------------------
+
+
+def _noop() -> None:
+    return None
+
+
+def _await_steps(awaitable: object) -> Generator[Any, None, Any]:
+    """The iterator ``await awaitable`` would step (for an awaitable that is not a native coroutine).
+
+    Raises ``TypeError`` (as ``await`` does) for an object that is not awaitable.
+    """
+    method = getattr(type(awaitable), "__await__", None)
+    if method is None:
+        raise TypeError(f"registry.execute returned {type(awaitable).__name__}, which cannot be awaited")
+    steps: Generator[Any, None, Any] = method(awaitable)
+    return steps
+
+
+def _wake_proxy(proxy: asyncio.Future[None], _future: object) -> None:
+    if not proxy.done():
+        proxy.set_result(None)
+
+
+def _yield_error(yielded: object, loop: asyncio.AbstractEventLoop) -> RuntimeError | None:
+    """The ``RuntimeError`` an ``asyncio.Task`` would throw back for ``yielded``, or ``None`` for a future to wait for."""
+    blocking = getattr(yielded, "_asyncio_future_blocking", None)
+    if blocking is not None:
+        get_loop = getattr(yielded, "get_loop", None)
+        future_loop = get_loop() if get_loop is not None else getattr(yielded, "_loop", None)
+        if future_loop is not loop:
+            return RuntimeError(f"Task got Future {yielded!r} attached to a different loop")
+        if not blocking:
+            return RuntimeError(f"yield was used instead of yield from in task with {yielded!r}")
+        if yielded is asyncio.current_task(loop):
+            return RuntimeError("Task cannot await on itself")
+        return None
+    if inspect.isgenerator(yielded):
+        return RuntimeError(f"yield was used instead of yield from for generator in task with {yielded!r}")
+    return RuntimeError(f"Task got bad yield: {yielded!r}")
+
+
+class _InlineCall:
+    """Awaitable that drives a suspended inline call to its end, shielded from the loop task's cancellation.
+
+    It does with what the call yields what an ``asyncio.Task`` would (a bare
+    ``yield`` gives up one loop iteration; a future is waited for; anything
+    else gets the Task's ``RuntimeError`` thrown back after one iteration),
+    except that a future is waited for through a fresh proxy future of its
+    own: cancelling the loop's task cancels only the proxy, never a future
+    the call (a listener, a wrapper, the registry) waits for. That keeps the
+    guarantee a call task has: the loop never cancels a call.
+
+    Cancellation: the first ``CancelledError`` arriving at one of its yields
+    is kept in ``cancel_exc`` and stops the batch (the calls' signal aborts
+    with ``AbortError("tool call loop stopped")``); it keeps driving the
+    call, absorbing further cancellations, until the call returns or raises,
+    and then returns or raises as the call did. :meth:`_Batch._run_alone`
+    re-raises ``cancel_exc`` after the commit.
+    """
+
+    __slots__ = ("batch", "cancel_exc", "steps", "yielded")
+
+    def __init__(self, batch: _Batch, steps: _Steps, yielded: object) -> None:
+        self.batch = batch
+        self.steps = steps
+        self.yielded = yielded
+        self.cancel_exc: asyncio.CancelledError | None = None
+
+    def _cancelled(self, exc: asyncio.CancelledError) -> None:
+        if self.cancel_exc is None:
+            self.cancel_exc = exc
+            self.batch._stop()
+
+    def __await__(self) -> Generator[Any, None, object]:
+        steps = self.steps
+        yielded = self.yielded
+        self.yielded = None
+        loop = asyncio.get_running_loop()
+        try:
+            while True:
+                error: RuntimeError | None = None
+                if yielded is None:
+                    # A bare yield (asyncio.sleep(0)): give the loop one iteration.
+                    try:
+                        yield None
+                    except asyncio.CancelledError as exc:
+                        self._cancelled(exc)
+                else:
+                    error = _yield_error(yielded, loop)
+                    if error is None:
+                        future: asyncio.Future[Any] = yielded  # type: ignore[assignment]
+                        future._asyncio_future_blocking = False  # taken over, as a Task does
+                        while not future.done():
+                            proxy: asyncio.Future[None] = loop.create_future()
+                            waker = functools.partial(_wake_proxy, proxy)
+                            future.add_done_callback(waker)
+                            proxy._asyncio_future_blocking = True
+                            try:
+                                yield proxy
+                            except asyncio.CancelledError as exc:
+                                # Only the proxy was cancelled: keep waiting for the call's future.
+                                future.remove_done_callback(waker)
+                                self._cancelled(exc)
+                    else:
+                        # Delivered after one loop iteration, as a Task delivers it.
+                        try:
+                            yield None
+                        except asyncio.CancelledError as exc:
+                            self._cancelled(exc)
+                try:
+                    yielded = steps.send(None) if error is None else steps.throw(error)
+                except StopIteration as stop:
+                    return stop.value
+        except GeneratorExit:
+            # The loop's task was closed without finishing (its loop shut down).
+            steps.close()
+            raise
+
+
 class _CallGate:
-    """The :class:`PipelineGate` of one call: model-order turns for policy and commit.
+    """The :class:`PipelineGate` of one call run as a task: model-order turns for policy and commit.
 
     ``policy_done[i]`` is set once call ``i`` can no longer run pre-execute
     (its policy context exited, or it reached its commit), and only after
     ``policy_done[i-1]``; ``commit_done[i]`` is set after call ``i``'s
     ``tool/result`` event, and only after ``commit_done[i-1]``. So a call that
     skips pre-execute never holds up the next call's pre-execute behind an
-    earlier body.
+    earlier body. A turn already passed costs no wait (no future, no loop
+    iteration).
     """
 
     __slots__ = ("_batch", "_commit_entered", "_holds_commit", "_index", "_policy_entered")
@@ -459,7 +689,9 @@ class _CallGate:
         """
         index = self._index
         if index:
-            await self._batch.policy_done[index - 1].wait()
+            previous = self._batch.policy_done[index - 1]
+            if not previous.is_set():
+                await previous.wait()
 
     def policy_finished(self) -> None:
         self._batch.policy_done[self._index].set()
@@ -474,10 +706,14 @@ class _CallGate:
             return
         batch, index = self._batch, self._index
         if index:
-            await batch.policy_done[index - 1].wait()
+            previous = batch.policy_done[index - 1]
+            if not previous.is_set():
+                await previous.wait()
         batch.policy_done[index].set()
         if index:
-            await batch.commit_done[index - 1].wait()
+            previous = batch.commit_done[index - 1]
+            if not previous.is_set():
+                await previous.wait()
         self._holds_commit = True
 
     def release(self) -> None:

@@ -2,12 +2,16 @@
 
 It implements the two methods the loop uses, enters the gate like the real
 pipeline (policy around pre-execute, commit around post-execute, commit
-always), and records a trace of phases so tests can check ordering.
+always), and records a trace of phases so tests can check ordering. A call
+the loop hands no gate (it runs alone) is checked to really run alone: no
+other call is inside ``execute`` when it enters, and none enters before it
+returns.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,13 +40,28 @@ class FakeRegistry:
     max_running: int = 0
     on_commit: Callable[[str], None] | None = None
     executed: list[str] = field(default_factory=list)
+    # Calls inside execute() now, and the ones that were handed no gate.
+    active: set[str] = field(default_factory=set)
+    ungated: list[str] = field(default_factory=list)
 
     def execution_mode(self, input: ToolExecutionInput) -> str:
         tool = self.tools.get(input.name)
         return "parallel" if tool is not None and tool.parallel else "exclusive"
 
     async def execute(self, input: ToolExecutionInput, *, gate: PipelineGate | None = None) -> ToolExecutionResult:
-        assert gate is not None
+        call_id = input.call_id
+        assert not (set(self.ungated) & self.active), f"{call_id} entered while an ungated call runs: {self.active}"
+        if gate is None:
+            assert not self.active, f"{call_id} has no gate but {self.active} are being executed"
+            self.ungated.append(call_id)
+            gate = _NoGate()
+        self.active.add(call_id)
+        try:
+            return await self._execute(input, gate)
+        finally:
+            self.active.discard(call_id)
+
+    async def _execute(self, input: ToolExecutionInput, gate: PipelineGate) -> ToolExecutionResult:
         call_id = input.call_id
         self.executed.append(call_id)
         if input.signal.aborted:
@@ -81,6 +100,16 @@ class FakeRegistry:
             if self.on_commit is not None:
                 self.on_commit(call_id)
         return result
+
+
+class _NoGate:
+    """What an ungated call enters instead of a gate: nothing to wait for."""
+
+    def policy(self) -> contextlib.nullcontext[None]:
+        return contextlib.nullcontext()
+
+    def commit(self) -> contextlib.nullcontext[None]:
+        return contextlib.nullcontext()
 
 
 async def wait_or_abort(signal: AbortSignal, seconds: float) -> None:

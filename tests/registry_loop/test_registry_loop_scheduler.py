@@ -441,5 +441,7 @@ def test_a_registry_entering_the_policy_gate_twice_is_an_internal_failure() -> N
                 pass
             raise AssertionError("unreachable")
 
+    # Two parallel calls: the first may overlap the second, so it runs as a task
+    # with a gate (a call that runs alone gets none: nothing to order it against).
     with pytest.raises(RuntimeError, match=r"PipelineGate.policy\(\) entered twice for one call"):
-        run(execute_tool_calls(Twice({"p": FakeTool(echo)}), calls("p"), signal=AbortController().signal))
+        run(execute_tool_calls(Twice({"p": FakeTool(echo)}), calls("p", "p"), signal=AbortController().signal))
