@@ -913,13 +913,24 @@ async def commit(Call call, result, bint skip_post, bint cancelled):
 
 # --- the pipeline ------------------------------------------------------------------------------
 
+cdef enum:
+    # ListenerSnapshot.stages bits (see _registry.py).
+    STAGE_PRE = 1
+    STAGE_WRAP = 2
+    STAGE_POST = 4
+    STAGE_OBSERVE = 8
+    STAGE_GUARDS = 16
+
+
 async def full_pipeline(registry, input):
     """The Python twin's ``run_pipeline`` for a call without gate or agent, over this module's stages."""
+    cdef int stages
     call = make_call(registry, input)
     listeners = registry._global_listeners
     if listeners is None or registry._global_listeners_version != registry._listener_version:
         listeners = registry.listeners_for(())
     call.listeners = listeners
+    stages = listeners.stages
     caller = <object>PyTuple_GET_ITEM(call.execution, 4)
     result = None
     if (
@@ -932,10 +943,10 @@ async def full_pipeline(registry, input):
     cancel_exc = None
     if result is None:
         try:
-            if listeners.pre or registry._global.guards:
+            if stages & (STAGE_PRE | STAGE_GUARDS):
                 result, skip_post = await run_policy(call)
             if result is None:
-                if listeners.wrappers:
+                if stages & STAGE_WRAP:
                     result, skip_post = await run_dispatch(call)
                 else:
                     skip_post = False
@@ -948,14 +959,13 @@ async def full_pipeline(registry, input):
             result = cancelled_outcome(call)
             skip_post = True
     cancelled = cancel_exc is not None
-    if listeners.post or listeners.observers:
+    if stages & (STAGE_POST | STAGE_OBSERVE):
         result, cancelled = await commit(call, result, skip_post, cancelled)
     else:
         result = plain_finish(call, result, cancelled)
     if cancelled:
         raise cancel_exc if cancel_exc is not None else CancelledError()
     return result
-
 
 
 cdef object plain_finish(Call call, object result, bint cancelled):

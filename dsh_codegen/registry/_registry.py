@@ -145,7 +145,7 @@ class _Layer:
 class ListenerSnapshot:
     """The listeners one call runs, fixed when the call starts (guards excepted)."""
 
-    __slots__ = ("observers", "post", "pre", "wrappers")
+    __slots__ = ("observers", "post", "pre", "stages", "wrappers")
 
     def __init__(
         self,
@@ -158,6 +158,11 @@ class ListenerSnapshot:
         self.wrappers = wrappers
         self.post = post
         self.observers = observers
+        # Which stages have work, as bits (read by the compiled twin): 1 pre-execute,
+        # 2 wrappers, 4 post-execute, 8 observers; 16 global guards (global snapshot only).
+        self.stages = (
+            (1 if pre else 0) | (2 if wrappers else 0) | (4 if post else 0) | (8 if observers else 0)
+        )
 
 
 _METHOD_OF: Final = {
@@ -212,12 +217,15 @@ class _Surface:
         """Add a synchronous guard ``fn(execution) -> reason | None`` (monotonic: any reason denies)."""
         _check_listener("guard()", fn, sync_only=True)
         layer = self._layer()
+        registry = self._registry
         entry = _Listener(fn, self._owner)
         layer.guards = (*layer.guards, entry)
+        registry._listener_version += 1  # listener snapshots record whether guards exist
 
         def dispose() -> None:
             entry.alive = False
             layer.guards = tuple(item for item in layer.guards if item is not entry)
+            registry._listener_version += 1
 
         return self._track(Disposer(dispose))
 
@@ -665,6 +673,8 @@ class ToolRegistry(_Surface):
             snapshot = self._global_listeners
             if snapshot is None or self._global_listeners_version != version:
                 snapshot = self._global_listeners = self._filter_listeners(frozenset())
+                if self._global.guards:
+                    snapshot.stages |= 16
                 self._global_listeners_version = version
             return snapshot
         nearest = chain[0]

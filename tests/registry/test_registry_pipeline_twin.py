@@ -281,3 +281,15 @@ def test_call_descriptions_are_the_same_named_tuples_however_they_are_built() ->
         ToolExecutionInput("c1", "echo", {})  # type: ignore[call-arg]
     with pytest.raises(TypeError, match="takes from 5 to 8 positional arguments but 9 were given"):
         ToolExecutionInput("c1", "echo", {}, signal, None, None, None, "extra")  # type: ignore[call-arg]
+
+
+@async_test
+async def test_a_guard_disposed_after_execute_but_before_the_await_does_not_run() -> None:
+    registry = registry_with(echo_tool())
+    dispose = registry.guard(lambda execution: "blocked")
+    assert isinstance(await registry.execute(call()), ToolFailure)
+    pending = registry.execute(call())
+    dispose()
+    result = await pending
+    assert isinstance(result, ToolSuccess)
+    assert text(result) == "echo:hi"
