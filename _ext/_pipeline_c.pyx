@@ -461,6 +461,13 @@ cdef inline bint is_valid(object validator, object value) except -1:
     return validator.is_valid(value)
 
 
+cdef inline bint code_mode(object mode) except -1:
+    # ``mode == "code"``, deciding by identity first (the literals are interned).
+    if mode is "native" or mode is "both":
+        return False
+    return mode is "code" or mode == "code"
+
+
 cdef inline bint signal_untouched(object signal) except -1:
     # ``not signal._aborted and signal._sources is None`` for the caller's (exact) AbortSignal.
     cdef PyObject* aborted = dsh_slot_get(signal, D_SIGNAL_ABORTED)
@@ -926,8 +933,8 @@ async def full_pipeline(registry, input):
     """The Python twin's ``run_pipeline`` for a call without gate or agent, over this module's stages."""
     cdef int stages
     call = make_call(registry, input)
-    listeners = registry._global_listeners
-    if listeners is None or registry._global_listeners_version != registry._listener_version:
+    listeners = registry._global_listeners  # dropped whenever a listener or guard changes
+    if listeners is None:
         listeners = registry.listeners_for(())
     call.listeners = listeners
     stages = listeners.stages
@@ -936,7 +943,7 @@ async def full_pipeline(registry, input):
     if (
         call.argument_error is not None
         or not signal_untouched(caller)
-        or registry.mode == "code"
+        or code_mode(registry.mode)
     ):
         result = entry_outcome(call, call.argument_error)
     skip_post = True

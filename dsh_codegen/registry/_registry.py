@@ -220,12 +220,12 @@ class _Surface:
         registry = self._registry
         entry = _Listener(fn, self._owner)
         layer.guards = (*layer.guards, entry)
-        registry._listener_version += 1  # listener snapshots record whether guards exist
+        registry._listeners_changed()  # listener snapshots record whether guards exist
 
         def dispose() -> None:
             entry.alive = False
             layer.guards = tuple(item for item in layer.guards if item is not entry)
-            registry._listener_version += 1
+            registry._listeners_changed()
 
         return self._track(Disposer(dispose))
 
@@ -511,7 +511,7 @@ class ToolRegistry(_Surface):
         if parent is not None:
             parent._children.append(scope)
         self._version += 1
-        self._listener_version += 1
+        self._listeners_changed()
         return scope
 
     def _forget_scope(self, scope: ToolScope) -> None:
@@ -520,7 +520,7 @@ class ToolRegistry(_Surface):
         if scope.parent is not None and scope in scope.parent._children:
             scope.parent._children.remove(scope)
         self._version += 1
-        self._listener_version += 1
+        self._listeners_changed()
 
     def _scope_arg(self, scope: ToolScope | Hashable | None) -> ToolScope | None:
         if scope is None or isinstance(scope, ToolScope):
@@ -575,12 +575,12 @@ class ToolRegistry(_Surface):
         entry = _Listener(fn, scope)
         current: tuple[_Listener, ...] = getattr(self, attr)
         setattr(self, attr, (entry, *current) if prepend else (*current, entry))
-        self._listener_version += 1
+        self._listeners_changed()
 
         def dispose() -> None:
             entry.alive = False
             setattr(self, attr, tuple(item for item in getattr(self, attr) if item is not entry))
-            self._listener_version += 1
+            self._listeners_changed()
 
         return Disposer(dispose)
 
@@ -665,6 +665,12 @@ class ToolRegistry(_Surface):
                 return None
             return self.run_code_tool()
         return self.view(chain).get(name)
+
+    def _listeners_changed(self) -> None:
+        # Every listener snapshot is stale: bump the version (scoped caches compare it) and drop
+        # the global snapshot (the compiled twin only checks that it exists).
+        self._listener_version += 1
+        self._global_listeners = None
 
     def listeners_for(self, chain: tuple[ToolScope, ...]) -> ListenerSnapshot:
         """The pipeline listeners of a call from ``chain`` (cached until listeners change)."""
