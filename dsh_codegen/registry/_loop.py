@@ -23,13 +23,14 @@ when it commits; both carry the batch's ``batchId`` so
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import functools
 import inspect
 import json
 import uuid
 from collections.abc import Coroutine, Generator, Hashable, Sequence
 from dataclasses import dataclass
-from types import CoroutineType
+from types import CoroutineType, GeneratorType
 from typing import Any, Final, Protocol
 
 from dsh_codegen.json import LosslessJsonError, is_json_value, parse_json
@@ -433,15 +434,18 @@ class _Batch:
             self.log.append(self._call_event(index))
         self.next_start = index + 1
         inline: _InlineCall | None = None
+        # The call runs in a copy of the loop's context, as a task would: what
+        # it sets in context variables stays its own.
+        context = contextvars.copy_context()
         try:
-            awaitable = self.registry.execute(self._input(index), gate=None)
+            awaitable = context.run(self.registry.execute, self._input(index), gate=None)
             steps = awaitable if type(awaitable) is CoroutineType else _await_steps(awaitable)
             try:
-                yielded = steps.send(None)
+                yielded = context.run(steps.send, None)
             except StopIteration as stop:
                 result: object = stop.value
             else:
-                inline = _InlineCall(self, steps, yielded)
+                inline = _InlineCall(self, context, steps, yielded)
                 result = await inline
             self._commit(index, result)
         except BaseException as exc:
@@ -536,11 +540,15 @@ def _noop() -> None:
     return None
 
 
-def _await_steps(awaitable: object) -> Generator[Any, None, Any]:
-    """The iterator ``await awaitable`` would step (for an awaitable that is not a native coroutine).
+def _await_steps(awaitable: object) -> _Steps:
+    """What ``await awaitable`` would step, for an awaitable that is not a native coroutine.
 
-    Raises ``TypeError`` (as ``await`` does) for an object that is not awaitable.
+    A generator-based coroutine (``types.coroutine``) is stepped itself;
+    anything else through its ``__await__``. Raises ``TypeError`` (as
+    ``await`` does) for an object that is not awaitable.
     """
+    if isinstance(awaitable, GeneratorType) and awaitable.gi_code.co_flags & inspect.CO_ITERABLE_COROUTINE:
+        return awaitable
     method = getattr(type(awaitable), "__await__", None)
     if method is None:
         raise TypeError(f"registry.execute returned {type(awaitable).__name__}, which cannot be awaited")
@@ -554,27 +562,32 @@ def _wake_proxy(proxy: asyncio.Future[None], _future: object) -> None:
 
 
 def _yield_error(yielded: object, loop: asyncio.AbstractEventLoop) -> RuntimeError | None:
-    """The ``RuntimeError`` an ``asyncio.Task`` would throw back for ``yielded``, or ``None`` for a future to wait for."""
+    """The ``RuntimeError`` an ``asyncio.Task`` (the loop's) would throw back for ``yielded``, or ``None`` for a future to wait for.
+
+    The texts are the Task's own, naming the task the call runs in.
+    """
     blocking = getattr(yielded, "_asyncio_future_blocking", None)
+    task = asyncio.current_task(loop)
     if blocking is not None:
         get_loop = getattr(yielded, "get_loop", None)
         future_loop = get_loop() if get_loop is not None else getattr(yielded, "_loop", None)
         if future_loop is not loop:
-            return RuntimeError(f"Task got Future {yielded!r} attached to a different loop")
+            return RuntimeError(f"Task {task!r} got Future {yielded!r} attached to a different loop")
         if not blocking:
-            return RuntimeError(f"yield was used instead of yield from in task with {yielded!r}")
-        if yielded is asyncio.current_task(loop):
-            return RuntimeError("Task cannot await on itself")
+            return RuntimeError(f"yield was used instead of yield from in task {task!r} with {yielded!r}")
+        if yielded is task:
+            return RuntimeError(f"Task cannot await on itself: {task!r}")
         return None
     if inspect.isgenerator(yielded):
-        return RuntimeError(f"yield was used instead of yield from for generator in task with {yielded!r}")
+        return RuntimeError(f"yield was used instead of yield from for generator in task {task!r} with {yielded!r}")
     return RuntimeError(f"Task got bad yield: {yielded!r}")
 
 
 class _InlineCall:
     """Awaitable that drives a suspended inline call to its end, shielded from the loop task's cancellation.
 
-    It does with what the call yields what an ``asyncio.Task`` would (a bare
+    It steps the call in its own context copy and does with what the call
+    yields what an ``asyncio.Task`` would (a bare
     ``yield`` gives up one loop iteration; a future is waited for; anything
     else gets the Task's ``RuntimeError`` thrown back after one iteration),
     except that a future is waited for through a fresh proxy future of its
@@ -590,10 +603,11 @@ class _InlineCall:
     re-raises ``cancel_exc`` after the commit.
     """
 
-    __slots__ = ("batch", "cancel_exc", "steps", "yielded")
+    __slots__ = ("batch", "cancel_exc", "context", "steps", "yielded")
 
-    def __init__(self, batch: _Batch, steps: _Steps, yielded: object) -> None:
+    def __init__(self, batch: _Batch, context: contextvars.Context, steps: _Steps, yielded: object) -> None:
         self.batch = batch
+        self.context = context
         self.steps = steps
         self.yielded = yielded
         self.cancel_exc: asyncio.CancelledError | None = None
@@ -605,6 +619,7 @@ class _InlineCall:
 
     def __await__(self) -> Generator[Any, None, object]:
         steps = self.steps
+        run = self.context.run
         yielded = self.yielded
         self.yielded = None
         loop = asyncio.get_running_loop()
@@ -640,7 +655,10 @@ class _InlineCall:
                         except asyncio.CancelledError as exc:
                             self._cancelled(exc)
                 try:
-                    yielded = steps.send(None) if error is None else steps.throw(error)
+                    if error is None:
+                        yielded = run(steps.send, None)
+                    else:
+                        yielded = run(steps.throw, error)
                 except StopIteration as stop:
                     return stop.value
         except GeneratorExit:
