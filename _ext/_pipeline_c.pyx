@@ -81,7 +81,7 @@ cdef object FrozenJsonArray, FrozenJsonObject
 cdef object snapshot_json, snapshot_errors, RUN_CODE_NAME, ABORTED_MESSAGE
 cdef object DONE, PLAIN_RESULTS, input_type_error, entry_outcome
 cdef object aborted_before_dispatch, resolve_for_dispatch, invalid_arguments
-cdef object body_failure, drive_body, Resumed, body_steps, await_any, release_fused
+cdef object body_failure, drive_body, Resumed, body_steps, await_any
 cdef object py_normalize_value, invalid_output, render_value, render_failure, content_failure
 cdef object settle_cancellation, run_finalize, call_cancelled, cancelled_outcome
 cdef object py_run_pipeline
@@ -96,7 +96,7 @@ cdef Py_ssize_t D_TOOL_HOT
 cdef Py_ssize_t D_SUCCESS_VALUE, D_SUCCESS_CONTENT, D_SUCCESS_META, D_SUCCESS_CONTEXTS, D_SUCCESS_CONCLUDES
 cdef Py_ssize_t D_SIGNAL_ABORTED, D_SIGNAL_REASON, D_SIGNAL_LISTENERS, D_SIGNAL_NEXT_KEY
 cdef Py_ssize_t D_SIGNAL_WAITERS, D_SIGNAL_SOURCES, D_SIGNAL_LINKS
-cdef Py_ssize_t D_RUN_EXECUTION, D_RUN_SIGNAL, D_RUN_DEFERRED, D_RUN_CONCLUDED
+cdef Py_ssize_t D_RUN_EXECUTION, D_RUN_SIGNAL, D_RUN_FOLLOWS, D_RUN_DEFERRED, D_RUN_CONCLUDED
 cdef bint bound = False
 # The compiled validator's is_valid, called directly (from dsh_codegen._schema_c).
 cdef object CompiledValidator = None
@@ -107,8 +107,7 @@ cdef snapshot_fn snapshot = NULL
 #: Every slot these constructors fill, by class name (a test compares them with ``__slots__``).
 FILLED_SLOTS = {
     "ToolSuccess": ("value", "content", "meta", "additional_contexts", "concludes_turn"),
-    "AbortSignal": ("_aborted", "_reason", "_listeners", "_next_key", "_waiters", "_sources", "_links"),
-    "ToolRunContext": ("execution", "signal", "_deferred", "_concluded"),
+    "ToolRunContext": ("execution", "_signal", "_follows", "_deferred", "_concluded"),
     "ToolDispatchExecution": ("execution", "signal", "definition"),
 }
 
@@ -121,7 +120,7 @@ def bind(ns):
     global snapshot_json, snapshot_errors, RUN_CODE_NAME, ABORTED_MESSAGE
     global DONE, PLAIN_RESULTS, input_type_error, entry_outcome
     global aborted_before_dispatch, resolve_for_dispatch, invalid_arguments
-    global body_failure, drive_body, Resumed, body_steps, await_any, release_fused
+    global body_failure, drive_body, Resumed, body_steps, await_any
     global py_normalize_value, invalid_output, render_value, render_failure, content_failure
     global settle_cancellation, run_finalize, call_cancelled, cancelled_outcome
     global py_run_pipeline, bound, CompiledValidator, validator_is_valid, snapshot
@@ -133,7 +132,7 @@ def bind(ns):
     global D_SUCCESS_VALUE, D_SUCCESS_CONTENT, D_SUCCESS_META, D_SUCCESS_CONTEXTS, D_SUCCESS_CONCLUDES
     global D_SIGNAL_ABORTED, D_SIGNAL_REASON, D_SIGNAL_LISTENERS, D_SIGNAL_NEXT_KEY
     global D_SIGNAL_WAITERS, D_SIGNAL_SOURCES, D_SIGNAL_LINKS
-    global D_RUN_EXECUTION, D_RUN_SIGNAL, D_RUN_DEFERRED, D_RUN_CONCLUDED
+    global D_RUN_EXECUTION, D_RUN_SIGNAL, D_RUN_FOLLOWS, D_RUN_DEFERRED, D_RUN_CONCLUDED
     ToolExecutionInput = ns["ToolExecutionInput"]
     ToolExecution = ns["ToolExecution"]
     ToolExecutionToken = ns["ToolExecutionToken"]
@@ -161,7 +160,6 @@ def bind(ns):
     Resumed = ns["Resumed"]
     body_steps = ns["_body_steps"]
     await_any = ns["_await_any"]
-    release_fused = ns["release_fused"]
     py_normalize_value = ns["normalize_value"]
     invalid_output = ns["_invalid_output"]
     render_value = ns["render_value"]
@@ -215,7 +213,8 @@ def bind(ns):
     D_SIGNAL_LINKS = dsh_slot_offset(slots["_links"])
     slots = ToolRunContext.__dict__
     D_RUN_EXECUTION = dsh_slot_offset(slots["execution"])
-    D_RUN_SIGNAL = dsh_slot_offset(slots["signal"])
+    D_RUN_SIGNAL = dsh_slot_offset(slots["_signal"])
+    D_RUN_FOLLOWS = dsh_slot_offset(slots["_follows"])
     D_RUN_DEFERRED = dsh_slot_offset(slots["_deferred"])
     D_RUN_CONCLUDED = dsh_slot_offset(slots["_concluded"])
     from dsh_codegen.registry._definitions import CompiledTool as tool_type
@@ -280,23 +279,12 @@ cdef object new_success(object value, object content, object meta, object contex
     return success
 
 
-cdef object new_fused_signal(object sources):
-    # AbortSignal() then ``_sources = sources`` (derive_signal, inlined).
-    signal = dsh_alloc(AbortSignal, 0)
-    fill(D_SIGNAL_ABORTED, signal, False)
-    fill(D_SIGNAL_REASON, signal, None)
-    fill(D_SIGNAL_LISTENERS, signal, None)
-    fill(D_SIGNAL_NEXT_KEY, signal, 0)
-    fill(D_SIGNAL_WAITERS, signal, None)
-    fill(D_SIGNAL_SOURCES, signal, sources)
-    fill(D_SIGNAL_LINKS, signal, None)
-    return signal
-
-
-cdef object new_run_context(object execution, object signal):
+cdef object new_run_context(object execution, object follows):
+    # ToolRunContext._following(execution, follows): the fused signal is made on first use.
     run = dsh_alloc(ToolRunContext, 0)
     fill(D_RUN_EXECUTION, run, execution)
-    fill(D_RUN_SIGNAL, run, signal)
+    fill(D_RUN_SIGNAL, run, None)
+    fill(D_RUN_FOLLOWS, run, follows)
     fill(D_RUN_DEFERRED, run, None)
     fill(D_RUN_CONCLUDED, run, False)
     return run
@@ -418,14 +406,20 @@ def create_execution(registry, input):
 
 # --- dispatch ------------------------------------------------------------------------------
 
-cdef inline int release(object fused) except -1:
-    # release_fused(): stop following the sources (the signal keeps its state).
-    # ``fused`` is an AbortSignal this module made: its slots are read by offset.
-    cdef PyObject* links = dsh_slot_get(fused, D_SIGNAL_LINKS)
-    if links == NULL or <object>links is None:
+cdef inline int release(object run) except -1:
+    # run._release(): the fused signal (made or not) stops following its sources.
+    # ``run`` is a ToolRunContext this module made; its signal, if made, an exact AbortSignal.
+    cdef PyObject* made = dsh_slot_get(run, D_RUN_SIGNAL)
+    cdef PyObject* links
+    if made == NULL or <object>made is None:
+        fill(D_RUN_FOLLOWS, run, None)
+        return 0
+    fused = <object>made
+    links = dsh_slot_get(fused, D_SIGNAL_LINKS)
+    if type(fused) is AbortSignal and links != NULL and <object>links is None:
         fill(D_SIGNAL_SOURCES, fused, None)
     else:
-        fused._release()
+        run._release()
     return 0
 
 
@@ -574,8 +568,7 @@ cdef object start_dispatch(Call call, object signal):
     validator = hot(fields, HOT_ARGS_VALIDATOR)
     if validator is not None and not is_valid(validator, args):
         return invalid_arguments(validator, args)
-    fused = new_fused_signal((caller,) if signal is caller else (caller, signal))
-    run = new_run_context(execution, fused)
+    run = new_run_context(execution, caller if signal is caller else (caller, signal))
     call.run = run
     try:
         value = hot(fields, HOT_EXECUTE)(args, run)
@@ -600,15 +593,15 @@ cdef object start_dispatch(Call call, object signal):
             value = call.value
     except CancelledError:
         # The body itself raised CancelledError (e.g. a future it awaited was cancelled).
-        fused._abort(AbortError(ABORTED_MESSAGE))
+        run.signal._abort(AbortError(ABORTED_MESSAGE))
         raise
     except Exception as exc:
-        release(fused)
+        release(run)
         handed_off = True
         return body_failure(call, run, exc, False)
     finally:
         if not handed_off:
-            release(fused)
+            release(run)
     return normalize_run(call, compiled, value, run)
 
 

@@ -157,13 +157,54 @@ class ToolRunContext(_ExecutionFields):
     ``concludes_turn=True``.
     """
 
-    __slots__ = ("_concluded", "_deferred", "execution", "signal")
+    __slots__ = ("_concluded", "_deferred", "_follows", "_signal", "execution")
 
     def __init__(self, execution: ToolExecution, signal: AbortSignal) -> None:
         self.execution = execution
-        self.signal = signal
+        self._signal: AbortSignal | None = signal
+        self._follows: AbortSignal | tuple[AbortSignal, ...] | None = None
         self._deferred: list[AdditionalContext] | None = None
         self._concluded = False
+
+    @classmethod
+    def _following(
+        cls, execution: ToolExecution, follows: AbortSignal | tuple[AbortSignal, ...]
+    ) -> ToolRunContext:
+        """The registry's run context: its fused signal follows ``follows`` and is made on first use.
+
+        Most bodies never look at ``run.signal``; they cost no signal. The
+        signal made later is the one an eager fused signal would be by then:
+        following ``follows`` until :meth:`_release`, and after it a pending
+        signal with no sources (an eager one nobody polled never aborted).
+        """
+        run: ToolRunContext = object.__new__(cls)
+        run.execution = execution
+        run._signal = None
+        run._follows = follows
+        run._deferred = None
+        run._concluded = False
+        return run
+
+    @property
+    def signal(self) -> AbortSignal:
+        """The fused signal: aborted when the caller's or a wrapper's signal aborts, or the awaiting task is cancelled."""
+        signal = self._signal
+        if signal is None:
+            signal = self._signal = AbortSignal()
+            follows = self._follows
+            if follows is not None:
+                signal._sources = (follows,) if type(follows) is AbortSignal else follows
+        return signal
+
+    def _release(self) -> None:
+        """Stop the fused signal following its sources, made or not (it keeps its state)."""
+        signal = self._signal
+        if signal is None:
+            self._follows = None
+        elif signal._links is None:
+            signal._sources = None  # AbortSignal._release() without listeners to remove
+        else:
+            signal._release()
 
     def defer_context(self, context: AdditionalContext) -> None:
         """Queue ``context`` for delivery after this call's result.

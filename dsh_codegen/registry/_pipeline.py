@@ -702,24 +702,24 @@ class _BodyDriver:
     re-raises the recorded ``CancelledError``.
     """
 
-    __slots__ = ("call", "signal", "steps", "yielded")
+    __slots__ = ("call", "run", "steps", "yielded")
 
     def __init__(
         self,
         call: _Call,
         steps: Generator[Any, None, None],
         yielded: object,
-        signal: AbortSignal,
+        run: ToolRunContext,
     ) -> None:
         self.call = call
         self.steps = steps
         self.yielded = yielded
-        # This body's own fused signal: a wrapper may run bodies concurrently
+        # This body's own run (and fused signal): a wrapper may run bodies concurrently
         # (each in its own task), and each driver aborts the body it drives.
-        self.signal = signal
+        self.run = run
 
     def _cancelled(self, exc: asyncio.CancelledError) -> None:
-        self.signal._abort(AbortError(_ABORTED_MESSAGE))
+        self.run.signal._abort(AbortError(_ABORTED_MESSAGE))
         call = self.call
         if call.cancel_exc is None:
             call.cancel_exc = exc
@@ -835,9 +835,7 @@ async def dispatch_core(call: _Call, signal: AbortSignal) -> ToolExecutionResult
     validator = compiled.args_validator
     if validator is not None and not validator.is_valid(args):
         return _invalid_arguments(validator, args)
-    fused = AbortSignal()  # derive_signal(), inlined
-    fused._sources = (caller,) if signal is caller else (caller, signal)
-    run = ToolRunContext(execution, fused)
+    run = ToolRunContext._following(execution, caller if signal is caller else (caller, signal))
     call.run = run
     steps = None
     try:
@@ -852,27 +850,19 @@ async def dispatch_core(call: _Call, signal: AbortSignal) -> ToolExecutionResult
                 value = call.value
     except asyncio.CancelledError:
         # The body itself raised CancelledError (e.g. a future it awaited was cancelled).
-        fused._abort(AbortError(_ABORTED_MESSAGE))
-        release_fused(fused)
+        run.signal._abort(AbortError(_ABORTED_MESSAGE))
+        run._release()
         raise
     except Exception as exc:
-        release_fused(fused)
+        run._release()
         return body_failure(call, run, exc, False)
     except BaseException:
-        release_fused(fused)
+        run._release()
         raise
     if steps is not None:
         return await drive_body(call, compiled, run, steps, yielded)
-    release_fused(fused)
+    run._release()
     return normalize_run(call, compiled, value, run)
-
-
-def release_fused(fused: AbortSignal) -> None:
-    """Stop the body's fused signal following its sources (it keeps its state)."""
-    if fused._links is None:
-        fused._sources = None  # _release() without listeners to remove
-    else:
-        fused._release()
 
 
 def _resolve_for_dispatch(call: _Call) -> CompiledTool | ToolFailure:
@@ -916,7 +906,7 @@ def body_failure(
     cancelled = driven and call.cancel_exc is not None
     if caller.aborted and exc is caller.reason:
         outcome = aborted(contexts)
-    elif cancelled and exc is run.signal._reason:
+    elif cancelled and run._signal is not None and exc is run._signal._reason:
         outcome = aborted(contexts)  # the body re-raised the cancellation's abort reason
     else:
         outcome = failure_from_exception(exc, additional_contexts=contexts)
@@ -937,17 +927,16 @@ async def drive_body(
     Owns the fused signal from here: aborts it if the body raises
     ``CancelledError`` itself, and releases it once the body settled.
     """
-    fused = run.signal
     try:
-        await _BodyDriver(call, steps, yielded, fused)
+        await _BodyDriver(call, steps, yielded, run)
     except asyncio.CancelledError:
         # The body itself raised CancelledError (e.g. a future it awaited was cancelled).
-        fused._abort(AbortError(_ABORTED_MESSAGE))
+        run.signal._abort(AbortError(_ABORTED_MESSAGE))
         raise
     except Exception as exc:
         return body_failure(call, run, exc, True)
     finally:
-        release_fused(fused)
+        run._release()
     result = normalize_run(call, compiled, call.value, run)
     if call.cancel_exc is not None:
         _raise_cancelled(call, result)

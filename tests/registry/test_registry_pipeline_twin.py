@@ -56,7 +56,6 @@ def test_compiled_constructors_fill_every_slot() -> None:
 
     kinds = {
         "ToolSuccess": ToolSuccess,
-        "AbortSignal": AbortSignal,
         "ToolRunContext": ToolRunContext,
         "ToolDispatchExecution": ToolDispatchExecution,
     }
@@ -293,3 +292,35 @@ async def test_a_guard_disposed_after_execute_but_before_the_await_does_not_run(
     result = await pending
     assert isinstance(result, ToolSuccess)
     assert text(result) == "echo:hi"
+
+
+@async_test
+async def test_the_fused_signal_made_late_is_the_one_an_early_one_would_be() -> None:
+    from dsh_codegen.registry import AbortController
+
+    kept: dict[str, ToolRunContext] = {}
+    controller = AbortController()
+
+    async def untouched(args: Any, run: ToolRunContext) -> str:
+        kept["untouched"] = run  # never looks at run.signal while it runs
+        controller.abort("stop")
+        return "done"
+
+    async def watching(args: Any, run: ToolRunContext) -> str:
+        kept["watching"] = run
+        assert not run.signal.aborted
+        controller2.abort("stop")
+        assert run.signal.aborted and run.signal.reason == "stop"
+        return "done"
+
+    registry = registry_with(echo_tool("untouched", execute=untouched), echo_tool("watching", execute=watching))
+    first = await registry.execute(call("untouched", signal=controller.signal))
+    assert error_code(first) == "ABORTED"
+    # Released before anyone looked: like an eager fused signal nobody polled, it never aborted.
+    late = kept["untouched"].signal
+    assert late.aborted is False and late._sources is None
+    controller2 = AbortController()
+    second = await registry.execute(call("watching", signal=controller2.signal))
+    assert error_code(second) == "ABORTED"
+    made = kept["watching"].signal
+    assert made.aborted and made.reason == "stop" and made._sources is None
