@@ -9,9 +9,9 @@ Every uncommon outcome (a failure, a body that suspends, a lossy value, a
 policy stage) is handed to the Python twin's own functions, so each message
 and each cancellation rule exists once, in Python.
 
-The module imports nothing from the package: ``_pipeline.py`` calls
-:func:`bind` with its namespace when it loads this twin, so importing this
-module first can never start an import cycle.
+The module imports nothing from the package when it loads: ``_pipeline.py``
+calls :func:`bind` with its namespace when it selects this twin, so importing
+this module first can never start an import cycle.
 """
 
 from cpython.object cimport PyObject
@@ -415,11 +415,12 @@ cdef inline int release(object run) except -1:
         fill(D_RUN_FOLLOWS, run, None)
         return 0
     fused = <object>made
-    links = dsh_slot_get(fused, D_SIGNAL_LINKS)
-    if type(fused) is AbortSignal and links != NULL and <object>links is None:
-        fill(D_SIGNAL_SOURCES, fused, None)
-    else:
-        run._release()
+    if type(fused) is AbortSignal:  # its slots may be read by offset
+        links = dsh_slot_get(fused, D_SIGNAL_LINKS)
+        if links != NULL and <object>links is None:
+            fill(D_SIGNAL_SOURCES, fused, None)
+            return 0
+    run._release()
     return 0
 
 
