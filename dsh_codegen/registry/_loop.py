@@ -28,7 +28,7 @@ import functools
 import inspect
 import json
 import uuid
-from collections.abc import Coroutine, Generator, Hashable, Sequence
+from collections.abc import Callable, Coroutine, Generator, Hashable, Sequence
 from dataclasses import dataclass
 from types import CoroutineType, GeneratorType
 from typing import Any, Final, Protocol
@@ -235,6 +235,7 @@ class _Batch:
         # Every call's signal: it follows the caller's signal (see run()) and
         # the loop aborts it itself to stop its started calls (_stop()).
         self.call_signal = AbortSignal()
+        self._unfollow: Callable[[], None] = _noop
         self.results: list[ToolExecutionResult | None] = [None] * count
         self.inputs: list[ToolExecutionInput | None] = [None] * count
         # The gates' turn events, made when the first call starts as a task
@@ -258,12 +259,7 @@ class _Batch:
         call running inline turns the cancellation into the same abort and
         finishes first (see :class:`_InlineCall`).
         """
-        caller = self.signal
-        remove = _noop
-        if caller.aborted:
-            self.call_signal._abort(caller.reason)
-        else:
-            remove = caller.add_listener(self._caller_aborted)
+        self._follow_caller()
         try:
             try:
                 await self._schedule()
@@ -274,7 +270,22 @@ class _Batch:
                 raise
             return self._finish()
         finally:
-            remove()
+            self._unfollow()
+
+    def _follow_caller(self) -> None:
+        """Make the calls' signal follow the caller's (``_unfollow()`` detaches it)."""
+        caller = self.signal
+        if caller.aborted:
+            self.call_signal._abort(caller.reason)
+            self._unfollow = _noop
+        else:
+            self._unfollow = caller.add_listener(self._caller_aborted)
+
+    def _renew_call_signal(self) -> None:
+        """Give the calls after a withdrawn cancellation a fresh signal (see :meth:`_run_alone`)."""
+        self._unfollow()
+        self.call_signal = AbortSignal()
+        self._follow_caller()
 
     def _caller_aborted(self, caller: AbortSignal) -> None:
         # The caller's signal listener: the calls follow it, the scheduler stops starting.
@@ -428,7 +439,12 @@ class _Batch:
         task calls), the call is driven until it has settled, committed and
         been logged, and then the first ``CancelledError`` is raised (also
         when the call or its commit failed meanwhile: cancellation wins, as it
-        does for task calls).
+        does for task calls). Unless the cancellation was withdrawn meanwhile
+        (``Task.uncancel()``): code inside the call that cancels "its" task,
+        which is the loop's (``asyncio.timeout()`` or a ``TaskGroup`` in a
+        listener, wrapper or body), withdraws its request when it handles it.
+        Then the call keeps its (aborted) result, nothing is raised, and the
+        batch goes on with a fresh signal for the calls after it.
         """
         if self.log is not None:
             self.log.append(self._call_event(index))
@@ -449,16 +465,19 @@ class _Batch:
                 result = await inline
             self._commit(index, result)
         except BaseException as exc:
-            cancelled = None if inline is None else inline.cancel_exc
-            if cancelled is not None and exc is not cancelled:
-                raise cancelled from exc
+            if inline is not None:
+                cancelled = inline.cancel_exc
+                if cancelled is not None and exc is not cancelled and not inline.withdrawn():
+                    raise cancelled from exc
             raise
         finally:
             if self.policy_done:
                 self.policy_done[index].set()
                 self.commit_done[index].set()
         if inline is not None and inline.cancel_exc is not None:
-            raise inline.cancel_exc
+            if not inline.withdrawn():
+                raise inline.cancel_exc
+            self._renew_call_signal()
 
     async def _run_call(self, index: int) -> None:
         """Execute one call as a task, then commit it in model order.
@@ -596,14 +615,15 @@ class _InlineCall:
     guarantee a call task has: the loop never cancels a call.
 
     Cancellation: the first ``CancelledError`` arriving at one of its yields
-    is kept in ``cancel_exc`` and stops the batch (the calls' signal aborts
-    with ``AbortError("tool call loop stopped")``); it keeps driving the
-    call, absorbing further cancellations, until the call returns or raises,
-    and then returns or raises as the call did. :meth:`_Batch._run_alone`
-    re-raises ``cancel_exc`` after the commit.
+    is kept in ``cancel_exc`` (with the task's ``cancelling()`` count then)
+    and stops the batch (the calls' signal aborts with
+    ``AbortError("tool call loop stopped")``); it keeps driving the call,
+    absorbing further cancellations, until the call returns or raises, and
+    then returns or raises as the call did. :meth:`_Batch._run_alone`
+    re-raises ``cancel_exc`` after the commit unless :meth:`withdrawn`.
     """
 
-    __slots__ = ("batch", "cancel_exc", "context", "steps", "yielded")
+    __slots__ = ("batch", "cancel_exc", "cancelling", "context", "steps", "task", "yielded")
 
     def __init__(self, batch: _Batch, context: contextvars.Context, steps: _Steps, yielded: object) -> None:
         self.batch = batch
@@ -611,11 +631,23 @@ class _InlineCall:
         self.steps = steps
         self.yielded = yielded
         self.cancel_exc: asyncio.CancelledError | None = None
+        # The loop's task and its count of cancellation requests when the first one arrived.
+        self.task: asyncio.Task[Any] | None = None
+        self.cancelling = 0
 
     def _cancelled(self, exc: asyncio.CancelledError) -> None:
         if self.cancel_exc is None:
             self.cancel_exc = exc
+            task = asyncio.current_task()
+            if task is not None:
+                self.task = task
+                self.cancelling = task.cancelling()
             self.batch._stop()
+
+    def withdrawn(self) -> bool:
+        """Whether the cancellation request that reached the call was withdrawn since (``Task.uncancel()``)."""
+        task = self.task
+        return task is not None and task.cancelling() < self.cancelling
 
     def __await__(self) -> Generator[Any, None, object]:
         steps = self.steps

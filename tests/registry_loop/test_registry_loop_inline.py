@@ -432,3 +432,91 @@ def test_a_pre_aborted_signal_still_runs_nothing() -> None:
     registry = FakeRegistry({"x": FakeTool(echo, parallel=False)})
     results = run(execute_tool_calls(registry, calls("x"), signal=controller.signal))
     assert registry.executed == [] and code_of(results[0]) == TOOL_ABORTED_BEFORE_DISPATCH
+
+
+# -- cancellations that code inside an inline call makes and withdraws ----------------------
+
+
+def _waiting_tool(registry: ToolRegistry, waiting: tuple[str, ...] = ("c0",)) -> None:
+    async def body(args: Any, run: Any) -> Any:
+        if run.call_id in waiting:
+            await run.signal.wait()  # only ends by abort
+        return "done"
+
+    registry.register(
+        define_tool(
+            name="serial",
+            description="an exclusive tool",
+            parameters={},
+            output=ToolOutput(schema={"type": "string"}, render=lambda args, value: [{"type": "text", "text": value}]),
+            execute=body,
+        )
+    )
+
+
+def test_a_timeout_inside_an_inline_call_does_not_cancel_the_caller() -> None:
+    """``asyncio.timeout()`` in a wrapper cancels "its" task, the loop's: it withdraws that, so the batch goes on."""
+    registry = ToolRegistry()
+    _waiting_tool(registry)
+    timed_out: list[str] = []
+
+    async def wrapper(dispatch: Any, next: Any) -> Any:
+        try:
+            async with asyncio.timeout(0.005):
+                return await next()
+        finally:
+            timed_out.append(dispatch.call_id)
+
+    registry.wrap_execute(wrapper)
+
+    async def main() -> tuple[list[Any], int]:
+        results = await execute_tool_calls(registry, calls("serial", "serial"), signal=AbortController().signal)
+        task = asyncio.current_task()
+        assert task is not None
+        return results, task.cancelling()
+
+    results, cancelling = run(main())
+    assert cancelling == 0
+    assert timed_out == ["c0", "c1"]
+    assert code_of(results[0]) == TOOL_ABORTED  # the withdrawn cancellation stopped c0 through its signal
+    assert isinstance(results[1], ToolSuccess) and results[1].value == "done"  # c1 got a fresh signal
+
+
+def test_a_task_group_inside_an_inline_call_does_not_cancel_the_caller() -> None:
+    # The child fails while the group's body waits for next(): the group cancels
+    # "its" task (the loop's) and withdraws that in __aexit__.
+    registry = ToolRegistry()
+    _waiting_tool(registry, waiting=("c0", "c1"))
+
+    async def wrapper(dispatch: Any, next: Any) -> Any:
+        async def fails() -> None:
+            raise ValueError("child failed")
+
+        try:
+            async with asyncio.TaskGroup() as group:
+                group.create_task(fails())
+                return await next()
+        except* ValueError:
+            raise RuntimeError("the wrapper's child failed") from None
+
+    registry.wrap_execute(wrapper)
+    results = run(execute_tool_calls(registry, calls("serial", "serial"), signal=AbortController().signal))
+    assert [result.error.message for result in results if isinstance(result, ToolFailure)] == [
+        "the wrapper's child failed",
+        "the wrapper's child failed",
+    ]
+
+
+def test_a_timeout_around_the_loop_still_times_it_out() -> None:
+    registry = ToolRegistry()
+    _waiting_tool(registry)
+    log = MemorySessionLog()
+
+    async def main() -> None:
+        with pytest.raises(TimeoutError):
+            async with asyncio.timeout(0.005):
+                await execute_tool_calls(registry, calls("serial", "serial"), signal=AbortController().signal, log=log)
+
+    run(main())
+    # c0 was stopped, committed and logged; c1 never started.
+    assert [(event["type"], event["callId"]) for event in log.events] == [("tool/call", "c0"), ("tool/result", "c0")]
