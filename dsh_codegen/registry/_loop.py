@@ -240,9 +240,10 @@ class _Batch:
         self.inputs: list[ToolExecutionInput | None] = [None] * count
         # The gates' turn events, made when the first call starts as a task
         # (calls run inline never wait for a turn; see _start()).
-        self.policy_done: list[asyncio.Event] = []
-        self.commit_done: list[asyncio.Event] = []
-        self.in_flight: dict[asyncio.Task[None], int] = {}
+        self.policy_done: _Turns | None = None
+        self.commit_done: _Turns | None = None
+        # Call tasks started and not yet finished, by call index.
+        self.in_flight: dict[int, asyncio.Task[None]] = {}
         self.next_start = 0
         self.failure: BaseException | None = None
         # Made by the first wait (a batch whose calls all run inline never waits).
@@ -369,17 +370,16 @@ class _Batch:
         if self.log is not None:
             self.log.append(self._call_event(index))
         self.next_start = index + 1
-        if not self.policy_done:
+        if self.policy_done is None:
             # The first call started as a task: every earlier call ran inline
             # and has committed, so their turns are passed already.
             count = len(self.calls)
-            self.policy_done = [asyncio.Event() for _ in range(count)]
-            self.commit_done = [asyncio.Event() for _ in range(count)]
-            for earlier in range(index):
-                self.policy_done[earlier].set()
-                self.commit_done[earlier].set()
-        task = asyncio.create_task(self._run_call(index), name=f"dsh_codegen tool call {self.calls[index].call_id}")
-        self.in_flight[task] = index
+            self.policy_done = _Turns(count, index)
+            self.commit_done = _Turns(count, index)
+        loop = asyncio.get_running_loop()
+        self.in_flight[index] = loop.create_task(
+            self._run_call(index), name=f"dsh_codegen tool call {self.calls[index].call_id}"
+        )
 
     async def _drain(self) -> bool:
         """Wait until no call task is left; return whether a cancellation arrived meanwhile.
@@ -391,7 +391,7 @@ class _Batch:
         cancelled = False
         while self.in_flight:
             try:
-                await asyncio.wait(list(self.in_flight))
+                await asyncio.wait(list(self.in_flight.values()))
             except asyncio.CancelledError:
                 cancelled = True
         return cancelled
@@ -471,9 +471,9 @@ class _Batch:
                     raise cancelled from exc
             raise
         finally:
-            if self.policy_done:
-                self.policy_done[index].set()
-                self.commit_done[index].set()
+            if self.policy_done is not None and self.commit_done is not None:
+                self.policy_done.pass_turn(index)
+                self.commit_done.pass_turn(index)
         if inline is not None and inline.cancel_exc is not None:
             if not inline.withdrawn():
                 raise inline.cancel_exc
@@ -501,7 +501,7 @@ class _Batch:
                 error = exc
         finally:
             gate.release()
-            del self.in_flight[asyncio.current_task()]  # type: ignore[arg-type]
+            del self.in_flight[index]
             if error is not None and self.failure is None:
                 self.failure = error
                 self._stop()
@@ -702,19 +702,21 @@ class _InlineCall:
 class _CallGate:
     """The :class:`PipelineGate` of one call run as a task: model-order turns for policy and commit.
 
-    ``policy_done[i]`` is set once call ``i`` can no longer run pre-execute
-    (its policy context exited, or it reached its commit), and only after
-    ``policy_done[i-1]``; ``commit_done[i]`` is set after call ``i``'s
-    ``tool/result`` event, and only after ``commit_done[i-1]``. So a call that
-    skips pre-execute never holds up the next call's pre-execute behind an
-    earlier body. A turn already passed costs no wait (no future, no loop
-    iteration).
+    Call ``i`` passes its policy turn (``policy_done``) once it can no
+    longer run pre-execute (its policy context exited, or it reached its
+    commit), and only after call ``i-1`` did; it passes its commit turn
+    (``commit_done``) after its ``tool/result`` event, and only after call
+    ``i-1`` did. So a call that skips pre-execute never holds up the next
+    call's pre-execute behind an earlier body. A turn already passed costs
+    no wait (no coroutine, no future, no loop iteration).
     """
 
-    __slots__ = ("_batch", "_commit_entered", "_holds_commit", "_index", "_policy_entered")
+    __slots__ = ("_commit", "_commit_entered", "_holds_commit", "_index", "_policy", "_policy_entered")
 
     def __init__(self, batch: _Batch, index: int) -> None:
-        self._batch = batch
+        assert batch.policy_done is not None and batch.commit_done is not None  # made by _start()
+        self._policy = batch.policy_done
+        self._commit = batch.commit_done
         self._index = index
         self._policy_entered = False
         self._commit_entered = False
@@ -738,13 +740,11 @@ class _CallGate:
         Cancellation: a cancelled wait leaves nothing held.
         """
         index = self._index
-        if index:
-            previous = self._batch.policy_done[index - 1]
-            if not previous.is_set():
-                await previous.wait()
+        if index and not self._policy.passed(index - 1):
+            await self._policy.wait(index - 1)
 
     def policy_finished(self) -> None:
-        self._batch.policy_done[self._index].set()
+        self._policy.pass_turn(self._index)
 
     async def acquire_commit_turn(self) -> None:
         """Wait until every earlier call has committed; then this call holds the commit turn.
@@ -754,22 +754,60 @@ class _CallGate:
         """
         if self._holds_commit:
             return
-        batch, index = self._batch, self._index
-        if index:
-            previous = batch.policy_done[index - 1]
-            if not previous.is_set():
-                await previous.wait()
-        batch.policy_done[index].set()
-        if index:
-            previous = batch.commit_done[index - 1]
-            if not previous.is_set():
-                await previous.wait()
+        index = self._index
+        policy = self._policy
+        if index and not policy.passed(index - 1):
+            await policy.wait(index - 1)
+        policy.pass_turn(index)
+        if index and not self._commit.passed(index - 1):
+            await self._commit.wait(index - 1)
         self._holds_commit = True
 
     def release(self) -> None:
-        """Mark this call as past policy and committed (called once, when the call task ends)."""
-        self._batch.policy_done[self._index].set()
-        self._batch.commit_done[self._index].set()
+        """Pass both turns of this call (called once, when the call task ends)."""
+        self._policy.pass_turn(self._index)
+        self._commit.pass_turn(self._index)
+
+
+class _Turns:
+    """Which calls of a batch have passed one kind of turn (policy or commit).
+
+    Only call ``i + 1`` ever waits for call ``i``'s turn, one wait at a time,
+    so each wait has a future of its own and a cancelled wait leaves nothing
+    behind.
+    """
+
+    __slots__ = ("_passed", "_waiters")
+
+    def __init__(self, count: int, passed_before: int) -> None:
+        # The calls before ``passed_before`` ran inline and committed already.
+        self._passed = [True] * passed_before + [False] * (count - passed_before)
+        self._waiters: dict[int, asyncio.Future[None]] = {}
+
+    def passed(self, index: int) -> bool:
+        return self._passed[index]
+
+    def pass_turn(self, index: int) -> None:
+        """Mark call ``index`` as past this turn (idempotent) and wake its waiter."""
+        if not self._passed[index]:
+            self._passed[index] = True
+            waiter = self._waiters.pop(index, None)
+            if waiter is not None and not waiter.done():
+                waiter.set_result(None)
+
+    async def wait(self, index: int) -> None:
+        """Return once call ``index`` has passed this turn.
+
+        Cancellation: propagates; the wait's future is dropped.
+        """
+        while not self._passed[index]:
+            waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            self._waiters[index] = waiter
+            try:
+                await waiter
+            finally:
+                if self._waiters.get(index) is waiter:
+                    del self._waiters[index]
 
 
 class _PolicyTurn:

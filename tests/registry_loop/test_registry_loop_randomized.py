@@ -57,6 +57,9 @@ class Round:
     denied: set[str] = field(default_factory=set)
     guarded: set[str] = field(default_factory=set)
     blocked: set[str] = field(default_factory=set)
+    # Calls inside execute() now, and the one that runs alone (no gate), if any.
+    active: set[str] = field(default_factory=set)
+    alone: str | None = None
     # Futures the "foreign" tool's bodies awaited without owning them: never cancelled.
     foreign: list[asyncio.Future[str]] = field(default_factory=list)
 
@@ -67,20 +70,33 @@ class Round:
 class CountingRegistry:
     """Delegates to the real registry and records which calls it was asked to execute."""
 
-    def __init__(self, registry: ToolRegistry, state: Round) -> None:
+    def __init__(self, registry: ToolRegistry, state: Round, *, loop: bool = True) -> None:
         self.registry = registry
         self.state = state
+        # Called by the loop (which passes no gate only to a call that runs alone), or directly.
+        self.loop = loop
 
     def execution_mode(self, input: ToolExecutionInput) -> str:
         return self.registry.execution_mode(input)
 
     async def execute(self, input: ToolExecutionInput, *, gate: Any = None) -> ToolExecutionResult:
-        self.state.executed.append(input.call_id)
+        call_id = input.call_id
+        state = self.state
+        # The loop hands no gate only to a call that runs alone (inline in its task).
+        assert state.alone is None, f"{call_id} entered while {state.alone} runs alone"
+        if gate is None and self.loop:
+            assert not state.active, f"{call_id} has no gate but {state.active} are being executed"
+            state.alone = call_id
+        state.active.add(call_id)
+        state.executed.append(call_id)
         try:
             return await self.registry.execute(input, gate=gate)
         finally:
+            state.active.discard(call_id)
+            if state.alone == call_id:
+                state.alone = None
             # Quiescence: the body has settled by the time execute returns or raises.
-            assert input.call_id not in self.state.running, f"{input.call_id} body still running"
+            assert call_id not in state.running, f"{call_id} body still running"
 
 
 def _n(execution: Any) -> int:
@@ -367,7 +383,7 @@ async def _direct_round(rng: random.Random, start: int) -> int:
     if not state.timeouts_on:
         calls = [c if c.name != "deadline" else ToolCall(c.call_id, "ok", c.arguments) for c in calls]
     controller = AbortController()
-    counting = CountingRegistry(registry, state)
+    counting = CountingRegistry(registry, state, loop=False)
     from dsh_codegen.registry._loop import parse_call_arguments
 
     tasks = [
