@@ -200,7 +200,7 @@ class _Batch:
 
     Two ways to run a call:
 
-    - **inline** (:meth:`_run_alone`): a call that runs alone (nothing in
+    - **inline** (:meth:`_start_alone`): a call that runs alone (nothing in
       flight, and nothing may start before it commits: an ``exclusive`` call,
       the last call, or any call when ``max_parallel == 1``) runs in the
       loop's own task, without a gate (there is nothing to order it against)
@@ -283,7 +283,7 @@ class _Batch:
             self._unfollow = caller.add_listener(self._caller_aborted)
 
     def _renew_call_signal(self) -> None:
-        """Give the calls after a withdrawn cancellation a fresh signal (see :meth:`_run_alone`)."""
+        """Give the calls after a withdrawn cancellation a fresh signal (see :meth:`_finish_alone`)."""
         self._unfollow()
         self.call_signal = AbortSignal()
         self._follow_caller()
@@ -305,8 +305,8 @@ class _Batch:
     async def _schedule(self) -> None:
         """Start calls while the pool allows, then wait for the started ones to commit.
 
-        A call that runs alone runs inline, here (:meth:`_run_alone`); the
-        others start as tasks.
+        A call that runs alone runs inline, here (:meth:`_start_alone`, and
+        :meth:`_finish_alone` if it suspends); the others start as tasks.
 
         Cancellation: while waiting it only waits on the wake event, so a
         cancellation leaves the call tasks untouched (:meth:`run` drains
@@ -323,10 +323,13 @@ class _Batch:
                 await self._wait_for_change()
                 continue
             index = self.next_start
-            parallel = self.registry.execution_mode(self._input(index)) == "parallel"
+            input = self._input(index)
+            parallel = self.registry.execution_mode(input) == "parallel"
             if not in_flight and (not parallel or index == count - 1 or self.max_parallel == 1):
                 # Nothing runs and nothing may start before this call commits.
-                await self._run_alone(index)
+                inline = self._start_alone(index, input)
+                if inline is not None:
+                    await self._finish_alone(index, inline)
             elif parallel:
                 self._start(index)
             else:
@@ -424,15 +427,42 @@ class _Batch:
         if self.log is not None:
             self.log.append(self._result_event(index, result))
 
-    async def _run_alone(self, index: int) -> None:
-        """Execute call ``index`` inline in the loop's task, then commit it.
+    def _start_alone(self, index: int, input: ToolExecutionInput) -> _InlineCall | None:
+        """Start call ``index`` inline in the loop's task; commit it if its first step finishes it.
 
         Only for a call that runs alone (see :meth:`_schedule`): every earlier
         call has committed and nothing starts before this one commits, so it
         gets no gate (``gate=None``: the registry's fastest path) and no task.
-        Its first step runs synchronously; if it suspends, :class:`_InlineCall`
-        drives the rest. Errors (the registry or the log raising, a result of
-        the wrong type) propagate as the loop's internal failure.
+        Returns ``None`` once committed, or the :class:`_InlineCall` that
+        :meth:`_finish_alone` drives when the call suspends. Errors (the
+        registry or the log raising, a result of the wrong type) propagate as
+        the loop's internal failure. Synchronous: no cancellation can land.
+        """
+        if self.log is not None:
+            self.log.append(self._call_event(index))
+        self.next_start = index + 1
+        # The call runs in a copy of the loop's context, as a task would: what
+        # it sets in context variables stays its own.
+        context = contextvars.copy_context()
+        finished = True
+        try:
+            awaitable = context.run(self.registry.execute, input, gate=None)
+            steps = awaitable if type(awaitable) is CoroutineType else _await_steps(awaitable)
+            try:
+                yielded = context.run(steps.send, None)
+            except StopIteration as stop:
+                self._commit(index, stop.value)
+                return None
+            finished = False
+            return _InlineCall(self, context, steps, yielded)
+        finally:
+            if finished:
+                self._pass_turns(index)
+
+    async def _finish_alone(self, index: int, inline: _InlineCall) -> None:
+        """Drive a suspended inline call to its end and commit it.
+
+        Errors: as :meth:`_start_alone`.
 
         Cancellation: a cancellation of the loop's task never reaches the
         call: the first one aborts the calls' signal (as :meth:`run` does for
@@ -446,38 +476,26 @@ class _Batch:
         Then the call keeps its (aborted) result, nothing is raised, and the
         batch goes on with a fresh signal for the calls after it.
         """
-        if self.log is not None:
-            self.log.append(self._call_event(index))
-        self.next_start = index + 1
-        inline: _InlineCall | None = None
-        # The call runs in a copy of the loop's context, as a task would: what
-        # it sets in context variables stays its own.
-        context = contextvars.copy_context()
         try:
-            awaitable = context.run(self.registry.execute, self._input(index), gate=None)
-            steps = awaitable if type(awaitable) is CoroutineType else _await_steps(awaitable)
-            try:
-                yielded = context.run(steps.send, None)
-            except StopIteration as stop:
-                result: object = stop.value
-            else:
-                inline = _InlineCall(self, context, steps, yielded)
-                result = await inline
+            result = await inline
             self._commit(index, result)
         except BaseException as exc:
-            if inline is not None:
-                cancelled = inline.cancel_exc
-                if cancelled is not None and exc is not cancelled and not inline.withdrawn():
-                    raise cancelled from exc
+            cancelled = inline.cancel_exc
+            if cancelled is not None and exc is not cancelled and not inline.withdrawn():
+                raise cancelled from exc
             raise
         finally:
-            if self.policy_done is not None and self.commit_done is not None:
-                self.policy_done.pass_turn(index)
-                self.commit_done.pass_turn(index)
-        if inline is not None and inline.cancel_exc is not None:
+            self._pass_turns(index)
+        if inline.cancel_exc is not None:
             if not inline.withdrawn():
                 raise inline.cancel_exc
             self._renew_call_signal()
+
+    def _pass_turns(self, index: int) -> None:
+        # An inline call has committed: a later call run as a task may wait for its turns.
+        if self.policy_done is not None and self.commit_done is not None:
+            self.policy_done.pass_turn(index)
+            self.commit_done.pass_turn(index)
 
     async def _run_call(self, index: int) -> None:
         """Execute one call as a task, then commit it in model order.
@@ -619,7 +637,7 @@ class _InlineCall:
     and stops the batch (the calls' signal aborts with
     ``AbortError("tool call loop stopped")``); it keeps driving the call,
     absorbing further cancellations, until the call returns or raises, and
-    then returns or raises as the call did. :meth:`_Batch._run_alone`
+    then returns or raises as the call did. :meth:`_Batch._finish_alone`
     re-raises ``cancel_exc`` after the commit unless :meth:`withdrawn`.
     """
 
