@@ -12,8 +12,11 @@ Ordering (CONTRACT.md behaviours 153-155): calls start in model order; the
 pre-execute phase (waterfall, approval, guards) of each call runs after the
 previous call's, and its commit (post-execute, ``finalize_content``,
 ``on_result``, then the ``tool/result`` event) after the previous call's
-commit. The loop hands the registry a :class:`PipelineGate` per call to get
-this; only bodies (and around-dispatch wrappers) overlap.
+commit. The loop hands the registry a :class:`PipelineGate` per call that
+may overlap others to get this; only bodies (and around-dispatch wrappers)
+overlap. A call that runs alone (nothing in flight, nothing may start before
+it commits) needs no ordering: it runs inline in the loop's own task, with
+no gate and no task of its own (see :class:`_Batch`).
 
 Session log: ``tool/call`` is appended when a call starts, ``tool/result``
 when it commits; both carry the batch's ``batchId`` so
@@ -202,7 +205,7 @@ class _Batch:
 
     - **inline** (:meth:`_start_alone`): a call that runs alone (nothing in
       flight, and nothing may start before it commits: an ``exclusive`` call,
-      the last call, or any call when ``max_parallel == 1``) runs in the
+      the batch's last call, or any call when ``max_parallel == 1``) runs in the
       loop's own task, without a gate (there is nothing to order it against)
       and without a task or an event-loop turn of its own;
     - **as a task** (:meth:`_start`, :meth:`_run_call`): a call that may
@@ -238,8 +241,8 @@ class _Batch:
         self._unfollow: Callable[[], None] = _noop
         self.results: list[ToolExecutionResult | None] = [None] * count
         self.inputs: list[ToolExecutionInput | None] = [None] * count
-        # The gates' turn events, made when the first call starts as a task
-        # (calls run inline never wait for a turn; see _start()).
+        # The gates' turns, made when the first call starts as a task (calls
+        # run inline never wait for a turn; see _start()).
         self.policy_done: _Turns | None = None
         self.commit_done: _Turns | None = None
         # Call tasks started and not yet finished, by call index.
