@@ -690,6 +690,12 @@ class _InlineCall:
                     if error is None:
                         future: asyncio.Future[Any] = yielded  # type: ignore[assignment]
                         future._asyncio_future_blocking = False  # taken over, as a Task does
+                        if future.done():
+                            # A Task resumes after a done future's callback: one loop iteration.
+                            try:
+                                yield None
+                            except asyncio.CancelledError as exc:
+                                self._cancelled(exc)
                         while not future.done():
                             proxy: asyncio.Future[None] = loop.create_future()
                             waker = functools.partial(_wake_proxy, proxy)

@@ -553,3 +553,28 @@ def test_a_passed_turn_costs_no_wait_and_a_pending_one_wakes_its_waiter() -> Non
         assert turns._waiters == {}
 
     run(main())
+
+
+def test_a_done_future_yielded_costs_one_loop_iteration_as_in_a_task() -> None:
+    async def yield_done(order: list[str]) -> None:
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        future.set_result(None)
+        future._asyncio_future_blocking = True
+        asyncio.get_running_loop().call_soon(order.append, "callback")
+        await _Yield(future)
+        order.append("resumed")
+
+    class Yielding(FakeRegistry):
+        async def execute(self, input: Any, *, gate: Any = None) -> ToolExecutionResult:
+            await yield_done(inline_order)
+            return ToolSuccess("ok", [])
+
+    inline_order: list[str] = []
+    task_order: list[str] = []
+
+    async def in_a_task() -> None:
+        await asyncio.create_task(yield_done(task_order))
+
+    run(in_a_task())
+    run(execute_tool_calls(Yielding({}), calls("x"), signal=AbortController().signal))
+    assert inline_order == task_order == ["callback", "resumed"]
