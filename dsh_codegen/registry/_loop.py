@@ -627,8 +627,8 @@ class _InlineCall:
     """Awaitable that drives a suspended inline call to its end, shielded from the loop task's cancellation.
 
     It steps the call in its own context copy and does with what the call
-    yields what an ``asyncio.Task`` would (a bare
-    ``yield`` gives up one loop iteration; a future is waited for; anything
+    yields what an ``asyncio.Task`` would (a bare ``yield`` or a done future
+    gives up one loop iteration; a pending future is waited for; anything
     else gets the Task's ``RuntimeError`` thrown back after one iteration),
     except that a future is waited for through a fresh proxy future of its
     own: cancelling the loop's task cancels only the proxy, never a future
