@@ -255,6 +255,35 @@ def input_new(cls, *args, **kwargs):
     return fresh
 
 
+cdef object py_parse_call_arguments = None
+cdef object parse_json = None
+
+
+def parse_call_arguments(arguments):
+    """Compiled twin of ``_loop.parse_call_arguments``.
+
+    Text that ``parse_json`` accepts returns here (frozen); anything else (not
+    a ``str``, not JSON, blank, lossy) goes to the Python twin, which parses
+    again and decides.
+    """
+    if type(arguments) is str:
+        try:
+            return parse_json(arguments)
+        except Exception:
+            pass
+    return py_parse_call_arguments(arguments)
+
+
+def install_parse_call_arguments(python_twin):
+    """Return :func:`parse_call_arguments`, falling back to ``python_twin`` (``_loop.py`` installs it)."""
+    global py_parse_call_arguments, parse_json
+    from dsh_codegen._json_c import parse_json as compiled_parse_json
+
+    parse_json = compiled_parse_json
+    py_parse_call_arguments = python_twin
+    return parse_call_arguments
+
+
 def install_input_new(cls):
     """Make :func:`input_new` the ``__new__`` of ``cls`` (``ToolExecutionInput``), keeping the generated one."""
     global py_input_new

@@ -34,7 +34,9 @@ import uuid
 from collections.abc import Callable, Coroutine, Generator, Hashable, Sequence
 from dataclasses import dataclass
 from types import CoroutineType, GeneratorType
-from typing import Any, Final, Protocol
+from typing import TYPE_CHECKING, Any, Final, Protocol
+
+from dsh_codegen._backend import load_compiled
 
 from dsh_codegen.json import LosslessJsonError, is_json_value, parse_json
 from dsh_codegen.registry._errors import TOOL_ABORTED_BEFORE_DISPATCH
@@ -134,6 +136,12 @@ def parse_call_arguments(arguments: str | JsonValue) -> JsonValue:
         return arguments
     return value
 
+
+
+_c = load_compiled("_pipeline_c")
+if _c is not None and not TYPE_CHECKING:
+    # The compiled twin: text that parses cleanly skips this function's Python frame.
+    parse_call_arguments = _c.install_parse_call_arguments(parse_call_arguments)
 
 async def execute_tool_calls(
     registry: ToolCallExecutor,

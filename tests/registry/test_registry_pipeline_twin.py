@@ -48,6 +48,10 @@ def test_the_selected_twin_runs_the_pipeline() -> None:
     assert (_pipeline.run_pipeline.__module__ == compiled_module) is COMPILED
     assert (_pipeline.dispatch_core.__module__ == compiled_module) is COMPILED
     assert (_pipeline._Call.__module__ == compiled_module) is COMPILED
+    from dsh_codegen.registry import ToolRegistry, parse_call_arguments
+
+    assert (parse_call_arguments.__module__ == compiled_module) is COMPILED
+    assert (ToolRegistry.execute.__module__ == compiled_module) is COMPILED
 
 
 @pytest.mark.skipif(not COMPILED, reason="the compiled twin is not built or not selected")
