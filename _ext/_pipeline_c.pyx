@@ -14,6 +14,7 @@ calls :func:`bind` with its namespace when it selects this twin, so importing
 this module first can never start an import cycle.
 """
 
+cimport cython
 from cpython.object cimport PyObject
 from cpython.ref cimport Py_INCREF, Py_DECREF
 from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_SET_ITEM
@@ -350,6 +351,7 @@ cdef inline int put(object fresh, Py_ssize_t index, object item) except -1:
 
 # --- the call -------------------------------------------------------------------------------
 
+@cython.freelist(16)
 cdef class Call:
     """Compiled twin of ``_pipeline._Call``: the mutable state of one call while the pipeline runs it."""
 
@@ -655,6 +657,7 @@ cdef inline bint is_awaitable(object value) except -1:
     return kind is CoroutineType or (kind not in PLAIN_RESULTS and isawaitable(value))
 
 
+@cython.freelist(16)
 cdef class PreNext:
     """``next()`` of one pre-execute listener: runs the rest of the waterfall once."""
 
@@ -724,6 +727,7 @@ async def run_policy(Call call):
 
 # --- 4. dispatch through the wrappers --------------------------------------------------------
 
+@cython.freelist(16)
 cdef class WrapNext:
     """``next(signal=None)`` of one wrapper: runs the inner layers with the (optionally) replaced signal."""
 
@@ -841,6 +845,7 @@ async def run_dispatch(Call call):
 
 # --- 5-8. commit ----------------------------------------------------------------------------------
 
+@cython.freelist(16)
 cdef class PostNext:
     """``next()`` of one post-execute listener."""
 
