@@ -1100,6 +1100,91 @@ cdef inline int classify(PyObject* v, bint safe, bint reuse, Stack* st) except -
 
 # --- snapshot ------------------------------------------------------------------------------
 
+cdef enum:
+    FLAT_MAX = 16  # the most members (or items) a container may have to take the flat path
+
+
+cdef inline bint flat_scalar(PyObject* v) noexcept:
+    # A scalar the walk would copy as it is, decided without raising (anything else: the walk).
+    cdef void* t = type_of(v)
+    cdef int overflow = 0
+    if t == STR_T or v == Py_None or t == BOOL_T:
+        return True
+    if t == INT_T:
+        PyLong_AsLongLongAndOverflow(v, &overflow)
+        return overflow == 0
+    if t == FLOAT_T:
+        return not bad_float(PyFloat_AS_DOUBLE(v))
+    return False
+
+
+cdef bint flat_object(PyObject* src) noexcept:
+    # An exact dict of at most FLAT_MAX str keys whose values are all flat scalars.
+    cdef Py_ssize_t pos = 0
+    cdef PyObject* k
+    cdef PyObject* v
+    if type_of(src) != DICT_T or PyDict_GET_SIZE(src) > FLAT_MAX:
+        return False
+    while PyDict_Next(src, &pos, &k, &v):
+        if type_of(k) != STR_T or not flat_scalar(v):
+            return False
+    return True
+
+
+cdef object frozen_object_copy(PyObject* src):
+    # The FrozenJsonObject copy of a flat object (same order; a flat object has no nested copy to make).
+    cdef PyObject* made = dsh_json_new_dict(<PyObject*>FrozenJsonObject, <PyObject*>EMPTY_TUPLE)
+    if made == NULL:
+        propagate()
+        return None
+    copy = <object>made
+    decref(made)  # <object> took a second reference
+    PyDict_Update(made, src)
+    return copy
+
+
+cdef object flat_copy(PyObject* root):
+    """The frozen copy of a small flat value, or ``None`` when the general walk must decide.
+
+    Flat: an exact dict that ``flat_object`` accepts, or an exact list of at
+    most FLAT_MAX items that are flat scalars or such dicts (a list of content
+    blocks). No cycle can hide in it, and every check is exactly the walk's,
+    so the copy is the one the walk would make.
+    """
+    cdef Py_ssize_t i, n
+    cdef PyObject* item
+    cdef PyObject* sealed
+    if type_of(root) == DICT_T:
+        return frozen_object_copy(root) if flat_object(root) else None
+    if type_of(root) != LIST_T:
+        return None
+    n = PyList_GET_SIZE(root)
+    if n > FLAT_MAX:
+        return None
+    for i in range(n):
+        item = PyList_GET_ITEM(root, i)
+        if not flat_scalar(item) and not flat_object(item):
+            return None
+    cdef PyObject* fresh = PyList_New(n)
+    plain = <object>fresh
+    decref(fresh)  # <object> took a second reference
+    for i in range(n):
+        item = PyList_GET_ITEM(root, i)
+        if type_of(item) == DICT_T:
+            value = frozen_object_copy(item)
+        else:
+            value = <object>item
+        incref(<PyObject*>value)
+        PyList_SET_ITEM(<PyObject*>plain, i, <PyObject*>value)
+    sealed = dsh_json_move_list(<PyObject*>plain, <PyObject*>FrozenJsonArray, <PyObject*>EMPTY_TUPLE)
+    if sealed == NULL:
+        propagate()
+        return None
+    copy = <object>sealed
+    decref(sealed)
+    return copy
+
+
 cdef bint all_str_keys(PyObject* src) noexcept:
     cdef Py_ssize_t pos = 0
     cdef PyObject* k
@@ -1153,6 +1238,11 @@ cdef object walk(object root, bint freeze, bint safe, bint build):
     cdef int kind = classify(<PyObject*>root, safe, reuse, &st)
     if kind == SCALAR or kind == REUSE:
         return root
+    if build and freeze and not safe:
+        # Small flat values (most tool results and content) skip the general walk.
+        flat = flat_copy(<PyObject*>root)
+        if flat is not None:
+            return flat
     cdef set deep = None  # made when the walk first nests LINEAR_DEPTH deep (see track_push)
     cdef Frame* f
     cdef Frame* parent
