@@ -1132,13 +1132,17 @@ cdef bint flat_object(PyObject* src) noexcept:
 
 
 cdef object frozen_object_copy(PyObject* src):
-    # The FrozenJsonObject copy of a flat object (same order; a flat object has no nested copy to make).
+    # The FrozenJsonObject copy of a flat object (same order; a flat object has no nested copy
+    # to make), or None if it is no longer flat: making the copy may run the collector, and a
+    # finalizer may change ``src``.
     cdef PyObject* made = dsh_json_new_dict(<PyObject*>FrozenJsonObject, <PyObject*>EMPTY_TUPLE)
     if made == NULL:
         propagate()
         return None
     copy = <object>made
     decref(made)  # <object> took a second reference
+    if not flat_object(src):
+        return None
     PyDict_Update(made, src)
     return copy
 
@@ -1155,7 +1159,7 @@ cdef object flat_copy(PyObject* root):
     cdef PyObject* item
     cdef PyObject* sealed
     if type_of(root) == DICT_T:
-        return frozen_object_copy(root) if flat_object(root) else None
+        return frozen_object_copy(root) if flat_object(root) else None  # (checked again there)
     if type_of(root) != LIST_T:
         return None
     n = PyList_GET_SIZE(root)
@@ -1169,11 +1173,19 @@ cdef object flat_copy(PyObject* root):
     plain = <object>fresh
     decref(fresh)  # <object> took a second reference
     for i in range(n):
+        # Checked again as it is copied: an allocation here may run a finalizer that changes
+        # ``root`` (then the general walk decides).
+        if PyList_GET_SIZE(root) != n:
+            return None
         item = PyList_GET_ITEM(root, i)
         if type_of(item) == DICT_T:
             value = frozen_object_copy(item)
-        else:
+            if value is None:
+                return None
+        elif flat_scalar(item):
             value = <object>item
+        else:
+            return None
         incref(<PyObject*>value)
         PyList_SET_ITEM(<PyObject*>plain, i, <PyObject*>value)
     sealed = dsh_json_move_list(<PyObject*>plain, <PyObject*>FrozenJsonArray, <PyObject*>EMPTY_TUPLE)

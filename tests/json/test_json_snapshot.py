@@ -447,3 +447,39 @@ def test_the_selector_exports_the_active_twin() -> None:
     for name in layer.__all__:
         assert getattr(layer, name) is getattr(twin, name), name
     assert sorted(layer.__all__) == sorted(_json_py.__all__)
+
+
+def test_a_finalizer_changing_the_value_mid_snapshot_never_leaves_a_mutable_container() -> None:
+    # Copying allocates, an allocation may run the collector, and a finalizer may then
+    # change the value being copied: the copy must still be frozen all the way down.
+    import gc
+
+    from dsh_codegen.json import FrozenJsonArray, FrozenJsonObject, snapshot_json
+
+    def frozen_all_the_way(value: object) -> bool:
+        if isinstance(value, dict):
+            return type(value) is FrozenJsonObject and all(frozen_all_the_way(v) for v in value.values())
+        if isinstance(value, list):
+            return type(value) is FrozenJsonArray and all(frozen_all_the_way(v) for v in value)
+        return True
+
+    class Meddler:
+        def __init__(self, target: list[dict[str, object]]) -> None:
+            self.target = target
+            self.cycle = self
+
+        def __del__(self) -> None:
+            self.target[0]["nested"] = [1, 2]
+            self.target.append({"late": [3]})
+
+    thresholds = gc.get_threshold()
+    try:
+        for _ in range(200):
+            value: list[dict[str, object]] = [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]
+            Meddler(value)  # garbage in a cycle: only the collector frees it, running __del__
+            gc.set_threshold(1)
+            copy = snapshot_json(value)
+            gc.set_threshold(*thresholds)
+            assert frozen_all_the_way(copy), copy
+    finally:
+        gc.set_threshold(*thresholds)
