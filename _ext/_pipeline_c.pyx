@@ -4,7 +4,7 @@
 ``dsh_codegen/registry/_pipeline.py`` is the specification and the pure-Python
 twin. This module accelerates the path every call takes (building the call,
 the first step of the body, output snapshot, validation and rendering) and
-the whole pipeline of a call made without a gate or a scope.
+the whole pipeline of a call made without a scope.
 Every uncommon outcome (a failure, a body that suspends, a lossy value, a
 policy stage) is handed to the Python twin's own functions, so each message
 and each cancellation rule exists once, in Python.
@@ -957,8 +957,8 @@ cdef enum:
     STAGE_GUARDS = 16
 
 
-async def full_pipeline(registry, input):
-    """The Python twin's ``run_pipeline`` for a call without gate or agent, over this module's stages."""
+async def full_pipeline(registry, input, gate):
+    """The Python twin's ``run_pipeline`` for a call of the global layer (no agent), over this module's stages."""
     cdef int stages
     call = make_call(registry, input)
     listeners = registry._global_listeners  # dropped whenever a listener or guard changes
@@ -978,7 +978,10 @@ async def full_pipeline(registry, input):
     cancel_exc = None
     if result is None:
         try:
-            if stages & (STAGE_PRE | STAGE_GUARDS):
+            if gate is not None:
+                async with gate.policy():
+                    result, skip_post = await run_policy(call)
+            elif stages & (STAGE_PRE | STAGE_GUARDS):
                 result, skip_post = await run_policy(call)
             if result is None:
                 if stages & STAGE_WRAP:
@@ -994,7 +997,21 @@ async def full_pipeline(registry, input):
             result = cancelled_outcome(call)
             skip_post = True
     cancelled = cancel_exc is not None
-    if stages & (STAGE_POST | STAGE_OBSERVE):
+    if gate is not None:
+        committed = False
+        try:
+            async with gate.commit():
+                committed = True
+                result, cancelled = await commit(call, result, skip_post, cancelled)
+        except CancelledError as exc:
+            if committed:
+                raise
+            # Entering the gate was cancelled: still finalize and observe, without ordering.
+            if cancel_exc is None:
+                cancel_exc = exc
+            call_cancelled(call)
+            result, cancelled = await commit(call, result, True, True)
+    elif stages & (STAGE_POST | STAGE_OBSERVE):
         result, cancelled = await commit(call, result, skip_post, cancelled)
     else:
         result = plain_finish(call, result, cancelled)
@@ -1020,20 +1037,14 @@ def execute(registry, input, *, gate=None):
 def run_pipeline(registry, input, gate):
     """Compiled twin of ``_pipeline.run_pipeline``: the call's coroutine.
 
-    A call description of the global layer (``agent=None``) without a gate
-    runs :func:`full_pipeline`; any other call (a scope's, a gated one from
-    ``execute_tool_calls``, a duck-typed input) runs the Python twin's
-    ``run_pipeline``, over this module's stages.
+    A call description of the global layer (``agent=None``), gated or not,
+    runs :func:`full_pipeline`; any other call (a scope's, a duck-typed
+    input) runs the Python twin's ``run_pipeline``, over this module's stages.
     """
     return pipeline(registry, input, gate)
 
 
 cdef object pipeline(object registry, object input, object gate):
-    if (
-        bound
-        and gate is None
-        and type(input) is ToolExecutionInput
-        and <object>PyTuple_GET_ITEM(input, 4) is None
-    ):
-        return full_pipeline(registry, input)
+    if bound and type(input) is ToolExecutionInput and <object>PyTuple_GET_ITEM(input, 4) is None:
+        return full_pipeline(registry, input, gate)
     return py_run_pipeline(registry, input, gate)
