@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import functools
 import inspect
 import json
 import uuid
@@ -37,7 +36,6 @@ from types import CoroutineType, GeneratorType
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from dsh_codegen._backend import load_compiled
-
 from dsh_codegen.json import LosslessJsonError, is_json_value, parse_json
 from dsh_codegen.registry._errors import TOOL_ABORTED_BEFORE_DISPATCH
 from dsh_codegen.registry._execution import ToolExecutionInput
@@ -57,6 +55,7 @@ from dsh_codegen.registry._session_log import (
     SessionLog,
     event_time,
 )
+from dsh_codegen.registry._shield import Yielded, classify_yield, one_iteration, wait_shielded
 from dsh_codegen.registry.cancel import AbortError, AbortSignal
 
 __all__ = [
@@ -604,29 +603,19 @@ def _await_steps(awaitable: object) -> _Steps:
     return steps
 
 
-def _wake_proxy(proxy: asyncio.Future[None], _future: object) -> None:
-    if not proxy.done():
-        proxy.set_result(None)
-
-
-def _yield_error(yielded: object, loop: asyncio.AbstractEventLoop) -> RuntimeError | None:
-    """The ``RuntimeError`` an ``asyncio.Task`` (the loop's) would throw back for ``yielded``, or ``None`` for a future to wait for.
+def _yield_error(kind: Yielded, yielded: object, loop: asyncio.AbstractEventLoop) -> RuntimeError:
+    """The ``RuntimeError`` an ``asyncio.Task`` (the loop's) would throw back for ``yielded``.
 
     The texts are the Task's own, naming the task the call runs in.
     """
-    blocking = getattr(yielded, "_asyncio_future_blocking", None)
     task = asyncio.current_task(loop)
-    if blocking is not None:
-        get_loop = getattr(yielded, "get_loop", None)
-        future_loop = get_loop() if get_loop is not None else getattr(yielded, "_loop", None)
-        if future_loop is not loop:
-            return RuntimeError(f"Task {task!r} got Future {yielded!r} attached to a different loop")
-        if not blocking:
-            return RuntimeError(f"yield was used instead of yield from in task {task!r} with {yielded!r}")
-        if yielded is task:
-            return RuntimeError(f"Task cannot await on itself: {task!r}")
-        return None
-    if inspect.isgenerator(yielded):
+    if kind is Yielded.OTHER_LOOP:
+        return RuntimeError(f"Task {task!r} got Future {yielded!r} attached to a different loop")
+    if kind is Yielded.NOT_BLOCKING:
+        return RuntimeError(f"yield was used instead of yield from in task {task!r} with {yielded!r}")
+    if kind is Yielded.CURRENT_TASK:
+        return RuntimeError(f"Task cannot await on itself: {task!r}")
+    if kind is Yielded.GENERATOR:
         return RuntimeError(f"yield was used instead of yield from for generator in task {task!r} with {yielded!r}")
     return RuntimeError(f"Task got bad yield: {yielded!r}")
 
@@ -684,43 +673,24 @@ class _InlineCall:
         yielded = self.yielded
         self.yielded = None
         loop = asyncio.get_running_loop()
+        on_cancel = self._cancelled
         try:
             while True:
                 error: RuntimeError | None = None
                 if yielded is None:
-                    # A bare yield (asyncio.sleep(0)): give the loop one iteration.
-                    try:
-                        yield None
-                    except asyncio.CancelledError as exc:
-                        self._cancelled(exc)
+                    yield from one_iteration(on_cancel)  # a bare yield (asyncio.sleep(0))
                 else:
-                    error = _yield_error(yielded, loop)
-                    if error is None:
+                    kind = classify_yield(yielded, loop)
+                    if kind is Yielded.FUTURE:
                         future: asyncio.Future[Any] = yielded  # type: ignore[assignment]
-                        future._asyncio_future_blocking = False  # taken over, as a Task does
                         if future.done():
                             # A Task resumes after a done future's callback: one loop iteration.
-                            try:
-                                yield None
-                            except asyncio.CancelledError as exc:
-                                self._cancelled(exc)
-                        while not future.done():
-                            proxy: asyncio.Future[None] = loop.create_future()
-                            waker = functools.partial(_wake_proxy, proxy)
-                            future.add_done_callback(waker)
-                            proxy._asyncio_future_blocking = True
-                            try:
-                                yield proxy
-                            except asyncio.CancelledError as exc:
-                                # Only the proxy was cancelled: keep waiting for the call's future.
-                                future.remove_done_callback(waker)
-                                self._cancelled(exc)
+                            future._asyncio_future_blocking = False
+                            yield from one_iteration(on_cancel)
+                        yield from wait_shielded(future, loop, on_cancel)
                     else:
-                        # Delivered after one loop iteration, as a Task delivers it.
-                        try:
-                            yield None
-                        except asyncio.CancelledError as exc:
-                            self._cancelled(exc)
+                        error = _yield_error(kind, yielded, loop)
+                        yield from one_iteration(on_cancel)  # delivered after one iteration, as a Task does
                 try:
                     if error is None:
                         yielded = run(steps.send, None)

@@ -19,7 +19,6 @@ made.
 from __future__ import annotations
 
 import asyncio
-import functools
 import inspect
 import logging
 import types
@@ -68,6 +67,7 @@ from dsh_codegen.registry._results import (
     failure_from_exception,
     new_success,
 )
+from dsh_codegen.registry._shield import Yielded, classify_yield, one_iteration, wait_shielded
 from dsh_codegen.registry.cancel import AbortError, AbortSignal
 from dsh_codegen.schema import ToolArgsError
 
@@ -674,16 +674,6 @@ async def _await_any(awaitable: Awaitable[Any]) -> Any:
     return await awaitable
 
 
-def _wake(proxy: asyncio.Future[None], _future: object) -> None:
-    if not proxy.done():
-        proxy.set_result(None)
-
-
-def _future_loop(future: Any) -> object:
-    get_loop = getattr(future, "get_loop", None)
-    return get_loop() if get_loop is not None else getattr(future, "_loop", None)
-
-
 class _BodyDriver:
     """Awaitable that drives a suspended body to completion, shielding it from task cancellation.
 
@@ -729,36 +719,19 @@ class _BodyDriver:
         yielded = self.yielded
         self.yielded = None
         loop = asyncio.get_running_loop()
+        on_cancel = self._cancelled
         while True:
             error: BaseException | None = None
             if yielded is None:
-                # A bare yield (asyncio.sleep(0)): give the loop one iteration.
-                try:
-                    yield None
-                except asyncio.CancelledError as exc:
-                    self._cancelled(exc)
+                yield from one_iteration(on_cancel)  # a bare yield (asyncio.sleep(0))
             else:
-                error = _bad_yield(yielded, loop)
-                if error is None:
+                kind = classify_yield(yielded, loop)
+                if kind is Yielded.FUTURE:
                     future: asyncio.Future[Any] = yielded  # type: ignore[assignment]
-                    future._asyncio_future_blocking = False  # taken over, as a Task does
-                    while not future.done():
-                        proxy: asyncio.Future[None] = loop.create_future()
-                        waker = functools.partial(_wake, proxy)
-                        future.add_done_callback(waker)
-                        proxy._asyncio_future_blocking = True
-                        try:
-                            yield proxy
-                        except asyncio.CancelledError as exc:
-                            # Only the proxy was cancelled: keep waiting for the body's future.
-                            future.remove_done_callback(waker)
-                            self._cancelled(exc)
+                    yield from wait_shielded(future, loop, on_cancel)
                 else:
-                    # Delivered after one loop iteration, as a Task delivers it.
-                    try:
-                        yield None
-                    except asyncio.CancelledError as exc:
-                        self._cancelled(exc)
+                    error = _bad_yield(kind, yielded)
+                    yield from one_iteration(on_cancel)  # delivered after one iteration, as a Task does
             try:
                 yielded = next(steps, _DONE) if error is None else steps.throw(error)
             except StopIteration:
@@ -767,22 +740,15 @@ class _BodyDriver:
                 return
 
 
-def _bad_yield(yielded: object, loop: asyncio.AbstractEventLoop) -> RuntimeError | None:
-    """The ``RuntimeError`` an ``asyncio.Task`` would throw into a coroutine for ``yielded``, or ``None``."""
-    blocking = getattr(yielded, "_asyncio_future_blocking", None)
-    if blocking is not None:
-        if _future_loop(yielded) is not loop:
-            return RuntimeError(
-                f"tool body awaited Future {yielded!r} attached to a different loop"
-            )
-        if not blocking:
-            return RuntimeError(
-                f"yield was used instead of yield from in a tool body with {yielded!r}"
-            )
-        if yielded is asyncio.current_task():
-            return RuntimeError("a tool body cannot await the task that runs it")
-        return None
-    if inspect.isgenerator(yielded):
+def _bad_yield(kind: Yielded, yielded: object) -> RuntimeError:
+    """The ``RuntimeError`` an ``asyncio.Task`` would throw into a coroutine for ``yielded``, worded for a tool body."""
+    if kind is Yielded.OTHER_LOOP:
+        return RuntimeError(f"tool body awaited Future {yielded!r} attached to a different loop")
+    if kind is Yielded.NOT_BLOCKING:
+        return RuntimeError(f"yield was used instead of yield from in a tool body with {yielded!r}")
+    if kind is Yielded.CURRENT_TASK:
+        return RuntimeError("a tool body cannot await the task that runs it")
+    if kind is Yielded.GENERATOR:
         return RuntimeError(
             f"yield was used instead of yield from for generator in a tool body with {yielded!r}"
         )
