@@ -12,17 +12,29 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from dsh_codegen.registry._errors import TOOL_ABORTED, TOOL_ABORTED_BEFORE_DISPATCH
 from dsh_codegen.registry._execution import ToolExecutionInput
 from dsh_codegen.registry._gate import PipelineGate
+from dsh_codegen.registry._loop import ToolCall
 from dsh_codegen.registry._results import ToolExecutionResult, ToolSuccess, failure_from_exception
 from dsh_codegen.registry.cancel import AbortError, AbortSignal
 
 Body = Callable[[Any, AbortSignal], Awaitable[Any]]
+T = TypeVar("T")
+
+
+def run(coro: Coroutine[Any, Any, T]) -> T:
+    """Run ``coro`` in a fresh event loop."""
+    return asyncio.run(coro)
+
+
+def calls(*names: str) -> list[ToolCall]:
+    """One call per name (ids ``c0``, ``c1`` ...), each with the argument text ``{}``."""
+    return [ToolCall(f"c{i}", name, "{}") for i, name in enumerate(names)]
 
 
 @dataclass

@@ -15,8 +15,8 @@ import asyncio
 import contextvars
 import re
 import types
-from collections.abc import Coroutine, Generator
-from typing import Any, TypeVar
+from collections.abc import Generator
+from typing import Any
 
 import pytest
 
@@ -24,22 +24,11 @@ from dsh_codegen.registry import AbortController, ToolRegistry
 from dsh_codegen.registry._definitions import ToolOutput, define_tool
 from dsh_codegen.registry._errors import TOOL_ABORTED, TOOL_ABORTED_BEFORE_DISPATCH
 from dsh_codegen.registry._execution import ToolExecutionInput
-from dsh_codegen.registry._loop import ToolCall, execute_tool_calls
+from dsh_codegen.registry._loop import execute_tool_calls
 from dsh_codegen.registry._results import ToolExecutionResult, ToolFailure, ToolSuccess, failure_from_exception
 from dsh_codegen.registry._session_log import MemorySessionLog
 
-from _loop_fakes import FakeRegistry, FakeTool, echo, sleeper
-
-T = TypeVar("T")
-
-
-def run(coro: Coroutine[Any, Any, T]) -> T:
-    return asyncio.run(coro)
-
-
-def calls(*names: str) -> list[ToolCall]:
-    return [ToolCall(f"c{i}", name, "{}") for i, name in enumerate(names)]
-
+from _loop_fakes import FakeRegistry, FakeTool, calls, echo, run, sleeper
 
 def code_of(result: Any) -> str | None:
     if not isinstance(result, ToolFailure) or result.error.info is None:

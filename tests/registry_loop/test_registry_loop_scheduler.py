@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import Coroutine
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 
@@ -18,18 +17,7 @@ from dsh_codegen.registry._results import ToolFailure, ToolSuccess
 from dsh_codegen.registry._session_log import MemorySessionLog, derive_messages
 from dsh_codegen.registry.cancel import AbortController, AbortSignal
 
-from _loop_fakes import FakeRegistry, FakeTool, echo, sleeper, wait_or_abort
-
-T = TypeVar("T")
-
-
-def run(coro: Coroutine[Any, Any, T]) -> T:
-    return asyncio.run(coro)
-
-
-def calls(*names: str) -> list[ToolCall]:
-    return [ToolCall(f"c{i}", name, "{}") for i, name in enumerate(names)]
-
+from _loop_fakes import FakeRegistry, FakeTool, calls, echo, run, sleeper, wait_or_abort
 
 def code_of(result: Any) -> str | None:
     assert isinstance(result, ToolFailure)
