@@ -30,6 +30,7 @@ from dsh_codegen.registry._session_log import MemorySessionLog
 
 from _loop_fakes import FakeRegistry, FakeTool, calls, echo, run, sleeper
 
+
 def code_of(result: Any) -> str | None:
     if not isinstance(result, ToolFailure) or result.error.info is None:
         return None

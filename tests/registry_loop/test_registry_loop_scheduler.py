@@ -19,6 +19,7 @@ from dsh_codegen.registry.cancel import AbortController, AbortSignal
 
 from _loop_fakes import FakeRegistry, FakeTool, calls, echo, run, sleeper, wait_or_abort
 
+
 def code_of(result: Any) -> str | None:
     assert isinstance(result, ToolFailure)
     return None if result.error.info is None else result.error.info.code
