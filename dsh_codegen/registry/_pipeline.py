@@ -14,6 +14,12 @@ made.
 6. :func:`settle_cancellation` caller cancellation replaces a success (``ABORTED`` / ``ABORTED_BEFORE_DISPATCH``)
 7. :func:`run_finalize`       ``finalize_content`` exactly once, then re-materialize the content
 8. :func:`notify_result`      ``on_result`` observers (failures logged), then return the same object
+
+This module is the specification and the pure-Python twin. When the compiled
+twin is selected, ``dsh_codegen._pipeline_c`` (``_ext/_pipeline_c.pyx``)
+replaces the per-call functions at the end of this module and calls back
+into the helpers here for every uncommon outcome (see docs/registry.md,
+"The compiled twin of the pipeline").
 """
 
 from __future__ import annotations
