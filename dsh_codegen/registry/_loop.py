@@ -136,11 +136,11 @@ def parse_call_arguments(arguments: str | JsonValue) -> JsonValue:
     return value
 
 
-
 _c = load_compiled("_pipeline_c")
 if _c is not None and not TYPE_CHECKING:
     # The compiled twin: text that parses cleanly skips this function's Python frame.
     parse_call_arguments = _c.install_parse_call_arguments(parse_call_arguments)
+
 
 async def execute_tool_calls(
     registry: ToolCallExecutor,
