@@ -49,11 +49,11 @@ class ToolExecutionInput(NamedTuple):
     root_call_id: str | None = None
 
 
-
 _c = load_compiled("_pipeline_c")
 if _c is not None and not TYPE_CHECKING:
     # The compiled twin's __new__ (positional calls skip the generated Python __new__).
     _c.install_input_new(ToolExecutionInput)
+
 
 @final
 class ToolExecutionToken:

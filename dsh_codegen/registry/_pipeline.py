@@ -737,7 +737,8 @@ class _BodyDriver:
                     yield from wait_shielded(future, loop, on_cancel)
                 else:
                     error = _bad_yield(kind, yielded)
-                    yield from one_iteration(on_cancel)  # delivered after one iteration, as a Task does
+                    # Delivered after one loop iteration, as a Task delivers it.
+                    yield from one_iteration(on_cancel)
             try:
                 yielded = next(steps, _DONE) if error is None else steps.throw(error)
             except StopIteration:
@@ -863,9 +864,7 @@ def normalize_run(
     )
 
 
-def body_failure(
-    call: _Call, run: ToolRunContext, exc: Exception, driven: bool
-) -> ToolFailure:
+def body_failure(call: _Call, run: ToolRunContext, exc: Exception, driven: bool) -> ToolFailure:
     """The outcome of a body that raised ``exc`` (its deferred contexts kept).
 
     ``ABORTED`` when it re-raised the caller's abort reason, or (``driven``)

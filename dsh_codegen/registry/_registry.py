@@ -161,7 +161,10 @@ class ListenerSnapshot:
         # Which stages have work, as bits (read by the compiled twin): 1 pre-execute,
         # 2 wrappers, 4 post-execute, 8 observers; 16 global guards (global snapshot only).
         self.stages = (
-            (1 if pre else 0) | (2 if wrappers else 0) | (4 if post else 0) | (8 if observers else 0)
+            (1 if pre else 0)
+            | (2 if wrappers else 0)
+            | (4 if post else 0)
+            | (8 if observers else 0)
         )
 
 
@@ -840,11 +843,11 @@ class ToolRegistry(_Surface):
         return "parallel" if verdict is True else "exclusive"
 
 
-
 if compiled_execute is not None:
     # The compiled twin of execute(): the same call without the method's Python frame.
     compiled_execute.__doc__ = ToolRegistry.execute.__doc__
     ToolRegistry.execute = compiled_execute  # type: ignore[method-assign]
+
 
 def _schema_of(tool: CompiledTool) -> ToolSchema:
     try:
