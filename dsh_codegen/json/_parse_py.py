@@ -56,7 +56,9 @@ def _reject_constant(name: str) -> Any:
 # parses, that is not NaN or Infinity, snapshots to exactly what the scanner
 # below builds. Anything it rejects (malformed, a constant, too deep, too many
 # digits) goes to the scanner below, which words the error.
-_STDLIB_DECODE: Final = _decoder.JSONDecoder(parse_constant=_reject_constant).decode
+_STDLIB_SCAN: Final[Callable[[str, int], tuple[Any, int]]] = _decoder.JSONDecoder(
+    parse_constant=_reject_constant
+).scan_once  # type: ignore[attr-defined]
 
 _snapshot: Callable[[Any], Any] | None = None
 
@@ -246,12 +248,14 @@ def parse_json(text: str) -> Any:
             raise TypeError(f"parse_json expects a str, not {type(text).__qualname__}")
         text = str.__str__(text)  # the exact str value; a subclass's overrides never run
     try:
-        plain = _STDLIB_DECODE(text)
-    except (ValueError, RecursionError):
+        # A value starting at index 0 (leading whitespace, rare, takes the scanner below).
+        plain, end = _STDLIB_SCAN(text, 0)
+    except (StopIteration, ValueError, RecursionError):
         pass  # the scanner below says what is wrong (or parses what is too deep for the stdlib)
     else:
-        # The pure twin's snapshot (stack-safe, and the error for a lossy number).
-        return _pure_snapshot()(plain)
+        if end == len(text) or _WS(text, end).end() == len(text):
+            # The pure twin's snapshot (stack-safe, and the error for a lossy number).
+            return _pure_snapshot()(plain)
     if text.startswith(_BOM):
         raise JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
     value, end, lossy = _scan(text, _WS(text, 0).end(), True)
