@@ -4,7 +4,7 @@
 ``dsh_codegen/registry/_pipeline.py`` is the specification and the pure-Python
 twin. This module accelerates the path every call takes (building the call,
 the first step of the body, output snapshot, validation and rendering) and
-the whole pipeline of a call made without a scope.
+the whole pipeline of every call made with a ``ToolExecutionInput``.
 Every uncommon outcome (a failure, a body that suspends, a lossy value, a
 policy stage) is handed to the Python twin's own functions, so each message
 and each cancellation rule exists once, in Python.
@@ -958,18 +958,24 @@ cdef enum:
 
 
 async def full_pipeline(registry, input, gate):
-    """The Python twin's ``run_pipeline`` for a call of the global layer (no agent), over this module's stages."""
+    """The Python twin's ``run_pipeline`` over this module's stages (an exact call description)."""
     cdef int stages
     call = make_call(registry, input)
-    listeners = registry._global_listeners  # dropped whenever a listener or guard changes
-    if listeners is None:
-        listeners = registry.listeners_for(())
+    chain = call.chain
+    if chain:
+        listeners = registry.listeners_for(chain)
+        stages = listeners.stages | STAGE_GUARDS  # a scope's call always runs the policy stage
+    else:
+        listeners = registry._global_listeners  # dropped whenever a listener or guard changes
+        if listeners is None:
+            listeners = registry.listeners_for(())
+        stages = listeners.stages
     call.listeners = listeners
-    stages = listeners.stages
     caller = <object>PyTuple_GET_ITEM(call.execution, 4)
     result = None
     if (
-        call.argument_error is not None
+        chain
+        or call.argument_error is not None
         or not signal_untouched(caller)
         or code_mode(registry.mode)
     ):
@@ -1037,14 +1043,14 @@ def execute(registry, input, *, gate=None):
 def run_pipeline(registry, input, gate):
     """Compiled twin of ``_pipeline.run_pipeline``: the call's coroutine.
 
-    A call description of the global layer (``agent=None``), gated or not,
-    runs :func:`full_pipeline`; any other call (a scope's, a duck-typed
-    input) runs the Python twin's ``run_pipeline``, over this module's stages.
+    An exact ``ToolExecutionInput`` (any layer, gated or not) runs
+    :func:`full_pipeline`; a duck-typed call description runs the Python
+    twin's ``run_pipeline``, over this module's stages.
     """
     return pipeline(registry, input, gate)
 
 
 cdef object pipeline(object registry, object input, object gate):
-    if bound and type(input) is ToolExecutionInput and <object>PyTuple_GET_ITEM(input, 4) is None:
+    if bound and type(input) is ToolExecutionInput:
         return full_pipeline(registry, input, gate)
     return py_run_pipeline(registry, input, gate)
