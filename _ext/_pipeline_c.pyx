@@ -95,8 +95,7 @@ cdef object CompiledTool = None
 cdef Py_ssize_t D_TOOL_HOT
 # Slot offsets of the slotted classes built here without their __init__.
 cdef Py_ssize_t D_SUCCESS_VALUE, D_SUCCESS_CONTENT, D_SUCCESS_META, D_SUCCESS_CONTEXTS, D_SUCCESS_CONCLUDES
-cdef Py_ssize_t D_SIGNAL_ABORTED, D_SIGNAL_REASON, D_SIGNAL_LISTENERS, D_SIGNAL_NEXT_KEY
-cdef Py_ssize_t D_SIGNAL_WAITERS, D_SIGNAL_SOURCES, D_SIGNAL_LINKS
+cdef Py_ssize_t D_SIGNAL_ABORTED, D_SIGNAL_SOURCES, D_SIGNAL_LINKS
 cdef Py_ssize_t D_RUN_EXECUTION, D_RUN_SIGNAL, D_RUN_FOLLOWS, D_RUN_DEFERRED, D_RUN_CONCLUDED
 cdef bint bound = False
 # The compiled validator's is_valid, called directly (from dsh_codegen._schema_c).
@@ -111,6 +110,11 @@ FILLED_SLOTS = {
     "ToolRunContext": ("execution", "_signal", "_follows", "_deferred", "_concluded"),
     "ToolDispatchExecution": ("execution", "signal", "definition"),
 }
+
+
+def slot_offsets(kind, *names):
+    """The offsets of the ``__slots__`` entries ``names`` of ``kind`` (each checked: a writable object slot)."""
+    return tuple([dsh_slot_offset(kind.__dict__[name]) for name in names])
 
 
 def bind(ns):
@@ -131,8 +135,7 @@ def bind(ns):
     global bad_pre_decision, bad_post_decision, bad_next_signal, PRE_NEXT_TWICE, POST_NEXT_TWICE
     global D_DISPATCH_EXECUTION, D_DISPATCH_SIGNAL, D_DISPATCH_DEFINITION, CompiledTool, D_TOOL_HOT
     global D_SUCCESS_VALUE, D_SUCCESS_CONTENT, D_SUCCESS_META, D_SUCCESS_CONTEXTS, D_SUCCESS_CONCLUDES
-    global D_SIGNAL_ABORTED, D_SIGNAL_REASON, D_SIGNAL_LISTENERS, D_SIGNAL_NEXT_KEY
-    global D_SIGNAL_WAITERS, D_SIGNAL_SOURCES, D_SIGNAL_LINKS
+    global D_SIGNAL_ABORTED, D_SIGNAL_SOURCES, D_SIGNAL_LINKS
     global D_RUN_EXECUTION, D_RUN_SIGNAL, D_RUN_FOLLOWS, D_RUN_DEFERRED, D_RUN_CONCLUDED
     ToolExecutionInput = ns["ToolExecutionInput"]
     ToolExecution = ns["ToolExecution"]
@@ -194,34 +197,22 @@ def bind(ns):
     bad_next_signal = ns["bad_next_signal"]
     PRE_NEXT_TWICE = ns["_PRE_NEXT_TWICE"]
     POST_NEXT_TWICE = ns["_POST_NEXT_TWICE"]
-    slots = ToolDispatchExecution.__dict__
-    D_DISPATCH_EXECUTION = dsh_slot_offset(slots["execution"])
-    D_DISPATCH_SIGNAL = dsh_slot_offset(slots["signal"])
-    D_DISPATCH_DEFINITION = dsh_slot_offset(slots["definition"])
-    slots = ToolSuccess.__dict__
-    D_SUCCESS_VALUE = dsh_slot_offset(slots["value"])
-    D_SUCCESS_CONTENT = dsh_slot_offset(slots["content"])
-    D_SUCCESS_META = dsh_slot_offset(slots["meta"])
-    D_SUCCESS_CONTEXTS = dsh_slot_offset(slots["additional_contexts"])
-    D_SUCCESS_CONCLUDES = dsh_slot_offset(slots["concludes_turn"])
-    slots = AbortSignal.__dict__
-    D_SIGNAL_ABORTED = dsh_slot_offset(slots["_aborted"])
-    D_SIGNAL_REASON = dsh_slot_offset(slots["_reason"])
-    D_SIGNAL_LISTENERS = dsh_slot_offset(slots["_listeners"])
-    D_SIGNAL_NEXT_KEY = dsh_slot_offset(slots["_next_key"])
-    D_SIGNAL_WAITERS = dsh_slot_offset(slots["_waiters"])
-    D_SIGNAL_SOURCES = dsh_slot_offset(slots["_sources"])
-    D_SIGNAL_LINKS = dsh_slot_offset(slots["_links"])
-    slots = ToolRunContext.__dict__
-    D_RUN_EXECUTION = dsh_slot_offset(slots["execution"])
-    D_RUN_SIGNAL = dsh_slot_offset(slots["_signal"])
-    D_RUN_FOLLOWS = dsh_slot_offset(slots["_follows"])
-    D_RUN_DEFERRED = dsh_slot_offset(slots["_deferred"])
-    D_RUN_CONCLUDED = dsh_slot_offset(slots["_concluded"])
+    D_DISPATCH_EXECUTION, D_DISPATCH_SIGNAL, D_DISPATCH_DEFINITION = slot_offsets(
+        ToolDispatchExecution, "execution", "signal", "definition"
+    )
+    D_SUCCESS_VALUE, D_SUCCESS_CONTENT, D_SUCCESS_META, D_SUCCESS_CONTEXTS, D_SUCCESS_CONCLUDES = (
+        slot_offsets(ToolSuccess, "value", "content", "meta", "additional_contexts", "concludes_turn")
+    )
+    D_SIGNAL_ABORTED, D_SIGNAL_SOURCES, D_SIGNAL_LINKS = slot_offsets(
+        AbortSignal, "_aborted", "_sources", "_links"
+    )
+    D_RUN_EXECUTION, D_RUN_SIGNAL, D_RUN_FOLLOWS, D_RUN_DEFERRED, D_RUN_CONCLUDED = slot_offsets(
+        ToolRunContext, "execution", "_signal", "_follows", "_deferred", "_concluded"
+    )
     from dsh_codegen.registry._definitions import CompiledTool as tool_type
 
     CompiledTool = tool_type
-    D_TOOL_HOT = dsh_slot_offset(tool_type.__dict__["hot"])
+    (D_TOOL_HOT,) = slot_offsets(tool_type, "hot")
     from dsh_codegen._json_c import SNAPSHOT_CAPSULE
     from dsh_codegen._schema_c import IS_VALID_CAPSULE, CompiledValidator as validator_type
 
