@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Final, Protocol, runtime_checkable
 
 from dsh_codegen.json import render_json_pretty
+from dsh_codegen.registry._code_runtime import CodeRuntime
 from dsh_codegen.registry._definitions import CompiledTool, ToolDefinition, ToolOutput, compiled_for
 from dsh_codegen.registry._errors import RUN_CODE_NAME
 
@@ -35,21 +36,6 @@ KNOWN_LANGUAGES: Final = tuple(_FLAVORS)
 #: How the unknown-language errors list the known ones: ``"typescript", "python"``.
 KNOWN_LANGUAGES_TEXT: Final = ", ".join(f'"{name}"' for name in KNOWN_LANGUAGES)
 NO_OUTPUT: Final = "(run_code completed with no output)"
-
-
-@runtime_checkable
-class CodeRuntime(Protocol):
-    """A program runner: ``language`` selects the SDK flavor; ``run`` executes one program."""
-
-    language: str
-
-    async def run(self, request: Any) -> Any:
-        """Run one program.
-
-        Cancellation: the request carries a signal; the runtime stops the
-        program when it aborts and settles only after it has stopped.
-        """
-        ...
 
 
 @runtime_checkable

@@ -1,0 +1,124 @@
+"""The contract between Code Mode's dispatch bridge and a code runtime.
+
+The registry defines it (layer 4) so that ``ToolRegistry(code_runtime=...)``
+can name its type; ``dsh_codegen.codemode`` (layer 5) implements both sides:
+the bridge that builds a :class:`CodeRunRequest` for each ``run_code`` call,
+and the runtimes (``PythonSubprocessRuntime``, ``MontyRuntime``) that run it.
+A third party writes a runtime against this module alone.
+
+One run, from the runtime's side:
+
+1. ``run(request)`` starts the program ``request.code`` with one binding
+   namespace ``tools`` whose members are exactly ``request.tool_names``, and
+   the error class ``ToolCallError``.
+2. Each ``await tools.x(args)`` in the program becomes one call of
+   ``request.dispatch("x", args)``, made in the order the program submits the
+   calls. ``dispatch`` submits at once (the call is numbered and its arguments
+   snapshotted before it returns) and returns an ``asyncio.Future``; the
+   future's result is the sub-call's final canonical value, or it raises
+   :class:`ToolCallError` whose message the program sees. ``dispatch`` itself
+   never raises.
+3. The runtime returns a :class:`CodeRunSuccess` (the program's ``print``
+   lines and its returned value, if any) or a :class:`CodeRunFailure` of one
+   of the :data:`CodeRunFailureKind` kinds. It never raises for anything the
+   program did.
+
+Cancellation: ``request.signal`` aborts when the caller cancels the outer call
+or the run settles; the runtime then stops the program and returns a failure of
+kind ``"abort"`` once it has stopped (no process or task of the run may
+outlive ``run``). If the task awaiting ``run`` is cancelled, the runtime stops
+the program the same way and re-raises ``CancelledError``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal, Protocol, TypeAlias, runtime_checkable
+
+from dsh_codegen.registry._results import UNSET, JsonValue, Unset
+from dsh_codegen.registry.cancel import AbortSignal
+
+__all__ = [
+    "CodeDispatch",
+    "CodeRunFailure",
+    "CodeRunFailureKind",
+    "CodeRunRequest",
+    "CodeRunResult",
+    "CodeRunSuccess",
+    "CodeRuntime",
+    "ToolCallError",
+]
+
+#: How a run failed (CONTRACT.md §4 "Code runtime failure kinds").
+CodeRunFailureKind: TypeAlias = Literal[
+    "exception", "timeout", "abort", "worker-exit", "invalid-output", "output-limit"
+]
+
+#: ``dispatch(tool_name, arguments) -> Future[canonical value]`` (see the module docstring).
+CodeDispatch: TypeAlias = Callable[[str, JsonValue], "asyncio.Future[JsonValue]"]
+
+
+class ToolCallError(Exception):
+    """Raised when a binding call fails: all a program learns is the tool and the message.
+
+    The program-side class of the same name carries ``toolName`` (the wire
+    name CONTRACT.md keeps) and ``message``; this host-side one is what
+    ``dispatch`` futures raise and runtimes translate.
+    """
+
+    def __init__(self, tool_name: str, message: str) -> None:
+        super().__init__(message)
+        self.tool_name = tool_name
+        self.message = message
+
+
+@dataclass(frozen=True, slots=True)
+class CodeRunRequest:
+    """One program to run.
+
+    ``tool_names`` are the visible tools the ``tools`` namespace binds, sorted,
+    never ``run_code``. ``call_id`` is the outer ``run_code`` call's id (for a
+    runtime's own logs; sub-call ids are the bridge's business).
+    """
+
+    code: str
+    tool_names: tuple[str, ...]
+    dispatch: CodeDispatch
+    signal: AbortSignal
+    call_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class CodeRunSuccess:
+    """The program finished: one ``logs`` entry per ``print``; ``result`` is ``UNSET`` when it returned ``None``."""
+
+    logs: tuple[str, ...]
+    result: JsonValue | Unset = UNSET
+
+
+@dataclass(frozen=True, slots=True)
+class CodeRunFailure:
+    """The program did not finish normally; ``message`` is model-facing, ``logs`` what it printed first."""
+
+    kind: CodeRunFailureKind
+    message: str
+    logs: tuple[str, ...] = ()
+
+
+CodeRunResult: TypeAlias = CodeRunSuccess | CodeRunFailure
+
+
+@runtime_checkable
+class CodeRuntime(Protocol):
+    """A program runner: ``language`` selects the SDK flavor; ``run`` executes one program.
+
+    Cancellation: see the module docstring.
+    """
+
+    language: str
+
+    async def run(self, request: CodeRunRequest) -> CodeRunResult:
+        """Run ``request.code`` to completion and describe how it ended."""
+        ...
