@@ -22,7 +22,7 @@ from dsh_codegen._env import PURE_PYTHON_REQUESTED
 __all__ = ["COMPILED_MODULES", "USE_COMPILED", "backend", "load_compiled"]
 
 #: Every compiled module, by its short name inside ``dsh_codegen``.
-COMPILED_MODULES: tuple[str, ...] = ("_json_c", "_schema_c", "_pipeline_c")
+COMPILED_MODULES: tuple[str, ...] = ("_json_c", "_schema_c")
 
 
 def _all_built() -> bool:

@@ -156,7 +156,6 @@ class CompiledTool:
         "definition",
         "execute",
         "finalize_content",
-        "hot",
         "name",
         "output_schema",
         "output_validator",
@@ -181,16 +180,6 @@ class CompiledTool:
         self.render = output.render
         self.presentation_meta = output.presentation_meta
         self.finalize_content = definition.finalize_content
-        # What every call reads, in one tuple (the compiled pipeline reads it with one lookup):
-        # (execute, args_validator, output_validator, render, presentation_meta, finalize_content).
-        self.hot = (
-            self.execute,
-            self.args_validator,
-            self.output_validator,
-            self.render,
-            self.presentation_meta,
-            self.finalize_content,
-        )
 
     def args_validator_is_valid(self, arguments: object) -> bool:
         validator = self.args_validator

@@ -12,11 +12,9 @@ from __future__ import annotations
 from collections.abc import Hashable
 from typing import TYPE_CHECKING, Any, NamedTuple, final
 
-from dsh_codegen._backend import load_compiled
-
 from dsh_codegen.registry._materialize import snapshot_context
 from dsh_codegen.registry._results import AdditionalContext, JsonValue
-from dsh_codegen.registry.cancel import AbortSignal
+from dsh_codegen.registry.cancel import AbortSignal, derive_signal, release_signal
 
 if TYPE_CHECKING:
     from dsh_codegen.registry._definitions import ToolDefinition
@@ -47,12 +45,6 @@ class ToolExecutionInput(NamedTuple):
     agent: Hashable | None = None
     parent: ToolExecutionToken | None = None
     root_call_id: str | None = None
-
-
-_c = load_compiled("_pipeline_c")
-if _c is not None and not TYPE_CHECKING:
-    # The compiled twin's __new__ (positional calls skip the generated Python __new__).
-    _c.install_input_new(ToolExecutionInput)
 
 
 @final
@@ -190,10 +182,12 @@ class ToolRunContext(_ExecutionFields):
         """The fused signal: aborted when the caller's or a wrapper's signal aborts, or the awaiting task is cancelled."""
         signal = self._signal
         if signal is None:
-            signal = self._signal = AbortSignal()
             follows = self._follows
-            if follows is not None:
-                signal._sources = (follows,) if type(follows) is AbortSignal else follows
+            if follows is None:
+                signal = AbortSignal()
+            else:
+                signal = derive_signal((follows,) if type(follows) is AbortSignal else follows)
+            self._signal = signal
         return signal
 
     def _release(self) -> None:
@@ -201,10 +195,8 @@ class ToolRunContext(_ExecutionFields):
         signal = self._signal
         if signal is None:
             self._follows = None
-        elif signal._links is None:
-            signal._sources = None  # AbortSignal._release() without listeners to remove
         else:
-            signal._release()
+            release_signal(signal)
 
     def defer_context(self, context: AdditionalContext) -> None:
         """Queue ``context`` for delivery after this call's result.

@@ -12,11 +12,13 @@ Ordering (CONTRACT.md behaviours 153-155): calls start in model order; the
 pre-execute phase (waterfall, approval, guards) of each call runs after the
 previous call's, and its commit (post-execute, ``finalize_content``,
 ``on_result``, then the ``tool/result`` event) after the previous call's
-commit. The loop hands the registry a :class:`PipelineGate` per call that
-may overlap others to get this; only bodies (and around-dispatch wrappers)
-overlap. A call that runs alone (nothing in flight, nothing may start before
-it commits) needs no ordering: it runs inline in the loop's own task, with
-no gate and no task of its own (see :class:`_Batch`).
+commit. Every call runs the same way: in a task of its own (so the loop
+never cancels a call; it aborts the calls' signal), awaiting
+``registry.execute``. The loop hands the registry a :class:`PipelineGate`
+per call that may overlap others to get this order; only bodies (and
+around-dispatch wrappers) overlap. A call that runs alone (nothing in
+flight, nothing may start before it commits) has nothing to be ordered
+against and gets no gate.
 
 Session log: ``tool/call`` is appended when a call starts, ``tool/result``
 when it commits; both carry the batch's ``batchId`` so
@@ -26,16 +28,13 @@ when it commits; both carry the batch's ``batchId`` so
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import inspect
 import json
 import uuid
-from collections.abc import Callable, Coroutine, Generator, Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
-from types import CoroutineType, GeneratorType
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
-from dsh_codegen._backend import load_compiled
 from dsh_codegen.json import LosslessJsonError, is_json_value, parse_json
 from dsh_codegen.registry._errors import TOOL_ABORTED_BEFORE_DISPATCH
 from dsh_codegen.registry._execution import ToolExecutionInput
@@ -55,8 +54,7 @@ from dsh_codegen.registry._session_log import (
     SessionLog,
     event_time,
 )
-from dsh_codegen.registry._shield import Yielded, classify_yield, one_iteration, wait_shielded
-from dsh_codegen.registry.cancel import AbortError, AbortSignal
+from dsh_codegen.registry.cancel import AbortError, AbortSignal, abort_signal
 
 __all__ = [
     "ABORTED_BEFORE_DISPATCH_MESSAGE",
@@ -69,8 +67,6 @@ __all__ = [
 ABORTED_BEFORE_DISPATCH_MESSAGE: Final = "tool call aborted before dispatch"
 #: The reason the loop aborts its started calls when it stops early.
 _STOP_MESSAGE: Final = "tool call loop stopped"
-#: What the loop steps to run a call inline: the call's coroutine, or the iterator of its ``__await__``.
-_Steps = Coroutine[Any, Any, Any] | Generator[Any, None, Any]
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,12 +130,6 @@ def parse_call_arguments(arguments: str | JsonValue) -> JsonValue:
             return {}
         return arguments
     return value
-
-
-_c = load_compiled("_pipeline_c")
-if _c is not None and not TYPE_CHECKING:
-    # The compiled twin: text that parses cleanly skips this function's Python frame.
-    parse_call_arguments = _c.install_parse_call_arguments(parse_call_arguments)
 
 
 async def execute_tool_calls(
@@ -208,19 +198,13 @@ async def execute_tool_calls(
 class _Batch:
     """The scheduler state of one :func:`execute_tool_calls` run.
 
-    Two ways to run a call:
-
-    - **inline** (:meth:`_start_alone`): a call that runs alone (nothing in
-      flight, and nothing may start before it commits: an ``exclusive`` call,
-      the batch's last call, or any call when ``max_parallel == 1``) runs in the
-      loop's own task, without a gate (there is nothing to order it against)
-      and without a task or an event-loop turn of its own;
-    - **as a task** (:meth:`_start`, :meth:`_run_call`): a call that may
-      overlap others gets a task and a :class:`_CallGate`.
-
-    Both end the same way: the result is committed and logged in model order,
-    and a cancellation of the loop's task becomes the loop's stop abort for
-    the running calls, which are waited for (see :meth:`run`).
+    Every call runs in a task of its own (:meth:`_start`, :meth:`_run_call`);
+    a call that may overlap others gets a :class:`_CallGate`, a call that runs
+    alone gets none (nothing to order it against) and the scheduler waits for
+    its commit before it looks at the next call. Results are committed and
+    logged in model order, and a cancellation of the loop's task becomes the
+    loop's stop abort for the running calls, which are waited for (see
+    :meth:`run`).
     """
 
     def __init__(
@@ -248,15 +232,15 @@ class _Batch:
         self._unfollow: Callable[[], None] = _noop
         self.results: list[ToolExecutionResult | None] = [None] * count
         self.inputs: list[ToolExecutionInput | None] = [None] * count
-        # The gates' turns, made when the first call starts as a task (calls
-        # run inline never wait for a turn; see _start()).
+        # The gates' turns, made when the first gated call starts (calls that
+        # run alone never wait for a turn; see _start()).
         self.policy_done: _Turns | None = None
         self.commit_done: _Turns | None = None
         # Call tasks started and not yet finished, by call index.
         self.in_flight: dict[int, asyncio.Task[None]] = {}
         self.next_start = 0
         self.failure: BaseException | None = None
-        # Made by the first wait (a batch whose calls all run inline never waits).
+        # Made by the first wait.
         self.wake: asyncio.Event | None = None
 
     # -- scheduling ----------------------------------------------------------
@@ -266,9 +250,7 @@ class _Batch:
 
         Cancellation: a ``CancelledError`` (or an internal failure) aborts
         the calls' signal, drains every started call (surviving further
-        cancellations) and is re-raised; see :func:`execute_tool_calls`. A
-        call running inline turns the cancellation into the same abort and
-        finishes first (see :class:`_InlineCall`).
+        cancellations) and is re-raised; see :func:`execute_tool_calls`.
         """
         self._follow_caller()
         try:
@@ -276,7 +258,13 @@ class _Batch:
                 await self._schedule()
             except BaseException as exc:
                 self._stop()
-                if await self._drain() and not isinstance(exc, asyncio.CancelledError):
+                cancelled_meanwhile = await self._drain()
+                if isinstance(exc, asyncio.CancelledError):
+                    if self.failure is not None and exc.__cause__ is None:
+                        # Cancellation wins; a call's failure meanwhile is its cause.
+                        raise exc from self.failure
+                    raise
+                if cancelled_meanwhile:
                     raise asyncio.CancelledError() from exc
                 raise
             return self._finish()
@@ -287,25 +275,19 @@ class _Batch:
         """Make the calls' signal follow the caller's (``_unfollow()`` detaches it)."""
         caller = self.signal
         if caller.aborted:
-            self.call_signal._abort(caller.reason)
+            abort_signal(self.call_signal, caller.reason)
             self._unfollow = _noop
         else:
             self._unfollow = caller.add_listener(self._caller_aborted)
 
-    def _renew_call_signal(self) -> None:
-        """Give the calls after a withdrawn cancellation a fresh signal (see :meth:`_finish_alone`)."""
-        self._unfollow()
-        self.call_signal = AbortSignal()
-        self._follow_caller()
-
     def _caller_aborted(self, caller: AbortSignal) -> None:
         # The caller's signal listener: the calls follow it, the scheduler stops starting.
-        self.call_signal._abort(caller.reason)
+        abort_signal(self.call_signal, caller.reason)
         self._wake()
 
     def _stop(self) -> None:
         """Abort every started call's signal (the loop is stopping early)."""
-        self.call_signal._abort(AbortError(_STOP_MESSAGE))
+        abort_signal(self.call_signal, AbortError(_STOP_MESSAGE))
 
     def _wake(self) -> None:
         wake = self.wake
@@ -315,13 +297,12 @@ class _Batch:
     async def _schedule(self) -> None:
         """Start calls while the pool allows, then wait for the started ones to commit.
 
-        A call that runs alone runs inline, here (:meth:`_start_alone`, and
-        :meth:`_finish_alone` if it suspends); the others start as tasks.
+        A call that runs alone starts without a gate, and nothing starts
+        until it has committed.
 
         Cancellation: while waiting it only waits on the wake event, so a
         cancellation leaves the call tasks untouched (:meth:`run` drains
-        them); an inline call absorbs the cancellation until it has committed,
-        then re-raises it.
+        them).
         """
         count = len(self.calls)
         in_flight = self.in_flight
@@ -337,11 +318,11 @@ class _Batch:
             parallel = self.registry.execution_mode(input) == "parallel"
             if not in_flight and (not parallel or index == count - 1 or self.max_parallel == 1):
                 # Nothing runs and nothing may start before this call commits.
-                inline = self._start_alone(index, input)
-                if inline is not None:
-                    await self._finish_alone(index, inline)
+                self._start(index, alone=True)
+                while index in in_flight:
+                    await self._wait_for_change()
             elif parallel:
-                self._start(index)
+                self._start(index, alone=False)
             else:
                 await self._wait_for_change()
         while in_flight:
@@ -379,19 +360,23 @@ class _Batch:
             )
         return made
 
-    def _start(self, index: int) -> None:
+    def _start(self, index: int, *, alone: bool) -> None:
+        """Start call ``index`` in a task: gated, or (``alone``) without a gate."""
         if self.log is not None:
             self.log.append(self._call_event(index))
         self.next_start = index + 1
-        if self.policy_done is None:
-            # The first call started as a task: every earlier call ran inline
-            # and has committed, so their turns are passed already.
-            count = len(self.calls)
-            self.policy_done = _Turns(count, index)
-            self.commit_done = _Turns(count, index)
+        gate: _CallGate | None = None
+        if not alone:
+            if self.policy_done is None:
+                # The first gated call: every earlier call ran alone and has
+                # committed, so their turns are passed already.
+                count = len(self.calls)
+                self.policy_done = _Turns(count, index)
+                self.commit_done = _Turns(count, index)
+            gate = _CallGate(self, index)
         loop = asyncio.get_running_loop()
         self.in_flight[index] = loop.create_task(
-            self._run_call(index), name=f"dsh_codegen tool call {self.calls[index].call_id}"
+            self._run_call(index, gate), name=f"dsh_codegen tool call {self.calls[index].call_id}"
         )
 
     async def _drain(self) -> bool:
@@ -437,98 +422,40 @@ class _Batch:
         if self.log is not None:
             self.log.append(self._result_event(index, result))
 
-    def _start_alone(self, index: int, input: ToolExecutionInput) -> _InlineCall | None:
-        """Start call ``index`` inline in the loop's task; commit it if its first step finishes it.
-
-        Only for a call that runs alone (see :meth:`_schedule`): every earlier
-        call has committed and nothing starts before this one commits, so it
-        gets no gate (``gate=None``: the registry's fastest path) and no task.
-        Returns ``None`` once committed, or the :class:`_InlineCall` that
-        :meth:`_finish_alone` drives when the call suspends. Errors (the
-        registry or the log raising, a result of the wrong type) propagate as
-        the loop's internal failure. Synchronous: no cancellation can land.
-        """
-        if self.log is not None:
-            self.log.append(self._call_event(index))
-        self.next_start = index + 1
-        # The call runs in a copy of the loop's context, as a task would: what
-        # it sets in context variables stays its own.
-        context = contextvars.copy_context()
-        finished = True
-        try:
-            awaitable = context.run(self.registry.execute, input, gate=None)
-            steps = awaitable if type(awaitable) is CoroutineType else _await_steps(awaitable)
-            try:
-                yielded = context.run(steps.send, None)
-            except StopIteration as stop:
-                self._commit(index, stop.value)
-                return None
-            finished = False
-            return _InlineCall(self, context, steps, yielded)
-        finally:
-            if finished:
-                self._pass_turns(index)
-
-    async def _finish_alone(self, index: int, inline: _InlineCall) -> None:
-        """Drive a suspended inline call to its end and commit it.
-
-        Errors: as :meth:`_start_alone`.
-
-        Cancellation: a cancellation of the loop's task never reaches the
-        call: the first one aborts the calls' signal (as :meth:`run` does for
-        task calls), the call is driven until it has settled, committed and
-        been logged, and then the first ``CancelledError`` is raised (also
-        when the call or its commit failed meanwhile: cancellation wins, as it
-        does for task calls). Unless the cancellation was withdrawn meanwhile
-        (``Task.uncancel()``): code inside the call that cancels "its" task,
-        which is the loop's (``asyncio.timeout()`` or a ``TaskGroup`` in a
-        listener, wrapper or body), withdraws its request when it handles it.
-        Then the call keeps its (aborted) result, nothing is raised, and the
-        batch goes on with a fresh signal for the calls after it.
-        """
-        try:
-            result = await inline
-            self._commit(index, result)
-        except BaseException as exc:
-            cancelled = inline.cancel_exc
-            if cancelled is not None and exc is not cancelled and not inline.withdrawn():
-                raise cancelled from exc
-            raise
-        finally:
-            self._pass_turns(index)
-        if inline.cancel_exc is not None:
-            if not inline.withdrawn():
-                raise inline.cancel_exc
-            self._renew_call_signal()
-
     def _pass_turns(self, index: int) -> None:
-        # An inline call has committed: a later call run as a task may wait for its turns.
+        # A call that ran alone has committed: a later gated call may wait for its turns.
         if self.policy_done is not None and self.commit_done is not None:
             self.policy_done.pass_turn(index)
             self.commit_done.pass_turn(index)
 
-    async def _run_call(self, index: int) -> None:
-        """Execute one call as a task, then commit it in model order.
+    async def _run_call(self, index: int, gate: _CallGate | None) -> None:
+        """Execute one call (the body of its task), then commit it in model order.
 
         Cancellation: the loop never cancels these tasks (it aborts their
         signal); an outside cancellation is recorded as an internal failure.
         """
-        gate = _CallGate(self, index)
         error: BaseException | None = None
         result: object = None
         try:
-            result = await self.registry.execute(self._input(index), gate=gate)
+            pending = self.registry.execute(self._input(index), gate=gate)
+            if not inspect.isawaitable(pending):
+                raise TypeError(f"registry.execute returned {type(pending).__name__}, which cannot be awaited")
+            result = await pending
         except (Exception, asyncio.CancelledError) as exc:
             error = exc
         try:
-            await gate.acquire_commit_turn()
+            if gate is not None:
+                await gate.acquire_commit_turn()
             if error is None:
                 self._commit(index, result)
         except (Exception, asyncio.CancelledError) as exc:
             if error is None:
                 error = exc
         finally:
-            gate.release()
+            if gate is None:
+                self._pass_turns(index)
+            else:
+                gate.release()
             del self.in_flight[index]
             if error is not None and self.failure is None:
                 self.failure = error
@@ -580,132 +507,12 @@ class _Batch:
         return event
 
 
-# -- driving an inline call -------------------------------------------------------
-
-
 def _noop() -> None:
     return None
 
 
-def _await_steps(awaitable: object) -> _Steps:
-    """What ``await awaitable`` would step, for an awaitable that is not a native coroutine.
-
-    A generator-based coroutine (``types.coroutine``) is stepped itself;
-    anything else through its ``__await__``. Raises ``TypeError`` (as
-    ``await`` does) for an object that is not awaitable.
-    """
-    if isinstance(awaitable, GeneratorType) and awaitable.gi_code.co_flags & inspect.CO_ITERABLE_COROUTINE:
-        return awaitable
-    method = getattr(type(awaitable), "__await__", None)
-    if method is None:
-        raise TypeError(f"registry.execute returned {type(awaitable).__name__}, which cannot be awaited")
-    steps: Generator[Any, None, Any] = method(awaitable)
-    return steps
-
-
-def _yield_error(kind: Yielded, yielded: object, loop: asyncio.AbstractEventLoop) -> RuntimeError:
-    """The ``RuntimeError`` an ``asyncio.Task`` (the loop's) would throw back for ``yielded``.
-
-    The texts are the Task's own, naming the task the call runs in.
-    """
-    task = asyncio.current_task(loop)
-    if kind is Yielded.OTHER_LOOP:
-        return RuntimeError(f"Task {task!r} got Future {yielded!r} attached to a different loop")
-    if kind is Yielded.NOT_BLOCKING:
-        return RuntimeError(f"yield was used instead of yield from in task {task!r} with {yielded!r}")
-    if kind is Yielded.CURRENT_TASK:
-        return RuntimeError(f"Task cannot await on itself: {task!r}")
-    if kind is Yielded.GENERATOR:
-        return RuntimeError(f"yield was used instead of yield from for generator in task {task!r} with {yielded!r}")
-    return RuntimeError(f"Task got bad yield: {yielded!r}")
-
-
-class _InlineCall:
-    """Awaitable that drives a suspended inline call to its end, shielded from the loop task's cancellation.
-
-    It steps the call in its own context copy and does with what the call
-    yields what an ``asyncio.Task`` would (a bare ``yield`` or a done future
-    gives up one loop iteration; a pending future is waited for; anything
-    else gets the Task's ``RuntimeError`` thrown back after one iteration),
-    except that a future is waited for through a fresh proxy future of its
-    own: cancelling the loop's task cancels only the proxy, never a future
-    the call (a listener, a wrapper, the registry) waits for. That keeps the
-    guarantee a call task has: the loop never cancels a call.
-
-    Cancellation: the first ``CancelledError`` arriving at one of its yields
-    is kept in ``cancel_exc`` (with the task's ``cancelling()`` count then)
-    and stops the batch (the calls' signal aborts with
-    ``AbortError("tool call loop stopped")``); it keeps driving the call,
-    absorbing further cancellations, until the call returns or raises, and
-    then returns or raises as the call did. :meth:`_Batch._finish_alone`
-    re-raises ``cancel_exc`` after the commit unless :meth:`withdrawn`.
-    """
-
-    __slots__ = ("batch", "cancel_exc", "cancelling", "context", "steps", "task", "yielded")
-
-    def __init__(self, batch: _Batch, context: contextvars.Context, steps: _Steps, yielded: object) -> None:
-        self.batch = batch
-        self.context = context
-        self.steps = steps
-        self.yielded = yielded
-        self.cancel_exc: asyncio.CancelledError | None = None
-        # The loop's task and its count of cancellation requests when the first one arrived.
-        self.task: asyncio.Task[Any] | None = None
-        self.cancelling = 0
-
-    def _cancelled(self, exc: asyncio.CancelledError) -> None:
-        if self.cancel_exc is None:
-            self.cancel_exc = exc
-            task = asyncio.current_task()
-            if task is not None:
-                self.task = task
-                self.cancelling = task.cancelling()
-            self.batch._stop()
-
-    def withdrawn(self) -> bool:
-        """Whether the cancellation request that reached the call was withdrawn since (``Task.uncancel()``)."""
-        task = self.task
-        return task is not None and task.cancelling() < self.cancelling
-
-    def __await__(self) -> Generator[Any, None, object]:
-        steps = self.steps
-        run = self.context.run
-        yielded = self.yielded
-        self.yielded = None
-        loop = asyncio.get_running_loop()
-        on_cancel = self._cancelled
-        try:
-            while True:
-                error: RuntimeError | None = None
-                if yielded is None:
-                    yield from one_iteration(on_cancel)  # a bare yield (asyncio.sleep(0))
-                else:
-                    kind = classify_yield(yielded, loop)
-                    if kind is Yielded.FUTURE:
-                        future: asyncio.Future[Any] = yielded  # type: ignore[assignment]
-                        if future.done():
-                            # A Task resumes after a done future's callback: one loop iteration.
-                            future._asyncio_future_blocking = False
-                            yield from one_iteration(on_cancel)
-                        yield from wait_shielded(future, loop, on_cancel)
-                    else:
-                        error = _yield_error(kind, yielded, loop)
-                        yield from one_iteration(on_cancel)  # delivered after one iteration, as a Task does
-                try:
-                    if error is None:
-                        yielded = run(steps.send, None)
-                    else:
-                        yielded = run(steps.throw, error)
-                except StopIteration as stop:
-                    return stop.value
-        except GeneratorExit:
-            # The loop's task was closed without finishing (its loop shut down).
-            steps.close()
-            raise
-
-
 class _CallGate:
-    """The :class:`PipelineGate` of one call run as a task: model-order turns for policy and commit.
+    """The :class:`PipelineGate` of one call that may overlap others: model-order turns for policy and commit.
 
     Call ``i`` passes its policy turn (``policy_done``) once it can no
     longer run pre-execute (its policy context exited, or it reached its
@@ -785,7 +592,7 @@ class _Turns:
     __slots__ = ("_passed", "_waiters")
 
     def __init__(self, count: int, passed_before: int) -> None:
-        # The calls before ``passed_before`` ran inline and committed already.
+        # The calls before ``passed_before`` ran alone and committed already.
         self._passed = [True] * passed_before + [False] * (count - passed_before)
         self._waiters: dict[int, asyncio.Future[None]] = {}
 

@@ -1,6 +1,9 @@
 """``ToolRegistry`` and ``ToolScope``: the registry state (layers, listeners, scopes).
 
-The registry holds state; the pipeline (``_pipeline.py``) holds order. A call
+The registry holds state; the pipeline (``pipeline/``) holds order and reads
+the state through the small read interface below (``resolve``,
+``listeners_for``, ``guards_of``, ``guarded``, ``version``, ``chain_for``,
+``presentation``, ``view``), never the registry's privates. A call
 resolves its *scope chain* from ``ToolExecutionInput.agent`` (nearest scope
 first, then its parents; the global layer is implicit), and sees:
 
@@ -39,7 +42,7 @@ from dsh_codegen.registry._definitions import CompiledTool, check_for_registrati
 from dsh_codegen.registry._errors import RUN_CODE_NAME
 from dsh_codegen.registry._execution import ToolExecutionInput
 from dsh_codegen.registry._gate import PipelineGate
-from dsh_codegen.registry._pipeline import compiled_execute, run_pipeline
+from dsh_codegen.registry.pipeline import run_pipeline
 from dsh_codegen.registry._results import ToolExecutionResult
 
 if TYPE_CHECKING:
@@ -145,7 +148,7 @@ class _Layer:
 class ListenerSnapshot:
     """The listeners one call runs, fixed when the call starts (guards excepted)."""
 
-    __slots__ = ("observers", "post", "pre", "stages", "wrappers")
+    __slots__ = ("observers", "post", "pre", "wrappers")
 
     def __init__(
         self,
@@ -158,14 +161,6 @@ class ListenerSnapshot:
         self.wrappers = wrappers
         self.post = post
         self.observers = observers
-        # Which stages have work, as bits (read by the compiled twin): 1 pre-execute,
-        # 2 wrappers, 4 post-execute, 8 observers; 16 global guards (global snapshot only).
-        self.stages = (
-            (1 if pre else 0)
-            | (2 if wrappers else 0)
-            | (4 if post else 0)
-            | (8 if observers else 0)
-        )
 
 
 _METHOD_OF: Final = {
@@ -223,12 +218,10 @@ class _Surface:
         registry = self._registry
         entry = _Listener(fn, self._owner)
         layer.guards = (*layer.guards, entry)
-        registry._listeners_changed()  # listener snapshots record whether guards exist
 
         def dispose() -> None:
             entry.alive = False
             layer.guards = tuple(item for item in layer.guards if item is not entry)
-            registry._listeners_changed()
 
         return self._track(Disposer(dispose))
 
@@ -481,7 +474,6 @@ class ToolRegistry(_Surface):
         self._version = 0
         self._listener_version = 0
         self._global_listeners: ListenerSnapshot | None = None
-        self._global_listeners_version = -1
         self._run_code: dict[str, CompiledTool] = {}
 
     def __repr__(self) -> str:
@@ -671,21 +663,39 @@ class ToolRegistry(_Surface):
 
     def _listeners_changed(self) -> None:
         # Every listener snapshot is stale: bump the version (scoped caches compare it) and drop
-        # the global snapshot (the compiled twin only checks that it exists).
+        # the global snapshot.
         self._listener_version += 1
         self._global_listeners = None
 
+    @property
+    def version(self) -> int:
+        """A counter bumped by every change of tools, masks, presentations and scopes.
+
+        A call reuses the tool it resolved at entry while this is unchanged.
+        """
+        return self._version
+
+    def guards_of(self, scope: ToolScope | None) -> tuple[_Listener, ...]:
+        """The guards registered now in the global layer (``None``) or in ``scope``'s own layer (do not mutate)."""
+        return self._global.guards if scope is None else scope.layer.guards
+
+    def guarded(self, chain: tuple[ToolScope, ...]) -> bool:
+        """Whether a call from ``chain`` has any guard to run now."""
+        if self._global.guards:
+            return True
+        for scope in chain:
+            if scope.layer.guards:
+                return True
+        return False
+
     def listeners_for(self, chain: tuple[ToolScope, ...]) -> ListenerSnapshot:
-        """The pipeline listeners of a call from ``chain`` (cached until listeners change)."""
-        version = self._listener_version
+        """The pipeline listeners of a call from ``chain``, in run order (cached until listeners change)."""
         if not chain:
             snapshot = self._global_listeners
-            if snapshot is None or self._global_listeners_version != version:
+            if snapshot is None:
                 snapshot = self._global_listeners = self._filter_listeners(frozenset())
-                if self._global.guards:
-                    snapshot.stages |= 16
-                self._global_listeners_version = version
             return snapshot
+        version = self._listener_version
         nearest = chain[0]
         cached = nearest._listener_cache
         if cached is not None and cached[0] == version:
@@ -841,12 +851,6 @@ class ToolRegistry(_Surface):
         except Exception:
             return "exclusive"
         return "parallel" if verdict is True else "exclusive"
-
-
-if compiled_execute is not None:
-    # The compiled twin of execute(): the same call without the method's Python frame.
-    compiled_execute.__doc__ = ToolRegistry.execute.__doc__
-    ToolRegistry.execute = compiled_execute  # type: ignore[method-assign]
 
 
 def _schema_of(tool: CompiledTool) -> ToolSchema:

@@ -21,8 +21,10 @@ __all__ = [
     "AbortError",
     "AbortSignal",
     "SignalListener",
+    "abort_signal",
     "derive_signal",
     "fuse_signals",
+    "release_signal",
 ]
 
 _log = logging.getLogger("dsh_codegen")
@@ -249,6 +251,21 @@ def derive_signal(sources: tuple[AbortSignal, ...]) -> AbortSignal:
     signal = AbortSignal()
     signal._sources = sources
     return signal
+
+
+def abort_signal(signal: AbortSignal, reason: object) -> bool:
+    """Abort a signal the caller owns (the registry's fused and loop signals); ``False`` if it had aborted.
+
+    ``AbortSignal`` is a read-only view; code that made a signal itself (and
+    has no controller for it) aborts it through this function.
+    """
+    return signal._abort(reason)
+
+
+def release_signal(signal: AbortSignal) -> None:
+    """Stop a signal made by :func:`derive_signal` following its sources (it keeps its state)."""
+    if signal._sources is not None:
+        signal._release()
 
 
 def fuse_signals(signals: Iterable[AbortSignal]) -> tuple[AbortSignal, Callable[[], None]]:

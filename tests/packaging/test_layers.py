@@ -18,7 +18,6 @@ LAYERS = {
     "_json_c": 1,
     "schema": 2,
     "_schema_c": 2,
-    "_pipeline_c": 4,
     "codegen": 3,
     "templates": 3,
     "registry": 4,

@@ -35,7 +35,7 @@ def test_wheel_ships_the_extension_and_templates(tmp_path: Path) -> None:
 
     names = zipfile.ZipFile(wheel).namelist()
     compiled = [n for n in names if n.startswith("dsh_codegen/_") and n.endswith(".so")]
-    assert {Path(n).name.split(".")[0] for n in compiled} >= {"_json_c", "_schema_c", "_pipeline_c"}, names
+    assert {Path(n).name.split(".")[0] for n in compiled} >= {"_json_c", "_schema_c"}, names
     assert "dsh_codegen/py.typed" in names
     assert any(n.startswith("dsh_codegen/templates/") and n.endswith(".jinja") for n in names), names
     assert not any(n.endswith((".pyx", ".c")) for n in names), "sources must not ship in the wheel"

@@ -1,6 +1,6 @@
 """Cancelling the task that awaits execute(): the body is shielded, aborted and awaited (DESIGN.md).
 
-The registry steps a tool body itself (dsh_codegen.registry._pipeline's
+The registry steps a tool body itself (dsh_codegen.registry.pipeline's
 trampoline): a cancellation of the awaiting task never reaches the body, it
 aborts the body's signal, the registry waits for the body to settle, records
 the outcome once and re-raises ``CancelledError``.
@@ -27,7 +27,7 @@ from dsh_codegen.registry import (
     ToolFailure,
     ToolSuccess,
 )
-from dsh_codegen.registry import _pipeline
+from dsh_codegen.registry.pipeline import _dispatch
 from dsh_codegen.registry._loop import ToolCall, execute_tool_calls
 
 ABORTED = "Error: tool call aborted"
@@ -327,7 +327,7 @@ async def test_body_outcomes_after_the_cancellation() -> None:
 async def test_non_suspending_body_creates_no_driver_and_no_future() -> None:
     made: list[str] = []
 
-    class CountingDriver(_pipeline._BodyDriver):
+    class CountingDriver(_dispatch.BodyDriver):
         __slots__ = ()
 
         def __init__(self, *args: Any) -> None:
@@ -353,14 +353,14 @@ async def test_non_suspending_body_creates_no_driver_and_no_future() -> None:
     )
     patch = pytest.MonkeyPatch()
     try:
-        patch.setattr(_pipeline, "_BodyDriver", CountingDriver)
+        patch.setattr(_dispatch, "BodyDriver", CountingDriver)
         patch.setattr(loop, "create_future", counting_create_future)
         for _ in range(20):
             assert text(await registry.execute(call())) == "now"
         assert made == []  # the inline first step finished the body
         assert text(await registry.execute(call("later"))) == "later"
-        # A suspending body: one driver, and the sleep's future plus one proxy.
-        assert made.count("driver") == 1 and made.count("future") == 2
+        # A suspending body: one driver, and only the sleep's own future (the shield is no future).
+        assert made.count("driver") == 1 and made.count("future") == 1
     finally:
         patch.undo()
 

@@ -82,7 +82,7 @@ class CountingRegistry:
     async def execute(self, input: ToolExecutionInput, *, gate: Any = None) -> ToolExecutionResult:
         call_id = input.call_id
         state = self.state
-        # The loop hands no gate only to a call that runs alone (inline in its task).
+        # The loop hands no gate only to a call that runs alone.
         assert state.alone is None, f"{call_id} entered while {state.alone} runs alone"
         if gate is None and self.loop:
             assert not state.active, f"{call_id} has no gate but {state.active} are being executed"

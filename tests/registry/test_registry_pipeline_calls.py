@@ -1,11 +1,9 @@
-"""The pipeline's compiled twin (``dsh_codegen._pipeline_c``) against its Python specification.
+"""What a call's objects are, and when the pipeline reads the registry's state.
 
-The whole registry suite runs once per twin; these tests pin what the
-compiled twin does differently on the inside: it builds results, run
-contexts and fused signals without their ``__init__``, decides at
-``execute()`` time whether a call takes the listener-free path (and
-re-checks when the coroutine starts), and hands a suspended body to the
-Python driver after taking its first step itself.
+Results, run contexts and fused signals are what their constructors make;
+the listeners are read when the call's coroutine starts (not at
+``execute()``), so a listener registered or disposed in between applies;
+a suspended body is driven to its value.
 """
 
 from __future__ import annotations
@@ -16,7 +14,6 @@ from typing import Any
 
 import pytest
 
-import dsh_codegen
 from dsh_codegen.registry import (
     AbortSignal,
     Deny,
@@ -27,12 +24,8 @@ from dsh_codegen.registry import (
     ToolRunContext,
     ToolSuccess,
 )
-from dsh_codegen.registry import _pipeline
 
 from _registry_helpers import async_test, call, echo_tool, error_code, registry_with, text
-
-COMPILED = dsh_codegen.backend() == "compiled"
-
 
 def _slots(kind: type) -> set[str]:
     names: set[str] = set()
@@ -41,31 +34,6 @@ def _slots(kind: type) -> set[str]:
     names.discard("__weakref__")
     names.discard("__dict__")
     return names
-
-
-def test_the_selected_twin_runs_the_pipeline() -> None:
-    compiled_module = "dsh_codegen._pipeline_c"
-    assert (_pipeline.run_pipeline.__module__ == compiled_module) is COMPILED
-    assert (_pipeline.dispatch_core.__module__ == compiled_module) is COMPILED
-    assert (_pipeline._Call.__module__ == compiled_module) is COMPILED
-    from dsh_codegen.registry import ToolRegistry, parse_call_arguments
-
-    assert (parse_call_arguments.__module__ == compiled_module) is COMPILED
-    assert (ToolRegistry.execute.__module__ == compiled_module) is COMPILED
-
-
-@pytest.mark.skipif(not COMPILED, reason="the compiled twin is not built or not selected")
-def test_compiled_constructors_fill_every_slot() -> None:
-    from dsh_codegen import _pipeline_c  # type: ignore[attr-defined]
-
-    kinds = {
-        "ToolSuccess": ToolSuccess,
-        "ToolRunContext": ToolRunContext,
-        "ToolDispatchExecution": ToolDispatchExecution,
-    }
-    assert set(_pipeline_c.FILLED_SLOTS) == set(kinds)
-    for name, kind in kinds.items():
-        assert set(_pipeline_c.FILLED_SLOTS[name]) == _slots(kind), name
 
 
 @async_test

@@ -1,0 +1,217 @@
+"""One call's state while the pipeline runs it, and the results every stage can make.
+
+:class:`Call` is the only mutable object of a call; the stages read and
+write it. The result constructors here make the registry's own failures
+(CONTRACT.md §3.1, §3.3), already frozen: a stage returns one of them (or
+a result from :mod:`._outcome`) and nothing normalizes it again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from types import CoroutineType
+from typing import TYPE_CHECKING, Any, Final
+
+from dsh_codegen.registry._errors import TOOL_ABORTED, TOOL_ABORTED_BEFORE_DISPATCH, ToolNotFoundError
+from dsh_codegen.registry._results import (
+    UNSET,
+    Accept,
+    Allow,
+    Ask,
+    Block,
+    Deny,
+    ToolError,
+    ToolErrorInfo,
+    ToolExecutionResult,
+    ToolFailure,
+    ToolSuccess,
+    error_content,
+    failure_from_exception,
+)
+
+if TYPE_CHECKING:
+    from dsh_codegen.registry._definitions import CompiledTool
+    from dsh_codegen.registry._execution import ToolExecution, ToolRunContext
+    from dsh_codegen.registry._registry import ListenerSnapshot, ToolRegistry, ToolScope
+
+__all__ = [
+    "ABORTED_MESSAGE",
+    "Call",
+    "aborted",
+    "aborted_before_dispatch",
+    "cancellation_withdrawn",
+    "is_awaitable",
+    "maybe_await",
+    "not_found",
+    "plain_failure",
+    "record_cancellation",
+    "run_contexts",
+    "safe_repr",
+]
+
+ABORTED_BEFORE_DISPATCH_MESSAGE: Final = "tool call aborted before dispatch"
+ABORTED_MESSAGE: Final = "tool call aborted"
+
+#: Types a listener or body returns that are certainly not awaitable (checked before the general protocol).
+_PLAIN_RESULTS: Final = frozenset(
+    {
+        type(None),
+        str,
+        int,
+        float,
+        bool,
+        dict,
+        list,
+        tuple,
+        Allow,
+        Deny,
+        Ask,
+        Accept,
+        Block,
+        ToolSuccess,
+        ToolFailure,
+    }
+)
+
+
+class Call:
+    """The mutable state of one call while the pipeline runs it."""
+
+    __slots__ = (
+        "cancel_exc",
+        "cancel_task",
+        "cancelling",
+        "chain",
+        "compiled",
+        "execution",
+        "finalize",
+        "listeners",
+        "produced",
+        "registry",
+        "run",
+        "settled",
+        "value",
+        "version",
+    )
+
+    def __init__(
+        self,
+        registry: ToolRegistry,
+        execution: ToolExecution,
+        chain: tuple[ToolScope, ...],
+        compiled: CompiledTool | None,
+        listeners: ListenerSnapshot,
+    ) -> None:
+        self.registry = registry
+        self.execution = execution
+        self.chain = chain
+        # The tool resolved at entry, reused while the registry's version is unchanged.
+        self.compiled = compiled
+        self.version = registry.version
+        # Snapshotted now: it still applies if the tool is disposed mid-pipeline.
+        self.finalize = None if compiled is None else compiled.finalize_content
+        self.listeners = listeners
+        # The run context of the latest body invocation (its deferred contexts survive
+        # cancellation); ``None`` until a body starts, so it also says whether one started.
+        self.run: ToolRunContext | None = None
+        # Results produced by ``next()`` for wrappers: returning one of them is not "authoring".
+        self.produced: list[ToolExecutionResult] | None = None
+        # The CancelledError that reached a suspended body's trampoline (the awaiting task was
+        # cancelled), and the outcome that body settled to afterwards.
+        self.cancel_exc: asyncio.CancelledError | None = None
+        self.settled: ToolExecutionResult | None = None
+        # The task that was cancelled and its count of cancellation requests then
+        # (see cancellation_withdrawn()).
+        self.cancel_task: asyncio.Task[Any] | None = None
+        self.cancelling = 0
+        # The body's return value (written by the trampoline's steps, read right after).
+        self.value: Any = None
+
+
+def record_cancellation(call: Call, exc: asyncio.CancelledError) -> None:
+    """Keep the first ``CancelledError`` that reached a body's driver, with the task's request count."""
+    if call.cancel_exc is None:
+        call.cancel_exc = exc
+        task = asyncio.current_task()
+        if task is not None:
+            call.cancel_task = task
+            call.cancelling = task.cancelling()
+
+
+def cancellation_withdrawn(call: Call) -> bool:
+    """Whether the code that cancelled the task withdrew the request since (``Task.uncancel()``).
+
+    ``asyncio.timeout()`` and ``TaskGroup`` cancel the task they run in and
+    withdraw the request when they handle it: inside a wrapper around
+    ``next()``, the call then goes on as that code decided, uncancelled.
+    """
+    task = call.cancel_task
+    return task is not None and task.cancelling() < call.cancelling
+
+
+def is_awaitable(value: object) -> bool:
+    """Whether a listener's or body's return value must be awaited (the two common cases first)."""
+    kind = type(value)
+    if kind is CoroutineType:
+        return True
+    if kind in _PLAIN_RESULTS:
+        return False
+    return inspect.isawaitable(value)
+
+
+async def maybe_await(value: Any) -> Any:
+    """``value``, awaited if it is awaitable (listeners may be sync or async).
+
+    Cancellation: propagates from the awaited value.
+    """
+    if is_awaitable(value):
+        return await value
+    return value
+
+
+def _coded_failure(message: str, name: str, code: str, contexts: Any = ()) -> ToolFailure:
+    return ToolFailure(
+        ToolError(message, ToolErrorInfo(name, code)),
+        error_content(message),
+        UNSET,
+        tuple(contexts),
+    )
+
+
+def plain_failure(message: str, contexts: Any = ()) -> ToolFailure:
+    """A failure ``Error: <message>`` without ``info``, keeping ``contexts``."""
+    return ToolFailure(ToolError(message), error_content(message), UNSET, tuple(contexts))
+
+
+def aborted_before_dispatch(contexts: Any = ()) -> ToolFailure:
+    """The exact ``ABORTED_BEFORE_DISPATCH`` result (CONTRACT.md §3.3)."""
+    return _coded_failure(
+        ABORTED_BEFORE_DISPATCH_MESSAGE, "AbortError", TOOL_ABORTED_BEFORE_DISPATCH, contexts
+    )
+
+
+def aborted(contexts: Any = ()) -> ToolFailure:
+    """The exact ``ABORTED`` result (CONTRACT.md §3.3)."""
+    return _coded_failure(ABORTED_MESSAGE, "AbortError", TOOL_ABORTED, contexts)
+
+
+def not_found(exc: ToolNotFoundError, contexts: Any = ()) -> ToolFailure:
+    """The ``UNKNOWN_TOOL`` failure for ``exc``."""
+    return failure_from_exception(exc, additional_contexts=contexts)
+
+
+def run_contexts(run: ToolRunContext | None) -> tuple[Any, ...]:
+    """The contexts a body deferred (none when no body started)."""
+    if run is None:
+        return ()
+    deferred = run._deferred  # the registry's own run context (dsh_codegen.registry._execution)
+    return () if deferred is None else tuple(deferred)
+
+
+def safe_repr(value: object) -> str:
+    """``repr(value)``, or ``<TypeName>`` when ``repr`` raises."""
+    try:
+        return repr(value)
+    except Exception:
+        return f"<{type(value).__name__}>"

@@ -1,0 +1,295 @@
+"""Stage 4: the around-dispatch wrappers and, innermost, the body.
+
+:func:`run_dispatch` runs the ``wrap_execute`` wrappers (first registered
+outermost) around :func:`dispatch_core`, which resolves the tool, validates
+the arguments, runs the body through the trampoline (:mod:`._trampoline`)
+and normalizes its value (:mod:`._outcome`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import Generator
+from typing import TYPE_CHECKING, Any, NoReturn
+
+from dsh_codegen.registry._errors import ToolNotFoundError
+from dsh_codegen.registry._execution import ToolDispatchExecution, ToolRunContext
+from dsh_codegen.registry._results import ToolExecutionResult, ToolFailure, failure_from_exception
+from dsh_codegen.registry.cancel import AbortError, AbortSignal, abort_signal
+from dsh_codegen.registry.pipeline._call import (
+    ABORTED_MESSAGE,
+    Call,
+    aborted,
+    aborted_before_dispatch,
+    cancellation_withdrawn,
+    is_awaitable,
+    not_found,
+    run_contexts,
+)
+from dsh_codegen.registry.pipeline._outcome import normalize_authored, normalize_value
+from dsh_codegen.registry.pipeline._trampoline import DONE, BodyDriver, await_any, body_steps
+from dsh_codegen.schema import ToolArgsError
+
+if TYPE_CHECKING:
+    from dsh_codegen.registry._definitions import CompiledTool
+
+__all__ = ["bad_next_signal", "dispatch_core", "run_dispatch"]
+
+
+def bad_next_signal(signal: object) -> TypeError:
+    """The error for a wrapper passing something other than an ``AbortSignal`` to ``next(signal=...)``."""
+    return TypeError(f"next(signal=...) expects an AbortSignal, got {type(signal).__name__}")
+
+
+def _raise_cancelled(call: Call, settled: ToolExecutionResult) -> NoReturn:
+    """The body settled after its task was cancelled: keep its outcome and re-raise the cancellation."""
+    call.settled = settled
+    cancel_exc = call.cancel_exc
+    assert cancel_exc is not None
+    raise cancel_exc
+
+
+async def dispatch_core(call: Call, signal: AbortSignal) -> ToolExecutionResult:
+    """The innermost dispatch: resolve the tool now, validate arguments, run the body, normalize.
+
+    ``signal`` is the current dispatch signal (the caller's, or a wrapper's
+    replacement). Returns: ``UNKNOWN_TOOL`` for a tool the scope cannot see
+    now; ``ABORTED_BEFORE_DISPATCH`` when the caller's or the current signal
+    already aborted; ``INVALID_ARGS`` for invalid ``define_tool`` arguments;
+    the body's exception as ``Error: <message>`` (its deferred contexts kept;
+    ``ABORTED`` when it re-raises the abort reason of a caller cancellation);
+    else the normalized success. The body gets a fused signal of the caller's
+    and the current one and runs inline (no task): its first step runs here;
+    a body that suspends is driven by :class:`BodyDriver`.
+
+    Cancellation: a cancellation of the awaiting task never reaches the body.
+    The driver aborts the fused signal and keeps driving the body until it
+    settles; the settled outcome is then normalized as usual (a success, its
+    own failure, ``ABORTED`` if it re-raised the abort reason), kept on the
+    call (``call.settled``) and the task's ``CancelledError`` is re-raised. A
+    ``CancelledError`` the body raises itself aborts its fused signal and
+    propagates.
+    """
+    execution = call.execution
+    compiled = call.compiled
+    if compiled is None or call.version != call.registry.version:
+        resolved = _resolve_for_dispatch(call)
+        if isinstance(resolved, ToolFailure):
+            return resolved
+        compiled = resolved
+    caller = execution.signal
+    if caller.aborted or (signal is not caller and signal.aborted):
+        return aborted_before_dispatch()
+    args = execution.arguments
+    validator = compiled.args_validator
+    if validator is not None and not validator.is_valid(args):
+        return _invalid_arguments(validator, args)
+    run = ToolRunContext._following(execution, caller if signal is caller else (caller, signal))
+    call.run = run
+    steps = None
+    try:
+        value = compiled.execute(args, run)
+        if is_awaitable(value):
+            steps = body_steps(call, value if inspect.iscoroutine(value) else await_any(value))
+            # The first step, inline: a body that never suspends ends here.
+            yielded = next(steps, DONE)
+            if yielded is DONE:
+                steps = None
+                value = call.value
+    except asyncio.CancelledError:
+        # The body itself raised CancelledError (e.g. a future it awaited was cancelled).
+        abort_signal(run.signal, AbortError(ABORTED_MESSAGE))
+        run._release()
+        raise
+    except Exception as exc:
+        run._release()
+        return body_failure(call, run, exc, False)
+    except BaseException:
+        run._release()
+        raise
+    if steps is not None:
+        return await drive_body(call, compiled, run, steps, yielded)
+    run._release()
+    return normalize_run(call, compiled, value, run)
+
+
+def _resolve_for_dispatch(call: Call) -> CompiledTool | ToolFailure:
+    """The tool the calling scope resolves now (the registry changed since entry), or the failure."""
+    name = call.execution.name
+    try:
+        compiled = call.registry.resolve(name, call.chain)
+    except Exception as exc:  # e.g. run_code for an unknown runtime language
+        return failure_from_exception(exc)
+    if compiled is None:
+        return not_found(ToolNotFoundError.unknown(name))
+    return compiled
+
+
+def _invalid_arguments(validator: Any, args: object) -> ToolFailure:
+    return failure_from_exception(ToolArgsError(validator.validate_args(args)))
+
+
+def normalize_run(
+    call: Call, compiled: CompiledTool, value: object, run: ToolRunContext
+) -> ToolExecutionResult:
+    """Normalize a settled body's return value with the run's deferred contexts and turn mark."""
+    return normalize_value(call, compiled, value, run_contexts(run), run._concluded)
+
+
+def body_failure(call: Call, run: ToolRunContext, exc: Exception, driven: bool) -> ToolFailure:
+    """The outcome of a body that raised ``exc`` (its deferred contexts kept).
+
+    ``ABORTED`` when it re-raised the caller's abort reason, or (``driven``)
+    the abort reason of the awaiting task's cancellation; else ``Error:
+    <message>``. A driven body whose task was cancelled keeps this outcome on
+    the call and re-raises the cancellation.
+    """
+    contexts = run_contexts(run)
+    caller = call.execution.signal
+    cancelled = driven and call.cancel_exc is not None
+    if caller.aborted and exc is caller.reason:
+        outcome = aborted(contexts)
+    elif cancelled and run._signal is not None and exc is run._signal.reason:
+        outcome = aborted(contexts)  # the body re-raised the cancellation's abort reason
+    else:
+        outcome = failure_from_exception(exc, additional_contexts=contexts)
+    if cancelled:
+        _raise_cancelled(call, outcome)
+    return outcome
+
+
+async def drive_body(
+    call: Call,
+    compiled: CompiledTool,
+    run: ToolRunContext,
+    steps: Generator[Any, None, None],
+    yielded: object,
+) -> ToolExecutionResult:
+    """Drive a body that suspended at its first step (``yielded``) to completion and normalize it.
+
+    Owns the fused signal from here: aborts it if the body raises
+    ``CancelledError`` itself, and releases it once the body settled.
+    """
+    try:
+        await BodyDriver(call, steps, yielded, run)
+    except asyncio.CancelledError:
+        # The body itself raised CancelledError (e.g. a future it awaited was cancelled).
+        abort_signal(run.signal, AbortError(ABORTED_MESSAGE))
+        raise
+    except Exception as exc:
+        return body_failure(call, run, exc, True)
+    finally:
+        run._release()
+    result = normalize_run(call, compiled, call.value, run)
+    if call.cancel_exc is not None:
+        _raise_cancelled(call, result)
+    return result
+
+
+
+
+class _WrapNext:
+    """``next(signal=None)`` of one wrapper: runs the inner layers with the (optionally) replaced signal."""
+
+    __slots__ = ("call", "dispatch", "index")
+
+    def __init__(self, call: Call, index: int, dispatch: ToolDispatchExecution) -> None:
+        self.call = call
+        self.index = index
+        self.dispatch = dispatch
+
+    async def __call__(self, signal: AbortSignal | None = None) -> ToolExecutionResult:
+        dispatch = self.dispatch
+        if signal is not None and type(signal) is not AbortSignal:
+            raise bad_next_signal(signal)
+        call = self.call
+        pending = _pending_cancellation(call)
+        if pending is not None:
+            # The awaiting task was cancelled under an earlier next(): no new body starts.
+            raise pending
+        previous = dispatch.signal
+        if signal is not None:
+            dispatch.signal = signal
+        try:
+            if self.index == len(call.listeners.wrappers):
+                result = await dispatch_core(call, dispatch.signal)
+            else:
+                result = await _wrap_chain(call, self.index, dispatch)
+        finally:
+            # Restore: outer wrappers (and the registry) see their own signal again.
+            dispatch.signal = previous
+        produced = self.call.produced
+        if produced is None:
+            self.call.produced = [result]
+        else:
+            produced.append(result)
+        return result
+
+
+async def _wrap_chain(
+    call: Call, index: int, dispatch: ToolDispatchExecution
+) -> ToolExecutionResult:
+    wrappers = call.listeners.wrappers
+    while index < len(wrappers):
+        entry = wrappers[index]
+        if entry.alive:
+            if call.execution.signal.aborted:
+                # The caller cancelled while an outer wrapper was still deciding.
+                return aborted_before_dispatch()
+            returned = entry.fn(dispatch, _WrapNext(call, index + 1, dispatch))
+            if is_awaitable(returned):
+                returned = await returned
+            return normalize_authored(call, returned)
+        index += 1
+    return await dispatch_core(call, dispatch.signal)
+
+
+
+async def run_dispatch(call: Call) -> tuple[ToolExecutionResult, bool]:
+    """Run the wrappers (first registered outermost) around :func:`dispatch_core`.
+
+    Returns ``(result, skip_post)``: a raising wrapper (or one returning a
+    non-result) gives ``Error: <message>`` with ``skip_post=True``; every other
+    outcome continues to post-execute. A wrapper may replace only the signal
+    (via ``next(signal=...)``); the caller's signal is re-fused before the body.
+    Cancellation: a ``CancelledError`` propagates to :func:`run_pipeline`. A
+    wrapper that swallows the task's cancellation cannot start another body
+    (``next()`` re-raises it) nor end the call uncancelled (it is re-raised
+    here once the wrappers return), unless the request was withdrawn
+    (``asyncio.timeout()`` or a ``TaskGroup`` inside the wrapper, which
+    cancel the task and ``uncancel()`` it): then the wrapper's outcome
+    stands, as it would under plain asyncio.
+    """
+    if not call.listeners.wrappers:
+        return await dispatch_core(call, call.execution.signal), False
+    execution = call.execution
+    resolved = call.compiled
+    if resolved is None or call.version != call.registry.version:
+        try:
+            resolved = call.registry.resolve(execution.name, call.chain)
+        except Exception:
+            resolved = None  # dispatch_core reports the error as the result
+    dispatch = ToolDispatchExecution(
+        execution, execution.signal, None if resolved is None else resolved.definition
+    )
+    try:
+        result = await _wrap_chain(call, 0, dispatch)
+    except Exception as exc:
+        pending = _pending_cancellation(call)
+        if pending is not None:
+            raise pending from None  # a wrapper swallowed the task's cancellation
+        contexts = run_contexts(call.run)
+        return failure_from_exception(exc, additional_contexts=contexts), True
+    pending = _pending_cancellation(call)
+    if pending is not None:
+        raise pending  # a wrapper swallowed the task's cancellation
+    return result, False
+
+
+def _pending_cancellation(call: Call) -> asyncio.CancelledError | None:
+    """The task's cancellation a body's driver absorbed, unless the request was withdrawn since."""
+    if call.cancel_exc is not None and cancellation_withdrawn(call):
+        call.cancel_exc = call.cancel_task = call.settled = None
+    return call.cancel_exc
+

@@ -1,0 +1,139 @@
+"""Stages 1-2: read the call description once, and the outcomes decided at entry."""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from typing import TYPE_CHECKING, Any, Final
+
+from dsh_codegen.json import LosslessJsonError, snapshot_json
+from dsh_codegen.registry._errors import RUN_CODE_NAME, ToolNotFoundError, error_message
+from dsh_codegen.registry._execution import ToolExecution, ToolExecutionInput, ToolExecutionToken
+from dsh_codegen.registry._materialize import ARGUMENTS_NOT_LOSSLESS
+from dsh_codegen.registry._results import ToolFailure
+from dsh_codegen.registry.cancel import AbortSignal
+from dsh_codegen.registry.pipeline._call import (
+    Call,
+    aborted_before_dispatch,
+    not_found,
+    plain_failure,
+)
+
+if TYPE_CHECKING:
+    from dsh_codegen.registry._registry import ToolRegistry
+
+__all__ = ["create_execution", "entry_outcome", "input_type_error"]
+
+#: What snapshotting a call's arguments may raise for lossy arguments.
+ARGUMENT_SNAPSHOT_ERRORS: Final = (LosslessJsonError, RecursionError, TypeError, ValueError)
+_FIELDS: Final = ("call_id", "name", "arguments", "signal", "agent", "parent", "root_call_id")
+
+
+def _read_fields(input: object) -> tuple[list[Any], str | None]:
+    """Each field of a duck-typed call description, read once; and the failure of the first that raised.
+
+    A field that raises on read is ``None`` (``""`` for the two names, a
+    fresh signal for ``signal``), so the execution observers see is still
+    well formed. A raising ``arguments`` is CONTRACT.md's throwing getter
+    (behaviour 37): the arguments are not lossless.
+    """
+    values: list[Any] = []
+    failure: str | None = None
+    for field in _FIELDS:
+        try:
+            values.append(getattr(input, field))
+        except Exception as exc:
+            if field == "arguments":
+                problem = ARGUMENTS_NOT_LOSSLESS
+            else:
+                problem = f"ToolExecutionInput.{field} could not be read: {error_message(exc)}"
+            if failure is None:
+                failure = problem
+            values.append(AbortSignal() if field == "signal" else "" if field in ("call_id", "name") else None)
+    return values, failure
+
+
+def create_execution(registry: ToolRegistry, input: ToolExecutionInput) -> tuple[Call, str | None]:
+    """Read every input field exactly once, mint the token, snapshot the arguments and the listeners.
+
+    Returns the call and the entry failure's message (or ``None``): lossy
+    arguments, or a field of a duck-typed description that raised on read.
+    ``finalize_content`` is taken from the tool the calling scope resolves
+    now, so it still applies if the tool is disposed mid-pipeline; the
+    listeners are the ones registered now. Raises ``TypeError`` only for a
+    field of the wrong type (not a call description).
+    Cancellation: synchronous; nothing to cancel.
+    """
+    agent: Hashable | None
+    failure: str | None = None
+    if type(input) is ToolExecutionInput:
+        call_id, name, raw_arguments, signal, agent, parent, root_call_id = input
+    else:  # any object with these attributes, each read exactly once
+        values, failure = _read_fields(input)
+        call_id, name, raw_arguments, signal, agent, parent, root_call_id = values
+    if (
+        type(call_id) is not str
+        or type(name) is not str
+        or type(signal) is not AbortSignal
+        or (parent is not None and type(parent) is not ToolExecutionToken)
+        or (root_call_id is not None and type(root_call_id) is not str)
+    ):
+        raise input_type_error(call_id, name, signal, parent, root_call_id)
+    chain = () if agent is None else registry.chain_for(agent)
+    arguments: Any = None
+    if failure is None:
+        try:
+            arguments = snapshot_json(raw_arguments)
+        except ARGUMENT_SNAPSHOT_ERRORS:
+            failure = ARGUMENTS_NOT_LOSSLESS
+    execution = ToolExecution(
+        ToolExecutionToken(), call_id, name, arguments, signal, agent, parent, root_call_id
+    )
+    compiled = None if name == RUN_CODE_NAME else registry.resolve(name, chain)
+    return Call(registry, execution, chain, compiled, registry.listeners_for(chain)), failure
+
+
+def input_type_error(
+    call_id: object, name: object, signal: object, parent: object, root_call_id: object
+) -> TypeError:
+    """The ``TypeError`` for the first malformed field of a call description."""
+    if type(call_id) is not str:
+        return TypeError(f"ToolExecutionInput.call_id must be a str, got {type(call_id).__name__}")
+    if type(name) is not str:
+        return TypeError(f"ToolExecutionInput.name must be a str, got {type(name).__name__}")
+    if type(signal) is not AbortSignal:
+        return TypeError(
+            f"ToolExecutionInput.signal must be an AbortSignal, got {type(signal).__name__}"
+        )
+    if parent is not None and type(parent) is not ToolExecutionToken:
+        return TypeError("ToolExecutionInput.parent must be a ToolExecutionToken or None")
+    return TypeError("ToolExecutionInput.root_call_id must be a str or None")
+
+
+def entry_outcome(call: Call, failure: str | None) -> ToolFailure | None:
+    """The final outcome decided at entry, or ``None`` to run the policy stages.
+
+    In this order: the entry failure (lossy arguments: ``tool execution
+    arguments must be losslessly JSON-serializable``, no info; or an
+    unreadable field) wins over a pre-aborted caller signal
+    (``ABORTED_BEFORE_DISPATCH``), which wins over the Code Mode collapse (a
+    model-direct call to a visible native tool under ``code``:
+    ``UNKNOWN_TOOL`` with the route-back message). Each skips pre-execute,
+    dispatch and post-execute. Cancellation: synchronous.
+    """
+    if failure is not None:
+        return plain_failure(failure)
+    execution = call.execution
+    if execution.signal.aborted:
+        return aborted_before_dispatch()
+    name = execution.name
+    registry = call.registry
+    chain = call.chain
+    if (
+        execution.parent is None
+        and name != RUN_CODE_NAME
+        and (chain or registry.mode == "code")
+        and registry.presentation(chain) == "code"
+        and name in registry.view(chain)
+    ):
+        return not_found(ToolNotFoundError.code_only(name))
+    return None

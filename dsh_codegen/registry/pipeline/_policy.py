@@ -1,0 +1,200 @@
+"""Stage 3: the pre-execute waterfall, approval, guards and the cancellation recheck."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Final
+
+from dsh_codegen.registry._approval import ApprovalRequest
+from dsh_codegen.registry._results import (
+    Allow,
+    Ask,
+    Deny,
+    ToolExecutionResult,
+    ToolFailure,
+    failure_from_exception,
+)
+from dsh_codegen.registry.pipeline._call import (
+    Call,
+    aborted_before_dispatch,
+    is_awaitable,
+    maybe_await,
+    plain_failure,
+    safe_repr,
+)
+
+if TYPE_CHECKING:
+    from dsh_codegen.registry._execution import ToolExecution
+    from dsh_codegen.registry._registry import _Listener
+
+__all__ = ["bad_pre_decision", "run_policy"]
+
+ALLOW: Final = Allow()
+_PRE_NEXT_TWICE: Final = "tools/pre-execute: next() was already called"
+
+
+def bad_pre_decision(decision: object) -> TypeError:
+    """The error for a pre-execute listener that returned something other than a decision."""
+    return TypeError(
+        f"tools/pre-execute listener returned {type(decision).__name__};"
+        " expected Allow(), Deny(reason) or Ask(reason)"
+    )
+
+
+
+class _PreNext:
+    """``next()`` of one pre-execute listener: runs the rest of the waterfall once."""
+
+    __slots__ = ("called", "entries", "execution", "index")
+
+    def __init__(
+        self, entries: tuple[_Listener, ...], index: int, execution: ToolExecution
+    ) -> None:
+        self.entries = entries
+        self.index = index
+        self.execution = execution
+        self.called = False
+
+    async def __call__(self) -> Any:
+        if self.called:
+            raise RuntimeError(_PRE_NEXT_TWICE)
+        self.called = True
+        if self.index == len(self.entries):
+            return ALLOW  # the chain's end, without another coroutine
+        return await _pre_waterfall(self.entries, self.index, self.execution)
+
+
+async def _pre_waterfall(
+    entries: tuple[_Listener, ...], index: int, execution: ToolExecution
+) -> Any:
+    while index < len(entries):
+        entry = entries[index]
+        if entry.alive:
+            decision = entry.fn(execution, _PreNext(entries, index + 1, execution))
+            if is_awaitable(decision):
+                decision = await decision
+            if (
+                type(decision) is not Allow
+                and type(decision) is not Deny
+                and type(decision) is not Ask
+            ):
+                raise bad_pre_decision(decision)
+            return decision
+        index += 1
+    return ALLOW
+
+
+def _run_guards(call: Call) -> str | None:
+    """The first guard reason: the global layer (live: guards added meanwhile run too), then the chain."""
+    execution = call.execution
+    registry = call.registry
+    snapshot = registry.guards_of(None)
+    done: set[int] | None = None
+    while True:
+        for entry in snapshot:
+            if done is not None:
+                if id(entry) in done:
+                    continue
+                done.add(id(entry))
+            if entry.alive:
+                reason = _guard_reason(entry.fn(execution))
+                if reason is not None:
+                    return reason
+        current = registry.guards_of(None)
+        if current is snapshot:
+            break
+        # A guard registered (or disposed) during this pass: run the ones not yet run.
+        if done is None:
+            done = {id(entry) for entry in snapshot}
+        snapshot = current
+    for scope in reversed(call.chain):
+        for entry in registry.guards_of(scope):
+            if entry.alive:
+                reason = _guard_reason(entry.fn(execution))
+                if reason is not None:
+                    return reason
+    return None
+
+
+def _guard_reason(value: object) -> str | None:
+    if value is None:
+        return None
+    if type(value) is str:
+        return value
+    raise TypeError(f"guard returned {type(value).__name__}; expected a reason string or None")
+
+
+async def _approve(call: Call, reason: str | None) -> ToolFailure | None:
+    """Service an ``Ask``: ``None`` when approved, else the denial (or cancellation) result."""
+    execution = call.execution
+    name = execution.name
+    approval = call.registry.approval
+    if approval is None:
+        return plain_failure(
+            reason if reason is not None else f'tool "{name}" requires approval (not yet supported)'
+        )
+    if execution.agent is None:
+        return plain_failure(
+            f'tool "{name}" requires approval, but the call has no agent to route it through'
+        )
+    answer = await maybe_await(
+        approval.request(
+            ApprovalRequest(execution.agent, name, execution.call_id, reason, execution.signal)
+        )
+    )
+    if execution.signal.aborted and answer != "rejected":
+        return aborted_before_dispatch()
+    if answer == "allowed-once":
+        return None
+    if answer == "rejected":
+        return plain_failure(f'the user rejected tool "{name}"')
+    if answer == "cancelled":
+        return plain_failure(f'approval for tool "{name}" was cancelled')
+    if answer == "unavailable":
+        return plain_failure(
+            f'tool "{name}" requires approval, but no approval channel is available'
+        )
+    return plain_failure(
+        f'approval for tool "{name}" returned an unsupported answer: {safe_repr(answer)}'
+    )
+
+
+def _reason_text(reason: object) -> str:
+    if type(reason) is str:
+        return reason
+    try:
+        return str(reason)
+    except Exception:
+        return "<unprintable denial reason>"
+
+
+async def run_policy(call: Call) -> tuple[ToolExecutionResult | None, bool]:
+    """Pre-execute waterfall, then approval (for ``Ask``), then guards, then a cancellation recheck.
+
+    Returns ``(None, False)`` when the call may dispatch, else ``(failure,
+    skip_post)``: a denial, an approval denial or a caller abort is a failure
+    that still reaches post-execute (``skip_post=False``); a raising listener,
+    guard or approval service gives ``Error: <message>`` and skips
+    post-execute. A denial or error that settles after the caller aborted is
+    kept (more specific); an ``Allow`` after the caller aborted becomes
+    ``ABORTED_BEFORE_DISPATCH``. The registry waits for every listener to settle.
+    Cancellation: a ``CancelledError`` propagates to :func:`run_pipeline`.
+    """
+    execution = call.execution
+    listeners = call.listeners
+    try:
+        decision = await _pre_waterfall(listeners.pre, 0, execution) if listeners.pre else ALLOW
+        if type(decision) is Deny:
+            return plain_failure(_reason_text(decision.reason)), False
+        if type(decision) is Ask:
+            denied = await _approve(call, decision.reason)
+            if denied is not None:
+                return denied, False
+        reason = _run_guards(call) if call.registry.guarded(call.chain) else None
+    except Exception as exc:
+        return failure_from_exception(exc), True
+    if reason is not None:
+        return plain_failure(reason), False
+    if execution.signal.aborted:
+        return aborted_before_dispatch(), False
+    return None, False
+
