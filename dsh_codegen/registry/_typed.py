@@ -18,6 +18,7 @@ place inside the annotation and the type.
 
 from __future__ import annotations
 
+import asyncio
 import collections.abc
 import inspect
 import re
@@ -45,7 +46,8 @@ from dsh_codegen.schema import compile_validator, value_schema_spec_to_json_sche
 __all__ = ["tool"]
 
 #: What ``@tool`` accepts: an ``async def`` function (any parameters, any result).
-AsyncToolFunction: TypeAlias = Callable[..., Coroutine[Any, Any, Any]]
+#: A typed tool body: an ``async def`` function, or a plain one (run in a worker thread).
+AsyncToolFunction: TypeAlias = Callable[..., Coroutine[Any, Any, Any]] | Callable[..., Any]
 
 _RUN: Final = "run"
 _NONE_TYPE: Final = type(None)
@@ -634,9 +636,12 @@ def _build(
     present_result: PresentResult | None,
 ) -> ToolDefinition:
     owner = f"tool({getattr(fn, '__qualname__', None) or repr(fn)})"
-    if not inspect.iscoroutinefunction(fn):
-        kind = "an async generator" if inspect.isasyncgenfunction(fn) else "not an async def function"
-        raise TypeError(f"{owner}: the tool body must be an async def function ({kind})")
+    if inspect.isasyncgenfunction(fn) or inspect.isgeneratorfunction(fn):
+        kind = "an async generator" if inspect.isasyncgenfunction(fn) else "a generator"
+        raise TypeError(f"{owner}: the tool body must return its value, not yield it (got {kind} function)")
+    if not callable(fn):
+        raise TypeError(f"{owner}: the tool body must be a function, got {type(fn).__name__}")
+    is_async = inspect.iscoroutinefunction(fn)
     hints = _type_hints(owner, fn)
     doc = _parse_docstring(owner, fn.__doc__)
     params = _read_parameters(owner, fn, hints, doc)
@@ -661,7 +666,11 @@ def _build(
                 kwargs[key] = _convert(converter, kwargs[key])
         if wants_run:
             kwargs[_RUN] = run
-        return await fn(**kwargs)
+        if is_async:
+            return await fn(**kwargs)
+        # A plain function runs in the default executor (with the caller's context
+        # variables); the registry waits for the thread, never abandons it.
+        return await asyncio.to_thread(fn, **kwargs)
 
     definition = define_tool(
         name=name if name is not None else fn.__name__,
@@ -721,7 +730,11 @@ def tool(
     present_call: PresentCall | None = None,
     present_result: PresentResult | None = None,
 ) -> ToolDefinition | Callable[[AsyncToolFunction], ToolDefinition]:
-    """Turn a typed ``async def`` into a :class:`ToolDefinition` (``@tool`` or ``@tool(...)``).
+    """Turn a typed function into a :class:`ToolDefinition` (``@tool`` or ``@tool(...)``).
+
+    An ``async def`` body runs in the task that awaits ``execute``; a plain
+    ``def`` body runs in a worker thread of the loop's default executor
+    (``asyncio.to_thread``), as pydantic-ai and openai-agents run them.
 
     The name defaults to the function's ``__name__``, the description to the
     docstring's first paragraph. Each parameter (except ``run``, which
@@ -733,7 +746,12 @@ def tool(
     block (a string raw, anything else as pretty JSON). The other options are
     passed to :func:`define_tool` unchanged.
 
-    Raised errors: ``TypeError`` for a function that is not ``async def``, a
+    Cancellation: a thread cannot be interrupted. If the task awaiting the
+    call is cancelled, the registry aborts ``run.signal`` and waits for the
+    thread to return (no orphaned work): a long plain body should take
+    ``run: ToolRunContext`` and return early once ``run.signal.aborted``.
+
+    Raised errors: ``TypeError`` for a generator or async generator function, a
     parameter not passable by keyword, a missing annotation, an unsupported
     or recursive type or overlapping union members; ``ValueError`` for a
     missing description or a docstring ``Args:`` entry that names no

@@ -573,3 +573,66 @@ async def test_defer_context_checks_its_argument() -> None:
     assert text(result) == "x"
     assert problems == ["ValueError", "LosslessJsonError"]
     assert result.additional_contexts == ()
+
+
+class RaisingInput:
+    """Duck-typed call description: one field raises on read, the others are fine."""
+
+    def __init__(self, raising: str) -> None:
+        self.raising = raising
+        self.signal_value = AbortController().signal
+        self.reads: list[str] = []
+
+    def __getattr__(self, field: str) -> Any:
+        values = {
+            "call_id": "c1",
+            "name": "echo",
+            "arguments": {"text": "hi"},
+            "signal": self.signal_value,
+            "agent": None,
+            "parent": None,
+            "root_call_id": None,
+        }
+        if field not in values:
+            raise AttributeError(field)
+        self.reads.append(field)
+        if field == self.raising:
+            raise RuntimeError(f"{field} getter failed")
+        return values[field]
+
+
+@pytest.mark.parametrize(
+    ("field", "message"),
+    [
+        ("arguments", "tool execution arguments must be losslessly JSON-serializable"),
+        ("call_id", "ToolExecutionInput.call_id could not be read: call_id getter failed"),
+        ("name", "ToolExecutionInput.name could not be read: name getter failed"),
+        ("signal", "ToolExecutionInput.signal could not be read: signal getter failed"),
+        ("agent", "ToolExecutionInput.agent could not be read: agent getter failed"),
+    ],
+)
+@async_test
+async def test_b37_a_field_raising_on_read_is_one_failure_before_any_policy(field: str, message: str) -> None:
+    ran: list[str] = []
+
+    async def body(args: Any, run: Any) -> Any:
+        ran.append("body")
+        return "x"
+
+    registry = registry_with(echo_tool(execute=body))
+    observed: list[tuple[Any, Any]] = []
+    registry.on_pre_execute(lambda execution, next: ran.append("pre") or next())
+    registry.guard(lambda execution: ran.append("guard") or None)
+    registry.on_post_execute(lambda execution, result, next: ran.append("post") or next())
+    registry.on_result(lambda execution, result: observed.append((execution, result)))
+    source = RaisingInput(field)
+    result = await registry.execute(source)  # type: ignore[arg-type]
+    assert isinstance(result, ToolFailure) and result.error.info is None
+    assert result.error.message == message
+    assert text(result) == f"Error: {message}"
+    assert ran == []
+    assert len(observed) == 1 and observed[0][1] is result
+    assert observed[0][0].arguments is None
+    assert sorted(source.reads) == sorted(
+        ["call_id", "name", "arguments", "signal", "agent", "parent", "root_call_id"]
+    )  # every field read exactly once, the raising one included

@@ -647,3 +647,48 @@ async def test_outer_cancel_inside_asyncio_timeout_stays_a_cancellation() -> Non
         assert tool.running == 0
     finally:
         tool.close()
+
+
+async def _resume_order(start: Any) -> list[str]:
+    """The loop iterations (ticks) around a coroutine that awaits a future completed by a loop callback."""
+    loop = asyncio.get_running_loop()
+    order: list[str] = []
+    ticks = 0
+
+    def tick() -> None:
+        nonlocal ticks
+        ticks += 1
+        order.append(f"tick {ticks}")
+        if ticks < 8:
+            loop.call_soon(tick)
+
+    async def waits() -> str:
+        future: asyncio.Future[str] = loop.create_future()
+        loop.call_soon(loop.call_soon, future.set_result, "v")  # completed two iterations from now
+        order.append("awaiting")
+        value = await future
+        order.append("resumed")
+        return value
+
+    loop.call_soon(tick)
+    await asyncio.create_task(start(waits))
+    while ticks < 8:
+        await asyncio.sleep(0)
+    return order
+
+
+@async_test
+async def test_an_await_in_a_body_resumes_in_as_many_loop_iterations_as_under_plain_asyncio() -> None:
+    async def plain(waits: Any) -> None:
+        assert await waits() == "v"
+
+    async def through_execute(waits: Any) -> None:
+        async def body(args: Any, run: Any) -> str:
+            return await waits()
+
+        registry = registry_with(echo_tool(execute=body))
+        assert text(await registry.execute(call())) == "v"
+
+    expected = await _resume_order(plain)
+    assert expected.index("resumed") > expected.index("awaiting") + 1  # the wait really spans ticks
+    assert await _resume_order(through_execute) == expected

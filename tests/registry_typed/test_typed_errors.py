@@ -131,16 +131,16 @@ def test_recursion_is_per_path_not_per_use() -> None:
     assert one_parameter(Pair).parameters["properties"]["x"]["required"] == ["left", "right", "more"]
 
 
-def test_body_must_be_async() -> None:
-    def sync(x: int) -> int:
-        return x
+def test_body_must_return_its_value() -> None:
+    def gen(x: int) -> Any:
+        yield x
 
     async def agen(x: int) -> Any:
         yield x
 
-    with pytest.raises(TypeError, match=re.escape("tool(test_body_must_be_async.<locals>.sync): the tool body must be an async def function (not an async def function)")):
-        tool(sync)  # type: ignore[arg-type]
-    with pytest.raises(TypeError, match=re.escape("the tool body must be an async def function (an async generator)")):
+    with pytest.raises(TypeError, match=re.escape("tool(test_body_must_return_its_value.<locals>.gen): the tool body must return its value, not yield it (got a generator function)")):
+        tool(gen)
+    with pytest.raises(TypeError, match=re.escape("the tool body must return its value, not yield it (got an async generator function)")):
         tool(agen)
 
 

@@ -277,3 +277,64 @@ async def test_presenters_and_finalize_pass_through() -> None:
     assert definition.call_view({"path": "a"}) == {"kind": "generic", "title": "touch a"}
     assert definition.call_view({"path": 1}) is None  # soft validation against the mapped schema
     assert text(await run_tool(definition, {"path": "a"})) == "finalized"
+
+
+# -- plain (sync) functions run in a worker thread ---------------------------------------
+
+
+@async_test
+async def test_a_plain_function_runs_in_a_worker_thread() -> None:
+    import threading
+
+    threads: list[int] = []
+
+    @tool
+    def add(a: int, b: int = 2) -> int:
+        """Add two numbers."""
+        threads.append(threading.get_ident())
+        return a + b
+
+    result = await run_tool(add, {"a": 40})
+    assert isinstance(result, ToolSuccess) and result.value == 42
+    assert threads and threads[0] != threading.get_ident()
+    invalid = await run_tool(add, {"a": "x"})
+    assert error_code(invalid) == "INVALID_ARGS"  # validated before the thread starts
+
+
+@async_test
+async def test_a_plain_function_raising_is_an_error_result() -> None:
+    @tool
+    def explode() -> int:
+        """Explode."""
+        raise ValueError("exploded in a thread")
+
+    result = await run_tool(explode, {})
+    assert isinstance(result, ToolFailure) and text(result) == "Error: exploded in a thread"
+
+
+@async_test
+async def test_cancelling_a_plain_function_aborts_its_signal_and_waits_for_the_thread() -> None:
+    import asyncio
+    import threading
+    import time
+
+    started = threading.Event()
+    finished: list[str] = []
+
+    @tool
+    def poll(*, run: ToolRunContext) -> str:
+        """Poll the signal until aborted."""
+        started.set()
+        deadline = time.monotonic() + 5
+        while not run.signal.aborted and time.monotonic() < deadline:
+            time.sleep(0.001)
+        finished.append("aborted" if run.signal.aborted else "timed out")
+        return "done"
+
+    task = asyncio.ensure_future(run_tool(poll, {}))
+    while not started.is_set():
+        await asyncio.sleep(0.001)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert finished == ["aborted"]  # the thread had returned before execute() ended

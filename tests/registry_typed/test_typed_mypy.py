@@ -42,7 +42,13 @@ async def count() -> int:
     return 1
 
 
-catalog: list[ToolDefinition] = [read_file, apply_edits, count]
+@tool
+def add(a: int, b: int = 1) -> int:
+    \"\"\"Add (a plain function, run in a worker thread).\"\"\"
+    return a + b
+
+
+catalog: list[ToolDefinition] = [read_file, apply_edits, count, add]
 name: str = read_file.name
 """
 
@@ -50,9 +56,7 @@ BAD = """
 from dsh_codegen.registry._typed import tool
 
 
-@tool
-def not_async(x: int) -> int:
-    return x
+tool(42)
 
 
 @tool
@@ -90,7 +94,7 @@ def test_misuse_is_reported(tmp_path: Path) -> None:
     result = run_mypy(tmp_path, "typed_bad", BAD)
     assert result.returncode == 1, result.stdout + result.stderr
     lines = BAD.splitlines()
-    for marker in ("@tool\ndef not_async", "result: int = fine", 'tool(timeout_ms="soon")'):
+    for marker in ("tool(42)", "result: int = fine", 'tool(timeout_ms="soon")'):
         first = marker.splitlines()[0]
         number = next(i for i, line in enumerate(lines) if line == first) + 1
         assert f"typed_bad.py:{number}:" in result.stdout, (marker, result.stdout)
