@@ -203,9 +203,7 @@ def not_found(exc: ToolNotFoundError, contexts: Any = ()) -> ToolFailure:
 
 def run_contexts(run: ToolRunContext | None) -> tuple[Any, ...]:
     """The contexts a body deferred (none when no body started)."""
-    if run is None:
-        return ()
-    deferred = run._deferred  # the registry's own run context (dsh_codegen.registry._execution)
+    deferred = None if run is None else run._deferred  # the registry's own run context
     return () if deferred is None else tuple(deferred)
 
 

@@ -9,8 +9,8 @@ and normalizes its value (:mod:`._outcome`).
 from __future__ import annotations
 
 import asyncio
-import inspect
 from collections.abc import Generator
+from types import CoroutineType
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from dsh_codegen.registry._errors import ToolNotFoundError
@@ -90,8 +90,8 @@ async def dispatch_core(call: Call, signal: AbortSignal) -> ToolExecutionResult:
     steps = None
     try:
         value = compiled.execute(args, run)
-        if is_awaitable(value):
-            steps = body_steps(call, value if inspect.iscoroutine(value) else await_any(value))
+        if type(value) is CoroutineType or is_awaitable(value):
+            steps = body_steps(call, value if type(value) is CoroutineType else await_any(value))
             # The first step, inline: a body that never suspends ends here.
             yielded = next(steps, DONE)
             if yielded is DONE:
@@ -111,7 +111,7 @@ async def dispatch_core(call: Call, signal: AbortSignal) -> ToolExecutionResult:
     if steps is not None:
         return await drive_body(call, compiled, run, steps, yielded)
     run._release()
-    return normalize_run(call, compiled, value, run)
+    return normalize_value(call, compiled, value, run_contexts(run), run._concluded)
 
 
 def _resolve_for_dispatch(call: Call) -> CompiledTool | ToolFailure:
@@ -128,13 +128,6 @@ def _resolve_for_dispatch(call: Call) -> CompiledTool | ToolFailure:
 
 def _invalid_arguments(validator: Any, args: object) -> ToolFailure:
     return failure_from_exception(ToolArgsError(validator.validate_args(args)))
-
-
-def normalize_run(
-    call: Call, compiled: CompiledTool, value: object, run: ToolRunContext
-) -> ToolExecutionResult:
-    """Normalize a settled body's return value with the run's deferred contexts and turn mark."""
-    return normalize_value(call, compiled, value, run_contexts(run), run._concluded)
 
 
 def body_failure(call: Call, run: ToolRunContext, exc: Exception, driven: bool) -> ToolFailure:
@@ -181,7 +174,7 @@ async def drive_body(
         return body_failure(call, run, exc, True)
     finally:
         run._release()
-    result = normalize_run(call, compiled, call.value, run)
+    result = normalize_value(call, compiled, call.value, run_contexts(run), run._concluded)
     if call.cancel_exc is not None:
         _raise_cancelled(call, result)
     return result

@@ -85,8 +85,10 @@ def create_execution(registry: ToolRegistry, input: ToolExecutionInput) -> tuple
             arguments = snapshot_json(raw_arguments)
         except ARGUMENT_SNAPSHOT_ERRORS:
             failure = ARGUMENTS_NOT_LOSSLESS
-    execution = ToolExecution(
-        ToolExecutionToken(), call_id, name, arguments, signal, agent, parent, root_call_id
+    # tuple.__new__ is what the named tuple's generated __new__ calls (the same object, one frame less).
+    execution: ToolExecution = tuple.__new__(
+        ToolExecution,
+        (ToolExecutionToken(), call_id, name, arguments, signal, agent, parent, root_call_id),
     )
     compiled = None if name == RUN_CODE_NAME else registry.resolve(name, chain)
     return Call(registry, execution, chain, compiled, registry.listeners_for(chain)), failure

@@ -74,16 +74,13 @@ def _invalid_output(
     return _output_failure(compiled, violations, contexts)
 
 
-def _rendered_content(rendered: object) -> tuple[Any, str | None]:
-    """``(content, None)`` for a valid rendering, else ``(None, problem)``."""
-    try:
-        return check_content(snapshot_json(rendered)), None
-    except LosslessJsonError:
-        return None, "output.render returned non-lossless JSON"
-    except ContentShapeError:
-        return None, "output.render must return a list of content blocks"
-    except Exception as exc:
-        return None, f"output.render failed: {error_message(exc)}"
+def _content_problem(exc: Exception) -> str:
+    """The violation for a rendering whose snapshot or content check raised ``exc``."""
+    if isinstance(exc, LosslessJsonError):
+        return "output.render returned non-lossless JSON"
+    if isinstance(exc, ContentShapeError):
+        return "output.render must return a list of content blocks"
+    return f"output.render failed: {error_message(exc)}"
 
 
 def render_value(
@@ -105,7 +102,10 @@ def render_value(
     except Exception as exc:
         problem = f"output.render failed: {error_message(exc)}"
     else:
-        content, problem = _rendered_content(rendered)
+        try:
+            content = check_content(snapshot_json(rendered))
+        except Exception as exc:
+            problem = _content_problem(exc)
     project = compiled.presentation_meta
     if project is None or call.execution.parent is not None:
         if problem is None:

@@ -75,22 +75,31 @@ async def run_pipeline(
     too), and the original ``CancelledError`` is re-raised.
     """
     call, failure = create_execution(registry, input)
-    entry = entry_outcome(call, failure)
-    result: ToolExecutionResult
+    listeners = call.listeners
+    result: ToolExecutionResult | None
+    if failure is None and not call.chain and registry.mode != "code" and not call.execution.signal.aborted:
+        result = None  # what entry_outcome() would say
+    else:
+        result = entry_outcome(call, failure)
     skip_post = True
     cancel_exc: asyncio.CancelledError | None = None
-    if entry is not None:
-        result = entry
-    else:
+    if result is None:
         try:
-            result, skip_post = await _policy_and_dispatch(call, gate)
+            if gate is None and not listeners.pre and not listeners.wrappers and not registry.guarded(call.chain):
+                # No policy stage has work: the body, with nothing around it.
+                result, skip_post = await dispatch_core(call, call.execution.signal), False
+            else:
+                result, skip_post = await _policy_and_dispatch(call, gate)
         except asyncio.CancelledError as exc:
             cancel_exc = exc
             _task_cancelled(call)
             result, skip_post = _cancelled_outcome(call), True
     cancelled = cancel_exc is not None
     if gate is None:
-        result, cancelled = await _commit(call, result, skip_post, cancelled)
+        if listeners.post or listeners.observers:
+            result, cancelled = await _commit(call, result, skip_post, cancelled)
+        else:
+            result = _settle_and_finalize(call, result, cancelled)
     else:
         committed = False
         try:
@@ -141,15 +150,23 @@ async def _commit(
         except asyncio.CancelledError:
             cancelled = True
             _task_cancelled(call)
-    if type(result) is ToolSuccess:  # settle_cancellation only ever replaces a success
-        result = settle_cancellation(call, result, cancelled)
-    if call.finalize is not None:
-        result = run_finalize(call, result)
+    result = _settle_and_finalize(call, result, cancelled)
     if listeners.observers:
         notified = notify_result(call, result)
         if notified is True or (notified is not False and await notified):
             cancelled = True
     return result, cancelled
+
+
+def _settle_and_finalize(
+    call: Call, result: ToolExecutionResult, cancelled: bool
+) -> ToolExecutionResult:
+    """Stages 6-7 (each entered only when it can change something)."""
+    if type(result) is ToolSuccess and (cancelled or call.execution.signal.aborted):
+        result = settle_cancellation(call, result, cancelled)
+    if call.finalize is not None:
+        result = run_finalize(call, result)
+    return result
 
 
 def _task_cancelled(call: Call) -> None:
