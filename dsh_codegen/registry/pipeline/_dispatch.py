@@ -9,13 +9,18 @@ and normalizes its value (:mod:`._outcome`).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Generator
+from collections.abc import Coroutine, Generator
 from types import CoroutineType
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from dsh_codegen.registry._errors import ToolNotFoundError
 from dsh_codegen.registry._execution import ToolDispatchExecution, ToolRunContext
-from dsh_codegen.registry._results import ToolExecutionResult, ToolFailure, failure_from_exception
+from dsh_codegen.registry._results import (
+    ToolExecutionResult,
+    ToolFailure,
+    ToolSuccess,
+    failure_from_exception,
+)
 from dsh_codegen.registry.cancel import AbortError, AbortSignal, abort_signal
 from dsh_codegen.registry.pipeline._call import (
     ABORTED_MESSAGE,
@@ -34,7 +39,7 @@ from dsh_codegen.schema import ToolArgsError
 if TYPE_CHECKING:
     from dsh_codegen.registry._definitions import CompiledTool
 
-__all__ = ["bad_next_signal", "dispatch_core", "run_dispatch"]
+__all__ = ["bad_next_signal", "dispatch_core", "dispatch_started", "run_dispatch"]
 
 
 def bad_next_signal(signal: object) -> TypeError:
@@ -60,8 +65,8 @@ async def dispatch_core(call: Call, signal: AbortSignal) -> ToolExecutionResult:
     the body's exception as ``Error: <message>`` (its deferred contexts kept;
     ``ABORTED`` when it re-raises the abort reason of a caller cancellation);
     else the normalized success. The body gets a fused signal of the caller's
-    and the current one and runs inline (no task): its first step runs here;
-    a body that suspends is driven by :class:`BodyDriver`.
+    and the current one and runs inline (no task): its first step runs in
+    :func:`dispatch_started`; a body that suspends is driven by :class:`BodyDriver`.
 
     Cancellation: a cancellation of the awaiting task never reaches the body.
     The driver aborts the fused signal and keeps driving the body until it
@@ -70,6 +75,22 @@ async def dispatch_core(call: Call, signal: AbortSignal) -> ToolExecutionResult:
     call (``call.settled``) and the task's ``CancelledError`` is re-raised. A
     ``CancelledError`` the body raises itself aborts its fused signal and
     propagates.
+    """
+    outcome = dispatch_started(call, signal)
+    if isinstance(outcome, (ToolSuccess, ToolFailure)):
+        return outcome
+    return await outcome
+
+
+def dispatch_started(
+    call: Call, signal: AbortSignal
+) -> ToolExecutionResult | Coroutine[Any, Any, ToolExecutionResult]:
+    """:func:`dispatch_core` up to the body's first step: the result, or the coroutine that finishes the body.
+
+    A body that never suspends (the common case) is finished here, so the
+    caller awaits nothing for it; a body that suspended is finished by
+    awaiting the returned :func:`drive_body` coroutine.
+    Cancellation: synchronous; see :func:`dispatch_core` for the returned coroutine.
     """
     execution = call.execution
     compiled = call.compiled
@@ -109,7 +130,7 @@ async def dispatch_core(call: Call, signal: AbortSignal) -> ToolExecutionResult:
         run._release()
         raise
     if steps is not None:
-        return await drive_body(call, compiled, run, steps, yielded)
+        return drive_body(call, compiled, run, steps, yielded)
     run._release()
     return normalize_value(call, compiled, value, run_contexts(run), run._concluded)
 

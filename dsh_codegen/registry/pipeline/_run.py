@@ -24,7 +24,7 @@ import asyncio
 from typing import TYPE_CHECKING, Final
 
 from dsh_codegen.registry._execution import ToolExecutionInput
-from dsh_codegen.registry._results import ToolExecutionResult, ToolSuccess
+from dsh_codegen.registry._results import ToolExecutionResult, ToolFailure, ToolSuccess
 from dsh_codegen.registry.cancel import AbortError, abort_signal
 from dsh_codegen.registry.pipeline._call import (
     ABORTED_MESSAGE,
@@ -39,7 +39,7 @@ from dsh_codegen.registry.pipeline._commit import (
     run_post_execute,
     settle_cancellation,
 )
-from dsh_codegen.registry.pipeline._dispatch import dispatch_core, run_dispatch
+from dsh_codegen.registry.pipeline._dispatch import dispatch_core, dispatch_started, run_dispatch
 from dsh_codegen.registry.pipeline._entry import create_execution, entry_outcome
 from dsh_codegen.registry.pipeline._policy import run_policy
 
@@ -85,9 +85,19 @@ async def run_pipeline(
     cancel_exc: asyncio.CancelledError | None = None
     if result is None:
         try:
-            if gate is None and not listeners.pre and not listeners.wrappers and not registry.guarded(call.chain):
-                # No policy stage has work: the body, with nothing around it.
-                result, skip_post = await dispatch_core(call, call.execution.signal), False
+            if (
+                gate is None
+                and not listeners.pre
+                and not listeners.wrappers
+                and not registry.guarded(call.chain)
+            ):
+                # No policy stage has work: the body, with nothing around it, awaited
+                # only if it suspended.
+                outcome = dispatch_started(call, call.execution.signal)
+                if isinstance(outcome, (ToolSuccess, ToolFailure)):
+                    result, skip_post = outcome, False
+                else:
+                    result, skip_post = await outcome, False
             else:
                 result, skip_post = await _policy_and_dispatch(call, gate)
         except asyncio.CancelledError as exc:
