@@ -44,7 +44,7 @@ def normalize_value(
     contexts: tuple[Any, ...],
     concludes_turn: bool,
 ) -> ToolExecutionResult:
-    """Snapshot, validate, freeze and render a canonical value into a success.
+    """Snapshot, validate, freeze and render a canonical value (and its ``meta``) into a success.
 
     Violations (any of them makes an ``INVALID_TOOL_OUTPUT`` failure with no
     value): ``value is not lossless JSON``, ``value snapshot failed: <msg>``,
@@ -61,10 +61,30 @@ def normalize_value(
         return _output_failure(compiled, ["value is not lossless JSON"], contexts)
     except Exception as exc:
         return _output_failure(compiled, [f"value snapshot failed: {error_message(exc)}"], contexts)
-    validator = compiled.output_validator
-    if not validator.is_valid(frozen):
+    if not compiled.output_validator.is_valid(frozen):
         return _invalid_output(compiled, frozen, contexts)
-    return render_value(call, compiled, frozen, contexts, concludes_turn)
+    execution = call.execution
+    args = execution.arguments
+    problem: str | None = None
+    content: Any = None
+    try:
+        rendered = compiled.render(args, frozen)
+    except Exception as exc:
+        problem = f"output.render failed: {error_message(exc)}"
+    else:
+        try:
+            content = check_content(snapshot_json(rendered))
+        except Exception as exc:
+            problem = _content_problem(exc)
+    project = compiled.presentation_meta
+    if project is not None and execution.parent is None:
+        meta, problems = _project_meta(project, args, frozen, problem)
+        if problems:
+            return _output_failure(compiled, problems, contexts)
+        return new_success(frozen, content, meta, contexts, concludes_turn)
+    if problem is not None:
+        return _output_failure(compiled, [problem], contexts)
+    return new_success(frozen, content, UNSET, contexts, concludes_turn)
 
 
 def _invalid_output(
@@ -83,35 +103,11 @@ def _content_problem(exc: Exception) -> str:
     return f"output.render failed: {error_message(exc)}"
 
 
-def render_value(
-    call: Call,
-    compiled: CompiledTool,
-    frozen: object,
-    contexts: tuple[Any, ...],
-    concludes_turn: bool,
-) -> ToolExecutionResult:
-    """Render a frozen, valid value and compute its ``meta``: the success, or the output failure.
-
-    Output violations as :func:`normalize_value`.
-    """
-    args = call.execution.arguments
-    problem: str | None = None
-    content: Any = None
-    try:
-        rendered = compiled.render(args, frozen)
-    except Exception as exc:
-        problem = f"output.render failed: {error_message(exc)}"
-    else:
-        try:
-            content = check_content(snapshot_json(rendered))
-        except Exception as exc:
-            problem = _content_problem(exc)
-    project = compiled.presentation_meta
-    if project is None or call.execution.parent is not None:
-        if problem is None:
-            return new_success(frozen, content, UNSET, contexts, concludes_turn)
-        return _output_failure(compiled, [problem], contexts)
-    problems = [] if problem is None else [problem]
+def _project_meta(
+    project: Any, args: object, frozen: object, render_problem: str | None
+) -> tuple[Any, list[str]]:
+    """``presentation_meta(args, value)``, snapshotted, and every problem so far (rendering's first)."""
+    problems = [] if render_problem is None else [render_problem]
     meta: Any = UNSET
     try:
         projected = project(args, frozen)
@@ -124,9 +120,7 @@ def render_value(
             problems.append("output.presentation_meta returned non-lossless JSON")
         except Exception as exc:
             problems.append(f"output.presentation_meta failed: {error_message(exc)}")
-    if problems:
-        return _output_failure(compiled, problems, contexts)
-    return new_success(frozen, content, meta, contexts, concludes_turn)
+    return meta, problems
 
 
 def _output_failure(
