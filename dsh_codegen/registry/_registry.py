@@ -1,9 +1,9 @@
 """``ToolRegistry`` and ``ToolScope``: the registry state (layers, listeners, scopes).
 
 The registry holds state; the pipeline (``pipeline/``) holds order and reads
-the state through the small read interface below (``resolve``,
-``listeners_for``, ``guards_of``, ``guarded``, ``version``, ``chain_for``,
-``presentation``, ``view``), never the registry's privates. A call
+the state through the small read interface below (``entry_view``,
+``resolve``, ``listeners_for``, ``guards_of``, ``guarded``, ``version``,
+``chain_for``, ``presentation``, ``view``), never the registry's privates. A call
 resolves its *scope chain* from ``ToolExecutionInput.agent`` (nearest scope
 first, then its parents; the global layer is implicit), and sees:
 
@@ -687,6 +687,24 @@ class ToolRegistry(_Surface):
             if scope.layer.guards:
                 return True
         return False
+
+    def entry_view(
+        self, name: str, chain: tuple[ToolScope, ...]
+    ) -> tuple[CompiledTool | None, ListenerSnapshot, bool, int]:
+        """What a call of ``name`` from ``chain`` sees now, in one read.
+
+        ``(tool, listeners, guarded, version)``: the tool it resolves (``None``
+        for ``run_code``, resolved at dispatch, and for unknown names), its
+        listener snapshot, whether any guard applies, and :attr:`version`.
+        """
+        if not chain:
+            listeners = self._global_listeners
+            if listeners is None:
+                listeners = self.listeners_for(chain)
+            tool = None if name == RUN_CODE_NAME else self._global.tools.get(name)
+            return tool, listeners, bool(self._global.guards), self._version
+        tool = None if name == RUN_CODE_NAME else self.view(chain).get(name)
+        return tool, self.listeners_for(chain), self.guarded(chain), self._version
 
     def listeners_for(self, chain: tuple[ToolScope, ...]) -> ListenerSnapshot:
         """The pipeline listeners of a call from ``chain``, in run order (cached until listeners change)."""

@@ -86,6 +86,7 @@ class Call:
         "compiled",
         "execution",
         "finalize",
+        "guarded",
         "listeners",
         "produced",
         "registry",
@@ -102,13 +103,17 @@ class Call:
         chain: tuple[ToolScope, ...],
         compiled: CompiledTool | None,
         listeners: ListenerSnapshot,
+        guarded: bool,
+        version: int,
     ) -> None:
         self.registry = registry
         self.execution = execution
         self.chain = chain
         # The tool resolved at entry, reused while the registry's version is unchanged.
         self.compiled = compiled
-        self.version = registry.version
+        self.version = version
+        # Whether a guard applied at entry (the policy stage reads the guards live).
+        self.guarded = guarded
         # Snapshotted now: it still applies if the tool is disposed mid-pipeline.
         self.finalize = None if compiled is None else compiled.finalize_content
         self.listeners = listeners

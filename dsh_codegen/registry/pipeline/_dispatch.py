@@ -132,7 +132,10 @@ def dispatch_started(
     if steps is not None:
         return drive_body(call, compiled, run, steps, yielded)
     run._release()
-    return normalize_value(call, compiled, value, run_contexts(run), run._concluded)
+    deferred = run._deferred
+    return normalize_value(
+        call, compiled, value, () if deferred is None else tuple(deferred), run._concluded
+    )
 
 
 def _resolve_for_dispatch(call: Call) -> CompiledTool | ToolFailure:

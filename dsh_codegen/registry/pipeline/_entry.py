@@ -90,8 +90,8 @@ def create_execution(registry: ToolRegistry, input: ToolExecutionInput) -> tuple
         ToolExecution,
         (ToolExecutionToken(), call_id, name, arguments, signal, agent, parent, root_call_id),
     )
-    compiled = None if name == RUN_CODE_NAME else registry.resolve(name, chain)
-    return Call(registry, execution, chain, compiled, registry.listeners_for(chain)), failure
+    compiled, listeners, guarded, version = registry.entry_view(name, chain)
+    return Call(registry, execution, chain, compiled, listeners, guarded, version), failure
 
 
 def input_type_error(

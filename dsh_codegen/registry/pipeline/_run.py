@@ -89,7 +89,7 @@ async def run_pipeline(
                 gate is None
                 and not listeners.pre
                 and not listeners.wrappers
-                and not registry.guarded(call.chain)
+                and not call.guarded
             ):
                 # No policy stage has work: the body, with nothing around it, awaited
                 # only if it suspended.
@@ -108,7 +108,7 @@ async def run_pipeline(
     if gate is None:
         if listeners.post or listeners.observers:
             result, cancelled = await _commit(call, result, skip_post, cancelled)
-        else:
+        elif cancelled or call.finalize is not None or call.execution.signal.aborted:
             result = _settle_and_finalize(call, result, cancelled)
     else:
         committed = False
