@@ -10,6 +10,7 @@ from dsh_codegen.adapters._formats import (
     to_openai_tools,
 )
 from dsh_codegen.adapters._lowering import LoweredSchema, SchemaNote, lower_json_schema
+from dsh_codegen.adapters._mcp_serve import McpToolServer, serve_mcp
 from dsh_codegen.adapters._mcp_import import McpImport, McpToolError, import_mcp_tools
 from dsh_codegen.adapters._schema_tools import render_value_as_text, tool_from_schema
 from dsh_codegen.adapters._strict import StrictSchemaError, relax_strict_arguments
@@ -18,6 +19,7 @@ __all__ = [
     "LoweredSchema",
     "McpImport",
     "McpToolError",
+    "McpToolServer",
     "SchemaNote",
     "StrictSchemaError",
     "ToolNote",
@@ -28,6 +30,7 @@ __all__ = [
     "lower_json_schema",
     "relax_strict_arguments",
     "render_value_as_text",
+    "serve_mcp",
     "to_anthropic_tools",
     "to_mcp_tools",
     "to_openai_tools",
