@@ -29,7 +29,7 @@ from typing import Any, Final
 
 from dsh_codegen.json import LosslessJsonError, snapshot_json
 from dsh_codegen.json._paths import format_path
-from dsh_codegen.adapters._walk import Path, subschema_slots
+from dsh_codegen.adapters._walk import Path, PathCell, path_of, subschema_slots
 from dsh_codegen.schema import JsonSchemaError, Violation
 
 __all__ = ["LoweredSchema", "SchemaNote", "lower_json_schema"]
@@ -103,17 +103,17 @@ def lower_json_schema(schema: object) -> LoweredSchema:
     problems: list[Violation] = []
     # Each entry: (the container holding the node, the key or index of the node, its path).
     holder: list[Any] = [root]
-    stack: list[tuple[Any, str | int, Path]] = [(holder, 0, ())]
+    stack: list[tuple[Any, str | int, PathCell]] = [(holder, 0, None)]
     while stack:
-        parent, key, path = stack.pop()
+        parent, key, cell = stack.pop()
         node = parent[key]
         if not isinstance(node, dict):
             continue
-        lowered = _lower_node(node, path, notes, problems)
+        lowered = _lower_node(node, cell, notes, problems) if _has_foreign_form(node, cell) else node
         parent[key] = lowered
         # A wrapped nullable node's first branch is the original node: its children keep their paths.
         target = node if lowered is node else lowered["anyOf"][0]
-        children = list(subschema_slots(target, path))
+        children = list(subschema_slots(target, cell))
         # Pushed in reverse so that nodes are visited (and notes made) in document order.
         stack.extend(reversed(children))
     if problems:
@@ -121,10 +121,23 @@ def lower_json_schema(schema: object) -> LoweredSchema:
     return LoweredSchema(holder[0], tuple(notes))
 
 
+def _has_foreign_form(node: dict[str, Any], cell: PathCell) -> bool:
+    return (
+        "nullable" in node
+        or "dependencies" in node
+        or "additionalItems" in node
+        or isinstance(node.get("items"), list)
+        or type(node.get("exclusiveMinimum")) is bool
+        or type(node.get("exclusiveMaximum")) is bool
+        or (cell is None and node.get("$schema") in _DRAFT_04_URIS)
+    )
+
+
 def _lower_node(
-    node: dict[str, Any], path: Path, notes: list[SchemaNote], problems: list[Violation]
+    node: dict[str, Any], cell: PathCell, notes: list[SchemaNote], problems: list[Violation]
 ) -> dict[str, Any]:
     """Lower one node's own keywords (children are the caller's); may return a new (wrapping) node."""
+    path = path_of(cell)
     where = _where(path)
     if not path and node.get("$schema") in _DRAFT_04_URIS:
         del node["$schema"]

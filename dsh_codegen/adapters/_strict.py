@@ -32,7 +32,7 @@ import json
 from collections.abc import Iterable
 from typing import Any, Final
 
-from dsh_codegen.adapters._walk import Path, admits_null, resolve_local_ref, subschema_slots
+from dsh_codegen.adapters._walk import Path, PathCell, admits_null, path_of, resolve_local_ref, subschema_slots
 from dsh_codegen.json import snapshot_json
 from dsh_codegen.json._paths import format_path
 
@@ -167,33 +167,39 @@ def strict_parameters(tool: str, parameters: object) -> Any:
     if not isinstance(root, dict) or not _is_object_node(root) or "anyOf" in root or "oneOf" in root:
         raise StrictSchemaError(tool, ["parameters must be an object schema (strict mode has no other root)"])
     holder: list[Any] = [root]
-    stack: list[tuple[Any, str | int, Path]] = [(holder, 0, ())]
+    stack: list[tuple[Any, str | int, PathCell]] = [(holder, 0, None)]
+    # Optional properties are made nullable after the walk, so that paths stay the input's.
+    optional: list[tuple[dict[str, Any], str]] = []
     while stack:
-        parent, key, path = stack.pop()
+        parent, key, cell = stack.pop()
         node = parent[key]
         if node is False or node is True:
             continue
         if not isinstance(node, dict):
             continue
-        where = _where(path)
         for keyword in _NOT_IN_STRICT:
             if keyword in node:
-                reasons.append(f"{where}.{keyword} is not supported in strict mode")
+                reasons.append(f"{_where(path_of(cell))}.{keyword} is not supported in strict mode")
         if "oneOf" in node:
             branches = node["oneOf"]
             if isinstance(branches, list) and one_of_is_disjoint(branches):
                 parent[key] = node = {("anyOf" if k == "oneOf" else k): v for k, v in node.items()}
             else:
-                reasons.append(f"{where}.oneOf has branches that may overlap (strict mode has only anyOf)")
+                reasons.append(f"{_where(path_of(cell))}.oneOf has branches that may overlap (strict mode has only anyOf)")
         if _is_object_node(node):
-            _close_object(node, where, reasons, root=not path)
-        stack.extend(reversed(list(subschema_slots(node, path))))
+            _close_object(node, cell, reasons, optional)
+        stack.extend(reversed(list(subschema_slots(node, cell))))
     if reasons:
         raise StrictSchemaError(tool, reasons)
+    for properties, name in optional:
+        properties[name] = _nullable(properties[name])
     return holder[0]
 
 
-def _close_object(node: dict[str, Any], where: str, reasons: list[str], *, root: bool) -> None:
+def _close_object(
+    node: dict[str, Any], cell: PathCell, reasons: list[str], optional: list[tuple[dict[str, Any], str]]
+) -> None:
+    root = cell is None
     properties = node.get("properties")
     extra = node.get("additionalProperties", True)
     if not isinstance(properties, dict) or not properties:
@@ -203,14 +209,12 @@ def _close_object(node: dict[str, Any], where: str, reasons: list[str], *, root:
             node["additionalProperties"] = False
             node["required"] = []
         elif extra is not False:
-            reasons.append(f"{where} is an object without declared properties that takes other keys (a free-form map)")
+            reasons.append(f"{_where(path_of(cell))} is an object without declared properties that takes other keys (a free-form map)")
         return
     node["additionalProperties"] = False
     required = node.get("required")
     names = [n for n in required if isinstance(n, str)] if isinstance(required, list) else []
-    for name in properties:
-        if name not in names:
-            properties[name] = _nullable(properties[name])
+    optional.extend((properties, name) for name in properties if name not in names)
     node["required"] = [*names, *(n for n in properties if n not in names)]
 
 
@@ -224,9 +228,9 @@ def unstrict_parameters(parameters: object) -> Any:
     """
     root = snapshot_json(parameters, freeze=False)
     holder: list[Any] = [root]
-    stack: list[tuple[Any, str | int, Path]] = [(holder, 0, ())]
+    stack: list[tuple[Any, str | int, PathCell]] = [(holder, 0, None)]
     while stack:
-        parent, key, path = stack.pop()
+        parent, key, cell = stack.pop()
         node = parent[key]
         if not isinstance(node, dict):
             continue
@@ -249,7 +253,7 @@ def unstrict_parameters(parameters: object) -> Any:
                 node["required"] = kept
             else:
                 del node["required"]
-        stack.extend(reversed(list(subschema_slots(node, path))))
+        stack.extend(reversed(list(subschema_slots(node, cell))))
     return holder[0]
 
 
