@@ -1,5 +1,11 @@
 """Layer 6, adapters: foreign schema forms, tool formats, MCP in and out (re-exports only; see docs/adapters.md)."""
 
+from dsh_codegen.adapters._catalog_docs import (
+    catalog_from_mcp_command,
+    detect_catalog_format,
+    load_catalog_document,
+    load_catalog_file,
+)
 from dsh_codegen.adapters._formats import (
     ToolNote,
     from_anthropic_tools,
@@ -23,10 +29,14 @@ __all__ = [
     "SchemaNote",
     "StrictSchemaError",
     "ToolNote",
+    "catalog_from_mcp_command",
+    "detect_catalog_format",
     "from_anthropic_tools",
     "from_mcp_tools",
     "from_openai_tools",
     "import_mcp_tools",
+    "load_catalog_document",
+    "load_catalog_file",
     "lower_json_schema",
     "relax_strict_arguments",
     "render_value_as_text",

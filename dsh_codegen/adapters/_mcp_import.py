@@ -58,7 +58,7 @@ class McpImport:
         self.dispose()
 
 
-async def _list_all_tools(session: ClientSession) -> list[Tool]:
+async def list_all_tools(session: ClientSession) -> list[Tool]:
     from mcp.types import PaginatedRequestParams
 
     tools: list[Tool] = []
@@ -151,7 +151,7 @@ async def import_mcp_tools(
     """
     if on_unsupported not in ("raise", "skip"):
         raise ValueError(f'on_unsupported must be "raise" or "skip", got {on_unsupported!r}')
-    tools = await _list_all_tools(session)
+    tools = await list_all_tools(session)
     notes: list[ToolNote] = []
     imported = McpImport((), (), {})
     names: list[str] = []

@@ -303,7 +303,8 @@ def relax_strict_arguments(parameters: object, arguments: object) -> Any:
             properties = schema.get("properties")
             if not isinstance(properties, dict):
                 continue
-            required = schema.get("required") if isinstance(schema.get("required"), list) else []
+            listed = schema.get("required")
+            required: list[Any] = listed if isinstance(listed, list) else []
             copy = dict(value)
             container[key] = copy
             for name in list(copy):
