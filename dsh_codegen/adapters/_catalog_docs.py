@@ -171,7 +171,7 @@ async def catalog_from_mcp_command(
         raise CatalogError("--mcp", "the MCP server command is empty")
     source = "--mcp " + " ".join(argv)
     params = StdioServerParameters(
-        command=argv[0], args=list(argv[1:]), env=None if env is None else dict(env), cwd=cwd
+        command=argv[0], args=list(argv[1:]), env=None if env is None else dict(env), cwd=None if cwd is None else Path(cwd)
     )
     try:
         async with stdio_client(params) as (read, write):
