@@ -173,12 +173,12 @@ async def import_mcp_tools(
                     ),
                     name=name,
                 )
+                imported._disposers.append(registry_or_scope.register(definition))
             except JsonSchemaError as error:
                 if on_unsupported == "raise":
                     raise
                 skipped[name] = error
                 continue
-            imported._disposers.append(registry_or_scope.register(definition))
             names.append(name)
     except BaseException:
         imported.dispose()

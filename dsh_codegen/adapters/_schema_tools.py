@@ -47,17 +47,20 @@ def tool_from_schema(
     validation then runs inside the definition (same message and code).
 
     Raised errors: ``JsonSchemaError`` when ``parameters`` or the output
-    schema is outside what the schema core accepts.
+    schema is outside what the schema core accepts: here with
+    ``relax_strict_nulls=True``, otherwise at registration (which compiles
+    both validators once; compiling here too would double the cost of an
+    import).
     """
     parameters = snapshot_json(schema.get("parameters", {"type": "object"}), freeze=False)
     if output_schema is None:
         output_schema = schema.get("output_schema")
     output = {} if output_schema is None else snapshot_json(output_schema, freeze=False)
-    validator = compile_validator(parameters)
-    assert_supported_json_schema(output)
     tool_name = schema["name"] if name is None else name
     body: Execute = execute
     if relax_strict_nulls:
+        validator = compile_validator(parameters)
+        assert_supported_json_schema(output)
 
         async def relaxed(args: Any, run: ToolRunContext) -> Any:
             relaxed_args = snapshot_json(relax_strict_arguments(parameters, args))
