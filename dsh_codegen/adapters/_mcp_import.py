@@ -95,7 +95,10 @@ def _body(session: ClientSession, remote: str, structured: bool) -> Callable[[An
         finally:
             remove()
         if result.is_error:
-            raise McpToolError(_text_of(result) or f'MCP tool "{remote}" reported an error', MCP_TOOL_ERROR)
+            # Servers that render failures as CONTRACT.md does (serve_mcp) already say "Error: ";
+            # the registry adds it again to the failure's content.
+            text = _text_of(result).removeprefix("Error: ")
+            raise McpToolError(text or f'MCP tool "{remote}" reported an error', MCP_TOOL_ERROR)
         if structured:
             return result.structured_content
         return _text_of(result)

@@ -243,6 +243,7 @@ def test_import_of_our_own_served_registry_round_trips(tmp_path: Path) -> None:
             result = await call(registry, "remote.add", {"a": 20, "b": 22})
             assert isinstance(result, ToolSuccess) and result.value == {"sum": 42}
             result = await call(registry, "remote.secret", {})
-            assert isinstance(result, ToolFailure) and result.error.message == "Error: secret is off limits"
+            assert isinstance(result, ToolFailure) and result.error.message == "secret is off limits"
+            assert result.content == [{"type": "text", "text": "Error: secret is off limits"}]
 
     run(main())
