@@ -128,14 +128,30 @@ class McpToolServer:
     async def run_streamable_http(self, *, host: str = "127.0.0.1", port: int = 8000, path: str = "/mcp") -> None:
         """Serve MCP's streamable HTTP transport on ``host:port`` (``path``) with uvicorn until cancelled.
 
-        Cancellation: cancelling this coroutine shuts the HTTP server down
-        (uvicorn's own shutdown: open requests are cancelled).
+        Cancellation: cancelling this coroutine asks uvicorn to shut down
+        (stop listening, close connections, give open requests at most 5 s),
+        waits for that, even through further cancellations, then re-raises.
         """
         import uvicorn
 
         app = self.server.streamable_http_app(streamable_http_path=path, host=host)
-        config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
-        await uvicorn.Server(config).serve()
+        config = uvicorn.Config(
+            app, host=host, port=port, log_level="warning", lifespan="on", timeout_graceful_shutdown=5
+        )
+        server = uvicorn.Server(config)
+        serving = asyncio.ensure_future(server.serve())
+        try:
+            await asyncio.shield(serving)
+        except asyncio.CancelledError:
+            server.should_exit = True
+            while not serving.done():
+                try:
+                    await asyncio.shield(serving)
+                except asyncio.CancelledError:
+                    continue
+                except Exception:  # noqa: BLE001 - a failing shutdown must not hide the cancellation
+                    break
+            raise
 
 
 def _plain(value: Any) -> Any:

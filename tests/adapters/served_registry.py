@@ -8,7 +8,11 @@ writes to stderr, so every call is seen to run the whole pipeline.
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
+from pathlib import Path
+
+from typing import Any
 
 from dsh_codegen import ToolOutput, ToolRegistry, define_tool, timeout_policy
 from dsh_codegen.adapters import serve_mcp
@@ -29,6 +33,15 @@ def build_registry() -> ToolRegistry:
 
     async def secret(args: object, run: object) -> str:
         return "never"
+
+    async def wait(args: object, run: Any) -> str:
+        # Cooperative: polls its signal, and records that the abort reached it.
+        markers = Path(os.environ.get("SDK_SERVER_DIR", "."))
+        (markers / "wait-started").write_text("1")
+        while not run.signal.aborted:
+            await asyncio.sleep(0.01)
+        (markers / "wait-aborted").write_text(str(run.signal.reason))
+        return "stopped"
 
     registry.register(
         define_tool(
@@ -74,6 +87,15 @@ def build_registry() -> ToolRegistry:
             execute=secret,
         )
     )
+    registry.register(
+        define_tool(
+            name="wait",
+            description="Wait until aborted.",
+            parameters={},
+            output=ToolOutput(schema={"type": "string"}, render=lambda args, value: [{"type": "text", "text": value}]),
+            execute=wait,
+        )
+    )
     registry.guard(lambda execution: "secret is off limits" if execution.name == "secret" else None)
     timeout_policy(registry)
     registry.on_result(lambda execution, result: print(f"observed {execution.name} {result.is_error}", file=sys.stderr, flush=True))
@@ -81,4 +103,6 @@ def build_registry() -> ToolRegistry:
 
 
 if __name__ == "__main__":
+    if os.environ.get("SDK_SERVER_DIR"):
+        (Path(os.environ["SDK_SERVER_DIR"]) / "pid").write_text(str(os.getpid()))
     asyncio.run(serve_mcp(build_registry(), "stdio"))

@@ -205,7 +205,7 @@ def test_serve_mcp_runs_every_call_through_the_pipeline(tmp_path: Path) -> None:
                 await session.initialize()
                 listed = await session.list_tools()
                 tools = {tool.name: tool for tool in listed.tools}
-                assert sorted(tools) == ["add", "secret", "shout", "slow"]
+                assert sorted(tools) == ["add", "secret", "shout", "slow", "wait"]
                 assert tools["add"].output_schema == {
                     "type": "object",
                     "properties": {"sum": {"type": "integer"}},
@@ -239,11 +239,82 @@ def test_import_of_our_own_served_registry_round_trips(tmp_path: Path) -> None:
         registry = ToolRegistry()
         async with mcp_session(SERVED, tmp_path) as session:
             imported = await import_mcp_tools(registry, session, prefix="remote.")
-            assert imported.names == ("remote.add", "remote.shout", "remote.slow", "remote.secret")
+            assert imported.names == ("remote.add", "remote.shout", "remote.slow", "remote.secret", "remote.wait")
             result = await call(registry, "remote.add", {"a": 20, "b": 22})
             assert isinstance(result, ToolSuccess) and result.value == {"sum": 42}
             result = await call(registry, "remote.secret", {})
             assert isinstance(result, ToolFailure) and result.error.message == "secret is off limits"
             assert result.content == [{"type": "text", "text": "Error: secret is off limits"}]
+
+    run(main())
+
+
+def test_client_cancelling_a_served_call_aborts_the_body(tmp_path: Path) -> None:
+    async def main() -> None:
+        async with mcp_session(SERVED, tmp_path) as session:
+            pending = asyncio.ensure_future(session.call_tool("wait", {}))
+            while not (tmp_path / "wait-started").exists():
+                await asyncio.sleep(0.02)
+            pending.cancel()  # the SDK sends notifications/cancelled
+            with pytest.raises(asyncio.CancelledError):
+                await pending
+            for _ in range(500):
+                if (tmp_path / "wait-aborted").exists():
+                    break
+                await asyncio.sleep(0.02)
+            assert (tmp_path / "wait-aborted").read_text() == "tool call aborted"
+            # The server keeps serving.
+            ok = await session.call_tool("add", {"a": 1, "b": 1})
+            assert ok.structured_content == {"sum": 2}
+        assert process_gone(int((tmp_path / "pid").read_text()))
+
+    run(main())
+
+
+def test_serve_mcp_over_streamable_http_on_loopback() -> None:
+    import socket
+
+    from mcp import ClientSession
+    import httpx2
+    from mcp.client.streamable_http import streamable_http_client
+
+    from dsh_codegen.adapters import serve_mcp
+
+    sys.path.insert(0, str(HERE))
+    try:
+        from served_registry import build_registry
+    finally:
+        sys.path.remove(str(HERE))
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+
+    async def main() -> None:
+        server = asyncio.ensure_future(serve_mcp(build_registry(), "streamable-http", port=port))
+        try:
+            for _ in range(500):
+                try:
+                    _, writer = await asyncio.open_connection("127.0.0.1", port)
+                except OSError:
+                    await asyncio.sleep(0.02)
+                    continue
+                writer.close()
+                await writer.wait_closed()
+                break
+            # Our own HTTP client, closed here, so that no pooled connection outlives the test.
+            async with httpx2.AsyncClient() as http, streamable_http_client(f"http://127.0.0.1:{port}/mcp", http_client=http) as streams:
+                async with ClientSession(streams[0], streams[1]) as session:
+                    await session.initialize()
+                    listed = await session.list_tools()
+                    assert "add" in {tool.name for tool in listed.tools}
+                    result = await session.call_tool("add", {"a": 5, "b": 6})
+                    assert result.structured_content == {"sum": 11}
+                    denied = await session.call_tool("secret", {})
+                    assert denied.is_error
+        finally:
+            server.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await server
 
     run(main())
