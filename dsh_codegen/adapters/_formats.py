@@ -11,6 +11,7 @@ Schema lowered to the dialect (see ``_lowering``); each change is appended to
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from dsh_codegen.adapters._lowering import SchemaNote, lower_json_schema
@@ -30,27 +31,16 @@ __all__ = [
 ToolSchema = dict[str, Any]
 
 
+@dataclass(frozen=True, slots=True)
 class ToolNote:
-    """A lowering note of one tool: ``tool`` (its name) and ``note`` (a ``SchemaNote``)."""
+    """A lowering note of one tool: ``tool`` (its name), ``part`` (``parameters`` or ``output_schema``) and ``note``."""
 
-    __slots__ = ("note", "part", "tool")
-
-    def __init__(self, tool: str, part: str, note: SchemaNote) -> None:
-        self.tool = tool
-        self.part = part
-        self.note = note
+    tool: str
+    part: str
+    note: SchemaNote
 
     def __str__(self) -> str:
         return f'tool "{self.tool}" {self.part}: {self.note.message}'
-
-    def __repr__(self) -> str:
-        return f"ToolNote({self.tool!r}, {self.part!r}, {self.note.message!r})"
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, ToolNote) and (self.tool, self.part, self.note) == (other.tool, other.part, other.note)
-
-    def __hash__(self) -> int:
-        return hash((self.tool, self.part, self.note))
 
 
 def _fields(schema: object) -> tuple[str, str, Any, Any]:

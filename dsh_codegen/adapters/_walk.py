@@ -80,8 +80,19 @@ def resolve_local_ref(root: Any, ref: object) -> Any:
     return node
 
 
-def admits_null(schema: object, root: object) -> bool:
-    """Whether ``null`` can be valid for ``schema`` (structurally; local ``$ref`` followed, ``allOf`` all must)."""
+#: How deep ``admits_null`` follows ``allOf`` and ``$ref`` siblings before answering "maybe" (``True``).
+_NULL_CHECK_DEPTH: Final = 32
+
+
+def admits_null(schema: object, root: object, _depth: int = 0) -> bool:
+    """Whether ``null`` can be valid for ``schema`` (structurally; local ``$ref`` followed, ``allOf`` all must).
+
+    Errs towards ``True`` (the caller then keeps the ``null`` and validation
+    decides): beyond a bounded depth of nested ``allOf``/``$ref`` siblings.
+    """
+    if _depth > _NULL_CHECK_DEPTH:
+        return True
+    depth = _depth + 1
     stack: list[object] = [schema]
     seen: set[int] = set()
     while stack:
@@ -93,16 +104,16 @@ def admits_null(schema: object, root: object) -> bool:
         seen.add(id(node))
         if not _own_keywords_admit_null(node):
             continue
-        branches = [b for key in ("anyOf", "oneOf") for b in (node.get(key) or [])]
+        branches = [b for key in ("anyOf", "oneOf") if isinstance(node.get(key), list) for b in node[key]]
         if "$ref" in node:
             target = resolve_local_ref(root, node["$ref"])
-            if target is None or not admits_null(_without(node, "$ref"), root):
+            if target is None or not admits_null(_without(node, "$ref"), root, depth):
                 continue
             stack.append(target)
             continue
-        if "allOf" in node:
-            if all(admits_null(branch, root) for branch in node["allOf"]) and (
-                not branches or any(admits_null(branch, root) for branch in branches)
+        if isinstance(node.get("allOf"), list):
+            if all(admits_null(branch, root, depth) for branch in node["allOf"]) and (
+                not branches or any(admits_null(branch, root, depth) for branch in branches)
             ):
                 return True
             continue
