@@ -17,6 +17,7 @@ from dsh_codegen._backend import backend
 from dsh_codegen._version import __version__
 
 if TYPE_CHECKING:
+    from dsh_codegen.adapters import *  # noqa: F403
     from dsh_codegen.codegen import *  # noqa: F403
     from dsh_codegen.json import *  # noqa: F403
     from dsh_codegen.registry import *  # noqa: F403
@@ -127,6 +128,30 @@ _EXPORTS: dict[str, str] = {
     "metrics_policy": "registry",
     "ToolMetrics": "registry",
     "ToolStats": "registry",
+    # dsh_codegen.adapters
+    "LoweredSchema": "adapters",
+    "McpImport": "adapters",
+    "McpToolError": "adapters",
+    "McpToolServer": "adapters",
+    "SchemaNote": "adapters",
+    "StrictSchemaError": "adapters",
+    "ToolNote": "adapters",
+    "catalog_from_mcp_command": "adapters",
+    "detect_catalog_format": "adapters",
+    "from_anthropic_tools": "adapters",
+    "from_mcp_tools": "adapters",
+    "from_openai_tools": "adapters",
+    "import_mcp_tools": "adapters",
+    "load_catalog_document": "adapters",
+    "load_catalog_file": "adapters",
+    "lower_json_schema": "adapters",
+    "relax_strict_arguments": "adapters",
+    "render_value_as_text": "adapters",
+    "serve_mcp": "adapters",
+    "to_anthropic_tools": "adapters",
+    "to_mcp_tools": "adapters",
+    "to_openai_tools": "adapters",
+    "tool_from_schema": "adapters",
 }
 
 _LAYERS = frozenset(_EXPORTS.values()) | {"codemode", "adapters", "cli"}
@@ -233,6 +258,29 @@ __all__ = [
     "metrics_policy",
     "ToolMetrics",
     "ToolStats",
+    "LoweredSchema",
+    "McpImport",
+    "McpToolError",
+    "McpToolServer",
+    "SchemaNote",
+    "StrictSchemaError",
+    "ToolNote",
+    "catalog_from_mcp_command",
+    "detect_catalog_format",
+    "from_anthropic_tools",
+    "from_mcp_tools",
+    "from_openai_tools",
+    "import_mcp_tools",
+    "load_catalog_document",
+    "load_catalog_file",
+    "lower_json_schema",
+    "relax_strict_arguments",
+    "render_value_as_text",
+    "serve_mcp",
+    "to_anthropic_tools",
+    "to_mcp_tools",
+    "to_openai_tools",
+    "tool_from_schema",
 ]
 
 

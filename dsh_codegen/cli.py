@@ -56,6 +56,13 @@ def _build_parser() -> argparse.ArgumentParser:
             metavar="MODULE:ATTR",
             help="an object with a .catalog() method (a ToolRegistry) or a list of ToolSchemaEntry",
         )
+        source.add_argument("--mcp", metavar="'COMMAND ARGS...'", help="the tools of an MCP server started over stdio")
+        sub.add_argument(
+            "--format",
+            choices=("auto", "catalog", "mcp", "openai", "anthropic"),
+            default="auto",
+            help="what --catalog holds: ours, an MCP tools/list result, an OpenAI or an Anthropic tools list (default: detected)",
+        )
         sub.add_argument("-o", "--output", metavar="OUT", help="write here (atomically) instead of stdout")
         sub.add_argument(
             "--check",
@@ -135,7 +142,35 @@ def _registry_catalog(spec: str) -> list[object]:
     )
 
 
+def _adapted_source(args: argparse.Namespace) -> list[object] | None:
+    """``--mcp``, or a ``--catalog`` in a foreign tool format (docs/adapters.md); ``None``: our own catalog."""
+    import asyncio
+    import shlex
+
+    from dsh_codegen.adapters import catalog_from_mcp_command, detect_catalog_format, load_catalog_file
+    from dsh_codegen.codegen import CatalogError
+
+    try:
+        if args.mcp is not None:
+            return list(asyncio.run(catalog_from_mcp_command(shlex.split(args.mcp))))
+        if args.catalog is None or args.format == "catalog":
+            return None
+        if args.format == "auto":
+            try:
+                kind = detect_catalog_format(_read_json(args.catalog))
+            except (_InputError, ValueError):
+                return None  # our own loader reports it with its texts
+            if kind == "catalog":
+                return None
+        return list(load_catalog_file(Path(args.catalog), format=args.format))
+    except CatalogError as error:
+        raise _InputError(str(error)) from None
+
+
 def _load_source(args: argparse.Namespace) -> list[object]:
+    adapted = _adapted_source(args)
+    if adapted is not None:
+        return adapted
     from dsh_codegen.codegen import CatalogError, load_catalog
 
     if args.catalog is not None:
@@ -216,7 +251,7 @@ def _cmd_sdk(args: argparse.Namespace, stdout: TextIO) -> int:
     try:
         text = render_sdk_module(catalog, language)  # type: ignore[arg-type]
     except ValueError as error:
-        source = args.catalog or f"--registry {args.registry}"
+        source = args.catalog or (f"--mcp {args.mcp}" if args.mcp else f"--registry {args.registry}")
         raise _InputError(f"{source}: {error}") from None
     return _emit(args, text, stdout)
 

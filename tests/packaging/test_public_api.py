@@ -15,7 +15,14 @@ import pytest
 
 HERE = Path(__file__).resolve().parent
 SNAPSHOT = HERE / "public_api.txt"
-MODULES = ("dsh_codegen", "dsh_codegen.json", "dsh_codegen.schema", "dsh_codegen.codegen", "dsh_codegen.registry")
+MODULES = (
+    "dsh_codegen",
+    "dsh_codegen.json",
+    "dsh_codegen.schema",
+    "dsh_codegen.codegen",
+    "dsh_codegen.registry",
+    "dsh_codegen.adapters",
+)
 
 # Named in DESIGN.md "Public API (import from dsh_codegen)" for the layers built so far.
 DESIGN_NAMES = """
@@ -29,6 +36,8 @@ Allow Deny Ask Accept Block ToolSuccess ToolFailure ToolError HarnessError ToolT
 AbortController AbortSignal UNSET TOOL_ABORTED TOOL_ABORTED_BEFORE_DISPATCH TOOL_TIMEOUT RUN_CODE_NAME
 timeout_policy execute_tool_calls ToolCall PromptAssembly SessionLog MemorySessionLog JsonlSessionLog
 derive_messages ApprovalService ApprovalRequest CodeRunFailedError backend tool
+import_mcp_tools serve_mcp to_openai_tools from_openai_tools to_anthropic_tools from_anthropic_tools
+to_mcp_tools from_mcp_tools
 """.split()
 
 
@@ -79,7 +88,7 @@ def test_lazy_top_level_table_matches_the_layers() -> None:
 
     code = (
         "import sys, dsh_codegen;"
-        "print(sorted(m for m in ('json', 'schema', 'codegen', 'registry') if 'dsh_codegen.' + m in sys.modules))"
+        "print(sorted(m for m in ('json', 'schema', 'codegen', 'registry', 'adapters') if 'dsh_codegen.' + m in sys.modules))"
     )
     import subprocess
 
@@ -89,7 +98,7 @@ def test_lazy_top_level_table_matches_the_layers() -> None:
     import dsh_codegen
 
     expected = {}
-    for layer in ("json", "schema", "codegen", "registry"):
+    for layer in ("json", "schema", "codegen", "registry", "adapters"):
         module = importlib.import_module(f"dsh_codegen.{layer}")
         expected.update({symbol: layer for symbol in module.__all__})
     assert dsh_codegen._EXPORTS == expected

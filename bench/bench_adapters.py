@@ -1,0 +1,150 @@
+"""Adapters: MCP per-call overhead through ``serve_mcp`` against the SDK's own server, and ``import_mcp_tools``.
+
+- per call: an MCP client (the SDK's ``ClientSession`` over stdio) calls ``add``
+  on a subprocess serving it with ``serve_mcp`` (every call runs the whole
+  registry pipeline: argument validation, output snapshot/validation/render,
+  observers) and on a subprocess serving the same tool with the SDK's own
+  ``MCPServer`` (an ``async def`` tool, so no worker-thread hop; pydantic
+  validation of arguments and output), with the SDK's low-level ``Server``
+  answering without any validation as the floor. Calls are
+  sequential round trips, sampled in batches alternating between the servers;
+  the figure is the median batch time per call. Both sides pay the same
+  client, the same JSON-RPC framing and the same pipes.
+- handler: the same two servers' ``tools/call`` work alone, in process
+  (no transport): our handler (``registry.execute`` and the result
+  conversion) against ``MCPServer.call_tool``.
+- import: ``import_mcp_tools`` of a 100-tool ``serve_mcp`` server, from an
+  initialised session to a registry whose tools are callable (``tools/list``,
+  lowering, schema compilation, registration), median of repeated imports into
+  fresh registries; the whole-process figure (spawn, interpreter start,
+  ``initialize``, import) is reported beside it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+import sys
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from bench._util import format_seconds, median_time, ratio_table
+
+BATCH = 100
+ROUNDS = 9
+IMPORTS = 15
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@asynccontextmanager
+async def _session(mode: str) -> AsyncIterator[Any]:
+    from mcp import ClientSession, StdioServerParameters, stdio_client
+
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "bench._mcp_servers", mode], env={"PYTHONPATH": str(ROOT)}, cwd=ROOT
+    )
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            yield session
+
+
+async def _per_call() -> dict[str, float]:
+    async with _session("registry") as ours, _session("sdk") as theirs, _session("lowlevel") as floor:
+        sessions = {"serve_mcp (whole pipeline)": ours, "SDK MCPServer": theirs, "SDK low-level Server (no validation)": floor}
+        samples: dict[str, list[float]] = {name: [] for name in sessions}
+        for session in sessions.values():  # warm-up, also checks both answer the same
+            result = await session.call_tool("add", {"a": 1, "b": 2})
+            assert not result.is_error and result.structured_content == {"result": 3}, result
+        for _ in range(ROUNDS):
+            for name, session in sessions.items():
+                start = time.perf_counter()
+                for index in range(BATCH):
+                    await session.call_tool("add", {"a": index, "b": 1})
+                samples[name].append((time.perf_counter() - start) / BATCH)
+    return {name: statistics.median(values) for name, values in samples.items()}
+
+
+def _handlers() -> dict[str, float]:
+    """The server-side work alone, in process: our ``tools/call`` handler against ``MCPServer.call_tool``."""
+    from types import SimpleNamespace
+
+    from mcp.server.mcpserver import MCPServer
+    from mcp.types import CallToolRequestParams
+
+    from bench._mcp_servers import _registry
+    from dsh_codegen.adapters import McpToolServer
+
+    ours = McpToolServer(_registry(1))
+    app = MCPServer("bench-sdk")
+
+    @app.tool(description="Add two integers.")
+    async def add(a: int, b: int) -> int:
+        return a + b
+
+    params = CallToolRequestParams(name="add", arguments={"a": 1, "b": 2})
+    ctx = SimpleNamespace(request_id=1)
+    loop = asyncio.new_event_loop()
+
+    async def ours_batch() -> None:
+        for _ in range(BATCH):
+            await ours._call_tool(ctx, params)  # type: ignore[arg-type]
+
+    async def theirs_batch() -> None:
+        for _ in range(BATCH):
+            await app.call_tool("add", {"a": 1, "b": 2})
+
+    try:
+        assert loop.run_until_complete(ours._call_tool(ctx, params)).structured_content == {"result": 3}  # type: ignore[arg-type]
+        assert loop.run_until_complete(app.call_tool("add", {"a": 1, "b": 2})).structured_content == {"result": 3}
+        return {
+            "serve_mcp handler (registry.execute + result)": median_time(lambda: loop.run_until_complete(ours_batch())) / BATCH,
+            "MCPServer.call_tool": median_time(lambda: loop.run_until_complete(theirs_batch())) / BATCH,
+        }
+    finally:
+        loop.close()
+
+
+async def _import() -> tuple[float, float, int]:
+    from dsh_codegen import ToolRegistry
+    from dsh_codegen.adapters import import_mcp_tools
+
+    start = time.perf_counter()
+    async with _session("many") as session:
+        registry = ToolRegistry()
+        imported = await import_mcp_tools(registry, session)
+        whole = time.perf_counter() - start
+        count = len(imported.names)
+        times = []
+        for _ in range(IMPORTS):
+            registry = ToolRegistry()
+            begin = time.perf_counter()
+            await import_mcp_tools(registry, session)
+            times.append(time.perf_counter() - begin)
+    return statistics.median(times), whole, count
+
+
+def main() -> None:
+    try:
+        import mcp  # noqa: F401
+    except ImportError:
+        print("adapters: skipped (the mcp extra is not installed)")
+        return
+    per_call = asyncio.run(_per_call())
+    rows: list[tuple[str, float | str]] = list(per_call.items())
+    print(ratio_table("MCP over stdio: per-call round trip, add(a, b) (median of batches)", rows, baseline="SDK MCPServer"))
+    print()
+    handlers: list[tuple[str, float | str]] = list(_handlers().items())
+    print(ratio_table("MCP tools/call handler alone, in process (median)", handlers, baseline="MCPServer.call_tool"))
+    median_import, whole, count = asyncio.run(_import())
+    print()
+    print(f"import_mcp_tools of a {count}-tool server: {format_seconds(median_import)} to a usable registry (median)")
+    print(f"  whole process (spawn, start-up, initialize, first import): {format_seconds(whole)}")
+    print(f"  per tool: {format_seconds(median_import / count)}")
+
+
+if __name__ == "__main__":
+    main()
