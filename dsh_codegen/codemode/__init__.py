@@ -1,3 +1,9 @@
 """Layer package: re-exports only (see DESIGN.md)."""
 
-__all__: list[str] = []
+from dsh_codegen.codemode._subprocess import PythonSubprocessRuntime, StartMethod
+
+# --- runtimes (issue 14) ---
+__all__: list[str] = [
+    "PythonSubprocessRuntime",
+    "StartMethod",
+]

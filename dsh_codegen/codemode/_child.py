@@ -29,6 +29,7 @@ from __future__ import annotations
 import ast
 import asyncio
 import builtins
+import gc
 import json
 import math
 import os
@@ -538,6 +539,8 @@ def _sweep(group: int, live_sessions: set[int], deadline_s: float = 2.0) -> None
             empty = True
         strays = []
         for pid in _children():
+            if pid in live_sessions:
+                continue  # a live run's leader (perhaps not yet in its own session)
             try:
                 session = os.getsid(pid)
             except ProcessLookupError:
@@ -611,6 +614,7 @@ def keeper() -> None:
 def zygote() -> None:
     """The fork server: requests on the socket at fd 3; never runs user code itself."""
     _become_subreaper()
+    gc.freeze()  # what the zygote imported stays shared with its children (no copy-on-write by the collector)
     control = socket.socket(fileno=_FD_IN)
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_w, False)

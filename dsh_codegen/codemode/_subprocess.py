@@ -311,8 +311,11 @@ class _Run:
                 os.close(fd)
         self.host_fds = []
         if self.workdir is not None:
-            await self.loop.run_in_executor(None, shutil.rmtree, self.workdir, True)
-            self.workdir = None
+            workdir, self.workdir = self.workdir, None
+            try:
+                os.rmdir(workdir)  # the common case: the program left nothing behind
+            except OSError:
+                await self.loop.run_in_executor(None, shutil.rmtree, workdir, True)
 
     # --- the host's writes ------------------------------------------------------------------
 
@@ -383,17 +386,14 @@ class _Run:
             self._on_line(line)
         del self.frames[:begin]
         if len(self.frames) > self.frame_cap and not self.outcome.done():
-            self._violation("an oversized frame", oversized=True)
+            self._violation("an oversized frame")
 
-    def _violation(self, what: str, *, oversized: bool = False) -> None:
-        if oversized:
-            self._settle(CodeRunFailure("output-limit", f"outer output exceeded {self.runtime.max_output_bytes} bytes"))
-        else:
-            self._settle(CodeRunFailure("invalid-output", f"the program process broke the protocol ({what})"))
+    def _violation(self, what: str) -> None:
+        self._settle(CodeRunFailure("invalid-output", f"the program process broke the protocol ({what})"))
 
     def _on_line(self, line: bytes) -> None:
         if len(line) > self.frame_cap:
-            self._violation("an oversized frame", oversized=True)
+            self._violation("an oversized frame")
             return
         try:
             frame = parse_json(line.decode("utf-8"))
