@@ -40,7 +40,8 @@ import signal
 import socket
 import sys
 import time
-from json.decoder import scanstring
+from collections.abc import Callable
+from typing import Any
 
 _FD_IN = 3
 _FD_OUT = 4
@@ -51,7 +52,8 @@ _MISSING = object()
 
 # --- lossless JSON, iterative both ways (a 100,000-deep value needs no recursion) ----------------
 
-_ENCODE_STR = json.encoder.encode_basestring_ascii  # type: ignore[attr-defined]
+_ENCODE_STR: Callable[[str], str] = json.encoder.encode_basestring_ascii
+scanstring: Callable[[str, int], tuple[str, int]] = json.decoder.scanstring  # type: ignore[attr-defined]
 
 
 class Lossy(Exception):
@@ -69,7 +71,7 @@ def dump(value: object) -> str:
         item = work.pop()
         kind = type(item)
         if kind is str:
-            out.append(_ENCODE_STR(item))
+            out.append(_ENCODE_STR(item))  # type: ignore[arg-type]
         elif kind is _Text:
             out.append(item.text)  # type: ignore[attr-defined]
         elif kind is leave:
@@ -82,7 +84,7 @@ def dump(value: object) -> str:
             out.append("false")
         elif kind is int:
             try:
-                out.append(int.__repr__(item))  # type: ignore[arg-type]
+                out.append(int.__repr__(item))
             except ValueError:
                 raise Lossy("integer too large") from None
         elif kind is float:
@@ -142,7 +144,7 @@ class _Leave:
 _COMMA = _Text(",")
 _CLOSE_ARRAY = _Text("]")
 _CLOSE_OBJECT = _Text("}")
-_WS = re.compile(r"[ \t\n\r]*").match
+_WS: Callable[[str, int], Any] = re.compile(r"[ \t\n\r]*").match
 _NUMBER = re.compile(r"(-?(?:0|[1-9][0-9]*))(\.[0-9]+)?([eE][-+]?[0-9]+)?").match
 _CONSTANTS = {"null": None, "true": True, "false": False}
 
@@ -349,7 +351,7 @@ def _make_tools(channel: _Channel) -> object:
     return Tools()
 
 
-def _compile_program(code: str) -> object:
+def _compile_program(code: str) -> Any:
     module = ast.parse(code, filename="<program>", mode="exec")
     function = ast.AsyncFunctionDef(
         name="__program__",
@@ -357,8 +359,9 @@ def _compile_program(code: str) -> object:
         body=module.body or [ast.Pass()],
         decorator_list=[],
         returns=None,
-        type_params=[],
     )
+    if hasattr(ast, "TypeVar"):  # Python 3.12+ nodes carry type parameters
+        setattr(function, "type_params", [])
     ast.copy_location(function, module.body[0]) if module.body else None
     wrapper = ast.Module(body=[function], type_ignores=[])
     ast.fix_missing_locations(wrapper)

@@ -66,8 +66,9 @@ def _wrap(code: str) -> str:
         body=module.body or [ast.Pass()],
         decorator_list=[],
         returns=None,
-        type_params=[],
     )
+    if hasattr(ast, "TypeVar"):  # Python 3.12+ nodes carry type parameters
+        setattr(function, "type_params", [])
     return ast.unparse(ast.fix_missing_locations(ast.Module(body=[function], type_ignores=[])))
 
 
@@ -186,9 +187,8 @@ class MontyRuntime:
                 session.feed_run(source, external_lookup={"__dsh_call__": call}, print_callback=logs.write)
             )
             stop = asyncio.get_running_loop().create_future()
-            remove = request.signal.add_listener(lambda _s: stop.done() or stop.set_result("abort"))
-            timer = asyncio.get_running_loop().call_later(
-                self.wall_timeout_s + 1.0, lambda: stop.done() or stop.set_result("timeout"))
+            remove = request.signal.add_listener(lambda _s: _decide(stop, "abort"))
+            timer = asyncio.get_running_loop().call_later(self.wall_timeout_s + 1.0, _decide, stop, "timeout")
             try:
                 await asyncio.wait([feed, stop], return_when=asyncio.FIRST_COMPLETED)
             except asyncio.CancelledError:
@@ -234,6 +234,11 @@ class MontyRuntime:
         if size > self.max_output_bytes:
             return CodeRunFailure("output-limit", f"outer output exceeded {self.max_output_bytes} bytes", lines)
         return CodeRunSuccess(lines, result)
+
+
+def _decide(stop: asyncio.Future[str], why: str) -> None:
+    if not stop.done():
+        stop.set_result(why)
 
 
 async def _stop(feed: asyncio.Task[Any]) -> None:

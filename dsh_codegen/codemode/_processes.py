@@ -62,7 +62,7 @@ class ExitReport:
 def _parse_report(data: object) -> ExitReport:
     if isinstance(data, dict):
         cpu = data.get("cpu")
-        cpu_s = float(cpu) if type(cpu) in (int, float) else 0.0
+        cpu_s = float(cpu) if isinstance(cpu, (int, float)) else 0.0
         if type(data.get("signal")) is int:
             return ExitReport(None, data["signal"], cpu_s)
         if type(data.get("code")) is int:

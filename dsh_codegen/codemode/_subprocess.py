@@ -457,7 +457,7 @@ class _Run:
         self.next_call += 1
         name = str(tool)
         try:
-            future = self.request.dispatch(name, args)  # type: ignore[arg-type]
+            future = self.request.dispatch(name, args)
         except Exception as error:  # dispatch never raises by contract; a broken one fails the call only
             self._answer(call_id, None, _message(error))
             return
