@@ -223,26 +223,17 @@ class _Run:
         child_fds = RunFds(in_r, out_w, raw_w)
         self.host_fds = [in_w, out_r, raw_r]
         self.write_fd = in_w
+        for fd in self.host_fds:
+            os.set_blocking(fd, False)
+        # The init frame goes into the pipe before the child exists, so it never waits for it.
+        self._send(self._init_frame())
         try:
             self.child = await runtime._launch(child_fds)
         finally:
             child_fds.close()
-        for fd in self.host_fds:
-            os.set_blocking(fd, False)
         self.loop.add_reader(out_r, self._on_frames, out_r)
         self.loop.add_reader(raw_r, self._on_raw, raw_r)
         self.reading = [out_r, raw_r]
-        limits: dict[str, JsonValue] = {
-            "cwd": self.workdir,
-            "max_log_bytes": runtime.max_log_bytes,
-            "max_output_bytes": runtime.max_output_bytes,
-            "cpu_seconds": runtime.cpu_seconds,
-            "memory_bytes": runtime.memory_bytes,
-            "max_processes": runtime.max_processes,
-            "network": None if runtime.network else False,
-        }
-        init = {"code": self.request.code, "tools": list(self.request.tool_names), "limits": limits}
-        self._send(dump_canonical_json(init, sort_keys=False))
         timer = self.loop.call_later(runtime.wall_timeout_s, self._settle, CodeRunFailure(
             "timeout", f"the program ran past its wall-clock budget of {runtime.wall_timeout_s:g} s"))
         remove = self.request.signal.add_listener(lambda _signal: self._settle(
@@ -256,6 +247,20 @@ class _Run:
         if settled is None:
             settled = self._ending()
         return self._with_logs(settled)
+
+    def _init_frame(self) -> str:
+        runtime = self.runtime
+        limits: dict[str, JsonValue] = {
+            "cwd": self.workdir,
+            "max_log_bytes": runtime.max_log_bytes,
+            "max_output_bytes": runtime.max_output_bytes,
+            "cpu_seconds": runtime.cpu_seconds,
+            "memory_bytes": runtime.memory_bytes,
+            "max_processes": runtime.max_processes,
+            "network": None if runtime.network else False,
+        }
+        init = {"code": self.request.code, "tools": list(self.request.tool_names), "limits": limits}
+        return dump_canonical_json(init, sort_keys=False)
 
     def _settle(self, result: CodeRunResult | None) -> None:
         """Decide the outcome (first decision wins); a failure decided here kills the child."""
@@ -300,8 +305,8 @@ class _Run:
         if child is not None:
             if not child.exited.done():
                 child.kill()
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(asyncio.shield(child.exited), _EXIT_GRACE_S + 1.0)
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(asyncio.shield(child.exited), _EXIT_GRACE_S + 1.0)
         for fd in self.reading:
             self.loop.remove_reader(fd)
         if self.writing:
