@@ -675,6 +675,7 @@ def zygote() -> None:
 
 if __name__ == "__main__":
     role = sys.argv[1] if len(sys.argv) > 1 else ""
+    sys.path.extend(sys.argv[2:])  # site-packages, without running site's .pth hooks
     if role == "zygote":
         zygote()
     elif role == "keeper":
