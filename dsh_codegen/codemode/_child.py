@@ -580,6 +580,7 @@ def _fork_program(fds: tuple[int, int, int], closing: tuple[int, ...]) -> int:
         os.closerange(_FD_OUT + 1, 1 << 16)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_SETMASK, set())
         signal.set_wakeup_fd(-1)
         sys.stdout = open(1, "w", closefd=False)  # noqa: SIM115
         sys.stderr = open(2, "w", closefd=False)  # noqa: SIM115
@@ -600,10 +601,13 @@ def keeper() -> None:
         raise _Stop
 
     signal.signal(signal.SIGTERM, stop)
+    # A stop request arriving around the fork waits until the program's pid is known.
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
     pid = _fork_program((_FD_IN, _FD_OUT, 1), ())
     for fd in (_FD_IN, _FD_OUT, 0, 1, 2):
         os.close(fd)
     try:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
         os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)
     except _Stop:
         pass

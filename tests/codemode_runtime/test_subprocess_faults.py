@@ -174,10 +174,18 @@ def test_a_bounded_fork_bomb_ends_within_the_wall_budget_and_the_host_stays_resp
 # --- the caller stops the run -------------------------------------------------------------------
 
 
+async def _until_called(tools: FakeTools, name: str) -> None:
+    while name not in [called for called, _ in tools.calls]:
+        await asyncio.sleep(0.01)
+
+
 async def _cancel_after(start: str, code: str, delay_s: float, tools: FakeTools) -> None:
     async with PythonSubprocessRuntime(start=start) as runtime:  # type: ignore[arg-type]
         task = asyncio.ensure_future(runtime.run(request(code, tools)))
-        await asyncio.sleep(delay_s)
+        if "hang" in code:
+            await _until_called(tools, "hang")
+        else:
+            await asyncio.sleep(delay_s)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
@@ -212,9 +220,11 @@ def test_an_abort_signal_ends_the_run_as_abort_after_it_stopped(start: str) -> N
         controller = AbortController()
         tools = FakeTools()
         async with PythonSubprocessRuntime(start=start) as runtime:  # type: ignore[arg-type]
-            loop = asyncio.get_running_loop()
-            loop.call_later(0.5, controller.abort)
-            return await runtime.run(request("print('working')\nawait tools.hang({})", tools, controller.signal))
+            task = asyncio.ensure_future(
+                runtime.run(request("print('working')\nawait tools.hang({})", tools, controller.signal)))
+            await _until_called(tools, "hang")
+            controller.abort()
+            return await task
 
     assert run_sync(main) == CodeRunFailure("abort", "the run was aborted", ("working",))
 
