@@ -597,8 +597,12 @@ def keeper() -> None:
     """One run (plain-spawn strategy): fds 3/4/1 are the program's, fd 5 reports its exit."""
     _become_subreaper()
 
+    stopping: list[int] = []
+
     def stop(signum: int, frame: object) -> None:
-        raise _Stop
+        if not stopping:  # only the first request interrupts the wait; the rest are no-ops
+            stopping.append(signum)
+            raise _Stop
 
     signal.signal(signal.SIGTERM, stop)
     # A stop request arriving around the fork waits until the program's pid is known.
