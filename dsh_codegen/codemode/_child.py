@@ -415,10 +415,14 @@ def run_program() -> None:
     if type(cwd) is str:
         os.chdir(cwd)
         os.environ["HOME"] = os.environ["TMPDIR"] = cwd
-    _apply_limits(limits)
-    network = limits.get("network")
-    if network is False:
-        _isolate_network()
+    try:
+        _apply_limits(limits)
+        if limits.get("network") is False:
+            _isolate_network()
+    except (OSError, ValueError) as error:
+        message = f"the run could not be confined: {error}"
+        _write_all(_FD_OUT, ('{"t":"fail","kind":"exception","message":%s}\n' % _ENCODE_STR(message)).encode("ascii"))
+        os._exit(0)
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
     channel = _Channel(loop, frozenset(config["tools"]), int(limits["max_log_bytes"]))  # type: ignore[index, call-overload]
