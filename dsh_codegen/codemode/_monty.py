@@ -18,6 +18,7 @@ import contextlib
 import keyword
 from typing import Any, Final
 
+from dsh_codegen.codemode._preflight import preflight_findings, preflight_message
 from dsh_codegen.json import LosslessJsonError, dump_canonical_json, snapshot_json
 from dsh_codegen.registry._code_runtime import (
     CodeRunFailure,
@@ -82,8 +83,8 @@ class MontyRuntime:
     Budgets: ``wall_timeout_s`` (host clock and Monty's feed limit,
     ``timeout``), ``memory_bytes`` (Monty's heap limit; the program sees
     ``MemoryError``), ``max_output_bytes`` and ``max_log_bytes`` as on
-    :class:`PythonSubprocessRuntime`. The pool starts on the first run and stops
-    with :meth:`aclose`.
+    :class:`PythonSubprocessRuntime`, and the same opt-in ``preflight``. The
+    pool starts on the first run and stops with :meth:`aclose`.
     """
 
     language = "python"
@@ -95,6 +96,7 @@ class MontyRuntime:
         memory_bytes: int | None = 512 << 20,
         max_output_bytes: int = 64 << 20,
         max_log_bytes: int = 1 << 20,
+        preflight: bool = False,
     ) -> None:
         import pydantic_monty  # noqa: F401 (fail at construction when the extra is missing)
 
@@ -104,6 +106,7 @@ class MontyRuntime:
         self.memory_bytes = memory_bytes
         self.max_output_bytes = max_output_bytes
         self.max_log_bytes = max_log_bytes
+        self.preflight = bool(preflight)
         self._pool: Any = None
         self._closed = False
 
@@ -160,6 +163,10 @@ class MontyRuntime:
             raise RuntimeError("this MontyRuntime is closed")
         if request.signal.aborted:
             return CodeRunFailure("abort", "the run was aborted before it started")
+        if self.preflight:
+            findings = preflight_findings(request.code, request.tool_names, request.catalog)
+            if findings:
+                return CodeRunFailure("exception", preflight_message(findings))
         logs = _Logs(self.max_log_bytes)
         try:
             source = _prelude(request.tool_names) + _wrap(request.code) + "\nawait __program__()\n"

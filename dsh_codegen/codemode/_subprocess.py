@@ -28,6 +28,7 @@ from dsh_codegen.codemode._processes import (
     fork_server_supported,
     spawn_keeper,
 )
+from dsh_codegen.codemode._preflight import preflight_findings, preflight_message
 from dsh_codegen.json import LosslessJsonError, dump_canonical_json, parse_json
 from dsh_codegen.registry._code_runtime import (
     CodeRunFailure,
@@ -77,7 +78,9 @@ class PythonSubprocessRuntime:
     root), ``max_output_bytes`` (``output-limit``), ``max_log_bytes`` (later
     ``print`` output is dropped behind one marker line). ``network=False``
     starts the program in new user and network namespaces (Linux; a run whose
-    namespaces cannot be made fails as ``exception``).
+    namespaces cannot be made fails as ``exception``). ``preflight=True`` reads
+    the program against ``request.catalog`` before starting anything and returns
+    the findings as an ``exception`` failure (see ``_preflight.py``).
 
     Not a security sandbox: see ``docs/codemode-runtimes.md``.
     """
@@ -95,6 +98,7 @@ class PythonSubprocessRuntime:
         max_output_bytes: int = 64 * _MIB,
         max_log_bytes: int = 1 * _MIB,
         network: bool = True,
+        preflight: bool = False,
         python: str | None = None,
     ) -> None:
         if start is None:
@@ -120,6 +124,7 @@ class PythonSubprocessRuntime:
         self.max_output_bytes = max_output_bytes
         self.max_log_bytes = max_log_bytes
         self.network = bool(network)
+        self.preflight = bool(preflight)
         self._python = python or sys.executable
         self._env = child_env()
         self._server: ForkServer | None = None
@@ -167,6 +172,10 @@ class PythonSubprocessRuntime:
             raise RuntimeError("this PythonSubprocessRuntime is closed")
         if request.signal.aborted:
             return CodeRunFailure("abort", "the run was aborted before it started")
+        if self.preflight:
+            findings = preflight_findings(request.code, request.tool_names, request.catalog)
+            if findings:
+                return CodeRunFailure("exception", preflight_message(findings))
         return await _Run(self, request).main()
 
 
