@@ -23,9 +23,11 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from bench._util import format_seconds
+from bench._util import format_seconds, median_time
 
+from dsh_codegen.codegen import load_catalog
 from dsh_codegen.codemode import MontyRuntime, PythonSubprocessRuntime
+from dsh_codegen.codemode._preflight import preflight_findings
 from dsh_codegen.registry._code_runtime import CodeRunRequest, CodeRunSuccess
 from dsh_codegen.registry.cancel import AbortController
 
@@ -121,6 +123,23 @@ async def _concurrent(runtime: PythonSubprocessRuntime, count: int, samples: int
     return one, many
 
 
+def _preflight_cost() -> tuple[float, int, int]:
+    """Median seconds of one pre-flight check of a 40-line program against the 60-tool catalog."""
+    from pathlib import Path
+
+    catalog = tuple(load_catalog(Path(__file__).with_name("data") / "catalog60.json"))
+    names = tuple(sorted(entry.name for entry in catalog))
+    lines = []
+    for index in range(10):
+        lines.append(f"r{index} = await tools.bash({{'command': 'ls {index}', 'timeout_ms': {index}}})")
+        lines.append(f"print(r{index}['stdout'])")
+        lines.append(f"await tools.nope{index}({{}})" if index == 9 else "x = 1")
+        lines.append(f"await tools['{names[index]}']({{'a': [1, 2, {{'b': None}}]}})")
+    code = "\n".join(lines)
+    found = preflight_findings(code, names, catalog)
+    return median_time(lambda: preflight_findings(code, names, catalog)), len(lines), len(found)
+
+
 def _cell(value: float | str) -> str:
     return format_seconds(value) if isinstance(value, float) else value
 
@@ -151,6 +170,9 @@ async def _main() -> None:
             per_call = (sequential - empty) / 100
             print(f"  binding round trip, {runtime_name}: {format_seconds(per_call)} per call,"
                   f" {format_seconds(per_call - floor)} above in-process dispatch (target <= 100 us)")
+    cost, lines, found = _preflight_cost()
+    print(f"pre-flight check of a {lines}-line program against 60 tools: {format_seconds(cost)}"
+          f" ({found} findings)")
     one, many = await _concurrent(PythonSubprocessRuntime(start="fork-server"), 50, 9)
     print(f"50 concurrent empty runs, fork server: {format_seconds(many)} vs one run {format_seconds(one)}:"
           f" {many / one:.2f}x (target <= 3x on 2 cores)")

@@ -670,11 +670,16 @@ def zygote() -> None:
                 os._exit(0)
             request = json.loads(message)
             if request["op"] == "fork" and len(fds) == 3:
-                pid = _fork_program((fds[0], fds[1], fds[2]), (control.fileno(), wake_r, wake_w))
-                live.add(pid)
-                for fd in fds:
-                    os.close(fd)
-                reply('{"op":"forked","id":%d,"pid":%d}' % (request["id"], pid))
+                try:
+                    pid = _fork_program((fds[0], fds[1], fds[2]), (control.fileno(), wake_r, wake_w))
+                except OSError as error:  # EAGAIN and friends: this run fails, the server stays
+                    reply('{"op":"failed","id":%d,"message":%s}' % (request["id"], _ENCODE_STR(str(error))))
+                else:
+                    live.add(pid)
+                    reply('{"op":"forked","id":%d,"pid":%d}' % (request["id"], pid))
+                finally:
+                    for fd in fds:
+                        os.close(fd)
             elif request["op"] == "kill" and request["pid"] in live:
                 try:
                     os.killpg(request["pid"], signal.SIGKILL)

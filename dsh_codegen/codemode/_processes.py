@@ -293,6 +293,10 @@ class ForkServer:
                 future = self._forked.pop(reply.get("id"), None)
                 if future is not None and not future.done():
                     future.set_result(int(reply["pid"]))
+            elif reply.get("op") == "failed":
+                future = self._forked.pop(reply.get("id"), None)
+                if future is not None and not future.done():
+                    future.set_exception(OSError(f"the fork server could not fork: {reply.get('message')}"))
             elif reply.get("op") == "exit":
                 pid = int(reply["pid"])
                 report = _parse_report(reply.get("status"))

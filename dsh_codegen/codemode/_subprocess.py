@@ -238,6 +238,8 @@ class _Run:
         self._send(self._init_frame())
         try:
             self.child = await runtime._launch(child_fds)
+        except OSError as error:  # no process to run the program in (fork or spawn refused)
+            return CodeRunFailure("worker-exit", f"the program process could not be started: {error}")
         finally:
             child_fds.close()
         self.loop.add_reader(out_r, self._on_frames, out_r)

@@ -266,3 +266,9 @@ def test_network_false_leaves_only_loopback(start: str) -> None:
     assert result == CodeRunSuccess((), ["lo"])
     host = sorted(name for _, name in socket.if_nameindex())
     assert go(code, start) == CodeRunSuccess((), host)
+
+
+def test_no_interpreter_to_start_is_a_worker_exit_not_a_host_exception(start: str) -> None:
+    result = go("return 1", start, python="/nonexistent/python3")
+    assert kind_of(result) == "worker-exit"
+    assert result.message.startswith("the program process could not be started:")
