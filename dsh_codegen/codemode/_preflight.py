@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from typing import Any, Final
 
 from dsh_codegen.codegen import ToolSchemaEntry
-from dsh_codegen.schema import validate_json_schema_value
+from dsh_codegen.schema import CompiledValidator, compile_validator
 
 __all__ = ["preflight_findings", "preflight_message"]
 
@@ -61,7 +61,21 @@ def _listed(names: list[str]) -> str:
     return shown + (", ..." if len(names) > _MAX_LISTED else "")
 
 
-def _argument_findings(name: str, call: ast.Call, schema: Any) -> Iterator[str]:
+_Validators = dict[str, "CompiledValidator | None"]
+
+
+def _relaxed_validator(name: str, schema: dict[str, Any], validators: _Validators) -> CompiledValidator | None:
+    """The tool's parameter schema without its presence rules, compiled once per check (``None``: unsupported)."""
+    if name not in validators:
+        relaxed = {key: value for key, value in schema.items() if key not in ("required", "minProperties")}
+        try:
+            validators[name] = compile_validator(relaxed)
+        except Exception:  # a schema the validator cannot take is the pipeline's business, not ours
+            validators[name] = None
+    return validators[name]
+
+
+def _argument_findings(name: str, call: ast.Call, schema: Any, validators: _Validators) -> Iterator[str]:
     if not call.args or not isinstance(call.args[0], ast.Dict) or not isinstance(schema, dict):
         return
     literal = call.args[0]
@@ -83,19 +97,16 @@ def _argument_findings(name: str, call: ast.Call, schema: Any) -> Iterator[str]:
             if isinstance(key, str) and key not in present:
                 yield f"tools.{name}: missing required argument {key!r}"
     judged_args = {key: value for key, value in present.items() if value is not _UNJUDGED}
-    relaxed = {key: value for key, value in schema.items() if key not in ("required", "minProperties")}
     declared = schema.get("properties")
     properties: dict[str, Any] = declared if isinstance(declared, dict) else {}
     if schema.get("additionalProperties") is False:
         for unjudged in present:
             if unjudged not in properties and unjudged not in judged_args:
                 yield f'tools.{name}: "arguments.{unjudged}" is not a declared property (additionalProperties: false)'
-    try:
-        violations = validate_json_schema_value(relaxed, judged_args, "arguments")
-    except Exception:  # a schema the validator cannot take is the pipeline's business, not ours
-        return
-    for violation in violations:
-        yield f"tools.{name}: {violation}"
+    validator = _relaxed_validator(name, schema, validators)
+    if validator is not None:
+        for violation in validator.violations(judged_args, "arguments"):
+            yield f"tools.{name}: {violation}"
 
 
 def _closed_keys(schema: Any) -> list[str] | None:
@@ -130,6 +141,7 @@ def preflight_findings(code: str, tool_names: tuple[str, ...], catalog: tuple[To
     names = set(tool_names)
     entries = {entry.name: entry for entry in catalog}
     found: list[tuple[int, str]] = []
+    validators: _Validators = {}
     results: dict[str, str | None] = {}  # variable -> the tool whose result it holds (None: ambiguous)
     for node in nodes:
         if isinstance(node, (ast.Assign, ast.AnnAssign)):
@@ -147,7 +159,8 @@ def preflight_findings(code: str, tool_names: tuple[str, ...], catalog: tuple[To
             continue
         called = _tool_call(node) if isinstance(node, ast.Call) else None
         if called is not None and called[0] in entries:
-            found += [(line, text) for text in _argument_findings(called[0], called[1], entries[called[0]].parameters)]
+            found += [(line, text) for text in _argument_findings(called[0], called[1], entries[called[0]].parameters,
+                                                                    validators)]
             continue
         read = _read_key(node)
         if read is None:
