@@ -187,7 +187,10 @@ class MontyRuntime:
                 raise RuntimeError(error.message) from None
             return snapshot_json(value, freeze=False)
 
-        session = await self._session()
+        try:
+            session = await self._session()
+        except Exception as error:  # the pool could not start a worker: no sandbox to run in
+            return CodeRunFailure("worker-exit", f"the Monty worker could not be started: {error}")
         feed: asyncio.Task[Any] | None = None
         async with session:
             feed = asyncio.ensure_future(

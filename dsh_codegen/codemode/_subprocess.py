@@ -399,7 +399,10 @@ class _Run:
             line = bytes(self.frames[begin:end])
             begin = end + 1
             start = begin
-            self._on_line(line)
+            try:
+                self._on_line(line)
+            except Exception as error:  # a defect of ours must still end the run, not escape into the loop
+                self._violation(f"a frame the host could not handle: {type(error).__name__}")
         del self.frames[:begin]
         if len(self.frames) > self.frame_cap and not self.outcome.done():
             self._violation("an oversized frame")
@@ -474,6 +477,8 @@ class _Run:
         name = str(tool)
         try:
             future = self.request.dispatch(name, args)
+            if not isinstance(future, asyncio.Future):
+                raise TypeError(f"dispatch returned {type(future).__name__}, not a future")
         except Exception as error:  # dispatch never raises by contract; a broken one fails the call only
             self._answer(call_id, None, _message(error))
             return

@@ -12,7 +12,7 @@ import pytest
 from _runtime_helpers import STARTS, FakeTools, request, run_code, run_sync
 
 from dsh_codegen.codemode import PythonSubprocessRuntime
-from dsh_codegen.registry._code_runtime import CodeRunFailure, CodeRunSuccess
+from dsh_codegen.registry._code_runtime import CodeRunFailure, CodeRunRequest, CodeRunSuccess
 from dsh_codegen.registry.cancel import AbortController
 
 pytestmark = [pytest.mark.once, pytest.mark.parametrize("start", STARTS)]
@@ -272,3 +272,16 @@ def test_no_interpreter_to_start_is_a_worker_exit_not_a_host_exception(start: st
     result = go("return 1", start, python="/nonexistent/python3")
     assert kind_of(result) == "worker-exit"
     assert result.message.startswith("the program process could not be started:")
+
+
+def test_a_broken_dispatch_fails_only_that_call(start: str) -> None:
+    async def main() -> Any:
+        def dispatch(name: str, args: Any) -> Any:
+            return None  # breaks the contract: not a future
+
+        broken = CodeRunRequest("try:\n    await tools.echo({})\nexcept ToolCallError as e:\n    return e.message",
+                                ("echo",), dispatch, AbortController().signal, "c")
+        async with PythonSubprocessRuntime(start=start) as runtime:  # type: ignore[arg-type]
+            return await runtime.run(broken)
+
+    assert run_sync(main) == CodeRunSuccess((), "dispatch returned NoneType, not a future")
