@@ -129,3 +129,15 @@ def test_cases_monty_cannot_express() -> None:
     for code in ("import os\nos.fork()", "import ctypes", "import os\nos._exit(3)"):
         result = go(code)
         assert isinstance(result, CodeRunFailure) and result.kind == "exception", (code, result)
+
+
+def test_50_concurrent_runs() -> None:
+    async def main() -> list[Any]:
+        tools = FakeTools()
+        async with MontyRuntime() as runtime:
+            return await asyncio.gather(*(
+                runtime.run(request(f"r = await tools.echo({{'i': {i}}})\nreturn r['echo']['i']", tools))
+                for i in range(50)
+            ))
+
+    assert run_sync(main) == [CodeRunSuccess((), i) for i in range(50)]

@@ -285,3 +285,9 @@ def test_a_broken_dispatch_fails_only_that_call(start: str) -> None:
             return await runtime.run(broken)
 
     assert run_sync(main) == CodeRunSuccess((), "dispatch returned NoneType, not a future")
+
+
+def test_a_process_killed_outright_is_a_worker_exit(start: str) -> None:
+    # What the kernel's memory killer does (RLIMIT_AS itself only makes allocations fail).
+    result = go("import os, signal\nprint('going')\nos.kill(os.getpid(), signal.SIGKILL)", start)
+    assert result == CodeRunFailure("worker-exit", "the program process was killed by SIGKILL", ("going",))
