@@ -17,7 +17,7 @@ import shutil
 import signal
 import sys
 import tempfile
-from typing import Final, Literal
+from typing import Any, Final, Literal
 
 from dsh_codegen.codemode._processes import (
     Child,
@@ -128,6 +128,7 @@ class PythonSubprocessRuntime:
         self._python = python or sys.executable
         self._env = child_env()
         self._server: ForkServer | None = None
+        self._runs: set[_Run] = set()
         self._closed = False
 
     def __repr__(self) -> str:
@@ -148,11 +149,19 @@ class PythonSubprocessRuntime:
         killed with the server and end as ``worker-exit``.
         """
         self._closed = True
+        for run in list(self._runs):
+            run.stop(CodeRunFailure("worker-exit", "the runtime was closed during the run"))
+        exits = [run.child.exited for run in self._runs if run.child is not None]
+        if exits:
+            waiting = asyncio.ensure_future(asyncio.wait(exits, timeout=_EXIT_GRACE_S + 1.0))
+            await _finish(waiting)
         server, self._server = self._server, None
         if server is not None:
             await server.aclose()
 
     async def _launch(self, fds: RunFds) -> Child:
+        if self._closed:  # closed while this run was being set up: start nothing
+            raise OSError("the runtime was closed")
         if self.start == "spawn":
             return await spawn_keeper(self._python, fds, self._env)
         if self._server is None:
@@ -208,20 +217,18 @@ class _Run:
     # --- lifetime ---------------------------------------------------------------------------
 
     async def main(self) -> CodeRunResult:
-        cleanup: asyncio.Task[None] | None = None
+        self.runtime._runs.add(self)
         try:
             result = await self._drive()
-        except asyncio.CancelledError:
-            cleanup = asyncio.ensure_future(self._cleanup())
-            await _finish(cleanup)
-            raise
-        except BaseException:
-            cleanup = asyncio.ensure_future(self._cleanup())
-            await _finish(cleanup)
-            raise
-        cleanup = asyncio.ensure_future(self._cleanup())
-        await _finish(cleanup)
+        finally:
+            # On every exit path (a result, a cancellation, a defect): kill, reap, close, remove.
+            await _finish(asyncio.ensure_future(self._cleanup()))
+            self.runtime._runs.discard(self)
         return result
+
+    def stop(self, failure: CodeRunFailure) -> None:
+        """End the run from outside (the runtime is closing) with ``failure``."""
+        self._settle(failure)
 
     async def _drive(self) -> CodeRunResult:
         runtime = self.runtime
@@ -526,7 +533,7 @@ def _message(error: BaseException) -> str:
         return "<unprintable thrown value>"
 
 
-async def _finish(task: asyncio.Future[None]) -> None:
+async def _finish(task: asyncio.Future[Any]) -> None:
     """Await a clean-up task to its end; a cancellation meanwhile is re-raised afterwards."""
     cancelled = False
     while not task.done():
