@@ -437,12 +437,14 @@ def run_program() -> None:
             return
         channel.log((" " if sep is None else sep).join(map(str, values)))
 
+    # ``print`` is replaced in the program's own copy of the builtins, so its globals hold
+    # exactly the two bindings.
+    program_builtins = dict(builtins.__dict__, print=program_print)
     namespace: dict[str, object] = {
         "__name__": "__program__",
-        "__builtins__": builtins,
+        "__builtins__": program_builtins,
         "tools": _make_tools(channel),
         "ToolCallError": ToolCallError,
-        "print": program_print,
     }
     try:
         exec(_compile_program(code), namespace)  # noqa: S102 (running the program is the job)

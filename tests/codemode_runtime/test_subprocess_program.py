@@ -25,6 +25,9 @@ def go(code: str, start: str, tools: FakeTools | None = None, **options: Any) ->
 def test_top_level_await_return_and_print(start: str) -> None:
     result = go("print('a', 1)\nprint()\nx = await tools.echo({'k': [1, 2.5, None]})\nreturn x", start)
     assert result == CodeRunSuccess(("a 1", ""), {"echo": {"k": [1, 2.5, None]}})
+    # print inside functions the program defines feeds the logs too; sep is kept, end is not
+    code = "def f(x):\n    print(x, 'y', sep='-', end='!')\nf(1)\nimport asyncio\nawait asyncio.sleep(0)"
+    assert go(code, start) == CodeRunSuccess(("1-y",))
 
 
 def test_returning_none_has_no_result(start: str) -> None:
@@ -52,7 +55,7 @@ def test_only_tools_and_tool_call_error_are_bound(start: str) -> None:
     )
     result = go(code, start)
     assert isinstance(result, CodeRunSuccess)
-    assert result.result == [["ToolCallError", "print", "tools"], "no tool named 'nope'"]
+    assert result.result == [["ToolCallError", "tools"], "no tool named 'nope'"]
 
 
 def test_tool_call_error_carries_tool_name_and_message(start: str) -> None:
