@@ -37,6 +37,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal, Protocol, TypeAlias, runtime_checkable
 
+from dsh_codegen.codegen import ToolSchemaEntry
 from dsh_codegen.registry._results import UNSET, JsonValue, Unset
 from dsh_codegen.registry.cancel import AbortSignal
 
@@ -80,7 +81,10 @@ class CodeRunRequest:
 
     ``tool_names`` are the visible tools the ``tools`` namespace binds, sorted,
     never ``run_code``. ``call_id`` is the outer ``run_code`` call's id (for a
-    runtime's own logs; sub-call ids are the bridge's business).
+    runtime's own logs; sub-call ids are the bridge's business). ``catalog``
+    (optional, empty by default) holds the visible tools' catalog entries, the
+    SDK's source, for a runtime's opt-in static pre-flight check; a runtime
+    must not require it.
     """
 
     code: str
@@ -88,6 +92,7 @@ class CodeRunRequest:
     dispatch: CodeDispatch
     signal: AbortSignal
     call_id: str
+    catalog: tuple[ToolSchemaEntry, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

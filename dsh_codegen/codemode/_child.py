@@ -1,0 +1,703 @@
+"""The child side of ``PythonSubprocessRuntime``: keeper, fork server and program runner.
+
+This file runs as a script (``python -I _child.py <role>``), never as part of the
+package: it imports the standard library only, so a child pays for nothing the
+program does not need, and it is small enough to read whole. Three roles:
+
+``zygote``  the fork server. Imports everything a program run needs, then
+            waits on the control socket (fd 3, ``SOCK_SEQPACKET``) for ``fork``
+            requests carrying the run's three pipe ends; forks one child per
+            request (a child never runs twice; the zygote never runs user code),
+            and reports each child's exit. It is a child subreaper: everything
+            a program spawned ends up its child, is killed with the run's
+            process group and session, and is reaped here.
+``keeper``  the same duty for one run, for the plain-spawn strategy: forks the
+            program process, reports its exit on fd 5, and exits.
+``run``     (inside either) the program process itself: reads the init frame
+            from fd 3, runs the program, writes frames to fd 4.
+
+Frames are JSON lines (UTF-8, ASCII-escaped by the writer here). Child to host:
+``{"t":"call","id":n,"tool":name,"args":v}``, ``{"t":"log","text":s}``,
+``{"t":"logcap"}``, ``{"t":"done"}`` / ``{"t":"done","result":v}``,
+``{"t":"fail","kind":k,"message":s}``. Host to child: the init frame
+``{"code","tools","limits"}`` then ``{"t":"ok","id":n,"value":v}`` /
+``{"t":"err","id":n,"message":s}``. The host trusts none of it.
+"""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+import builtins
+import gc
+import json
+import math
+import os
+import re
+import resource
+import selectors
+import signal
+import socket
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+_FD_IN = 3
+_FD_OUT = 4
+_FD_STATUS = 5
+_PR_SET_CHILD_SUBREAPER = 36
+_LOSSY_ARGS = "tool arguments must be lossless JSON (call the tool with an arguments object, e.g. `{}`)"
+_MISSING = object()
+
+# --- lossless JSON, iterative both ways (a 100,000-deep value needs no recursion) ----------------
+
+_ENCODE_STR: Callable[[str], str] = json.encoder.encode_basestring_ascii
+scanstring: Callable[[str, int], tuple[str, int]] = json.decoder.scanstring  # type: ignore[attr-defined]
+
+
+class Lossy(Exception):
+    """The value is not lossless JSON."""
+
+
+def dump(value: object) -> str:
+    """Compact, ASCII-only JSON for a lossless value; ``Lossy`` otherwise (cycles included)."""
+    out: list[str] = []
+    # Work items: a value to write, or a str to emit, or a ("leave", id) marker.
+    work: list[object] = [value]
+    open_ids: set[int] = set()
+    leave = _Leave
+    while work:
+        item = work.pop()
+        kind = type(item)
+        if kind is str:
+            out.append(_ENCODE_STR(item))  # type: ignore[arg-type]
+        elif kind is _Text:
+            out.append(item.text)  # type: ignore[attr-defined]
+        elif kind is leave:
+            open_ids.discard(item.ident)  # type: ignore[attr-defined]
+        elif item is None:
+            out.append("null")
+        elif item is True:
+            out.append("true")
+        elif item is False:
+            out.append("false")
+        elif kind is int:
+            try:
+                out.append(int.__repr__(item))
+            except ValueError:
+                raise Lossy("integer too large") from None
+        elif kind is float:
+            number: float = item  # type: ignore[assignment]
+            if not math.isfinite(number) or (number == 0.0 and math.copysign(1.0, number) < 0):
+                raise Lossy("non-finite or negative-zero number")
+            out.append(float.__repr__(number))
+        elif kind is list or kind is tuple:
+            ident = id(item)
+            if ident in open_ids:
+                raise Lossy("cycle")
+            open_ids.add(ident)
+            seq: list[object] | tuple[object, ...] = item  # type: ignore[assignment]
+            work.append(_Leave(ident))
+            work.append(_CLOSE_ARRAY)
+            for index in range(len(seq) - 1, -1, -1):
+                work.append(seq[index])
+                if index:
+                    work.append(_COMMA)
+            out.append("[")
+        elif kind is dict:
+            ident = id(item)
+            if ident in open_ids:
+                raise Lossy("cycle")
+            open_ids.add(ident)
+            pairs = list(item.items())  # type: ignore[attr-defined]
+            work.append(_Leave(ident))
+            work.append(_CLOSE_OBJECT)
+            for index in range(len(pairs) - 1, -1, -1):
+                key, member = pairs[index]
+                if type(key) is not str:
+                    raise Lossy("non-string key")
+                work.append(member)
+                work.append(_Text(_ENCODE_STR(key) + ":"))
+                if index:
+                    work.append(_COMMA)
+            out.append("{")
+        else:
+            raise Lossy(f"{kind.__name__} is not JSON")
+    return "".join(out)
+
+
+class _Text:
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+
+class _Leave:
+    __slots__ = ("ident",)
+
+    def __init__(self, ident: int) -> None:
+        self.ident = ident
+
+
+_COMMA = _Text(",")
+_CLOSE_ARRAY = _Text("]")
+_CLOSE_OBJECT = _Text("}")
+_WS: Callable[[str, int], Any] = re.compile(r"[ \t\n\r]*").match
+_NUMBER = re.compile(r"(-?(?:0|[1-9][0-9]*))(\.[0-9]+)?([eE][-+]?[0-9]+)?").match
+_CONSTANTS = {"null": None, "true": True, "false": False}
+
+
+def load(text: str) -> object:
+    """Parse JSON text with an explicit stack (the host's frames are canonical JSON)."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        pass
+    stack: list[tuple[object, str | None]] = []  # (container, pending key)
+    index = _WS(text, 0).end()
+    while True:
+        char = text[index : index + 1]
+        if char == "[" or char == "{":
+            container: object = [] if char == "[" else {}
+            index = _WS(text, index + 1).end()
+            closer = "]" if char == "[" else "}"
+            if text[index : index + 1] == closer:
+                value: object = container
+                index += 1
+            else:
+                key = None
+                if char == "{":
+                    key, index = scanstring(text, index + 1)
+                    index = _WS(text, index).end() + 1  # the colon
+                    index = _WS(text, index).end()
+                stack.append((container, key))
+                continue
+        elif char == '"':
+            value, index = scanstring(text, index + 1)
+        else:
+            match = _NUMBER(text, index)
+            if match is not None:
+                integer, fraction, exponent = match.groups()
+                value = float(integer + (fraction or "") + (exponent or "")) if fraction or exponent else int(integer)
+                index = match.end()
+            else:
+                word = text[index : index + 5].rstrip("]},\n \t\r")
+                word = word[:4] if word[:4] in _CONSTANTS else word
+                if word not in _CONSTANTS:
+                    raise ValueError("malformed JSON")
+                value = _CONSTANTS[word]
+                index += len(word)
+        # Attach ``value`` to the open containers, closing as many as end here.
+        while True:
+            if not stack:
+                return value
+            container, key = stack[-1]
+            if key is None:
+                container.append(value)  # type: ignore[attr-defined]
+            else:
+                container[key] = value  # type: ignore[index]
+            index = _WS(text, index).end()
+            char = text[index : index + 1]
+            if char == ",":
+                index = _WS(text, index + 1).end()
+                if key is not None:
+                    next_key, index = scanstring(text, index + 1)
+                    index = _WS(text, _WS(text, index).end() + 1).end()
+                    stack[-1] = (container, next_key)
+                break
+            index += 1  # the closing bracket
+            stack.pop()
+            value = container
+
+
+# --- the program process ------------------------------------------------------------------------
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
+class ToolCallError(Exception):
+    """A binding call failed: ``toolName`` names the tool, ``message`` says why."""
+
+    def __init__(self, toolName: str, message: str) -> None:  # noqa: N803 (the contract's name)
+        super().__init__(message)
+        self.toolName = toolName
+        self.message = message
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (type(self), (self.toolName, self.message))
+
+
+class _Channel:
+    """The program's end of the protocol: numbered calls out, results in."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, names: frozenset[str], max_log_bytes: int) -> None:
+        self.loop = loop
+        self.names = names
+        self.pending: dict[int, tuple[str, asyncio.Future[object]]] = {}
+        self.next_id = 0
+        self.log_room = max_log_bytes
+        self.log_closed = False
+        self.buffer = bytearray()
+        os.set_blocking(_FD_IN, False)
+        loop.add_reader(_FD_IN, self._readable)
+
+    def send(self, frame: str) -> None:
+        _write_all(_FD_OUT, frame.encode("ascii") + b"\n")
+
+    def call(self, name: str, args: object) -> asyncio.Future[object]:
+        future: asyncio.Future[object] = self.loop.create_future()
+        try:
+            if args is _MISSING:
+                raise Lossy("missing")
+            text = dump(args)
+        except Lossy:
+            future.set_exception(ToolCallError(name, _LOSSY_ARGS))
+            return future
+        self.next_id += 1
+        self.pending[self.next_id] = (name, future)
+        self.send('{"t":"call","id":%d,"tool":%s,"args":%s}' % (self.next_id, _ENCODE_STR(name), text))
+        return future
+
+    def log(self, text: str) -> None:
+        if self.log_closed:
+            return
+        size = len(text.encode("utf-8", "surrogatepass"))
+        if size > self.log_room:
+            text = text.encode("utf-8", "surrogatepass")[: self.log_room].decode("utf-8", "ignore")
+            if text:
+                self.send('{"t":"log","text":%s}' % _ENCODE_STR(text))
+            self.send('{"t":"logcap"}')
+            self.log_closed = True
+            return
+        self.log_room -= size
+        self.send('{"t":"log","text":%s}' % _ENCODE_STR(text))
+
+    def _readable(self) -> None:
+        try:
+            chunk = os.read(_FD_IN, 1 << 20)
+        except BlockingIOError:
+            return
+        if not chunk:
+            self.loop.remove_reader(_FD_IN)
+            return
+        self.buffer += chunk
+        while True:
+            end = self.buffer.find(b"\n")
+            if end < 0:
+                return
+            line = bytes(self.buffer[:end])
+            del self.buffer[: end + 1]
+            frame = load(line.decode("utf-8", "surrogatepass"))
+            entry = self.pending.pop(frame["id"], None)  # type: ignore[index]
+            if entry is None or entry[1].done():
+                continue
+            name, future = entry
+            if frame["t"] == "ok":  # type: ignore[index]
+                future.set_result(frame["value"])  # type: ignore[index]
+            else:
+                future.set_exception(ToolCallError(name, frame["message"]))  # type: ignore[index]
+
+
+class _Binding:
+    __slots__ = ("_channel", "_name")
+
+    def __init__(self, channel: _Channel, name: str) -> None:
+        self._channel = channel
+        self._name = name
+
+    def __call__(self, args: object = _MISSING, /) -> asyncio.Future[object]:
+        return self._channel.call(self._name, args)
+
+    def __repr__(self) -> str:
+        return f"<tool {self._name!r}>"
+
+
+def _make_tools(channel: _Channel) -> object:
+    bindings = {name: _Binding(channel, name) for name in channel.names}
+
+    class Tools:
+        """The tool bindings: ``await tools.name(args)`` or ``await tools["name"](args)``."""
+
+        __slots__ = ()
+
+        def __getattr__(self, name: str) -> _Binding:
+            try:
+                return bindings[name]
+            except KeyError:
+                raise AttributeError(f"no tool named {name!r}") from None
+
+        def __getitem__(self, name: str) -> _Binding:
+            try:
+                return bindings[name]
+            except (KeyError, TypeError):
+                raise KeyError(name) from None
+
+        def __contains__(self, name: object) -> bool:
+            return name in bindings
+
+        def __dir__(self) -> list[str]:
+            return sorted(bindings)
+
+        def __repr__(self) -> str:
+            return f"<tools: {', '.join(sorted(bindings))}>"
+
+    return Tools()
+
+
+def _compile_program(code: str) -> Any:
+    module = ast.parse(code, filename="<program>", mode="exec")
+    function = ast.AsyncFunctionDef(
+        name="__program__",
+        args=ast.arguments(posonlyargs=[], args=[], vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[]),
+        body=module.body or [ast.Pass()],
+        decorator_list=[],
+        returns=None,
+    )
+    if hasattr(ast, "TypeVar"):  # Python 3.12+ nodes carry type parameters
+        setattr(function, "type_params", [])
+    ast.copy_location(function, module.body[0]) if module.body else None
+    wrapper = ast.Module(body=[function], type_ignores=[])
+    ast.fix_missing_locations(wrapper)
+    return compile(wrapper, "<program>", "exec", dont_inherit=True)
+
+
+def _describe(error: BaseException) -> str:
+    name = type(error).__name__
+    try:
+        text = str(error)
+    except Exception:
+        text = "<unprintable exception>"
+    line = None
+    trace = error.__traceback__
+    while trace is not None:
+        if trace.tb_frame.f_code.co_filename == "<program>":
+            line = trace.tb_lineno
+        trace = trace.tb_next
+    where = f" (line {line})" if line is not None else ""
+    return f"{name}: {text}{where}" if text else f"{name}{where}"
+
+
+def _apply_limits(limits: dict[str, object]) -> None:
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    cpu = limits.get("cpu_seconds")
+    if type(cpu) is int:
+        used = resource.getrusage(resource.RUSAGE_SELF)
+        spent = int(used.ru_utime + used.ru_stime)
+        resource.setrlimit(resource.RLIMIT_CPU, (spent + cpu, spent + cpu + 1))
+    memory = limits.get("memory_bytes")
+    if type(memory) is int:
+        resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+    processes = limits.get("max_processes")
+    if type(processes) is int:
+        resource.setrlimit(resource.RLIMIT_NPROC, (processes, processes))
+
+
+def run_program() -> None:
+    """The program process: init frame in, frames out, then ``os._exit``."""
+    init = b""
+    while not init.endswith(b"\n"):
+        chunk = os.read(_FD_IN, 1 << 20)
+        if not chunk:
+            os._exit(70)
+        init += chunk
+    head, _, rest = init.partition(b"\n")
+    config = load(head.decode("utf-8", "surrogatepass"))
+    code: str = config["code"]  # type: ignore[index]
+    limits: dict[str, object] = config["limits"]  # type: ignore[index]
+    cwd = limits.get("cwd")
+    if type(cwd) is str:
+        os.chdir(cwd)
+        os.environ["HOME"] = os.environ["TMPDIR"] = cwd
+    try:
+        _apply_limits(limits)
+        if limits.get("network") is False:
+            _isolate_network()
+    except (OSError, ValueError) as error:
+        message = f"the run could not be confined: {error}"
+        _write_all(_FD_OUT, ('{"t":"fail","kind":"exception","message":%s}\n' % _ENCODE_STR(message)).encode("ascii"))
+        os._exit(0)
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    channel = _Channel(loop, frozenset(config["tools"]), int(limits["max_log_bytes"]))  # type: ignore[index, call-overload]
+    channel.buffer += rest
+    if rest:
+        loop.call_soon(channel._readable)
+
+    def program_print(*values: object, sep: str | None = " ", end: str | None = "\n", file: object = None,
+                      flush: bool = False) -> None:
+        if file is not None:
+            builtins.print(*values, sep=sep, end=end, file=file, flush=flush)  # type: ignore[call-overload]
+            return
+        channel.log((" " if sep is None else sep).join(map(str, values)))
+
+    # ``print`` is replaced in the program's own copy of the builtins, so its globals hold
+    # exactly the two bindings.
+    program_builtins = dict(builtins.__dict__, print=program_print)
+    namespace: dict[str, object] = {
+        "__name__": "__program__",
+        "__builtins__": program_builtins,
+        "tools": _make_tools(channel),
+        "ToolCallError": ToolCallError,
+    }
+    try:
+        exec(_compile_program(code), namespace)  # noqa: S102 (running the program is the job)
+        value = loop.run_until_complete(namespace["__program__"]())  # type: ignore[operator]
+    except BaseException as error:  # the program's failure, whatever it is
+        if isinstance(error, SystemExit) and not error.code:
+            value = None
+        else:
+            channel.send('{"t":"fail","kind":"exception","message":%s}' % _ENCODE_STR(_describe(error)))
+            os._exit(0)
+    if value is None:
+        channel.send('{"t":"done"}')
+    else:
+        try:
+            text = dump(value)
+        except Lossy:
+            channel.send('{"t":"fail","kind":"invalid-output"}')
+            os._exit(0)
+        if len(text) > int(limits["max_output_bytes"]) * 6 + 64:  # type: ignore[call-overload]
+            channel.send('{"t":"fail","kind":"output-limit"}')  # ASCII escapes at most 6x the UTF-8 size
+        else:
+            channel.send('{"t":"done","result":' + text + "}")
+    os._exit(0)
+
+
+def _isolate_network() -> None:
+    """New user and network namespaces: no interface but a down loopback (best effort, Linux)."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    clone_newuser, clone_newnet = 0x10000000, 0x40000000
+    flags = clone_newnet if os.geteuid() == 0 else clone_newuser | clone_newnet
+    if libc.unshare(flags) != 0:
+        raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWNET) failed")
+
+
+# --- the keeper duty: fork, kill the run's group and session, reap everything -------------------
+
+
+def _become_subreaper() -> None:
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
+def _children() -> list[int]:
+    try:
+        with open(f"/proc/self/task/{os.getpid()}/children", "rb") as handle:
+            return [int(pid) for pid in handle.read().split()]
+    except OSError:
+        return []
+
+
+def _reap_strays(live: set[int]) -> None:
+    """Reap every exited child that is not the leader of a live run."""
+    for pid in _children():
+        if pid not in live:
+            try:
+                os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                pass
+
+
+def _has_exited(pid: int) -> bool:
+    """Whether the child ``pid`` has exited, without reaping it (its group id stays reserved)."""
+    try:
+        return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+    except ChildProcessError:
+        return True
+
+
+def _collect(pid: int) -> str:
+    """Kill the run's group while its leader is still unreaped, then reap the leader."""
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    _found, status, usage = os.wait4(pid, 0)
+    return _status_text(status, usage.ru_utime + usage.ru_stime)
+
+
+def _status_text(status: int, cpu: float) -> str:
+    if os.WIFSIGNALED(status):
+        return '{"signal":%d,"cpu":%s}' % (os.WTERMSIG(status), float.__repr__(cpu))
+    return '{"code":%d,"cpu":%s}' % (os.waitstatus_to_exitcode(status), float.__repr__(cpu))
+
+
+def _sweep(group: int, live_sessions: set[int], deadline_s: float = 2.0) -> None:
+    """Kill ``group`` and every orphan of ours outside a live run; reap until it is gone."""
+    stop = time.monotonic() + deadline_s
+    while time.monotonic() < stop:
+        empty = False
+        try:
+            os.killpg(group, signal.SIGKILL)
+        except ProcessLookupError:
+            empty = True
+        except PermissionError:
+            empty = True
+        strays = []
+        for pid in _children():
+            if pid in live_sessions:
+                continue  # a live run's leader (perhaps not yet in its own session)
+            try:
+                session = os.getsid(pid)
+            except ProcessLookupError:
+                continue
+            if session not in live_sessions:
+                strays.append(pid)
+        for pid in strays:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        _reap_strays(live_sessions)
+        if empty and not strays:
+            return
+        time.sleep(0.0005)
+
+
+def _fork_program(fds: tuple[int, int, int], closing: tuple[int, ...]) -> int:
+    """Fork the program process onto fds 3 (in), 4 (out) and 1/2 (raw output)."""
+    pid = os.fork()
+    if pid:
+        return pid
+    try:
+        os.setsid()
+        for fd in closing:
+            os.close(fd)
+        frames_in, frames_out, raw = fds
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.dup2(raw, 1)
+        os.dup2(raw, 2)
+        os.dup2(frames_in, _FD_IN)
+        os.dup2(frames_out, _FD_OUT)
+        os.closerange(_FD_OUT + 1, 1 << 16)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_SETMASK, set())
+        signal.set_wakeup_fd(-1)
+        sys.stdout = open(1, "w", closefd=False)  # noqa: SIM115
+        sys.stderr = open(2, "w", closefd=False)  # noqa: SIM115
+        run_program()
+    finally:
+        os._exit(71)
+
+
+class _Stop(Exception):
+    pass
+
+
+def keeper() -> None:
+    """One run (plain-spawn strategy): fds 3/4/1 are the program's, fd 5 reports its exit."""
+    _become_subreaper()
+
+    stopping: list[int] = []
+
+    def stop(signum: int, frame: object) -> None:
+        if not stopping:  # only the first request interrupts the wait; the rest are no-ops
+            stopping.append(signum)
+            raise _Stop
+
+    signal.signal(signal.SIGTERM, stop)
+    # A stop request arriving around the fork waits until the program's pid is known.
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+    pid = _fork_program((_FD_IN, _FD_OUT, 1), ())
+    for fd in (_FD_IN, _FD_OUT, 0, 1, 2):
+        os.close(fd)
+    try:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
+        os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)
+    except _Stop:
+        pass
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    report = _collect(pid)
+    _sweep(pid, set())
+    _write_all(_FD_STATUS, report.encode("ascii") + b"\n")
+    os._exit(0)
+
+
+def zygote() -> None:
+    """The fork server: requests on the socket at fd 3; never runs user code itself."""
+    _become_subreaper()
+    gc.freeze()  # what the zygote imported stays shared with its children (no copy-on-write by the collector)
+    control = socket.socket(fileno=_FD_IN)
+    wake_r, wake_w = os.pipe()
+    os.set_blocking(wake_w, False)
+    signal.set_wakeup_fd(wake_w)
+    signal.signal(signal.SIGCHLD, lambda signum, frame: None)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    live: set[int] = set()
+    selector = selectors.DefaultSelector()
+    selector.register(control, selectors.EVENT_READ)
+    selector.register(wake_r, selectors.EVENT_READ)
+
+    def reply(text: str) -> None:
+        control.sendall(text.encode("ascii"))
+
+    def finish(pid: int) -> None:
+        report = _collect(pid)
+        live.discard(pid)
+        _sweep(pid, live)
+        reply('{"op":"exit","pid":%d,"status":%s}' % (pid, report))
+
+    while True:
+        for key, _events in selector.select():
+            if key.fileobj is wake_r:
+                os.read(wake_r, 4096)
+                for pid in [pid for pid in live if _has_exited(pid)]:
+                    finish(pid)
+                _reap_strays(live)
+                continue
+            try:
+                message, fds, _flags, _addr = socket.recv_fds(control, 1 << 16, 3)
+            except InterruptedError:
+                continue
+            if not message:
+                for pid in list(live):
+                    _collect(pid)
+                    live.discard(pid)
+                    _sweep(pid, live)
+                os._exit(0)
+            request = json.loads(message)
+            if request["op"] == "fork" and len(fds) == 3:
+                try:
+                    pid = _fork_program((fds[0], fds[1], fds[2]), (control.fileno(), wake_r, wake_w))
+                except OSError as error:  # EAGAIN and friends: this run fails, the server stays
+                    reply('{"op":"failed","id":%d,"message":%s}' % (request["id"], _ENCODE_STR(str(error))))
+                else:
+                    live.add(pid)
+                    reply('{"op":"forked","id":%d,"pid":%d}' % (request["id"], pid))
+                finally:
+                    for fd in fds:
+                        os.close(fd)
+            elif request["op"] == "kill" and request["pid"] in live:
+                try:
+                    os.killpg(request["pid"], signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            else:
+                for fd in fds:
+                    os.close(fd)
+
+
+if __name__ == "__main__":
+    role = sys.argv[1] if len(sys.argv) > 1 else ""
+    sys.path.extend(sys.argv[2:])  # site-packages, without running site's .pth hooks
+    if role == "zygote":
+        zygote()
+    elif role == "keeper":
+        keeper()
+    else:
+        sys.exit("usage: _child.py zygote|keeper")

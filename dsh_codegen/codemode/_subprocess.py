@@ -1,0 +1,546 @@
+"""``PythonSubprocessRuntime``: each program in a fresh CPython process.
+
+The host half of the protocol ``_child.py`` describes. Everything the child
+writes is treated as hostile: each frame is capped in size, parsed by the
+project's stack-safe lossless parser, checked against its one legal shape and
+rebuilt from plain values before anything else sees it. A frame that breaks the
+protocol ends the run as ``invalid-output``; nothing the child does raises in
+the host.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shutil
+import signal
+import sys
+import tempfile
+from typing import Any, Final, Literal
+
+from dsh_codegen.codemode._processes import (
+    Child,
+    ExitReport,
+    ForkServer,
+    RunFds,
+    child_env,
+    fork_server_supported,
+    spawn_keeper,
+)
+from dsh_codegen.codemode._preflight import preflight_findings, preflight_message
+from dsh_codegen.json import LosslessJsonError, dump_canonical_json, parse_json
+from dsh_codegen.registry._code_runtime import (
+    CodeRunFailure,
+    CodeRunFailureKind,
+    CodeRunRequest,
+    CodeRunResult,
+    CodeRunSuccess,
+    ToolCallError,
+)
+from dsh_codegen.registry._results import UNSET, JsonValue, Unset
+
+__all__ = ["PythonSubprocessRuntime", "StartMethod"]
+
+StartMethod = Literal["fork-server", "spawn"]
+
+_MIB: Final = 1 << 20
+#: Bytes of fixed frame syntax allowed beyond a frame's payload cap.
+_FRAME_SLACK: Final = 64 * 1024
+#: Raw writes to fds 1 and 2 are read and dropped; this much is kept for a worker-exit message.
+_RAW_KEEP: Final = 2048
+_EXIT_GRACE_S: Final = 2.0
+_LOG_MARKER: Final = "[output truncated: the program printed more than {} bytes]"
+_INVALID_COMPLETION: Final = "program completion must be lossless JSON"
+
+
+class _ProtocolError(Exception):
+    """The child broke the protocol (the message says how, for the host's own diagnosis)."""
+
+
+def _utf8_size(text: str) -> int:
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
+def _kind_message(kind: CodeRunFailureKind, cap: int) -> str:
+    return f"outer output exceeded {cap} bytes" if kind == "output-limit" else _INVALID_COMPLETION
+
+
+class PythonSubprocessRuntime:
+    """Runs each ``run_code`` program in a process no other run has used.
+
+    ``start="fork-server"`` (the default where the platform allows) forks each
+    run's process from one pristine zygote this runtime owns, started on the
+    first run and stopped by :meth:`aclose`; ``start="spawn"`` starts
+    ``python -I`` per run. Budgets: ``wall_timeout_s`` (``timeout``),
+    ``cpu_seconds`` (``RLIMIT_CPU``, ``timeout``), ``memory_bytes``
+    (``RLIMIT_AS``), ``max_processes`` (``RLIMIT_NPROC``, not enforced for
+    root), ``max_output_bytes`` (``output-limit``), ``max_log_bytes`` (later
+    ``print`` output is dropped behind one marker line). ``network=False``
+    starts the program in new user and network namespaces (Linux; a run whose
+    namespaces cannot be made fails as ``exception``). ``preflight=True`` reads
+    the program against ``request.catalog`` before starting anything and returns
+    the findings as an ``exception`` failure (see ``_preflight.py``).
+
+    Not a security sandbox: see ``docs/codemode-runtimes.md``.
+    """
+
+    language = "python"
+
+    def __init__(
+        self,
+        *,
+        start: StartMethod | None = None,
+        wall_timeout_s: float = 30.0,
+        cpu_seconds: int | None = None,
+        memory_bytes: int | None = 2 << 30,
+        max_processes: int | None = None,
+        max_output_bytes: int = 64 * _MIB,
+        max_log_bytes: int = 1 * _MIB,
+        network: bool = True,
+        preflight: bool = False,
+        python: str | None = None,
+    ) -> None:
+        if start is None:
+            start = "fork-server" if fork_server_supported() else "spawn"
+        elif start not in ("fork-server", "spawn"):
+            raise ValueError(f'start must be "fork-server" or "spawn", not {start!r}')
+        elif start == "fork-server" and not fork_server_supported():
+            raise ValueError("the fork server needs Linux (fork and file-descriptor passing)")
+        for name, value in (("max_output_bytes", max_output_bytes), ("max_log_bytes", max_log_bytes)):
+            if type(value) is not int or value < 0:
+                raise ValueError(f"{name} must be a non-negative integer")
+        for name, limit in (("cpu_seconds", cpu_seconds), ("memory_bytes", memory_bytes),
+                            ("max_processes", max_processes)):
+            if limit is not None and (type(limit) is not int or limit <= 0):
+                raise ValueError(f"{name} must be a positive integer or None")
+        if not (isinstance(wall_timeout_s, (int, float)) and 0 < wall_timeout_s < float("inf")):
+            raise ValueError("wall_timeout_s must be a positive finite number")
+        self.start: StartMethod = start
+        self.wall_timeout_s = float(wall_timeout_s)
+        self.cpu_seconds = cpu_seconds
+        self.memory_bytes = memory_bytes
+        self.max_processes = max_processes
+        self.max_output_bytes = max_output_bytes
+        self.max_log_bytes = max_log_bytes
+        self.network = bool(network)
+        self.preflight = bool(preflight)
+        self._python = python or sys.executable
+        self._env = child_env()
+        self._server: ForkServer | None = None
+        self._runs: set[_Run] = set()
+        self._closed = False
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else ("running" if self._server and self._server.running else "idle")
+        return f"PythonSubprocessRuntime(start={self.start!r}, {state})"
+
+    async def __aenter__(self) -> PythonSubprocessRuntime:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Stop the fork server (if one started); no process of this runtime outlives it.
+
+        Cancellation: the close completes (bounded: a grace period, then
+        SIGKILL) before ``CancelledError`` propagates. Runs still in flight are
+        killed with the server and end as ``worker-exit``.
+        """
+        self._closed = True
+        for run in list(self._runs):
+            run.stop(CodeRunFailure("worker-exit", "the runtime was closed during the run"))
+        exits = [run.child.exited for run in self._runs if run.child is not None]
+        if exits:
+            waiting = asyncio.ensure_future(asyncio.wait(exits, timeout=_EXIT_GRACE_S + 1.0))
+            await _finish(waiting)
+        server, self._server = self._server, None
+        if server is not None:
+            await server.aclose()
+
+    async def _launch(self, fds: RunFds) -> Child:
+        if self._closed:  # closed while this run was being set up: start nothing
+            raise OSError("the runtime was closed")
+        if self.start == "spawn":
+            return await spawn_keeper(self._python, fds, self._env)
+        if self._server is None:
+            self._server = ForkServer(self._python, self._env)
+        return await self._server.fork(fds)
+
+    async def run(self, request: CodeRunRequest) -> CodeRunResult:
+        """Run ``request.code`` in a fresh process and describe how it ended.
+
+        Cancellation: if the task awaiting ``run`` is cancelled, the program's
+        process group and session are killed and reaped, its pipes closed and
+        its working directory removed, then ``CancelledError`` is re-raised; a
+        second cancellation during that bounded clean-up does not cut it short.
+        An abort of ``request.signal`` does the same and returns ``abort``.
+        """
+        if self._closed:
+            raise RuntimeError("this PythonSubprocessRuntime is closed")
+        if request.signal.aborted:
+            return CodeRunFailure("abort", "the run was aborted before it started")
+        if self.preflight:
+            findings = preflight_findings(request.code, request.tool_names, request.catalog)
+            if findings:
+                return CodeRunFailure("exception", preflight_message(findings))
+        return await _Run(self, request).main()
+
+
+class _Run:
+    """One program run: the pipes, the frame stream, the budgets, the clean-up."""
+
+    def __init__(self, runtime: PythonSubprocessRuntime, request: CodeRunRequest) -> None:
+        self.runtime = runtime
+        self.request = request
+        self.loop = asyncio.get_running_loop()
+        self.names = frozenset(request.tool_names)
+        self.outcome: asyncio.Future[CodeRunResult | None] = self.loop.create_future()
+        self.completion: CodeRunResult | None = None
+        self.logs: list[str] = []
+        self.log_bytes = 0
+        self.log_closed = False
+        self.next_call = 1
+        self.frame_cap = max(runtime.max_output_bytes, runtime.max_log_bytes) * 6 + _FRAME_SLACK
+        self.frames = bytearray()
+        self.frames_eof = False
+        self.raw = bytearray()
+        self.out_buffer = bytearray()
+        self.host_fds: list[int] = []
+        self.reading: list[int] = []
+        self.writing = False
+        self.child: Child | None = None
+        self.workdir: str | None = None
+        self.write_fd = -1
+
+    # --- lifetime ---------------------------------------------------------------------------
+
+    async def main(self) -> CodeRunResult:
+        self.runtime._runs.add(self)
+        try:
+            result = await self._drive()
+        finally:
+            # On every exit path (a result, a cancellation, a defect): kill, reap, close, remove.
+            await _finish(asyncio.ensure_future(self._cleanup()))
+            self.runtime._runs.discard(self)
+        return result
+
+    def stop(self, failure: CodeRunFailure) -> None:
+        """End the run from outside (the runtime is closing) with ``failure``."""
+        self._settle(failure)
+
+    async def _drive(self) -> CodeRunResult:
+        runtime = self.runtime
+        self.workdir = tempfile.mkdtemp(prefix="dsh-run-")
+        in_r, in_w = os.pipe()
+        out_r, out_w = os.pipe()
+        raw_r, raw_w = os.pipe()
+        child_fds = RunFds(in_r, out_w, raw_w)
+        self.host_fds = [in_w, out_r, raw_r]
+        self.write_fd = in_w
+        for fd in self.host_fds:
+            os.set_blocking(fd, False)
+        # The init frame goes into the pipe before the child exists, so it never waits for it.
+        self._send(self._init_frame())
+        try:
+            self.child = await runtime._launch(child_fds)
+        except OSError as error:  # no process to run the program in (fork or spawn refused)
+            return CodeRunFailure("worker-exit", f"the program process could not be started: {error}")
+        finally:
+            child_fds.close()
+        self.loop.add_reader(out_r, self._on_frames, out_r)
+        self.loop.add_reader(raw_r, self._on_raw, raw_r)
+        self.reading = [out_r, raw_r]
+        timer = self.loop.call_later(runtime.wall_timeout_s, self._settle, CodeRunFailure(
+            "timeout", f"the program ran past its wall-clock budget of {runtime.wall_timeout_s:g} s"))
+        remove = self.request.signal.add_listener(lambda _signal: self._settle(
+            CodeRunFailure("abort", "the run was aborted")))
+        self.child.exited.add_done_callback(lambda _: self._check_end())
+        try:
+            settled = await self.outcome
+        finally:
+            timer.cancel()
+            remove()
+        if settled is None:
+            settled = self._ending()
+        return self._with_logs(settled)
+
+    def _init_frame(self) -> str:
+        runtime = self.runtime
+        limits: dict[str, JsonValue] = {
+            "cwd": self.workdir,
+            "max_log_bytes": runtime.max_log_bytes,
+            "max_output_bytes": runtime.max_output_bytes,
+            "cpu_seconds": runtime.cpu_seconds,
+            "memory_bytes": runtime.memory_bytes,
+            "max_processes": runtime.max_processes,
+            "network": None if runtime.network else False,
+        }
+        init = {"code": self.request.code, "tools": list(self.request.tool_names), "limits": limits}
+        return dump_canonical_json(init, sort_keys=False)
+
+    def _settle(self, result: CodeRunResult | None) -> None:
+        """Decide the outcome (first decision wins); a failure decided here kills the child."""
+        if self.outcome.done():
+            return
+        if result is not None and self.child is not None:
+            self.child.kill()
+        self.outcome.set_result(result)
+
+    def _check_end(self) -> None:
+        """The run ends normally once the child has exited and its frame stream is closed."""
+        if self.child is not None and self.child.exited.done() and self.frames_eof:
+            self._settle(None)
+
+    def _ending(self) -> CodeRunResult:
+        """The outcome once the process is gone: its completion, or why it died."""
+        if self.completion is not None:
+            return self.completion
+        assert self.child is not None
+        report: ExitReport = self.child.exited.result()
+        cpu = self.runtime.cpu_seconds
+        if report.signal == signal.SIGXCPU or (
+            cpu is not None and report.signal == signal.SIGKILL and report.cpu_s >= cpu
+        ):
+            return CodeRunFailure("timeout", f"the program ran past its CPU budget of {cpu} s")
+        message = report.describe()
+        tail = self.raw[-_RAW_KEEP:].decode("utf-8", "replace").strip()
+        if tail:
+            message += f"; its last output: {tail.splitlines()[-1][:500]}"
+        return CodeRunFailure("worker-exit", message)
+
+    def _with_logs(self, result: CodeRunResult) -> CodeRunResult:
+        logs = tuple(self.logs)
+        if isinstance(result, CodeRunFailure):
+            return CodeRunFailure(result.kind, result.message, logs)
+        assert isinstance(result, CodeRunSuccess)
+        return CodeRunSuccess(logs, result.result)
+
+    async def _cleanup(self) -> None:
+        """Kill, reap and wait for the child's keeper; close our pipe ends; remove the workdir."""
+        child = self.child
+        if child is not None:
+            if not child.exited.done():
+                child.kill()
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(asyncio.shield(child.exited), _EXIT_GRACE_S + 1.0)
+        for fd in self.reading:
+            self.loop.remove_reader(fd)
+        if self.writing:
+            self.loop.remove_writer(self.write_fd)
+        for fd in self.host_fds:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self.host_fds = []
+        if self.workdir is not None:
+            workdir, self.workdir = self.workdir, None
+            try:
+                os.rmdir(workdir)  # the common case: the program left nothing behind
+            except OSError:
+                await self.loop.run_in_executor(None, shutil.rmtree, workdir, True)
+
+    # --- the host's writes ------------------------------------------------------------------
+
+    def _send(self, line: str) -> None:
+        if self.write_fd < 0 or self.write_fd not in self.host_fds:
+            return
+        self.out_buffer += line.encode("utf-8", "surrogatepass") + b"\n"
+        self._flush()
+
+    def _flush(self) -> None:
+        try:
+            while self.out_buffer:
+                written = os.write(self.write_fd, self.out_buffer)
+                del self.out_buffer[:written]
+        except BlockingIOError:
+            if not self.writing:
+                self.loop.add_writer(self.write_fd, self._flush)
+                self.writing = True
+            return
+        except OSError:
+            self.out_buffer.clear()  # the child is gone; its exit decides the run
+        if self.writing:
+            self.loop.remove_writer(self.write_fd)
+            self.writing = False
+
+    # --- the child's frames -----------------------------------------------------------------
+
+    def _on_raw(self, fd: int) -> None:
+        try:
+            chunk = os.read(fd, 1 << 16)
+        except BlockingIOError:
+            return
+        except OSError:
+            chunk = b""
+        if not chunk:
+            self.loop.remove_reader(fd)
+            self.reading.remove(fd)
+            return
+        self.raw += chunk
+        if len(self.raw) > _RAW_KEEP:
+            del self.raw[:-_RAW_KEEP]
+
+    def _on_frames(self, fd: int) -> None:
+        try:
+            chunk = os.read(fd, 1 << 20)
+        except BlockingIOError:
+            return
+        except OSError:
+            chunk = b""
+        if not chunk:
+            self.loop.remove_reader(fd)
+            self.reading.remove(fd)
+            self.frames_eof = True
+            if self.frames:
+                self._violation("a truncated frame")
+            self._check_end()
+            return
+        start = len(self.frames)
+        self.frames += chunk
+        begin = 0
+        while not self.outcome.done():
+            end = self.frames.find(b"\n", max(begin, start))
+            if end < 0:
+                break
+            line = bytes(self.frames[begin:end])
+            begin = end + 1
+            start = begin
+            try:
+                self._on_line(line)
+            except Exception as error:  # a defect of ours must still end the run, not escape into the loop
+                self._violation(f"a frame the host could not handle: {type(error).__name__}")
+        del self.frames[:begin]
+        if len(self.frames) > self.frame_cap and not self.outcome.done():
+            self._violation("an oversized frame")
+
+    def _violation(self, what: str) -> None:
+        self._settle(CodeRunFailure("invalid-output", f"the program process broke the protocol ({what})"))
+
+    def _on_line(self, line: bytes) -> None:
+        if len(line) > self.frame_cap:
+            self._violation("an oversized frame")
+            return
+        try:
+            frame = parse_json(line.decode("utf-8"))
+        except (ValueError, LosslessJsonError):
+            self._violation("a frame that is not lossless JSON")
+            return
+        try:
+            self._on_frame(frame)
+        except _ProtocolError as error:
+            self._violation(str(error))
+
+    def _on_frame(self, frame: object) -> None:
+        if not isinstance(frame, dict) or type(frame.get("t")) is not str:
+            raise _ProtocolError("a frame that is not an object with a type")
+        kind: str = frame["t"]
+        keys = frozenset(frame)
+        if self.completion is not None:
+            raise _ProtocolError("a frame after the completion")
+        if kind == "log" and keys == {"t", "text"} and type(frame["text"]) is str:
+            self._on_log(str(frame["text"]))
+        elif kind == "logcap" and keys == {"t"}:
+            self._close_logs()
+        elif kind == "call" and keys == {"t", "id", "tool", "args"}:
+            self._on_call(frame["id"], frame["tool"], frame["args"])
+        elif kind == "done" and keys in ({"t"}, {"t", "result"}):
+            self._on_done(frame.get("result", UNSET))
+        elif kind == "fail" and keys == {"t", "kind", "message"} and frame["kind"] == "exception" and type(
+                frame["message"]) is str:
+            message = str(frame["message"])
+            self._complete(CodeRunFailure("exception", message), _utf8_size(message))
+        elif kind == "fail" and keys == {"t", "kind"} and frame["kind"] in ("invalid-output", "output-limit"):
+            failure_kind: CodeRunFailureKind = "invalid-output" if frame["kind"] == "invalid-output" else "output-limit"
+            self.completion = CodeRunFailure(failure_kind, _kind_message(failure_kind, self.runtime.max_output_bytes))
+        else:
+            raise _ProtocolError(f"an unexpected {kind!r} frame")
+
+    def _on_log(self, text: str) -> None:
+        if self.log_closed:
+            return
+        size = _utf8_size(text)
+        room = self.runtime.max_log_bytes - self.log_bytes
+        if size > room:
+            cut = text.encode("utf-8", "surrogatepass")[:room].decode("utf-8", "ignore")
+            if cut:
+                self.logs.append(cut)
+            self._close_logs()
+            return
+        self.log_bytes += size
+        self.logs.append(text)
+
+    def _close_logs(self) -> None:
+        if not self.log_closed:
+            self.log_closed = True
+            self.logs.append(_LOG_MARKER.format(self.runtime.max_log_bytes))
+
+    def _on_call(self, call_id: object, tool: object, args: object) -> None:
+        if type(call_id) is not int or call_id != self.next_call:
+            raise _ProtocolError("a call with an out-of-sequence id")
+        if type(tool) is not str or tool not in self.names:
+            raise _ProtocolError("a call to a tool that is not bound")
+        self.next_call += 1
+        name = str(tool)
+        try:
+            future = self.request.dispatch(name, args)
+            if not isinstance(future, asyncio.Future):
+                raise TypeError(f"dispatch returned {type(future).__name__}, not a future")
+        except Exception as error:  # dispatch never raises by contract; a broken one fails the call only
+            self._answer(call_id, None, _message(error))
+            return
+        future.add_done_callback(lambda done: self._on_result(call_id, done))
+
+    def _on_result(self, call_id: int, done: asyncio.Future[JsonValue]) -> None:
+        if self.outcome.done() or self.completion is not None:
+            return
+        if done.cancelled():
+            self._answer(call_id, None, "tool call cancelled")
+            return
+        error = done.exception()
+        if error is not None:
+            self._answer(call_id, None, error.message if isinstance(error, ToolCallError) else _message(error))
+            return
+        try:
+            text = dump_canonical_json(done.result(), sort_keys=False)
+        except (LosslessJsonError, TypeError, ValueError):
+            self._answer(call_id, None, "tool result is not lossless JSON")
+            return
+        self._send('{"t":"ok","id":%d,"value":%s}' % (call_id, text))
+
+    def _answer(self, call_id: int, value: None, message: str) -> None:
+        self._send(dump_canonical_json({"t": "err", "id": call_id, "message": message}, sort_keys=False))
+
+    def _on_done(self, result: JsonValue | Unset) -> None:
+        size = 0 if isinstance(result, Unset) else _utf8_size(dump_canonical_json(result, sort_keys=False))
+        self._complete(CodeRunSuccess((), result), size)
+
+    def _complete(self, result: CodeRunResult, payload_bytes: int) -> None:
+        cap = self.runtime.max_output_bytes
+        logs_bytes = _utf8_size(dump_canonical_json(self.logs, sort_keys=False)) if self.logs else 0
+        if payload_bytes + logs_bytes > cap:
+            result = CodeRunFailure("output-limit", f"outer output exceeded {cap} bytes")
+        self.completion = result
+
+
+def _message(error: BaseException) -> str:
+    message = getattr(error, "message", None)
+    if isinstance(message, str):
+        return message
+    try:
+        return str(error) or type(error).__name__
+    except Exception:
+        return "<unprintable thrown value>"
+
+
+async def _finish(task: asyncio.Future[Any]) -> None:
+    """Await a clean-up task to its end; a cancellation meanwhile is re-raised afterwards."""
+    cancelled = False
+    while not task.done():
+        try:
+            await asyncio.shield(task)
+        except asyncio.CancelledError:
+            cancelled = True
+    task.result()
+    if cancelled:
+        raise asyncio.CancelledError

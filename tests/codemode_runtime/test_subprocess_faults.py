@@ -1,0 +1,287 @@
+"""The fault matrix on ``PythonSubprocessRuntime``: each case ends in the right failure kind,
+the host unharmed, and (the autouse fixture) no process left behind."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import time
+from typing import Any
+
+import pytest
+from _runtime_helpers import STARTS, FakeTools, request, run_code, run_sync
+
+from dsh_codegen.codemode import PythonSubprocessRuntime
+from dsh_codegen.registry._code_runtime import CodeRunFailure, CodeRunRequest, CodeRunSuccess
+from dsh_codegen.registry.cancel import AbortController
+
+pytestmark = [pytest.mark.once, pytest.mark.parametrize("start", STARTS)]
+
+
+def go(code: str, start: str, **options: Any) -> Any:
+    options.setdefault("wall_timeout_s", 5.0)
+    return run_sync(lambda: run_code(code, start, **options))
+
+
+def kind_of(result: Any) -> str:
+    return result.kind if isinstance(result, CodeRunFailure) else "success"
+
+
+# --- frames the child forges --------------------------------------------------------------------
+
+FORGED = {
+    "garbage": "os.write(4, b'not json at all\\n')",
+    "not an object": "os.write(4, b'[1, 2]\\n')",
+    "unknown type": "os.write(4, b'{\"t\": \"hello\"}\\n')",
+    "wrong shape": "os.write(4, b'{\"t\": \"log\", \"text\": 5}\\n')",
+    "extra key": "os.write(4, b'{\"t\": \"log\", \"text\": \"a\", \"x\": 1}\\n')",
+    "id out of sequence": "os.write(4, b'{\"t\": \"call\", \"id\": 7, \"tool\": \"echo\", \"args\": {}}\\n')",
+    "unbound tool": "os.write(4, b'{\"t\": \"call\", \"id\": 1, \"tool\": \"run_code\", \"args\": {}}\\n')",
+    "second completion": "os.write(4, b'{\"t\": \"done\"}\\n')",
+    "forged fail kind": "os.write(4, b'{\"t\": \"fail\", \"kind\": \"timeout\"}\\n')",
+    "lossy number": "os.write(4, b'{\"t\": \"done\", \"result\": NaN}\\n')",
+    "invalid utf-8": "os.write(4, b'{\"t\": \"log\", \"text\": \"\\xff\"}\\n')",
+}
+
+
+@pytest.mark.parametrize("case", sorted(FORGED))
+def test_a_forged_frame_is_invalid_output(start: str, case: str) -> None:
+    result = go(f"import os\nprint('before')\n{FORGED[case]}\nimport time\ntime.sleep(0.3)\nreturn 1", start)
+    assert kind_of(result) == "invalid-output", result
+    assert result.message.startswith("the program process broke the protocol")
+    assert result.logs == ("before",)
+
+
+def test_a_forged_completion_before_the_real_one_wins_then_the_real_one_is_a_violation(start: str) -> None:
+    # The forged ``done`` is well formed; the program's own completion that follows is a second one.
+    result = go("import os\nos.write(4, b'{\"t\": \"done\", \"result\": 7}\\n')\nreturn 1", start)
+    assert kind_of(result) == "invalid-output"
+
+
+def test_an_oversized_frame_is_invalid_output(start: str) -> None:
+    code = "import os\nos.write(4, b'{\"t\": \"log\", \"text\": \"' + b'x' * 400000)\nimport time\ntime.sleep(2)"
+    result = go(code, start, max_output_bytes=1000, max_log_bytes=1000)
+    assert result == CodeRunFailure("invalid-output", "the program process broke the protocol (an oversized frame)")
+
+
+def test_a_truncated_frame_then_exit_is_invalid_output(start: str) -> None:
+    result = go("import os\nos.write(4, b'{\"t\": \"do')\nos._exit(0)", start)
+    assert kind_of(result) == "invalid-output"
+
+
+def test_the_pipe_closed_early_is_a_worker_exit(start: str) -> None:
+    result = go("import os\nos.close(4)\nreturn 1", start)
+    assert kind_of(result) == "worker-exit", result
+
+
+# --- the process dies or misbehaves -------------------------------------------------------------
+
+
+def test_os_exit_is_a_worker_exit(start: str) -> None:
+    result = go("print('bye')\nimport os\nos._exit(3)", start)
+    assert result == CodeRunFailure("worker-exit", "the program process exited with code 3 before completing", ("bye",))
+
+
+def test_a_segfault_is_a_worker_exit(start: str) -> None:
+    result = go("import ctypes\nctypes.string_at(0)", start)
+    assert kind_of(result) == "worker-exit"
+    assert result.message.startswith("the program process was killed by SIGSEGV")
+
+
+def test_an_endless_loop_times_out(start: str) -> None:
+    result = go("print('spinning')\nwhile True:\n    pass", start, wall_timeout_s=0.5)
+    assert result == CodeRunFailure("timeout", "the program ran past its wall-clock budget of 0.5 s", ("spinning",))
+
+
+def test_a_sleep_past_the_deadline_times_out(start: str) -> None:
+    result = go("import asyncio\nawait asyncio.sleep(30)", start, wall_timeout_s=0.5)
+    assert kind_of(result) == "timeout"
+
+
+def test_cpu_seconds_exhausted_is_a_timeout(start: str) -> None:
+    result = go("while True:\n    pass", start, cpu_seconds=1, wall_timeout_s=20)
+    assert result == CodeRunFailure("timeout", "the program ran past its CPU budget of 1 s")
+
+
+def test_cpu_limit_survives_an_ignored_sigxcpu(start: str) -> None:
+    if start == "spawn":
+        pytest.skip("the limit is set by the same child code under both start methods; once is enough (slow)")
+    code = "import signal\nsignal.signal(signal.SIGXCPU, signal.SIG_IGN)\nwhile True:\n    pass"
+    result = go(code, start, cpu_seconds=1, wall_timeout_s=20)
+    assert result == CodeRunFailure("timeout", "the program ran past its CPU budget of 1 s")
+
+
+def test_a_10_gb_allocation_is_a_memory_error_the_program_sees(start: str) -> None:
+    code = "try:\n    b = bytearray(10 * 2**30)\nexcept MemoryError:\n    return 'caught'"
+    assert go(code, start, memory_bytes=512 << 20) == CodeRunSuccess((), "caught")
+    result = go("b = b'x' * (10 * 2**30)", start, memory_bytes=512 << 20)
+    assert result == CodeRunFailure("exception", "MemoryError (line 1)")
+
+
+def test_grandchildren_that_outlive_the_program_are_killed(start: str) -> None:
+    code = (
+        "import os, time\n"
+        "for _ in range(3):\n"
+        "    if os.fork() == 0:\n"
+        "        time.sleep(60)\n"
+        "        os._exit(0)\n"
+        "return 'left them'"
+    )
+    assert go(code, start) == CodeRunSuccess((), "left them")
+
+
+def test_a_grandchild_in_its_own_session_is_killed_too(start: str) -> None:
+    code = (
+        "import os, time\n"
+        "if os.fork() == 0:\n"
+        "    os.setsid()\n"
+        "    if os.fork() == 0:\n"
+        "        time.sleep(60)\n"
+        "    os._exit(0)\n"
+        "time.sleep(0.2)\n"
+        "return 'escaped?'"
+    )
+    assert go(code, start) == CodeRunSuccess((), "escaped?")
+
+
+def test_a_bounded_fork_bomb_ends_within_the_wall_budget_and_the_host_stays_responsive(start: str) -> None:
+    # Bounded by construction (2**5 processes) and by RLIMIT_NPROC (enforced for non-root users).
+    code = "import os\nfor _ in range(5):\n    os.fork()\nwhile True:\n    pass"
+
+    async def main() -> tuple[Any, int]:
+        ticks = 0
+        stop = asyncio.Event()
+
+        async def ticker() -> None:
+            nonlocal ticks
+            while not stop.is_set():
+                await asyncio.sleep(0.02)
+                ticks += 1
+
+        task = asyncio.ensure_future(ticker())
+        result = await run_code(code, start, wall_timeout_s=1.0, max_processes=256)
+        stop.set()
+        await task
+        return result, ticks
+
+    started = time.monotonic()
+    result, ticks = run_sync(main)
+    assert kind_of(result) == "timeout"
+    assert ticks > 10  # the host's loop kept turning during the bomb
+    assert time.monotonic() - started < 20
+
+
+# --- the caller stops the run -------------------------------------------------------------------
+
+
+async def _until_called(tools: FakeTools, name: str) -> None:
+    while name not in [called for called, _ in tools.calls]:
+        await asyncio.sleep(0.01)
+
+
+async def _cancel_after(start: str, code: str, delay_s: float, tools: FakeTools) -> None:
+    async with PythonSubprocessRuntime(start=start) as runtime:  # type: ignore[arg-type]
+        task = asyncio.ensure_future(runtime.run(request(code, tools)))
+        if "hang" in code:
+            await _until_called(tools, "hang")
+        else:
+            await asyncio.sleep(delay_s)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+
+def test_caller_cancellation_mid_run_stops_and_reaps(start: str) -> None:
+    run_sync(lambda: _cancel_after(start, "import time\ntime.sleep(30)", 0.4, FakeTools()))
+
+
+def test_caller_cancellation_mid_binding_stops_and_reaps(start: str) -> None:
+    tools = FakeTools()
+    run_sync(lambda: _cancel_after(start, "await tools.hang({})", 0.6, tools))
+    assert [name for name, _ in tools.calls] == ["hang"]
+
+
+def test_a_second_cancellation_does_not_cut_the_clean_up_short(start: str) -> None:
+    async def main() -> None:
+        async with PythonSubprocessRuntime(start=start) as runtime:  # type: ignore[arg-type]
+            task = asyncio.ensure_future(runtime.run(request("import time\ntime.sleep(30)", FakeTools())))
+            await asyncio.sleep(0.4)
+            task.cancel()
+            await asyncio.sleep(0)
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+
+    run_sync(main)
+
+
+def test_an_abort_signal_ends_the_run_as_abort_after_it_stopped(start: str) -> None:
+    async def main() -> Any:
+        controller = AbortController()
+        tools = FakeTools()
+        async with PythonSubprocessRuntime(start=start) as runtime:  # type: ignore[arg-type]
+            task = asyncio.ensure_future(
+                runtime.run(request("print('working')\nawait tools.hang({})", tools, controller.signal)))
+            await _until_called(tools, "hang")
+            controller.abort()
+            return await task
+
+    assert run_sync(main) == CodeRunFailure("abort", "the run was aborted", ("working",))
+
+
+def test_a_pre_aborted_signal_never_starts_a_process(start: str) -> None:
+    async def main() -> Any:
+        controller = AbortController()
+        controller.abort()
+        async with PythonSubprocessRuntime(start=start) as runtime:  # type: ignore[arg-type]
+            result = await runtime.run(request("return 1", FakeTools(), controller.signal))
+            return result, repr(runtime)
+
+    result, text = run_sync(main)
+    assert kind_of(result) == "abort" and text.endswith("idle)")
+
+
+def test_aclose_mid_run_kills_the_run(start: str) -> None:
+    async def main() -> Any:
+        runtime = PythonSubprocessRuntime(start=start, wall_timeout_s=10)  # type: ignore[arg-type]
+        task = asyncio.ensure_future(runtime.run(request("import time\ntime.sleep(30)", FakeTools())))
+        await asyncio.sleep(0.5)
+        await runtime.aclose()
+        return await task
+
+    assert run_sync(main) == CodeRunFailure("worker-exit", "the runtime was closed during the run")
+
+
+def test_network_false_leaves_only_loopback(start: str) -> None:
+    code = "import socket\nreturn sorted(name for _, name in socket.if_nameindex())"
+    result = go(code, start, network=False)
+    if isinstance(result, CodeRunFailure) and result.message.startswith("the run could not be confined"):
+        pytest.skip(f"the kernel refuses new network namespaces here: {result.message}")
+    assert result == CodeRunSuccess((), ["lo"])
+    host = sorted(name for _, name in socket.if_nameindex())
+    assert go(code, start) == CodeRunSuccess((), host)
+
+
+def test_no_interpreter_to_start_is_a_worker_exit_not_a_host_exception(start: str) -> None:
+    result = go("return 1", start, python="/nonexistent/python3")
+    assert kind_of(result) == "worker-exit"
+    assert result.message.startswith("the program process could not be started:")
+
+
+def test_a_broken_dispatch_fails_only_that_call(start: str) -> None:
+    async def main() -> Any:
+        def dispatch(name: str, args: Any) -> Any:
+            return None  # breaks the contract: not a future
+
+        broken = CodeRunRequest("try:\n    await tools.echo({})\nexcept ToolCallError as e:\n    return e.message",
+                                ("echo",), dispatch, AbortController().signal, "c")
+        async with PythonSubprocessRuntime(start=start) as runtime:  # type: ignore[arg-type]
+            return await runtime.run(broken)
+
+    assert run_sync(main) == CodeRunSuccess((), "dispatch returned NoneType, not a future")
+
+
+def test_a_process_killed_outright_is_a_worker_exit(start: str) -> None:
+    # What the kernel's memory killer does (RLIMIT_AS itself only makes allocations fail).
+    result = go("import os, signal\nprint('going')\nos.kill(os.getpid(), signal.SIGKILL)", start)
+    assert result == CodeRunFailure("worker-exit", "the program process was killed by SIGKILL", ("going",))

@@ -1,0 +1,242 @@
+"""The program-side contract on ``PythonSubprocessRuntime``, under both start methods."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from typing import Any
+
+import pytest
+from _runtime_helpers import STARTS, FakeTools, request, run_code, run_sync
+
+from dsh_codegen.codemode import PythonSubprocessRuntime
+from dsh_codegen.registry._code_runtime import CodeRunFailure, CodeRunSuccess
+from dsh_codegen.registry._results import UNSET
+
+pytestmark = [pytest.mark.once, pytest.mark.parametrize("start", STARTS)]
+
+LOSSY = "tool arguments must be lossless JSON (call the tool with an arguments object, e.g. `{}`)"
+
+
+def go(code: str, start: str, tools: FakeTools | None = None, **options: Any) -> Any:
+    return run_sync(lambda: run_code(code, start, tools, **options))
+
+
+def test_top_level_await_return_and_print(start: str) -> None:
+    result = go("print('a', 1)\nprint()\nx = await tools.echo({'k': [1, 2.5, None]})\nreturn x", start)
+    assert result == CodeRunSuccess(("a 1", ""), {"echo": {"k": [1, 2.5, None]}})
+    # print inside functions the program defines feeds the logs too; sep is kept, end is not
+    code = "def f(x):\n    print(x, 'y', sep='-', end='!')\nf(1)\nimport asyncio\nawait asyncio.sleep(0)"
+    assert go(code, start) == CodeRunSuccess(("1-y",))
+
+
+def test_returning_none_has_no_result(start: str) -> None:
+    assert go("x = 1", start) == CodeRunSuccess((), UNSET)
+    assert go("return None", start) == CodeRunSuccess((), UNSET)
+    assert go("", start) == CodeRunSuccess((), UNSET)
+
+
+def test_bindings_by_attribute_and_subscript_any_visible_name(start: str) -> None:
+    code = (
+        "a = await tools['__class__']({})\n"
+        "b = await tools['__getattr__']({})\n"
+        "c = await tools['my-tool']({})\n"
+        "d = await tools.echo({})\n"
+        "return [a, b, c, d, 'echo' in tools, 'nope' in tools]"
+    )
+    assert go(code, start) == CodeRunSuccess((), ["__class__", "__getattr__", "my-tool", {"echo": {}}, True, False])
+
+
+def test_only_tools_and_tool_call_error_are_bound(start: str) -> None:
+    code = (
+        "names = sorted(n for n in globals() if not n.startswith('__'))\n"
+        "try:\n    tools.nope\nexcept AttributeError as e:\n    missing = str(e)\n"
+        "return [names, missing]"
+    )
+    result = go(code, start)
+    assert isinstance(result, CodeRunSuccess)
+    assert result.result == [["ToolCallError", "tools"], "no tool named 'nope'"]
+
+
+def test_tool_call_error_carries_tool_name_and_message(start: str) -> None:
+    code = (
+        "try:\n    await tools.fail({})\n"
+        "except ToolCallError as e:\n    return [e.toolName, e.message, str(e), isinstance(e, Exception)]"
+    )
+    assert go(code, start) == CodeRunSuccess((), ["fail", "deliberate failure", "deliberate failure", True])
+
+
+def test_uncaught_tool_call_error_is_an_exception(start: str) -> None:
+    result = go("print('before')\nawait tools.fail({})", start)
+    assert result == CodeRunFailure("exception", "ToolCallError: deliberate failure (line 2)", ("before",))
+
+
+def test_gather_submits_every_call_before_any_settles(start: str) -> None:
+    tools = FakeTools()
+    code = (
+        "import asyncio\n"
+        "r = await asyncio.gather(tools.slow({'s': 0.2, 'v': 1}), tools.slow({'s': 0.2, 'v': 2}),"
+        " tools.echo({'n': 3}))\n"
+        "return r"
+    )
+    result = go(code, start, tools)
+    assert result == CodeRunSuccess((), [1, 2, {"echo": {"n": 3}}])
+    assert [name for name, _ in tools.calls] == ["slow", "slow", "echo"]
+
+
+@pytest.mark.parametrize(
+    "call", ["tools.echo()", "tools.echo({1, 2})", "tools.echo({'x': float('nan')})", "tools.echo({'x': -0.0})",
+             "tools.echo({1: 2})", "tools.echo({'f': print})"],
+)
+def test_non_lossless_arguments_reject_in_the_program(start: str, call: str) -> None:
+    tools = FakeTools()
+    code = f"try:\n    await {call}\nexcept ToolCallError as e:\n    return [e.toolName, e.message]"
+    assert go(code, start, tools) == CodeRunSuccess((), ["echo", LOSSY])
+    assert tools.calls == []
+
+
+def test_cyclic_arguments_reject_without_dispatch(start: str) -> None:
+    tools = FakeTools()
+    code = "a = []\na.append(a)\ntry:\n    await tools.echo({'a': a})\nexcept ToolCallError as e:\n    return e.message"
+    assert go(code, start, tools) == CodeRunSuccess((), LOSSY)
+    assert tools.calls == []
+
+
+def test_exception_names_the_program_line(start: str) -> None:
+    assert go("x = 1\nraise ValueError('boom')", start) == CodeRunFailure("exception", "ValueError: boom (line 2)")
+    result = go("def f(:\n  pass", start)
+    assert isinstance(result, CodeRunFailure) and result.kind == "exception"
+    assert result.message.startswith("SyntaxError")
+
+
+@pytest.mark.parametrize("value", ["{1, 2}", "float('nan')", "float('inf')", "-0.0", "{1: 2}", "object()",
+                                   "[print]", "10 ** 5000"])
+def test_lossy_completion_is_invalid_output(start: str, value: str) -> None:
+    result = go(f"print('x')\nreturn {value}", start)
+    assert result == CodeRunFailure("invalid-output", "program completion must be lossless JSON", ("x",))
+
+
+def test_a_100000_deep_list_comes_back_exactly(start: str) -> None:
+    result = go("x = []\nfor _ in range(100000):\n    x = [x]\nreturn x", start)
+    assert isinstance(result, CodeRunSuccess)
+    depth, node = 0, result.result
+    while node:
+        assert isinstance(node, list) and len(node) == 1
+        node, depth = node[0], depth + 1
+    assert depth == 100000 and node == []
+
+
+def test_deep_tool_results_reach_the_program(start: str) -> None:
+    code = (
+        "x = []\nfor _ in range(20000):\n    x = [x]\n"
+        "r = await tools.echo({'v': x})\nd = 0\nn = r['echo']['v']\n"
+        "while n:\n    n = n[0]\n    d += 1\nreturn d"
+    )
+    assert go(code, start) == CodeRunSuccess((), 20000)
+
+
+def test_unicode_and_lone_surrogates_round_trip(start: str) -> None:
+    code = "r = await tools.echo({'s': 'é\\ud800\\U0001f600'})\nprint('ü\\udfff')\nreturn r"
+    assert go(code, start) == CodeRunSuccess(("ü\udfff",), {"echo": {"s": "é\ud800\U0001f600"}})
+
+
+def test_output_over_the_cap_is_output_limit(start: str) -> None:
+    assert go("return 'x' * 100", start, max_output_bytes=50) == CodeRunFailure(
+        "output-limit", "outer output exceeded 50 bytes"
+    )
+    # CONTRACT.md's example: the logs count towards the cap and are still reported.
+    assert go("print('captured before failure')", start, max_output_bytes=8) == CodeRunFailure(
+        "output-limit", "outer output exceeded 8 bytes", ("captured before failure",)
+    )
+
+
+def test_default_output_cap_is_64_mib(start: str) -> None:
+    assert PythonSubprocessRuntime().max_output_bytes == 64 * 1024 * 1024
+
+
+def test_print_flood_is_truncated_with_a_marker(start: str) -> None:
+    result = go("for i in range(20000):\n    print('line', i)\nreturn 'end'", start, max_log_bytes=1000)
+    assert isinstance(result, CodeRunSuccess) and result.result == "end"
+    assert result.logs[-1] == "[output truncated: the program printed more than 1000 bytes]"
+    assert sum(len(line.encode()) for line in result.logs[:-1]) <= 1000
+    assert result.logs[0] == "line 0"
+
+
+def test_raw_fd_writes_are_drained_and_dropped(start: str) -> None:
+    code = (
+        "import os, sys\n"
+        "for _ in range(200):\n    os.write(1, b'o' * 65536)\n    os.write(2, b'e' * 65536)\n"
+        "sys.stdout.write('ignored')\nprint('kept')\nreturn 1"
+    )
+    assert go(code, start) == CodeRunSuccess(("kept",), 1)
+
+
+def test_environment_is_scrubbed_and_the_workdir_fresh_and_removed(start: str) -> None:
+    os.environ["DSH_TEST_SECRET"] = "leak"
+    try:
+        code = (
+            "import os\nopen('scratch.txt', 'w').write('x')\nos.mkdir('sub')\n"
+            "return [os.getcwd(), sorted(os.environ), os.listdir('.')]"
+        )
+        result = go(code, start)
+    finally:
+        del os.environ["DSH_TEST_SECRET"]
+    assert isinstance(result, CodeRunSuccess)
+    cwd, env, listing = result.result  # type: ignore[misc]
+    assert "DSH_TEST_SECRET" not in env and set(env) <= {"PATH", "LANG", "PYTHONDONTWRITEBYTECODE", "HOME", "TMPDIR",
+                                                         "LC_CTYPE"}
+    assert sorted(listing) == ["scratch.txt", "sub"]
+    assert not os.path.exists(cwd)
+
+
+def test_every_run_gets_a_process_no_other_run_used(start: str) -> None:
+    async def main() -> list[Any]:
+        tools = FakeTools()
+        code = "import os, builtins\nseen = hasattr(builtins, 'marker')\nbuiltins.marker = 1\nreturn [os.getpid(), seen]"
+        async with PythonSubprocessRuntime(start=start) as runtime:  # type: ignore[arg-type]
+            return [await runtime.run(request(code, tools)) for _ in range(3)]
+
+    results = run_sync(main)
+    pids = [r.result[0] for r in results]
+    assert len(set(pids)) == 3 and os.getpid() not in pids
+    assert [r.result[1] for r in results] == [False, False, False]
+
+
+def test_repr_names_the_start_method(start: str) -> None:
+    async def main() -> list[str]:
+        runtime = PythonSubprocessRuntime(start=start)  # type: ignore[arg-type]
+        seen = [repr(runtime)]
+        await runtime.run(request("pass", FakeTools()))
+        seen.append(repr(runtime))
+        await runtime.aclose()
+        seen.append(repr(runtime))
+        return seen
+
+    idle, busy, closed = run_sync(main)
+    assert idle == f"PythonSubprocessRuntime(start={start!r}, idle)"
+    assert busy == f"PythonSubprocessRuntime(start={start!r}, {'running' if start == 'fork-server' else 'idle'})"
+    assert closed == f"PythonSubprocessRuntime(start={start!r}, closed)"
+
+
+def test_a_closed_runtime_refuses_to_run(start: str) -> None:
+    async def main() -> None:
+        runtime = PythonSubprocessRuntime(start=start)  # type: ignore[arg-type]
+        await runtime.aclose()
+        with pytest.raises(RuntimeError, match="closed"):
+            await runtime.run(request("pass", FakeTools()))
+
+    run_sync(main)
+
+
+def test_runs_share_one_runtime_concurrently(start: str) -> None:
+    count = 50 if start == "fork-server" else 8
+
+    async def main() -> list[Any]:
+        tools = FakeTools()
+        async with PythonSubprocessRuntime(start=start) as runtime:  # type: ignore[arg-type]
+            return await asyncio.gather(*(
+                runtime.run(request(f"r = await tools.echo({{'i': {i}}})\nreturn r['echo']['i']", tools))
+                for i in range(count)
+            ))
+
+    assert run_sync(main) == [CodeRunSuccess((), i) for i in range(count)]
