@@ -15,10 +15,11 @@ from typing import Literal
 from dsh_codegen._version import __version__
 from dsh_codegen.codegen._catalog import ToolSchemaEntry, catalog_sha256, sorted_catalog
 from dsh_codegen.codegen._environment import render_template
-from dsh_codegen.codegen._literals import code_string, py_comment, py_docstring
+from dsh_codegen.codegen._literals import code_string, py_comment, py_docstring, py_literal
 from dsh_codegen.codegen._naming import ClassNamer, camel_case, is_py_method_name
 from dsh_codegen.codegen._py import PyTypes
-from dsh_codegen.codegen._ts import interface_body, json_schema_to_ts
+from dsh_codegen.codegen._refs import TS_UNGUARDED, Definitions, RefResolver, reaches_itself
+from dsh_codegen.codegen._ts import interface_body, schema_to_ts
 
 __all__ = ["render_py_sdk", "render_sdk_module", "render_ts_sdk"]
 
@@ -34,13 +35,91 @@ _PY_MODULE_NAMES = (
     "tools",
     "builtins",
     "typing",
+    "Awaitable",
+    "Callable",
+    "Never",
+    "TypeAlias",
+    "overload",
 )
-_TYPING_ORDER = ("Any", "Literal", "NotRequired", "Protocol", "TypedDict")
+_TYPING_ORDER = (
+    "Any",
+    "Awaitable",
+    "Callable",
+    "Literal",
+    "Never",
+    "NotRequired",
+    "Protocol",
+    "TypeAlias",
+    "TypedDict",
+    "overload",
+)
+# Names a TypeScript alias of a definition must not take: the SDK's own declarations
+# and the global types a declaration could mean.
+_TS_RESERVED = (
+    "JsonValue",
+    "ToolArgsMap",
+    "ToolOutputMap",
+    "ToolName",
+    "ToolCallError",
+    "Array",
+    "ArrayBuffer",
+    "Awaited",
+    "BigInt",
+    "Boolean",
+    "Capitalize",
+    "ConstructorParameters",
+    "DataView",
+    "Date",
+    "Error",
+    "Exclude",
+    "Extract",
+    "Function",
+    "InstanceType",
+    "Iterable",
+    "Iterator",
+    "Lowercase",
+    "Map",
+    "NoInfer",
+    "NonNullable",
+    "Number",
+    "Object",
+    "Omit",
+    "Parameters",
+    "Partial",
+    "Pick",
+    "Promise",
+    "PromiseLike",
+    "Readonly",
+    "ReadonlyArray",
+    "Record",
+    "RegExp",
+    "Required",
+    "ReturnType",
+    "Set",
+    "String",
+    "Symbol",
+    "ThisType",
+    "Uncapitalize",
+    "Uppercase",
+    "WeakMap",
+    "WeakSet",
+)
 
 
 # Template contexts are attribute records, not dicts: Jinja looks ``member.doc``
 # up with ``getattr`` first, and a dict would raise (and catch) an
 # AttributeError on every lookup.
+
+
+@dataclass(frozen=True, slots=True)
+class _PySubscript:
+    """One ``Tools.__getitem__`` overload (files only): the decorator text (empty for a
+    single tool, which needs none), the tool name's ``Literal`` and the callable's types."""
+
+    decorator: str
+    name: str
+    args: str
+    output: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,12 +140,33 @@ def _ts_context(catalog: Iterable[ToolSchemaEntry], export: str) -> dict[str, ob
     entries = sorted_catalog(catalog)
     args_rows = []
     output_rows = []
+    definitions = Definitions(ClassNamer(_TS_RESERVED))
     for entry in entries:
         name = entry.name
-        args_rows.append((name, entry.description, json_schema_to_ts(entry.parameters, 1)))
-        output = "JsonValue" if entry.output_schema is None else json_schema_to_ts(entry.output_schema, 1)
+        stem = camel_case(name)
+        refs = RefResolver(entry.parameters, definitions, f"{stem}Args")
+        args_rows.append((name, entry.description, schema_to_ts(entry.parameters, 1, refs)))
+        if entry.output_schema is None:
+            output = "JsonValue"
+        else:
+            output = schema_to_ts(entry.output_schema, 1, RefResolver(entry.output_schema, definitions, f"{stem}Output"))
         output_rows.append((name, None, output))
-    return {"export": export, "args_map": interface_body(args_rows), "output_map": interface_body(output_rows)}
+    # Every referenced definition is a type alias (naming one may name more).
+    aliases = []
+    queue = definitions.queue
+    index = 0
+    while index < len(queue):
+        alias, target, refs = queue[index]
+        index += 1
+        # tsc rejects an alias that is itself through unions alone (`type A = A | B`).
+        text = "unknown" if reaches_itself(target, refs, through=TS_UNGUARDED) else schema_to_ts(target, 0, refs)
+        aliases.append(f"{export}type {alias} = {text}\n\n")
+    return {
+        "export": export,
+        "aliases": "".join(aliases),
+        "args_map": interface_body(args_rows),
+        "output_map": interface_body(output_rows),
+    }
 
 
 def render_ts_sdk(catalog: Iterable[ToolSchemaEntry]) -> str:
@@ -124,10 +224,16 @@ def _py_context(catalog: Iterable[ToolSchemaEntry], qualify: bool) -> dict[str, 
     members_anywhere = {entry.name for entry in entries}
     members_anywhere |= _property_names([s for entry in entries for s in (entry.parameters, entry.output_schema)])
     namer.reserve(members_anywhere)
-    types = PyTypes(namer, qualify, aliases={module: _alias(module, members_anywhere) for module in ("builtins", "typing")})
+    types = PyTypes(
+        namer,
+        qualify,
+        aliases={module: _alias(module, members_anywhere) for module in ("builtins", "typing")},
+        definitions=Definitions(namer),
+    )
     method_names = [entry.name for entry in entries if is_py_method_name(entry.name)]
     shadow = types.shadow_for(method_names)
     members = []
+    subscripts = []
     for entry in entries:
         stem = camel_case(entry.name)
         args = types.type_text(entry.parameters, f"{stem}Args", shadow)
@@ -139,8 +245,16 @@ def _py_context(catalog: Iterable[ToolSchemaEntry], qualify: bool) -> dict[str, 
             members.append(_PyMember(True, entry.name, args, output, py_docstring(entry.description)))
         else:
             members.append(_PyMember(False, code_string(entry.name), args, output, py_comment(entry.description)))
+        if qualify:
+            # Files give every tool typed subscript access: tools["get-sum"](args) type-checks.
+            literal = f"{types.name('Literal', shadow)}[{py_literal(entry.name)}]"
+            signature = f"{types.name('Callable', shadow)}[[{args}], {types.name('Awaitable', shadow)}[{output}]]"
+            subscripts.append(_PySubscript("", literal, "", signature))
+    if len(subscripts) > 1:
+        decorator = "@" + types.name("overload", shadow)
+        subscripts = [_PySubscript(decorator, item.name, item.args, item.output) for item in subscripts]
     used = set(types.typing_used) | {"Protocol"}
-    if types.classes:
+    if any(not declared.alias for declared in types.classes):
         used.add("TypedDict")
     return {
         "typing_names": ", ".join(name for name in _TYPING_ORDER if name in used),
@@ -150,7 +264,9 @@ def _py_context(catalog: Iterable[ToolSchemaEntry], qualify: bool) -> dict[str, 
         ],
         "classes": types.classes,
         "members": members,
-        "has_methods": any(member.method for member in members),
+        "subscripts": subscripts,
+        "has_methods": bool(subscripts) or any(member.method for member in members),
+        "future": types.named_definitions,
     }
 
 

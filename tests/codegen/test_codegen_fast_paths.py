@@ -246,7 +246,6 @@ def test_odd_object_parts_render_unknown_without_a_bail() -> None:
     # A map-like "additionalProperties": {schema} is common in real catalogs: it must
     # not send the whole schema to the stack walk, and must read as the walk reads it.
     odd_parts: list[dict[Any, Any]] = [
-        {"additionalProperties": {"type": "string"}},
         {"required": "a"},
         {"properties": [1]},
         {"properties": {1: {}}},
@@ -256,3 +255,14 @@ def test_odd_object_parts_render_unknown_without_a_bail() -> None:
         schema: dict[str, Any] = {"type": "object", "properties": {"m": {"type": "object", **odd}, "n": {"type": "string"}}}
         expected = "{\n  m?: unknown;\n  n?: string;\n} & Record<string, JsonValue>"
         assert _recursive_text(schema, 0) == _ts._render(schema, 0) == expected
+
+
+def test_record_objects_stay_on_the_recursive_path() -> None:
+    # The map form {"additionalProperties": {schema}} is a record type (the dialect), read in place.
+    schema = {"type": "object", "properties": {"m": {"type": "object", "additionalProperties": {"type": "string"}}}}
+    expected = "{\n  m?: { [key: string]: string };\n} & Record<string, JsonValue>"
+    assert _recursive_text(schema, 0) == _ts._render(schema, 0) == expected
+    with_properties = {"type": "object", "properties": {"a": {"type": "integer"}}, "additionalProperties": {"type": "string"}}
+    assert _recursive_text(with_properties, 0) == _ts._render(with_properties, 0) == (
+        "{\n  a?: number;\n} & Record<string, JsonValue>"
+    )

@@ -4,7 +4,7 @@
 
 import builtins as _builtins
 import typing as _typing
-from typing import Literal, NotRequired, Protocol, TypedDict
+from typing import Awaitable, Callable, Literal, NotRequired, Protocol, TypedDict, overload
 
 
 class ToolCallError(Exception):
@@ -743,6 +743,204 @@ class Tools(Protocol):
 
     # tools["ﬁle"](args: _builtins.dict[_builtins.str, _typing.Any]) -> FIleOutput
     #   */ evil /* x
+    @overload
+    def __getitem__(self, name: _typing.Literal['"""']) -> Callable[
+        [_builtins.dict[_builtins.str, _typing.Any]],
+        Awaitable[_builtins.dict[_builtins.str, _typing.Any]],
+    ]: ...
+    @overload
+    def __getitem__(
+        self, name: _typing.Literal["1st-tool"]
+    ) -> Callable[[Tool1stToolArgs], Awaitable[_builtins.dict[_builtins.str, _typing.Any]]]: ...
+    @overload
+    def __getitem__(self, name: _typing.Literal["Any"]) -> Callable[
+        [_builtins.dict[_builtins.str, _typing.Any]],
+        Awaitable[_builtins.dict[_builtins.str, _typing.Any]],
+    ]: ...
+    @overload
+    def __getitem__(self, name: _typing.Literal["Literal"]) -> Callable[
+        [_builtins.dict[_builtins.str, _typing.Any]],
+        Awaitable[_builtins.dict[_builtins.str, _typing.Any]],
+    ]: ...
+    @overload
+    def __getitem__(
+        self, name: _typing.Literal["None"]
+    ) -> Callable[[NoneArgs], Awaitable[_builtins.dict[_builtins.str, _typing.Any]]]: ...
+    @overload
+    def __getitem__(
+        self, name: _typing.Literal["NotRequired"]
+    ) -> Callable[[_builtins.dict[_builtins.str, _typing.Any]], Awaitable[_typing.Any]]: ...
+    @overload
+    def __getitem__(
+        self, name: _typing.Literal["ReadFileArgs"]
+    ) -> Callable[[ReadFileArgsArgs], Awaitable[_builtins.dict[_builtins.str, _typing.Any]]]: ...
+    @overload
+    def __getitem__(
+        self, name: _typing.Literal["ToolCallError"]
+    ) -> Callable[[ToolCallErrorArgs], Awaitable[_builtins.dict[_builtins.str, _typing.Any]]]: ...
+    @overload
+    def __getitem__(
+        self, name: _typing.Literal["Tools"]
+    ) -> Callable[[_builtins.dict[_builtins.str, _typing.Any]], Awaitable[ToolsOutput]]: ...
+    @overload
+    def __getitem__(self, name: _typing.Literal["True"]) -> Callable[
+        [_builtins.dict[_builtins.str, _typing.Any]],
+        Awaitable[_builtins.dict[_builtins.str, _typing.Any]],
+    ]: ...
+    @overload
+    def __getitem__(
+        self, name: _typing.Literal["_"]
+    ) -> Callable[[_builtins.dict[_builtins.str, _typing.Any]], Awaitable[ToolOutput]]: ...
+    @overload
+    def __getitem__(
+        self, name: _typing.Literal["__debug__"]
+    ) -> Callable[[_builtins.dict[_builtins.str, _typing.Any]], Awaitable[_typing.Any]]: ...
+    @overload
+    def __getitem__(
+        self, name: _typing.Literal["__dunder__"]
+    ) -> Callable[[DunderArgs], Awaitable[_typing.Any]]: ...
+    @overload
+    def __getitem__(
+        self, name: _typing.Literal["__proto__"]
+    ) -> Callable[[_builtins.dict[_builtins.str, _typing.Any]], Awaitable[ProtoOutput]]: ...
+    @overload
+    def __getitem__(
+        self, name: _typing.Literal["_private"]
+    ) -> Callable[[_builtins.dict[_builtins.str, _typing.Any]], Awaitable[PrivateOutput]]: ...
+    @overload
+    def __getitem__(
+        self, name: _typing.Literal['a"b']
+    ) -> Callable[[_builtins.dict[_builtins.str, _typing.Any]], Awaitable[_typing.Any]]: ...
+    @overload
+    def __getitem__(
+        self, name: _typing.Literal["args"]
+    ) -> Callable[[_builtins.dict[_builtins.str, _typing.Any]], Awaitable[ArgsOutput]]: ...
+    @overload
+    def __getitem__(
+        self, name: _typing.Literal["async"]
+    ) -> Callable[[AsyncArgs], Awaitable[_builtins.dict[_builtins.str, _typing.Any]]]: ...
+    @overload
+    def __getitem__(
+        self, name: _typing.Literal["await"]
+    ) -> Callable[[AwaitArgs], Awaitable[_typing.Any]]: ...
+    @overload
+    def __getitem__(
+        self, name: _typing.Literal["back\\slash"]
+    ) -> Callable[[_builtins.dict[_builtins.str, _typing.Any]], Awaitable[BackSlashOutput]]: ...
+    @overload
+    def __getitem__(
+        self, name: _typing.Literal["builtins"]
+    ) -> Callable[[BuiltinsArgs], Awaitable[_typing.Any]]: ...
+    @overload
+    def __getitem__(
+        self, name: _typing.Literal["class"]
+    ) -> Callable[[ClassArgs], Awaitable[_builtins.dict[_builtins.str, _typing.Any]]]: ...
+    @overload
+    def __getitem__(
+        self, name: _typing.Literal["constructor"]
+    ) -> Callable[[_builtins.dict[_builtins.str, _typing.Any]], Awaitable[_typing.Any]]: ...
+    @overload
+    def __getitem__(
+        self, name: _typing.Literal["del\u007f"]
+    ) -> Callable[[_builtins.dict[_builtins.str, _typing.Any]], Awaitable[_typing.Any]]: ...
+    @overload
+    def __getitem__(
+        self, name: _typing.Literal["dict"]
+    ) -> Callable[[DictArgs], Awaitable[_builtins.dict[_builtins.str, _typing.Any]]]: ...
+    @overload
+    def __getitem__(
+        self, name: _typing.Literal["end*/"]
+    ) -> Callable[[EndArgs], Awaitable[_typing.Any]]: ...
+    @overload
+    def __getitem__(
+        self, name: _typing.Literal["list"]
+    ) -> Callable[[_builtins.dict[_builtins.str, _typing.Any]], Awaitable[ListOutput]]: ...
+    @overload
+    def __getitem__(
+        self, name: _typing.Literal["match"]
+    ) -> Callable[[MatchArgs], Awaitable[_builtins.dict[_builtins.str, _typing.Any]]]: ...
+    @overload
+    def __getitem__(self, name: _typing.Literal["my-mcp.tool"]) -> Callable[
+        [_builtins.dict[_builtins.str, _typing.Any]],
+        Awaitable[_builtins.dict[_builtins.str, _typing.Any]],
+    ]: ...
+    @overload
+    def __getitem__(
+        self, name: _typing.Literal["new\nline"]
+    ) -> Callable[[_builtins.dict[_builtins.str, _typing.Any]], Awaitable[NewLineOutput]]: ...
+    @overload
+    def __getitem__(
+        self, name: _typing.Literal["nul\u0000x"]
+    ) -> Callable[[NulXArgs], Awaitable[_typing.Any]]: ...
+    @overload
+    def __getitem__(
+        self, name: _typing.Literal["print"]
+    ) -> Callable[[_builtins.dict[_builtins.str, _typing.Any]], Awaitable[PrintOutput]]: ...
+    @overload
+    def __getitem__(
+        self, name: _typing.Literal["read_file"]
+    ) -> Callable[[ReadFileArgs2], Awaitable[ReadFileOutput]]: ...
+    @overload
+    def __getitem__(
+        self, name: _typing.Literal["self"]
+    ) -> Callable[[_builtins.dict[_builtins.str, _typing.Any]], Awaitable[SelfOutput]]: ...
+    @overload
+    def __getitem__(
+        self, name: _typing.Literal["sep\u2028x"]
+    ) -> Callable[[SepXArgs], Awaitable[_builtins.dict[_builtins.str, _typing.Any]]]: ...
+    @overload
+    def __getitem__(
+        self, name: _typing.Literal["str"]
+    ) -> Callable[[StrArgs], Awaitable[_typing.Any]]: ...
+    @overload
+    def __getitem__(
+        self, name: _typing.Literal["surr\ud800"]
+    ) -> Callable[[SurrArgs], Awaitable[_builtins.dict[_builtins.str, _typing.Any]]]: ...
+    @overload
+    def __getitem__(
+        self, name: _typing.Literal["tab\tname"]
+    ) -> Callable[[_builtins.dict[_builtins.str, _typing.Any]], Awaitable[_typing.Any]]: ...
+    @overload
+    def __getitem__(
+        self, name: _typing.Literal["tools"]
+    ) -> Callable[[_builtins.dict[_builtins.str, _typing.Any]], Awaitable[_typing.Any]]: ...
+    @overload
+    def __getitem__(
+        self, name: _typing.Literal["type"]
+    ) -> Callable[[_builtins.dict[_builtins.str, _typing.Any]], Awaitable[_typing.Any]]: ...
+    @overload
+    def __getitem__(
+        self, name: _typing.Literal["typing"]
+    ) -> Callable[[TypingArgs], Awaitable[_builtins.dict[_builtins.str, _typing.Any]]]: ...
+    @overload
+    def __getitem__(
+        self,
+        name: _typing.Literal[
+            "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+        ],
+    ) -> Callable[
+        [_builtins.dict[_builtins.str, _typing.Any]],
+        Awaitable[
+            Xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx
+        ],
+    ]: ...
+    @overload
+    def __getitem__(
+        self, name: _typing.Literal["\u0085nel"]
+    ) -> Callable[[NelArgs], Awaitable[_builtins.dict[_builtins.str, _typing.Any]]]: ...
+    @overload
+    def __getitem__(self, name: _typing.Literal["ünïcödé"]) -> Callable[
+        [_builtins.dict[_builtins.str, _typing.Any]],
+        Awaitable[_builtins.dict[_builtins.str, _typing.Any]],
+    ]: ...
+    @overload
+    def __getitem__(
+        self, name: _typing.Literal["工具"]
+    ) -> Callable[[_builtins.dict[_builtins.str, _typing.Any]], Awaitable[_typing.Any]]: ...
+    @overload
+    def __getitem__(
+        self, name: _typing.Literal["ﬁle"]
+    ) -> Callable[[_builtins.dict[_builtins.str, _typing.Any]], Awaitable[FIleOutput]]: ...
 
 
 tools: Tools
