@@ -141,6 +141,8 @@ def reaches_itself(target: object, resolver: RefResolver, *, through: frozenset[
                 stack.append(found)
         elif node.kind in through:
             stack.extend(node.branches)
+            if node.has_items:
+                stack.append(node.items)
     return False
 
 
