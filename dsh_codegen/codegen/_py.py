@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from dsh_codegen.codegen._literals import py_comment, py_literal
+from dsh_codegen.codegen._literals import py_comment, py_file_literal, py_literal
 from dsh_codegen.codegen._naming import CLASS_NAME_CAP, ClassNamer, camel_case, is_py_field_name
 from dsh_codegen.codegen._nodes import (
     ALL_OF,
@@ -172,7 +172,9 @@ class PyTypes:
         return f"{self.name('dict', shadow)}[{self.name('str', shadow)}, {self.name('Any', shadow)}]"
 
     def _literal(self, values: Sequence[object], shadow: frozenset[str]) -> str:
-        texts = [py_literal(value) for value in values]
+        # Files are in black's style, whose quote preference differs from JSON's.
+        writer = py_file_literal if self.qualify else py_literal
+        texts = [writer(value) for value in values]
         if any(text is None for text in texts):
             # Only a non-integral float makes a numeric enum a plain float (DESIGN.md);
             # any other failure (an int too long to print) is unsupported.

@@ -138,7 +138,7 @@ def test_import_loads_no_template_engine_or_formatter() -> None:
         "from dsh_codegen.codegen import render_sdk_module, load_catalog\n"
         "before = sorted(m for m in ('jinja2', 'black', 'libcst') if m in sys.modules)\n"
         f"catalog = load_catalog({str(CASES / 'contract_example' / 'catalog.json')!r})\n"
-        "render_sdk_module(catalog, 'typescript'); render_sdk_module(catalog, 'python', format=False)\n"
+        "render_sdk_module(catalog, 'typescript'); render_sdk_module(catalog, 'python')\n"
         "after = sorted(m for m in ('jinja2', 'black', 'libcst') if m in sys.modules)\n"
         "print(before, after)\n"
     )

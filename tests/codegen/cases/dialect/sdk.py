@@ -4,18 +4,7 @@
 
 from __future__ import annotations
 
-from typing import (
-    Any,
-    Awaitable,
-    Callable,
-    Literal,
-    Never,
-    NotRequired,
-    Protocol,
-    TypeAlias,
-    TypedDict,
-    overload,
-)
+from typing import Any, Awaitable, Callable, Literal, Never, NotRequired, Protocol, TypeAlias, TypedDict, overload
 
 
 class ToolCallError(Exception):
@@ -149,31 +138,19 @@ class Tools(Protocol):
         """Search (zod-to-json-schema style)."""
 
     @overload
-    def __getitem__(
-        self, name: Literal["create_issue"]
-    ) -> Callable[[CreateIssueArgs], Awaitable[CreateIssueOutput]]: ...
+    def __getitem__(self, name: Literal["create_issue"]) -> Callable[[CreateIssueArgs], Awaitable[CreateIssueOutput]]: ...
     @overload
     def __getitem__(self, name: Literal["get-sum"]) -> Callable[[GetSumArgs], Awaitable[float]]: ...
     @overload
-    def __getitem__(
-        self, name: Literal["json_value"]
-    ) -> Callable[[JsonValueArgs], Awaitable[Any]]: ...
+    def __getitem__(self, name: Literal["json_value"]) -> Callable[[JsonValueArgs], Awaitable[Any]]: ...
     @overload
-    def __getitem__(
-        self, name: Literal["merge_config"]
-    ) -> Callable[[MergeConfigArgs], Awaitable[Any]]: ...
+    def __getitem__(self, name: Literal["merge_config"]) -> Callable[[MergeConfigArgs], Awaitable[Any]]: ...
     @overload
-    def __getitem__(
-        self, name: Literal["shape"]
-    ) -> Callable[[ShapeArgs], Awaitable[ShapeOutput]]: ...
+    def __getitem__(self, name: Literal["shape"]) -> Callable[[ShapeArgs], Awaitable[ShapeOutput]]: ...
     @overload
-    def __getitem__(
-        self, name: Literal["tree_walk"]
-    ) -> Callable[[TreeWalkArgs], Awaitable[Summary]]: ...
+    def __getitem__(self, name: Literal["tree_walk"]) -> Callable[[TreeWalkArgs], Awaitable[Summary]]: ...
     @overload
-    def __getitem__(
-        self, name: Literal["zod_search"]
-    ) -> Callable[[ZodSearchArgs], Awaitable[list[str | float]]]: ...
+    def __getitem__(self, name: Literal["zod_search"]) -> Callable[[ZodSearchArgs], Awaitable[list[str | float]]]: ...
 
 
 tools: Tools

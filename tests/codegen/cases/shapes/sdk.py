@@ -56,72 +56,54 @@ class ActOutput2(TypedDict):
     error: str
 
 
-class DeepArgsLevel1Level2Level3Level4Level5Level6Level7Level8Level9Level10Level11Level12Level13Level14Level15Level16Level17Le2(
-    TypedDict
-):
+class DeepArgsLevel1Level2Level3Level4Level5Level6Level7Level8Level9Level10Level11Level12Level13Level14Level15Level16Level17Le2(TypedDict):
     level20: str
     # at 20
     n: NotRequired[float]
     # Additional keys beyond those declared are allowed.
 
 
-class DeepArgsLevel1Level2Level3Level4Level5Level6Level7Level8Level9Level10Level11Level12Level13Level14Level15Level16Level17Le(
-    TypedDict
-):
+class DeepArgsLevel1Level2Level3Level4Level5Level6Level7Level8Level9Level10Level11Level12Level13Level14Level15Level16Level17Le(TypedDict):
     level19: DeepArgsLevel1Level2Level3Level4Level5Level6Level7Level8Level9Level10Level11Level12Level13Level14Level15Level16Level17Le2
     # at 19
     n: NotRequired[float]
 
 
-class DeepArgsLevel1Level2Level3Level4Level5Level6Level7Level8Level9Level10Level11Level12Level13Level14Level15Level16Level17(
-    TypedDict
-):
+class DeepArgsLevel1Level2Level3Level4Level5Level6Level7Level8Level9Level10Level11Level12Level13Level14Level15Level16Level17(TypedDict):
     level18: DeepArgsLevel1Level2Level3Level4Level5Level6Level7Level8Level9Level10Level11Level12Level13Level14Level15Level16Level17Le
     # at 18
     n: NotRequired[float]
     # Additional keys beyond those declared are allowed.
 
 
-class DeepArgsLevel1Level2Level3Level4Level5Level6Level7Level8Level9Level10Level11Level12Level13Level14Level15Level16(
-    TypedDict
-):
+class DeepArgsLevel1Level2Level3Level4Level5Level6Level7Level8Level9Level10Level11Level12Level13Level14Level15Level16(TypedDict):
     level17: DeepArgsLevel1Level2Level3Level4Level5Level6Level7Level8Level9Level10Level11Level12Level13Level14Level15Level16Level17
     # at 17
     n: NotRequired[float]
 
 
-class DeepArgsLevel1Level2Level3Level4Level5Level6Level7Level8Level9Level10Level11Level12Level13Level14Level15(
-    TypedDict
-):
+class DeepArgsLevel1Level2Level3Level4Level5Level6Level7Level8Level9Level10Level11Level12Level13Level14Level15(TypedDict):
     level16: DeepArgsLevel1Level2Level3Level4Level5Level6Level7Level8Level9Level10Level11Level12Level13Level14Level15Level16
     # at 16
     n: NotRequired[float]
     # Additional keys beyond those declared are allowed.
 
 
-class DeepArgsLevel1Level2Level3Level4Level5Level6Level7Level8Level9Level10Level11Level12Level13Level14(
-    TypedDict
-):
+class DeepArgsLevel1Level2Level3Level4Level5Level6Level7Level8Level9Level10Level11Level12Level13Level14(TypedDict):
     level15: DeepArgsLevel1Level2Level3Level4Level5Level6Level7Level8Level9Level10Level11Level12Level13Level14Level15
     # at 15
     n: NotRequired[float]
 
 
-class DeepArgsLevel1Level2Level3Level4Level5Level6Level7Level8Level9Level10Level11Level12Level13(
-    TypedDict
-):
+class DeepArgsLevel1Level2Level3Level4Level5Level6Level7Level8Level9Level10Level11Level12Level13(TypedDict):
     level14: DeepArgsLevel1Level2Level3Level4Level5Level6Level7Level8Level9Level10Level11Level12Level13Level14
     # at 14
     n: NotRequired[float]
     # Additional keys beyond those declared are allowed.
 
 
-class DeepArgsLevel1Level2Level3Level4Level5Level6Level7Level8Level9Level10Level11Level12(
-    TypedDict
-):
-    level13: (
-        DeepArgsLevel1Level2Level3Level4Level5Level6Level7Level8Level9Level10Level11Level12Level13
-    )
+class DeepArgsLevel1Level2Level3Level4Level5Level6Level7Level8Level9Level10Level11Level12(TypedDict):
+    level13: DeepArgsLevel1Level2Level3Level4Level5Level6Level7Level8Level9Level10Level11Level12Level13
     # at 13
     n: NotRequired[float]
 
@@ -241,27 +223,17 @@ class Tools(Protocol):
         """Collides with read-file."""
 
     @overload
-    def __getitem__(
-        self, name: Literal["1st-tool"]
-    ) -> Callable[[Tool1stToolArgs], Awaitable[Any]]: ...
+    def __getitem__(self, name: Literal["1st-tool"]) -> Callable[[Tool1stToolArgs], Awaitable[Any]]: ...
     @overload
-    def __getitem__(
-        self, name: Literal["act"]
-    ) -> Callable[[ActArgs], Awaitable[ActOutput1 | ActOutput2]]: ...
+    def __getitem__(self, name: Literal["act"]) -> Callable[[ActArgs], Awaitable[ActOutput1 | ActOutput2]]: ...
     @overload
-    def __getitem__(
-        self, name: Literal["deep"]
-    ) -> Callable[[DeepArgs], Awaitable[list[list[DeepOutput]]]]: ...
+    def __getitem__(self, name: Literal["deep"]) -> Callable[[DeepArgs], Awaitable[list[list[DeepOutput]]]]: ...
     @overload
     def __getitem__(self, name: Literal["numbers"]) -> Callable[[NumbersArgs], Awaitable[None]]: ...
     @overload
-    def __getitem__(
-        self, name: Literal["read-file"]
-    ) -> Callable[[ReadFileArgs], Awaitable[Any]]: ...
+    def __getitem__(self, name: Literal["read-file"]) -> Callable[[ReadFileArgs], Awaitable[Any]]: ...
     @overload
-    def __getitem__(
-        self, name: Literal["read_file"]
-    ) -> Callable[[ReadFileArgs2], Awaitable[Any]]: ...
+    def __getitem__(self, name: Literal["read_file"]) -> Callable[[ReadFileArgs2], Awaitable[Any]]: ...
 
 
 tools: Tools
