@@ -372,6 +372,8 @@ def description_of(schema: object) -> object:
     return None
 
 
+#: Keys that never add a note to a doc.
+_NO_NOTES = ANNOTATIONS | _TYPING
 #: Longest value text a doc note quotes (a long ``default`` is cut, with an ellipsis).
 _NOTE_CAP = 120
 
@@ -397,7 +399,7 @@ def doc_of(schema: object) -> str | None:
             return None
         text = dict.get(schema, "description")
         description = text if type(text) is str else None
-        if len(schema) == 1 or ANNOTATIONS.union(_TYPING).issuperset(schema):
+        if len(schema) == 1 or _NO_NOTES.issuperset(schema):
             return description
         notes = []
         for key in DOC_KEYWORDS:
