@@ -28,7 +28,9 @@ _EPILOG = """\
 exit codes:
   0  success
   1  a check failed: --check found OUT stale (a unified diff is printed),
-     check-schema found an unsupported schema, validate found violations
+     check-schema found an unsupported schema, validate found violations,
+     sdk/catalog met a schema the registry would refuse, sdk --strict met a
+     type that degrades to unknown / Any
   2  bad usage or unreadable input (missing file, invalid JSON, bad catalog,
      --registry that cannot be imported)
 """
@@ -75,6 +77,11 @@ def _build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     sdk.add_argument("--lang", required=True, choices=("ts", "py"), help="ts: TypeScript declarations; py: Python TypedDicts")
+    sdk.add_argument(
+        "--strict",
+        action="store_true",
+        help="exit 1, naming each node, when a type degrades to unknown / Any (default: a warning on stderr)",
+    )
     add_source(sdk)
     catalog = commands.add_parser(
         "catalog", help="write a Markdown tool catalog", epilog=_EPILOG,
@@ -243,11 +250,49 @@ def _emit(args: argparse.Namespace, text: str, stdout: TextIO) -> int:
     return EXIT_OK
 
 
+def _source_name(args: argparse.Namespace) -> str:
+    return str(args.catalog) if args.catalog is not None else f"--registry {args.registry}"
+
+
+def _unsupported_schemas(catalog: list[object], source: str) -> bool:
+    """Print every schema the registry would refuse (as ``check-schema`` does: parameters
+    must be object schemas); whether there was one."""
+    from dsh_codegen.codegen import ToolSchemaEntry
+    from dsh_codegen.schema import JsonSchemaError, assert_object_json_schema, assert_supported_json_schema
+
+    failed = False
+    for entry in catalog:
+        if not isinstance(entry, ToolSchemaEntry):
+            continue  # the renderer reports a catalog that is not made of entries
+        checks = [("parameters", entry.parameters, assert_object_json_schema)]
+        if entry.output_schema is not None:
+            checks.append(("output_schema", entry.output_schema, assert_supported_json_schema))
+        for document, schema, check in checks:
+            try:
+                check(schema)
+            except JsonSchemaError as error:
+                failed = True
+                for violation in error.violations:
+                    print(f'dsh-codegen: error: {source}: tool "{entry.name}" {document}: {violation}', file=sys.stderr)
+    return failed
+
+
 def _cmd_sdk(args: argparse.Namespace, stdout: TextIO) -> int:
     from dsh_codegen.codegen import render_sdk_module
+    from dsh_codegen.codegen._degraded import degraded_nodes
 
     catalog = _load_source(args)
+    source = _source_name(args)
+    if _unsupported_schemas(catalog, source):
+        return EXIT_CHECK_FAILED
     language = "typescript" if args.lang == "ts" else "python"
+    degraded = degraded_nodes(catalog, language)  # type: ignore[arg-type]
+    level = "error" if args.strict else "warning"
+    for node in degraded:
+        print(f"dsh-codegen: {level}: {source}: {node}", file=sys.stderr)
+    if degraded and args.strict:
+        print(f"dsh-codegen: {len(degraded)} degraded type(s); nothing written (--strict)", file=sys.stderr)
+        return EXIT_CHECK_FAILED
     try:
         text = render_sdk_module(catalog, language)  # type: ignore[arg-type]
     except ValueError as error:
@@ -259,7 +304,10 @@ def _cmd_sdk(args: argparse.Namespace, stdout: TextIO) -> int:
 def _cmd_catalog(args: argparse.Namespace, stdout: TextIO) -> int:
     from dsh_codegen.codegen import render_catalog_markdown
 
-    return _emit(args, render_catalog_markdown(_load_source(args)), stdout)  # type: ignore[arg-type]
+    catalog = _load_source(args)
+    if _unsupported_schemas(catalog, _source_name(args)):
+        return EXIT_CHECK_FAILED
+    return _emit(args, render_catalog_markdown(catalog), stdout)  # type: ignore[arg-type]
 
 
 def _read_supported_schema(path: str) -> tuple[object, bool]:

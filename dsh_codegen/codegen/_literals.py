@@ -25,6 +25,9 @@ __all__ = [
     "md_text",
     "py_comment",
     "py_docstring",
+    "py_file_docstring",
+    "py_file_literal",
+    "py_file_string",
     "py_literal",
     "ts_jsdoc",
     "ts_literal",
@@ -82,6 +85,35 @@ def py_docstring(description: object) -> str | None:
     if text is None:
         return None
     return text.replace("\\", "\\\\").replace('"', '\\"')
+
+
+def py_file_docstring(description: object) -> str | None:
+    """:func:`py_docstring` as black writes it in a file: padded with a space when
+    the text ends with a quote character (an escaped quote before the closing quotes)."""
+    text = py_docstring(description)
+    if text is not None and text.endswith('"'):
+        return text + " "
+    return text
+
+
+def py_file_string(text: str) -> str:
+    """:func:`code_string` with black's quote preference (files are in black's style):
+    single quotes when that needs fewer backslashes (more ``"`` than ``'`` in the
+    text), else double quotes."""
+    quoted = code_string(text)
+    if text.count("'") >= text.count('"'):
+        return quoted
+    # JSON escapes every '"' as '\"' and never escapes "'"; every '\"' in the body is
+    # such an escape (a literal backslash is '\\', consumed left to right).
+    body = quoted[1:-1].replace('\\"', '"').replace("'", "\\'")
+    return f"'{body}'"
+
+
+def py_file_literal(value: object) -> str | None:
+    """:func:`py_literal` for files: strings as :func:`py_file_string` writes them."""
+    if type(value) is str:
+        return py_file_string(value)
+    return py_literal(value)
 
 
 def code_string(text: str) -> str:

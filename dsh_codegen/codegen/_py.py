@@ -15,9 +15,26 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from dsh_codegen.codegen._literals import py_comment, py_literal
-from dsh_codegen.codegen._naming import ClassNamer, camel_case, is_py_field_name
-from dsh_codegen.codegen._nodes import ARRAY, LITERAL, OBJECT, SCALAR_NODE_KEYS, UNION, description_of, read_node
+from dsh_codegen.codegen._literals import py_comment, py_file_literal, py_literal
+from dsh_codegen.codegen._naming import CLASS_NAME_CAP, ClassNamer, camel_case, is_py_field_name
+from dsh_codegen.codegen._nodes import (
+    ALL_OF,
+    ARRAY,
+    LITERAL,
+    MISSING,
+    NEVER,
+    OBJECT,
+    RECORD,
+    REF,
+    SCALAR_NODE_KEYS,
+    TUPLE,
+    UNION,
+    doc_of,
+    merge_all_of,
+    read_node,
+)
+from dsh_codegen.codegen._nodes import Node
+from dsh_codegen.codegen._refs import Definitions, RefResolver
 
 __all__ = ["MAX_LIST_NESTING", "MAX_UNION_OPERATORS", "SHADOWABLE", "PyClass", "PyField", "PyTypes", "json_schema_to_py"]
 
@@ -35,13 +52,19 @@ SHADOWABLE: dict[str, str] = {
     "bool": "builtins",
     "list": "builtins",
     "dict": "builtins",
+    "tuple": "builtins",
     "Any": "typing",
     "Literal": "typing",
+    "Never": "typing",
     "NotRequired": "typing",
+    "Awaitable": "typing",
+    "Callable": "typing",
+    "overload": "typing",
 }
-_TYPING_NAMES = frozenset({"Any", "Literal", "NotRequired"})
+_TYPING_NAMES = frozenset({"Any", "Literal", "Never", "NotRequired", "Awaitable", "Callable", "overload", "TypeAlias"})
 _SCALARS = {"string": "str", "number": "float", "integer": "int", "boolean": "bool"}
 _SCALAR_TOKENS = {**_SCALARS, "null": "None"}
+_DIALECT_KINDS = frozenset({NEVER, REF, ALL_OF, TUPLE, RECORD})
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,11 +78,13 @@ class PyField:
 
 @dataclass(frozen=True, slots=True)
 class PyClass:
-    """One generated ``TypedDict``: ``open`` adds the extra-keys comment, no fields means ``pass``."""
+    """One generated ``TypedDict``: ``open`` adds the extra-keys comment, no fields means ``pass``;
+    or, with ``alias`` (annotation text), a ``TypeAlias`` for a referenced definition."""
 
     name: str
     fields: tuple[PyField, ...]
     open: bool
+    alias: str | None = None
 
 
 @dataclass(slots=True)
@@ -71,13 +96,16 @@ class _Frame:
     lists: int
     shadow: frozenset[str]
     out: list[str]
+    #: A referenced definition's allocated name (the class takes it) and its key in the resolver.
+    forced: str | None = None
+    key: int = 0
 
 
 class _Done:
     """Stack marker: a container's children are rendered (leave the cycle guard;
     for a class, collect its fields)."""
 
-    __slots__ = ("ident", "name", "fields", "open", "shadow")
+    __slots__ = ("ident", "name", "fields", "open", "shadow", "alias")
 
     def __init__(self, ident: int) -> None:
         self.ident = ident
@@ -85,6 +113,9 @@ class _Done:
         self.name = ""
         self.fields: list[tuple[str | None, str, list[str], bool]] = []
         self.open = False
+        #: For a referenced definition: (resolver, key, text buffer); declared as a
+        #: ``TypeAlias`` unless the definition became a class.
+        self.alias: tuple[RefResolver, int, list[str]] | None = None
 
 
 @dataclass(slots=True)
@@ -97,9 +128,13 @@ class PyTypes:
 
     namer: ClassNamer | None = None
     qualify: bool = False
+    #: Names of referenced definitions (SDK renders; ``None``: references are expanded).
+    definitions: Definitions | None = None
     #: How each qualifying module is spelled (an alias when a member takes its name).
     aliases: dict[str, str] = field(default_factory=lambda: {"builtins": "builtins", "typing": "typing"})
     classes: list[PyClass] = field(default_factory=list)
+    #: Whether a referenced definition was named (a file then needs postponed annotations).
+    named_definitions: bool = False
     typing_used: set[str] = field(default_factory=set)
     modules_used: set[str] = field(default_factory=set)
 
@@ -130,11 +165,16 @@ class PyTypes:
             del self.classes[mark:]
             return self.name("Any", shadow)
 
+    def _resolver(self, root: object, base: str) -> RefResolver:
+        return RefResolver(root, self.definitions, base)
+
     def _dict_any(self, shadow: frozenset[str]) -> str:
         return f"{self.name('dict', shadow)}[{self.name('str', shadow)}, {self.name('Any', shadow)}]"
 
     def _literal(self, values: Sequence[object], shadow: frozenset[str]) -> str:
-        texts = [py_literal(value) for value in values]
+        # Files are in black's style, whose quote preference differs from JSON's.
+        writer = py_file_literal if self.qualify else py_literal
+        texts = [writer(value) for value in values]
         if any(text is None for text in texts):
             # Only a non-integral float makes a numeric enum a plain float (DESIGN.md);
             # any other failure (an int too long to print) is unsupported.
@@ -151,6 +191,11 @@ class PyTypes:
         # so deep unions stay linear; each class field gets its own buffer.
         root: list[str] = []
         active: set[int] = set()
+        refs: RefResolver | None = None
+        root_name: str | None = None
+        # Schemas the dialect's reading synthesizes (union branches, merged allOf parts)
+        # stay alive for the walk, so their ids in ``active`` are never reused.
+        alive: list[object] = []
         stack: list[_Frame | _Done | tuple[list[str], str]] = [_Frame(schema, base, 0, shadow, root)]
         while stack:
             frame = stack.pop()
@@ -161,6 +206,8 @@ class PyTypes:
                 active.discard(frame.ident)
                 if frame.name:
                     self._finish_class(frame)
+                elif frame.alias is not None:
+                    self._finish_alias(frame)
                 continue
             out = frame.out
             sh = frame.shadow
@@ -174,6 +221,17 @@ class PyTypes:
                 continue
             node = read_node(frame.schema)
             kind = node.kind
+            if frame.forced is not None and refs is not None and not (kind == OBJECT or kind == ALL_OF):
+                refs.states[frame.key] = "alias"  # not a class: a TypeAlias, declared when done
+            if kind in _DIALECT_KINDS:
+                if refs is None:
+                    refs = self._resolver(schema, base)
+                    if root_name is not None:
+                        refs.names[id(schema)] = root_name
+                        refs.states[id(schema)] = "class"
+                alive.append(node)
+                self._dialect(node, frame, ident, stack, active, refs, alive)
+                continue
             if kind in _SCALARS:
                 out.append(self.name(_SCALARS[kind], sh))
             elif kind == "null":
@@ -181,10 +239,11 @@ class PyTypes:
             elif kind == LITERAL:
                 out.append(self._literal(node.literals, sh))
             elif kind == UNION:
+                alive.append(node)
                 active.add(ident)
                 stack.append(_Done(ident))
                 for index in range(len(node.branches), 0, -1):
-                    stack.append(_Frame(node.branches[index - 1], f"{frame.base}{index}", frame.lists, sh, out))
+                    stack.append(_Frame(node.branches[index - 1], _child_base(frame.base, index), frame.lists, sh, out))
                     if index > 1:
                         stack.append((out, " | "))
             elif kind == ARRAY:
@@ -201,16 +260,24 @@ class PyTypes:
             elif kind == OBJECT:
                 is_class = (
                     self.namer is not None
-                    and (node.properties or node.closed)
+                    and (node.properties or node.closed or frame.forced is not None)
                     and self._declarable(node.properties)
                 )
                 if not is_class:
+                    if frame.forced is not None and refs is not None:
+                        refs.states[frame.key] = "alias"
                     out.append(self._dict_any(sh))
                     continue
                 assert self.namer is not None
                 active.add(ident)
                 done = _Done(ident)
-                done.name = self.namer.allocate(frame.base)
+                if frame.forced is not None and refs is not None:
+                    done.name = frame.forced
+                    refs.states[frame.key] = "class"
+                else:
+                    done.name = self.namer.allocate(frame.base)
+                if frame.schema is schema:
+                    root_name = done.name  # a "#" reference names the root class
                 done.open = not node.closed
                 out.append(done.name)
                 inner = self.shadow_for([key for key, _ in node.properties])
@@ -219,7 +286,7 @@ class PyTypes:
                 tasks: list[_Frame | tuple[list[str], str]] = []
                 for key, child in node.properties:
                     buffer: list[str] = []
-                    done.fields.append((py_comment(description_of(child)), key, buffer, key in node.required))
+                    done.fields.append((py_comment(doc_of(child)), key, buffer, key in node.required))
                     scalar = _plain_scalar(child)
                     if scalar is not None:
                         # Most fields are plain scalars: no frame, no stack round trip.
@@ -230,6 +297,108 @@ class PyTypes:
             else:
                 out.append(self.name("Any", sh))
         return self._capped("".join(root), shadow)
+
+    def _dialect(
+        self,
+        node: Node,
+        frame: _Frame,
+        ident: int,
+        stack: list[_Frame | _Done | tuple[list[str], str]],
+        active: set[int],
+        refs: RefResolver,
+        alive: list[object],
+    ) -> None:
+        """The walk's step for references, ``allOf``, tuples, records and ``false``."""
+        out = frame.out
+        sh = frame.shadow
+        kind = node.kind
+        if kind == NEVER:
+            out.append(self.name("Never", sh))
+            return
+        if kind == REF:
+            target = refs.resolve(node.ref)
+            if target is MISSING:
+                out.append(self.name("Any", sh))
+                return
+            named = refs.name(node.ref, target)
+            if named is None:
+                # Outside an SDK: expand in place (a recursive reference meets itself: Any).
+                active.add(ident)
+                stack.append(_Done(ident))
+                stack.append(_Frame(target, frame.base, frame.lists, sh, out))
+                return
+            name, new = named
+            self.named_definitions = True
+            if not new:
+                # A definition still being written as a TypeAlias cannot name itself (it is
+                # evaluated at import): that recursion degrades to Any.
+                out.append(self.name("Any", sh) if refs.states.get(id(target)) == "alias" else name)
+                return
+            out.append(name)
+            buffer: list[str] = []
+            done = _Done(-1)
+            done.alias = (refs, id(target), buffer)
+            done.open = False
+            done.fields = []
+            done.shadow = frozenset()
+            done.name = ""
+            stack.append(done)
+            definition = _Frame(target, name, 0, frozenset(), buffer, name, id(target))
+            stack.append(definition)
+            return
+        if kind == RECORD:
+            if frame.lists >= MAX_LIST_NESTING:
+                out.append(self.name("Any", sh))
+                return
+            active.add(ident)
+            out.append(f"{self.name('dict', sh)}[{self.name('str', sh)}, ")
+            stack.append(_Done(ident))
+            stack.append((out, "]"))
+            stack.append(_Frame(node.items, frame.base, frame.lists + 1, sh, out))
+            return
+        if kind == TUPLE:
+            if frame.lists >= MAX_LIST_NESTING:
+                out.append(self.name("Any", sh))
+                return
+            prefix = list(node.branches)
+            closed = node.has_items and node.items is False
+            exact = closed and prefix and node.min_items >= len(prefix)
+            elements = prefix if closed else prefix + [node.items if node.has_items else True]
+            active.add(ident)
+            stack.append(_Done(ident))
+            stack.append((out, "]"))
+            if not elements:
+                out.append(f"{self.name('list', sh)}[")
+                stack.append((out, self.name("Never", sh)))
+                return
+            # Python has no optional tuple elements nor a typed rest: those are lists of the union.
+            out.append(f"{self.name('tuple' if exact else 'list', sh)}[")
+            separator = ", " if exact else " | "
+            for index in range(len(elements) - 1, -1, -1):
+                stack.append(_Frame(elements[index], _child_base(frame.base, index + 1), frame.lists + 1, sh, out))
+                if index:
+                    stack.append((out, separator))
+            return
+        # allOf: its one part as it is, one merged schema (a TypedDict) where exact, else Any.
+        merged = node.branches[0] if len(node.branches) == 1 else merge_all_of(node.branches, refs.resolve)
+        if merged is None:
+            if frame.forced is not None:
+                refs.states[frame.key] = "alias"
+            out.append(self.name("Any", sh))
+            return
+        alive.append(merged)
+        active.add(ident)
+        stack.append(_Done(ident))
+        stack.append(_Frame(merged, frame.base, frame.lists, sh, out, frame.forced, frame.key))
+
+    def _finish_alias(self, done: _Done) -> None:
+        assert done.alias is not None
+        refs, key, buffer = done.alias
+        if refs.states.get(key) == "class":
+            return  # the definition is a TypedDict of that name already
+        refs.states[key] = "done"
+        self.typing_used.add("TypeAlias")
+        self.classes.append(PyClass(refs.names[key], (), False, self._capped("".join(buffer), frozenset())))
 
     def _capped(self, text: str, shadow: frozenset[str]) -> str:
         # Counting text also counts " | " inside string literals: a false
@@ -244,6 +413,12 @@ class PyTypes:
                 annotation = f"{self.name('NotRequired', done.shadow)}[{annotation}]"
             fields.append(PyField(comment, key, annotation))
         self.classes.append(PyClass(done.name, tuple(fields), done.open))
+
+
+def _child_base(base: str, index: int) -> str:
+    """``base`` + ``index``: a branch's class-name base. Names are cut at
+    ``CLASS_NAME_CAP`` anyway, so a long base stays as it is (deep unions stay linear)."""
+    return base if len(base) >= CLASS_NAME_CAP else f"{base}{index}"
 
 
 def _plain_scalar(schema: object) -> str | None:

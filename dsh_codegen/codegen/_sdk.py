@@ -7,7 +7,6 @@ text by ``_ts`` / ``_py``. Templates only lay it out.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
@@ -15,10 +14,11 @@ from typing import Literal
 from dsh_codegen._version import __version__
 from dsh_codegen.codegen._catalog import ToolSchemaEntry, catalog_sha256, sorted_catalog
 from dsh_codegen.codegen._environment import render_template
-from dsh_codegen.codegen._literals import code_string, py_comment, py_docstring
+from dsh_codegen.codegen._literals import code_string, py_comment, py_docstring, py_file_docstring, py_file_string
 from dsh_codegen.codegen._naming import ClassNamer, camel_case, is_py_method_name
 from dsh_codegen.codegen._py import PyTypes
-from dsh_codegen.codegen._ts import interface_body, json_schema_to_ts
+from dsh_codegen.codegen._refs import TS_UNGUARDED, Definitions, RefResolver, reaches_itself
+from dsh_codegen.codegen._ts import interface_body, schema_to_ts
 
 __all__ = ["render_py_sdk", "render_sdk_module", "render_ts_sdk"]
 
@@ -34,8 +34,75 @@ _PY_MODULE_NAMES = (
     "tools",
     "builtins",
     "typing",
+    "Awaitable",
+    "Callable",
+    "Never",
+    "TypeAlias",
+    "overload",
 )
-_TYPING_ORDER = ("Any", "Literal", "NotRequired", "Protocol", "TypedDict")
+_TYPING_ORDER = (
+    "Any",
+    "Awaitable",
+    "Callable",
+    "Literal",
+    "Never",
+    "NotRequired",
+    "Protocol",
+    "TypeAlias",
+    "TypedDict",
+    "overload",
+)
+# Names a TypeScript alias of a definition must not take: the SDK's own declarations
+# and the global types a declaration could mean.
+_TS_RESERVED = (
+    "JsonValue",
+    "ToolArgsMap",
+    "ToolOutputMap",
+    "ToolName",
+    "ToolCallError",
+    "Array",
+    "ArrayBuffer",
+    "Awaited",
+    "BigInt",
+    "Boolean",
+    "Capitalize",
+    "ConstructorParameters",
+    "DataView",
+    "Date",
+    "Error",
+    "Exclude",
+    "Extract",
+    "Function",
+    "InstanceType",
+    "Iterable",
+    "Iterator",
+    "Lowercase",
+    "Map",
+    "NoInfer",
+    "NonNullable",
+    "Number",
+    "Object",
+    "Omit",
+    "Parameters",
+    "Partial",
+    "Pick",
+    "Promise",
+    "PromiseLike",
+    "Readonly",
+    "ReadonlyArray",
+    "Record",
+    "RegExp",
+    "Required",
+    "ReturnType",
+    "Set",
+    "String",
+    "Symbol",
+    "ThisType",
+    "Uncapitalize",
+    "Uppercase",
+    "WeakMap",
+    "WeakSet",
+)
 
 
 # Template contexts are attribute records, not dicts: Jinja looks ``member.doc``
@@ -44,14 +111,27 @@ _TYPING_ORDER = ("Any", "Literal", "NotRequired", "Protocol", "TypedDict")
 
 
 @dataclass(frozen=True, slots=True)
+class _PySubscript:
+    """One ``Tools.__getitem__`` overload (files only): the decorator text (empty for a
+    single tool, which needs none), the tool name's ``Literal`` and the callable's types."""
+
+    decorator: str
+    name: str
+    args: str
+    output: str
+
+
+@dataclass(frozen=True, slots=True)
 class _PyMember:
-    """One tool of ``class Tools``: an ``async def`` (``method``) or the comment form."""
+    """One tool of ``class Tools``: an ``async def`` (``method``) or the comment form;
+    ``blank``: an empty line before it (files, where black's blank-line rules apply)."""
 
     method: bool
     name: str
     args: str
     output: str
     doc: str | None
+    blank: bool = False
 
 
 def _ts_context(catalog: Iterable[ToolSchemaEntry], export: str) -> dict[str, object]:
@@ -61,12 +141,33 @@ def _ts_context(catalog: Iterable[ToolSchemaEntry], export: str) -> dict[str, ob
     entries = sorted_catalog(catalog)
     args_rows = []
     output_rows = []
+    definitions = Definitions(ClassNamer(_TS_RESERVED))
     for entry in entries:
         name = entry.name
-        args_rows.append((name, entry.description, json_schema_to_ts(entry.parameters, 1)))
-        output = "JsonValue" if entry.output_schema is None else json_schema_to_ts(entry.output_schema, 1)
+        stem = camel_case(name)
+        refs = RefResolver(entry.parameters, definitions, f"{stem}Args")
+        args_rows.append((name, entry.description, schema_to_ts(entry.parameters, 1, refs)))
+        if entry.output_schema is None:
+            output = "JsonValue"
+        else:
+            output = schema_to_ts(entry.output_schema, 1, RefResolver(entry.output_schema, definitions, f"{stem}Output"))
         output_rows.append((name, None, output))
-    return {"export": export, "args_map": interface_body(args_rows), "output_map": interface_body(output_rows)}
+    # Every referenced definition is a type alias (naming one may name more).
+    aliases = []
+    queue = definitions.queue
+    index = 0
+    while index < len(queue):
+        alias, target, refs = queue[index]
+        index += 1
+        # tsc rejects an alias that is itself through unions alone (`type A = A | B`).
+        text = "unknown" if reaches_itself(target, refs, through=TS_UNGUARDED) else schema_to_ts(target, 0, refs)
+        aliases.append(f"{export}type {alias} = {text}\n\n")
+    return {
+        "export": export,
+        "aliases": "".join(aliases),
+        "args_map": interface_body(args_rows),
+        "output_map": interface_body(output_rows),
+    }
 
 
 def render_ts_sdk(catalog: Iterable[ToolSchemaEntry]) -> str:
@@ -124,10 +225,16 @@ def _py_context(catalog: Iterable[ToolSchemaEntry], qualify: bool) -> dict[str, 
     members_anywhere = {entry.name for entry in entries}
     members_anywhere |= _property_names([s for entry in entries for s in (entry.parameters, entry.output_schema)])
     namer.reserve(members_anywhere)
-    types = PyTypes(namer, qualify, aliases={module: _alias(module, members_anywhere) for module in ("builtins", "typing")})
+    types = PyTypes(
+        namer,
+        qualify,
+        aliases={module: _alias(module, members_anywhere) for module in ("builtins", "typing")},
+        definitions=Definitions(namer),
+    )
     method_names = [entry.name for entry in entries if is_py_method_name(entry.name)]
     shadow = types.shadow_for(method_names)
     members = []
+    subscripts = []
     for entry in entries:
         stem = camel_case(entry.name)
         args = types.type_text(entry.parameters, f"{stem}Args", shadow)
@@ -136,11 +243,22 @@ def _py_context(catalog: Iterable[ToolSchemaEntry], qualify: bool) -> dict[str, 
         else:
             output = types.type_text(entry.output_schema, f"{stem}Output", shadow)
         if is_py_method_name(entry.name):
-            members.append(_PyMember(True, entry.name, args, output, py_docstring(entry.description)))
+            docstring = py_file_docstring if qualify else py_docstring
+            members.append(_PyMember(True, entry.name, args, output, docstring(entry.description)))
         else:
             members.append(_PyMember(False, code_string(entry.name), args, output, py_comment(entry.description)))
+        if qualify:
+            # Files give every tool typed subscript access: tools["get-sum"](args) type-checks.
+            literal = f"{types.name('Literal', shadow)}[{py_file_string(entry.name)}]"
+            signature = f"{types.name('Callable', shadow)}[[{args}], {types.name('Awaitable', shadow)}[{output}]]"
+            subscripts.append(_PySubscript("", literal, "", signature))
+    if len(subscripts) > 1:
+        decorator = "@" + types.name("overload", shadow)
+        subscripts = [_PySubscript(decorator, item.name, item.args, item.output) for item in subscripts]
+    if qualify:
+        members = _black_blank_lines(members)
     used = set(types.typing_used) | {"Protocol"}
-    if types.classes:
+    if any(not declared.alias for declared in types.classes):
         used.add("TypedDict")
     return {
         "typing_names": ", ".join(name for name in _TYPING_ORDER if name in used),
@@ -150,8 +268,41 @@ def _py_context(catalog: Iterable[ToolSchemaEntry], qualify: bool) -> dict[str, 
         ],
         "classes": types.classes,
         "members": members,
-        "has_methods": any(member.method for member in members),
+        "subscripts": subscripts,
+        "has_methods": bool(subscripts) or any(member.method for member in members),
+        "future": types.named_definitions,
+        # Blank lines between top-level statements: one in the prompt (CONTRACT.md §6),
+        # two in files (black's style).
+        "gap": "\n" if qualify else "",
+        "subscripts_blank": bool(subscripts) and bool(members) and _ends_with_docstring(members),
     }
+
+
+def _ends_with_docstring(members: list[_PyMember]) -> bool:
+    """Whether the last of ``members`` is a method with a docstring body."""
+    # A trailing comment block took its blank line already (it belongs to what follows).
+    return members[-1].method and members[-1].doc is not None
+
+
+def _black_blank_lines(members: list[_PyMember]) -> list[_PyMember]:
+    """Mark the members black puts an empty line before (black's rules for a class body
+    of one-line stubs, docstring-bodied methods and comment blocks): after a method with
+    a docstring, always; after a stub method, only before a comment block (comments
+    belong to the statement after them, so a comment block's first line takes the gap)."""
+    marked = []
+    previous: _PyMember | None = None  # the last method statement
+    in_comments = False
+    for member in members:
+        blank = False
+        if previous is not None and not in_comments:
+            blank = previous.doc is not None or not member.method
+        marked.append(_PyMember(member.method, member.name, member.args, member.output, member.doc, blank))
+        if member.method:
+            previous = member
+            in_comments = False
+        else:
+            in_comments = True
+    return marked
 
 
 def render_py_sdk(catalog: Iterable[ToolSchemaEntry]) -> str:
@@ -161,41 +312,6 @@ def render_py_sdk(catalog: Iterable[ToolSchemaEntry]) -> str:
     odd schemas (they render ``Any`` / ``dict[str, Any]``).
     """
     return render_template("python/sdk_prompt.md.jinja", **_py_context(catalog, qualify=False))
-
-
-# Pinned so the output never depends on a user's black configuration.
-def _black_mode() -> object:
-    import black
-    from black.mode import TargetVersion
-
-    return black.Mode(
-        target_versions={TargetVersion.PY311},
-        line_length=100,
-        string_normalization=True,
-        is_pyi=False,
-        magic_trailing_comma=True,
-        preview=False,
-    )
-
-
-# Every top-level statement after the imports is a class (our template), and no
-# other line starts with "class " (docstrings, comments and strings are one line,
-# indented or escaped), so the module splits cleanly before each class.
-_TOP_LEVEL_CLASS = re.compile(r"\n(?=class )")
-
-
-def _format_python(source: str) -> str:
-    """``black.format_str(source)`` in the pinned mode, computed class by class.
-
-    Black is superlinear on long files; formatting each top-level class alone and
-    joining with the two blank lines black puts between top-level definitions
-    gives the same text (a test compares both) about 1.5x faster on 1,000 tools.
-    """
-    import black
-
-    mode = _black_mode()
-    chunks = [black.format_str(chunk + "\n", mode=mode) for chunk in _TOP_LEVEL_CLASS.split(source)]  # type: ignore[arg-type]
-    return "\n\n\n".join(chunk.rstrip("\n") for chunk in chunks) + "\n"
 
 
 def render_sdk_module(
@@ -211,8 +327,10 @@ def render_sdk_module(
     are exported (usable as ``.ts`` or ``.d.ts``). The Python module is
     importable: its ``TypedDict`` classes can annotate tool bodies (``args:
     ReadFileArgs``), annotations a member could shadow are qualified
-    (``builtins.list``); with ``format=True`` it is parsed with libcst and
-    formatted by black in a pinned mode.
+    (``builtins.list``). It comes out of the templates already in black's
+    style (a pinned mode: tests run black and libcst over every generated
+    file and require no change), so neither is needed at run time; ``format``
+    is kept for compatibility and changes nothing.
 
     Raises ``ValueError`` for an unknown ``language`` or a catalog that is
     not lossless JSON (the hash needs it; the message names the path).
@@ -225,13 +343,8 @@ def render_sdk_module(
             "typescript/sdk_module.ts.jinja", header=header, hash_line=hash_line, **_ts_context(entries, "export ")
         )
     if language == "python":
-        source = render_template(
+        # The templates write black's style (docs/codegen.md "Files"): no formatter runs.
+        return render_template(
             "python/sdk_module.py.jinja", header=header, hash_line=hash_line, **_py_context(entries, qualify=True)
         )
-        if not format:
-            return source
-        import libcst
-
-        libcst.parse_module(source)  # a syntax error here is a codegen bug; let it surface
-        return _format_python(source)
     raise ValueError(f'render_sdk_module: unknown language {language!r} (known: "typescript", "python")')

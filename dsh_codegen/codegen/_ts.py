@@ -28,25 +28,39 @@ from typing import TypeVar
 from dsh_codegen.codegen._literals import code_string, ts_jsdoc, ts_literal
 from dsh_codegen.codegen._naming import ts_key
 from dsh_codegen.codegen._nodes import (
+    ALL_OF,
+    Node,
     ANY,
     ARRAY,
     LITERAL,
+    MISSING,
+    NEVER,
     OBJECT,
+    RECORD,
+    REF,
     SCALAR_NODE_KEYS,
+    TUPLE,
     UNION,
     ObjectParts,
     description_of,
+    doc_of,
+    merge_all_of,
     read_node,
     read_node_or_raise,
     read_plain_object,
 )
+from dsh_codegen.codegen._refs import RefResolver
 
-__all__ = ["MAX_MULTILINE_DEPTH", "clear_caches", "interface_body", "json_schema_to_ts"]
+__all__ = ["MAX_MULTILINE_DEPTH", "clear_caches", "interface_body", "json_schema_to_ts", "schema_to_ts"]
 
 #: Object levels rendered multi-line; deeper object types render on one line.
 MAX_MULTILINE_DEPTH = 16
 
 _OPEN_SUFFIX = " & Record<string, JsonValue>"
+# A record type is written as an index signature, not ``Record<string, T>``: tsc defers
+# an object literal type, so a definition may contain itself (``type J = { [key: string]: J }``).
+_RECORD_OPEN = "{ [key: string]: "
+_RECORD_CLOSE = " }"
 _SCALARS = {"string": "string", "number": "number", "integer": "number", "boolean": "boolean", "null": "null"}
 
 
@@ -79,26 +93,33 @@ def json_schema_to_ts(schema: object, indent: int = 0) -> str:
     sit at ``indent + 1``, its closing brace at ``indent``. Unsupported or
     malformed parts render ``unknown``; ``{}`` renders ``JsonValue``.
     """
+    level = indent if type(indent) is int and indent >= 0 else 0
+    return schema_to_ts(schema, level, None)
+
+
+def schema_to_ts(schema: object, level: int, refs: RefResolver | None) -> str:
+    """:func:`json_schema_to_ts` with a reference resolver: in an SDK render, ``refs``
+    names every referenced definition (the caller declares them); without one,
+    references are expanded in place and a recursive one renders ``unknown``."""
     try:
-        level = indent if type(indent) is int and indent >= 0 else 0
-        return _type_text(schema, level)
+        return _type_text(schema, level, refs)
     except MemoryError:
         raise
     except Exception:  # noqa: BLE001 - the contract is "never raises"; a bug here must not break prompts
         return "unknown"
 
 
-def _type_text(schema: object, level: int) -> str:
+def _type_text(schema: object, level: int, refs: RefResolver | None) -> str:
     """The type text of ``schema`` at ``level``: the recursive fast path, or the
     stack walk when the fast path bails out (same text either way). May raise
     (the public callers degrade that to ``unknown``)."""
     out: list[str] = []
     try:
-        _fast(schema, level, 0, 0, out)
+        _fast(schema, level, 0, 0, out, refs)
     except MemoryError:
         raise
     except Exception:  # noqa: BLE001 - a _Bail, a RecursionError near the limit or a hostile key
-        return _render(schema, level)
+        return _render(schema, level, refs)
     return "".join(out)
 
 
@@ -117,7 +138,9 @@ _PLAIN_OBJECT_KEYS = SCALAR_NODE_KEYS | {"properties", "required", "additionalPr
 _SHORT_REQUIRED = 8
 
 
-def _fast(schema: object, level: int, depth: int, frames: int, out: list[str]) -> bool:
+def _fast(
+    schema: object, level: int, depth: int, frames: int, out: list[str], refs: RefResolver | None = None
+) -> bool:
     """Append the type text of ``schema`` to ``out``; return whether it contains "|" or "&".
 
     Recursive, so only for what recursion handles well: it raises :class:`_Bail` for
@@ -130,7 +153,8 @@ def _fast(schema: object, level: int, depth: int, frames: int, out: list[str]) -
     if type(schema) is not dict:
         if isinstance(schema, dict):
             raise _Bail
-        out.append("unknown")  # read_node: anything but a mapping is unknown
+        # read_node: the boolean schemas, and anything else but a mapping is unknown
+        out.append("JsonValue" if schema is True else "never" if schema is False else "unknown")
         return False
     declared = schema.get("type")
     if type(declared) is str:
@@ -138,7 +162,7 @@ def _fast(schema: object, level: int, depth: int, frames: int, out: list[str]) -
             out.append(_SCALARS[declared])
             return False
         if declared == "object" and _PLAIN_OBJECT_KEYS.issuperset(schema):
-            return _fast_object(schema, level, depth, frames, out)
+            return _fast_object(schema, level, depth, frames, out, refs)
         if declared == "array" and _ARRAY_LEAF_KEYS.issuperset(schema):
             # read_node's plain array, read in place.
             items = schema.get("items", _MISSING)
@@ -154,7 +178,7 @@ def _fast(schema: object, level: int, depth: int, frames: int, out: list[str]) -
                 raise _Bail
             slot = len(out)
             out.append("")
-            if _fast(items, level, depth, frames + 1, out):
+            if _fast(items, level, depth, frames + 1, out, refs):
                 out[slot] = "("
                 out.append(")[]")
                 return True
@@ -181,7 +205,7 @@ def _fast(schema: object, level: int, depth: int, frames: int, out: list[str]) -
             return False
         slot = len(out)
         out.append("")
-        if _fast(node.items, level, depth, frames + 1, out):
+        if _fast(node.items, level, depth, frames + 1, out, refs):
             out[slot] = "("
             out.append(")[]")
             return True
@@ -197,16 +221,28 @@ def _fast(schema: object, level: int, depth: int, frames: int, out: list[str]) -
         for position, branch in enumerate(branches):
             if position:
                 out.append(" | ")
-            if _fast(branch, level, depth, frames + 1, out):
+            if _fast(branch, level, depth, frames + 1, out, refs):
                 bar = True
         return bar
-    if kind == OBJECT:
-        raise _Bail  # not a plain exact-dict object: let the stack walk read it
-    out.append("JsonValue" if kind == ANY else "unknown")
+    if kind == REF and refs is not None:
+        target = refs.resolve(node.ref)
+        named = None if target is MISSING else refs.name(node.ref, target)
+        if named is not None:
+            out.append(named[0])
+            return False
+    if kind in _WALK_ONLY:
+        raise _Bail  # not a plain exact-dict object, a reference to expand, a tuple...: the stack walk
+    out.append("JsonValue" if kind == ANY else "never" if kind == NEVER else "unknown")
     return False
 
 
-def _fast_object(schema: dict[object, object], level: int, depth: int, frames: int, out: list[str]) -> bool:
+#: Node kinds the recursive pass leaves to the stack walk.
+_WALK_ONLY = frozenset({OBJECT, REF, ALL_OF, TUPLE, RECORD})
+
+
+def _fast_object(
+    schema: dict[object, object], level: int, depth: int, frames: int, out: list[str], refs: RefResolver | None
+) -> bool:
     """:func:`_fast` for a plain object node (keys within :data:`_PLAIN_OBJECT_KEYS`):
     the parts checks of ``read_plain_object``, and the member lines of ``_push_object``."""
     # The checks of read_plain_object: an odd part makes the node "unknown", as the
@@ -217,9 +253,13 @@ def _fast_object(schema: dict[object, object], level: int, depth: int, frames: i
     properties = schema.get("properties", _MISSING)
     listed = schema.get("required", _MISSING)
     additional = schema.get("additionalProperties", True)
+    record: object = None
     if type(additional) is not bool:
-        out.append("unknown")
-        return False
+        if type(additional) is not dict:
+            raise _Bail  # malformed (or a dict subclass): the stack walk reads it
+        # A schema for the other values: a record type without properties, else open.
+        record = additional
+        additional = True
     required: Collection[str] = ()
     if listed is not _MISSING:
         if type(listed) is not list or not _STR_ONLY.issuperset(map(type, listed)):
@@ -228,6 +268,13 @@ def _fast_object(schema: dict[object, object], level: int, depth: int, frames: i
         # ``in`` on a short list beats building a frozenset; both compare exact strs.
         required = listed if len(listed) <= _SHORT_REQUIRED else frozenset(listed)
     if properties is _MISSING or (type(properties) is dict and not properties):
+        if record is not None:
+            if frames >= _FAST_FRAMES:
+                raise _Bail
+            out.append(_RECORD_OPEN)
+            bar = _fast(record, level, depth, frames + 1, out, refs)
+            out.append(_RECORD_CLOSE)
+            return bar
         out.append("Record<string, JsonValue>" if additional else "Record<string, never>")
         return False
     if type(properties) is not dict:
@@ -264,6 +311,7 @@ def _fast_object(schema: dict[object, object], level: int, depth: int, frames: i
                 if found[1]:
                     bar = True
                 continue
+            description = doc_of(child)
         elif isinstance(child, dict):
             raise _Bail
         is_required = key in required
@@ -273,14 +321,14 @@ def _fast_object(schema: dict[object, object], level: int, depth: int, frames: i
         emit(found[0])
         if found[1]:
             bar = True
-        if _fast(child, member_level, depth + 1, frames + 1, out):
+        if _fast(child, member_level, depth + 1, frames + 1, out, refs):
             bar = True
         emit(";\n")
     emit("  " * level + ("}" if not additional else "}" + _OPEN_SUFFIX))
     return bar
 
 
-def _render(schema: object, indent: int) -> str:
+def _render(schema: object, indent: int, refs: RefResolver | None = None) -> str:
     # Text is emitted in order into ``out`` and joined once, so deep nesting
     # stays linear; each finished node leaves one flag on ``flags``: whether its
     # text contains "|" or "&" (an array of it then needs "(T)[]"). An array
@@ -290,6 +338,9 @@ def _render(schema: object, indent: int) -> str:
     out: list[str] = []
     flags: list[bool] = []
     active: set[int] = set()
+    # Schemas the dialect's reading synthesizes (union branches, merged allOf parts)
+    # stay alive for the walk, so their ids in ``active`` are never reused.
+    alive: list[object] = []
     stack: list[_Build | str | tuple[object, int, int]] = [(schema, indent, 0)]
     emit = out.append
     flag = flags.append
@@ -346,6 +397,11 @@ def _render(schema: object, indent: int) -> str:
         if kind in scalars:
             emit(scalars[kind])
             flag(False)
+        elif kind in _DIALECT_KINDS:
+            if refs is None:
+                refs = RefResolver(schema)
+            alive.append(node)
+            _push_dialect(node, ident, level, depth, out, flags, stack, active, refs, alive)
         elif kind == ARRAY:
             if not node.has_items:
                 emit("JsonValue[]")
@@ -367,6 +423,7 @@ def _render(schema: object, indent: int) -> str:
             emit(joined)
             flag(bar)
         elif kind == UNION:
+            alive.append(node)
             active.add(ident)
             push(_Build(UNION, len(node.branches), ident))
             for position in range(len(node.branches) - 1, -1, -1):
@@ -553,6 +610,7 @@ def _push_object(
                 if found[1]:
                     bar = True
                 continue
+            description = doc_of(child)
             try:
                 leaf = _leaf_type(child, declared)
             except Exception:  # noqa: BLE001 - the stack walk reads it (and degrades) instead
@@ -636,3 +694,85 @@ def _finish(build: _Build, out: list[str], flags: list[bool]) -> None:
     else:
         out.append(build.closing)
         flags.append(build.bar or any(children))
+
+
+_DIALECT_KINDS = frozenset({NEVER, REF, ALL_OF, TUPLE, RECORD})
+_ARRAY_OF = "array"
+
+
+def _push_dialect(
+    node: object, ident: int, level: int, depth: int, out: list[str], flags: list[bool], stack: _Stack,
+    active: set[int], refs: RefResolver, alive: list[object],
+) -> None:
+    """The stack walk's step for the dialect's node kinds (references, ``allOf``,
+    tuples, records, ``false``): text goes to ``out`` or children onto ``stack``."""
+    assert isinstance(node, Node)
+    kind = node.kind
+    if kind == NEVER:
+        out.append("never")
+        flags.append(False)
+        return
+    if kind == REF:
+        target = refs.resolve(node.ref)
+        if target is MISSING:
+            out.append("unknown")
+            flags.append(False)
+            return
+        named = refs.name(node.ref, target)
+        if named is not None:
+            out.append(named[0])
+            flags.append(False)
+            return
+        # No SDK to declare it in: expand it here (a recursive one meets itself: unknown).
+        active.add(ident)
+        stack.append(_Build(REF, 1, ident))
+        stack.append((target, level, depth))
+        return
+    if kind == RECORD:
+        active.add(ident)
+        out.append(_RECORD_OPEN)
+        stack.append(_Build(RECORD, 1, ident, closing=_RECORD_CLOSE))
+        stack.append((node.items, level, depth))
+        return
+    if kind == TUPLE:
+        tasks: list[str | tuple[object, int, int]] = []
+        for position, element in enumerate(node.branches):
+            if position:
+                tasks.append(", ")
+            tasks.append((element, level, depth))
+            if position >= node.min_items:
+                tasks.append("?")
+        if not node.has_items or node.items is not False:
+            if tasks:
+                tasks.append(", ")
+            if node.has_items:
+                rest = {"type": _ARRAY_OF, "items": node.items}
+                alive.append(rest)
+                tasks.append("...")
+                tasks.append((rest, level, depth))
+            else:
+                tasks.append("...JsonValue[]")
+        active.add(ident)
+        out.append("[")
+        count = sum(1 for task in tasks if type(task) is tuple)
+        stack.append(_Build(TUPLE, count, ident, closing="]"))
+        stack.extend(reversed(tasks))
+        return
+    # allOf: its one part as it is (pydantic's [{"$ref": ...}] keeps its name), one merged
+    # schema where that is exact, else an intersection.
+    merged = None if len(node.branches) == 1 else merge_all_of(node.branches, refs.resolve)
+    active.add(ident)
+    if merged is not None or len(node.branches) == 1:
+        part = merged if merged is not None else node.branches[0]
+        alive.append(part)
+        stack.append(_Build(REF, 1, ident))
+        stack.append((part, level, depth))
+        return
+    branches = node.branches
+    stack.append(_Build(ALL_OF, len(branches), ident, bar=True))
+    for position in range(len(branches) - 1, -1, -1):
+        stack.append(")")
+        stack.append((branches[position], level, depth))
+        stack.append("(")
+        if position:
+            stack.append(" & ")

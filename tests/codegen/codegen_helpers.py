@@ -25,7 +25,11 @@ def case_names() -> list[str]:
 
 
 _KNOWN = {"type", "properties", "required", "additionalProperties", "items", "enum", "const", "oneOf",
-          "description", "title", "default", "examples"}
+          "description", "title", "default", "examples",
+          # constraints and annotations of the dialect: documented, they do not change the type
+          "format", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "minLength",
+          "maxLength", "pattern", "minItems", "maxItems", "uniqueItems", "minProperties", "maxProperties",
+          "$comment", "deprecated", "readOnly", "writeOnly"}
 _TYPES = {"object", "array", "string", "number", "integer", "boolean", "null"}
 
 
@@ -33,6 +37,8 @@ def supported(schema: Any) -> bool:
     """The node is one the generator types (anything else renders unknown / Any)."""
     if not isinstance(schema, dict) or not set(schema) <= _KNOWN:
         return False
+    if isinstance(schema.get("type"), list):
+        return bool(schema["type"]) and all(kind in _TYPES for kind in schema["type"]) and "oneOf" not in schema
     return "type" not in schema or schema["type"] in _TYPES if isinstance(schema.get("type"), str) or "type" not in schema else False
 
 
@@ -54,6 +60,8 @@ def ts_accepts(schema: Any, value: Any) -> bool:
     """Would ``tsc --strict`` accept ``value`` (a fresh literal) for ``json_schema_to_ts(schema)``?"""
     if not supported(schema):
         return True
+    if isinstance(schema.get("type"), list):
+        return any(ts_accepts({**schema, "type": kind}, value) for kind in schema["type"])
     if "const" in schema:
         return _literal_match_ts(value, schema["const"])
     if "enum" in schema:
@@ -110,6 +118,8 @@ def py_accepts(schema: Any, value: Any) -> bool:
     """Would ``mypy --strict`` accept ``value`` (a literal) for the SDK's annotation of ``schema``?"""
     if not supported(schema):
         return True
+    if isinstance(schema.get("type"), list):
+        return any(py_accepts({**schema, "type": kind}, value) for kind in schema["type"])
     if "const" in schema or "enum" in schema:
         values = [schema["const"]] if "const" in schema else schema["enum"]
         literals = _py_literals(values)
@@ -154,6 +164,8 @@ def sample(schema: Any, full: bool) -> Any:
     """A value valid for ``schema`` (required properties only unless ``full``)."""
     if not supported(schema):
         return {"any": 1}
+    if isinstance(schema.get("type"), list):
+        return sample({**schema, "type": schema["type"][-1 if full else 0]}, full)
     if "const" in schema:
         return schema["const"]
     if "enum" in schema:

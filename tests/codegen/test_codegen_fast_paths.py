@@ -138,7 +138,7 @@ def test_import_loads_no_template_engine_or_formatter() -> None:
         "from dsh_codegen.codegen import render_sdk_module, load_catalog\n"
         "before = sorted(m for m in ('jinja2', 'black', 'libcst') if m in sys.modules)\n"
         f"catalog = load_catalog({str(CASES / 'contract_example' / 'catalog.json')!r})\n"
-        "render_sdk_module(catalog, 'typescript'); render_sdk_module(catalog, 'python', format=False)\n"
+        "render_sdk_module(catalog, 'typescript'); render_sdk_module(catalog, 'python')\n"
         "after = sorted(m for m in ('jinja2', 'black', 'libcst') if m in sys.modules)\n"
         "print(before, after)\n"
     )
@@ -246,7 +246,6 @@ def test_odd_object_parts_render_unknown_without_a_bail() -> None:
     # A map-like "additionalProperties": {schema} is common in real catalogs: it must
     # not send the whole schema to the stack walk, and must read as the walk reads it.
     odd_parts: list[dict[Any, Any]] = [
-        {"additionalProperties": {"type": "string"}},
         {"required": "a"},
         {"properties": [1]},
         {"properties": {1: {}}},
@@ -256,3 +255,14 @@ def test_odd_object_parts_render_unknown_without_a_bail() -> None:
         schema: dict[str, Any] = {"type": "object", "properties": {"m": {"type": "object", **odd}, "n": {"type": "string"}}}
         expected = "{\n  m?: unknown;\n  n?: string;\n} & Record<string, JsonValue>"
         assert _recursive_text(schema, 0) == _ts._render(schema, 0) == expected
+
+
+def test_record_objects_stay_on_the_recursive_path() -> None:
+    # The map form {"additionalProperties": {schema}} is a record type (the dialect), read in place.
+    schema = {"type": "object", "properties": {"m": {"type": "object", "additionalProperties": {"type": "string"}}}}
+    expected = "{\n  m?: { [key: string]: string };\n} & Record<string, JsonValue>"
+    assert _recursive_text(schema, 0) == _ts._render(schema, 0) == expected
+    with_properties = {"type": "object", "properties": {"a": {"type": "integer"}}, "additionalProperties": {"type": "string"}}
+    assert _recursive_text(with_properties, 0) == _ts._render(with_properties, 0) == (
+        "{\n  a?: number;\n} & Record<string, JsonValue>"
+    )

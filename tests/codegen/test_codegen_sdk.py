@@ -210,14 +210,3 @@ def test_deep_catalog_renders_everywhere() -> None:
     assert len(render_ts_sdk(catalog)) > 100_000
     assert render_py_sdk(catalog).count("(TypedDict):") == 100_000
     assert render_sdk_module(catalog, "typescript").startswith("// Code generated")
-
-
-@pytest.mark.parametrize("case", ["contract_example", "hostile", "shapes", "catalog60", "empty"])
-def test_class_by_class_formatting_equals_black_on_the_whole_file(case: str) -> None:
-    import black
-
-    from dsh_codegen.codegen._sdk import _black_mode
-
-    catalog = load_catalog(CASES / case / "catalog.json")
-    raw = render_sdk_module(catalog, "python", format=False)
-    assert render_sdk_module(catalog, "python") == black.format_str(raw, mode=_black_mode())  # type: ignore[arg-type]

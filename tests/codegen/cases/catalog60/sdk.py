@@ -2,7 +2,7 @@
 # Catalog sha256: 7b28ab47f33343bd47f642163b5d5a5ff3026aed84fb2d742dc6b54cdb4a0e5d
 """Typed stubs of a tool catalog: import the ``TypedDict`` classes to annotate tool bodies."""
 
-from typing import Any, Literal, NotRequired, Protocol, TypedDict
+from typing import Any, Awaitable, Callable, Literal, NotRequired, Protocol, TypedDict, overload
 
 
 class ToolCallError(Exception):
@@ -11,6 +11,7 @@ class ToolCallError(Exception):
 
 class ApplyPatchArgs(TypedDict):
     patch: str
+    # default: 1
     strip: NotRequired[int]
     dry_run: NotRequired[bool]
     reverse: NotRequired[bool]
@@ -44,7 +45,7 @@ class AskUserOutput(TypedDict):
 class BashArgs(TypedDict):
     # The command line to run.
     command: str
-    # Kill the command after this many milliseconds.
+    # Kill the command after this many milliseconds. (default: 120000)
     timeout_ms: NotRequired[int]
     # Working directory, relative to the workspace root.
     cwd: NotRequired[str]
@@ -121,9 +122,7 @@ class CalendarCreateEventArgs(TypedDict):
     end: str
     location: NotRequired[str]
     attendees: NotRequired[list[CalendarCreateEventArgsAttendees]]
-    recurrence: NotRequired[
-        Literal["daily", "weekly", "monthly"] | CalendarCreateEventArgsRecurrence2
-    ]
+    recurrence: NotRequired[Literal["daily", "weekly", "monthly"] | CalendarCreateEventArgsRecurrence2]
     reminders_min: NotRequired[list[int]]
     # Additional keys beyond those declared are allowed.
 
@@ -202,6 +201,7 @@ class DbQueryArgs(TypedDict):
     connection: str
     sql: str
     params: NotRequired[list[str | float | bool | None]]
+    # default: 100
     max_rows: NotRequired[int]
     timeout_ms: NotRequired[int]
     # Additional keys beyond those declared are allowed.
@@ -378,6 +378,7 @@ class GitDiffArgs(TypedDict):
     head: NotRequired[str]
     paths: NotRequired[list[str]]
     staged: NotRequired[bool]
+    # default: 3
     context_lines: NotRequired[int]
     stat_only: NotRequired[bool]
     # Additional keys beyond those declared are allowed.
@@ -437,6 +438,7 @@ class GithubCreateIssueOutput(TypedDict):
 class GithubCreatePrArgs(TypedDict):
     repo: str
     head: str
+    # default: "main"
     base: NotRequired[str]
     title: str
     body: NotRequired[str]
@@ -491,10 +493,8 @@ class GrepArgs(TypedDict):
     # Only files matching this glob.
     glob: NotRequired[str]
     # File type filter.
-    type: NotRequired[
-        Literal["py", "js", "ts", "rust", "go", "java", "c", "cpp", "md", "json", "yaml"]
-    ]
-    # What to return.
+    type: NotRequired[Literal["py", "js", "ts", "rust", "go", "java", "c", "cpp", "md", "json", "yaml"]]
+    # What to return. (default: "files_with_matches")
     output_mode: NotRequired[Literal["content", "files_with_matches", "count"]]
     case_insensitive: NotRequired[bool]
     line_numbers: NotRequired[bool]
@@ -545,6 +545,7 @@ class HttpRequestOutput(TypedDict):
 class ImageGenerateArgs(TypedDict):
     prompt: str
     size: NotRequired[Literal["256x256", "512x512", "1024x1024", "1792x1024"]]
+    # default: 1
     n: NotRequired[int]
     style: NotRequired[Literal["vivid", "natural"]]
     seed: NotRequired[int]
@@ -571,6 +572,7 @@ class JiraTransitionOutput(TypedDict):
 
 class KubectlGetArgs(TypedDict):
     resource: str
+    # default: "default"
     namespace: NotRequired[str]
     selector: NotRequired[str]
     output: NotRequired[Literal["json", "yaml", "wide", "name"]]
@@ -634,6 +636,7 @@ class MemorySearchArgsFilter(TypedDict):
 
 class MemorySearchArgs(TypedDict):
     query: str
+    # default: 5
     top_k: NotRequired[int]
     filter: NotRequired[MemorySearchArgsFilter]
     # Additional keys beyond those declared are allowed.
@@ -704,6 +707,7 @@ class NotebookEditArgs(TypedDict):
     cell_id: NotRequired[str]
     new_source: str
     cell_type: NotRequired[Literal["code", "markdown"]]
+    # default: "replace"
     edit_mode: NotRequired[Literal["replace", "insert", "delete"]]
     # Additional keys beyond those declared are allowed.
 
@@ -1085,6 +1089,7 @@ class WebFetchArgs(TypedDict):
     url: str
     # What to extract from the page.
     prompt: NotRequired[str]
+    # default: "markdown"
     format: NotRequired[Literal["markdown", "text", "html"]]
     max_bytes: NotRequired[int]
     headers: NotRequired[dict[str, Any]]
@@ -1103,6 +1108,7 @@ class WebSearchArgs(TypedDict):
     query: str
     allowed_domains: NotRequired[list[str]]
     blocked_domains: NotRequired[list[str]]
+    # default: 10
     max_results: NotRequired[int]
     recency: NotRequired[Literal["day", "week", "month", "year", "any"]]
     safe_search: NotRequired[bool]
@@ -1154,9 +1160,7 @@ class Tools(Protocol):
     async def calculator(self, args: CalculatorArgs) -> float | str:
         """Evaluate an arithmetic expression exactly."""
 
-    async def calendar_create_event(
-        self, args: CalendarCreateEventArgs
-    ) -> CalendarCreateEventOutput:
+    async def calendar_create_event(self, args: CalendarCreateEventArgs) -> CalendarCreateEventOutput:
         """Create a calendar event."""
 
     async def code_symbols(self, args: CodeSymbolsArgs) -> list[CodeSymbolsOutput]:
@@ -1320,6 +1324,129 @@ class Tools(Protocol):
 
     async def write_file(self, args: WriteFileArgs) -> WriteFileOutput:
         """Create or overwrite a file with the given content."""
+
+    @overload
+    def __getitem__(self, name: Literal["apply_patch"]) -> Callable[[ApplyPatchArgs], Awaitable[ApplyPatchOutput]]: ...
+    @overload
+    def __getitem__(self, name: Literal["ask_user"]) -> Callable[[AskUserArgs], Awaitable[AskUserOutput]]: ...
+    @overload
+    def __getitem__(self, name: Literal["bash"]) -> Callable[[BashArgs], Awaitable[BashOutput]]: ...
+    @overload
+    def __getitem__(self, name: Literal["browser_click"]) -> Callable[[BrowserClickArgs], Awaitable[BrowserClickOutput]]: ...
+    @overload
+    def __getitem__(self, name: Literal["browser_navigate"]) -> Callable[[BrowserNavigateArgs], Awaitable[BrowserNavigateOutput]]: ...
+    @overload
+    def __getitem__(self, name: Literal["calculator"]) -> Callable[[CalculatorArgs], Awaitable[float | str]]: ...
+    @overload
+    def __getitem__(self, name: Literal["calendar_create_event"]) -> Callable[[CalendarCreateEventArgs], Awaitable[CalendarCreateEventOutput]]: ...
+    @overload
+    def __getitem__(self, name: Literal["code_symbols"]) -> Callable[[CodeSymbolsArgs], Awaitable[list[CodeSymbolsOutput]]]: ...
+    @overload
+    def __getitem__(self, name: Literal["config_set"]) -> Callable[[ConfigSetArgs], Awaitable[ConfigSetOutput]]: ...
+    @overload
+    def __getitem__(self, name: Literal["csv_query"]) -> Callable[[CsvQueryArgs], Awaitable[CsvQueryOutput]]: ...
+    @overload
+    def __getitem__(self, name: Literal["db_query"]) -> Callable[[DbQueryArgs], Awaitable[DbQueryOutput]]: ...
+    @overload
+    def __getitem__(self, name: Literal["db_schema"]) -> Callable[[DbSchemaArgs], Awaitable[list[DbSchemaOutput]]]: ...
+    @overload
+    def __getitem__(self, name: Literal["deploy"]) -> Callable[[DeployArgs], Awaitable[DeployOutput]]: ...
+    @overload
+    def __getitem__(self, name: Literal["docker_run"]) -> Callable[[DockerRunArgs], Awaitable[DockerRunOutput]]: ...
+    @overload
+    def __getitem__(self, name: Literal["edit_file"]) -> Callable[[EditFileArgs], Awaitable[EditFileOutput]]: ...
+    @overload
+    def __getitem__(self, name: Literal["feature_flag"]) -> Callable[[FeatureFlagArgs], Awaitable[FeatureFlagOutput]]: ...
+    @overload
+    def __getitem__(self, name: Literal["format_code"]) -> Callable[[FormatCodeArgs], Awaitable[FormatCodeOutput]]: ...
+    @overload
+    def __getitem__(self, name: Literal["git_branch"]) -> Callable[[GitBranchArgs], Awaitable[GitBranchOutput]]: ...
+    @overload
+    def __getitem__(self, name: Literal["git_commit"]) -> Callable[[GitCommitArgs], Awaitable[GitCommitOutput]]: ...
+    @overload
+    def __getitem__(self, name: Literal["git_diff"]) -> Callable[[GitDiffArgs], Awaitable[str]]: ...
+    @overload
+    def __getitem__(self, name: Literal["git_log"]) -> Callable[[GitLogArgs], Awaitable[list[GitLogOutput]]]: ...
+    @overload
+    def __getitem__(self, name: Literal["git_status"]) -> Callable[[GitStatusArgs], Awaitable[GitStatusOutput]]: ...
+    @overload
+    def __getitem__(self, name: Literal["github_create_issue"]) -> Callable[[GithubCreateIssueArgs], Awaitable[GithubCreateIssueOutput]]: ...
+    @overload
+    def __getitem__(self, name: Literal["github_create_pr"]) -> Callable[[GithubCreatePrArgs], Awaitable[GithubCreatePrOutput]]: ...
+    @overload
+    def __getitem__(self, name: Literal["github_search_code"]) -> Callable[[GithubSearchCodeArgs], Awaitable[GithubSearchCodeOutput]]: ...
+    @overload
+    def __getitem__(self, name: Literal["glob"]) -> Callable[[GlobArgs], Awaitable[GlobOutput]]: ...
+    @overload
+    def __getitem__(self, name: Literal["grep"]) -> Callable[[GrepArgs], Awaitable[GrepOutput]]: ...
+    @overload
+    def __getitem__(self, name: Literal["http_request"]) -> Callable[[HttpRequestArgs], Awaitable[HttpRequestOutput]]: ...
+    @overload
+    def __getitem__(self, name: Literal["image_generate"]) -> Callable[[ImageGenerateArgs], Awaitable[list[ImageGenerateOutput]]]: ...
+    @overload
+    def __getitem__(self, name: Literal["jira_transition"]) -> Callable[[JiraTransitionArgs], Awaitable[JiraTransitionOutput]]: ...
+    @overload
+    def __getitem__(self, name: Literal["kubectl_get"]) -> Callable[[KubectlGetArgs], Awaitable[Any]]: ...
+    @overload
+    def __getitem__(self, name: Literal["lint"]) -> Callable[[LintArgs], Awaitable[list[LintOutput]]]: ...
+    @overload
+    def __getitem__(self, name: Literal["list_dir"]) -> Callable[[ListDirArgs], Awaitable[list[ListDirOutput]]]: ...
+    @overload
+    def __getitem__(self, name: Literal["log_search"]) -> Callable[[LogSearchArgs], Awaitable[list[LogSearchOutput]]]: ...
+    @overload
+    def __getitem__(self, name: Literal["memory_search"]) -> Callable[[MemorySearchArgs], Awaitable[list[MemorySearchOutput]]]: ...
+    @overload
+    def __getitem__(self, name: Literal["memory_store"]) -> Callable[[MemoryStoreArgs], Awaitable[MemoryStoreOutput]]: ...
+    @overload
+    def __getitem__(self, name: Literal["metrics_query"]) -> Callable[[MetricsQueryArgs], Awaitable[list[MetricsQueryOutput]]]: ...
+    @overload
+    def __getitem__(self, name: Literal["multi_edit"]) -> Callable[[MultiEditArgs], Awaitable[list[MultiEditOutput]]]: ...
+    @overload
+    def __getitem__(self, name: Literal["notebook_edit"]) -> Callable[[NotebookEditArgs], Awaitable[NotebookEditOutput]]: ...
+    @overload
+    def __getitem__(self, name: Literal["package_install"]) -> Callable[[PackageInstallArgs], Awaitable[PackageInstallOutput]]: ...
+    @overload
+    def __getitem__(self, name: Literal["pdf_extract"]) -> Callable[[PdfExtractArgs], Awaitable[list[PdfExtractOutput]]]: ...
+    @overload
+    def __getitem__(self, name: Literal["plan_update"]) -> Callable[[PlanUpdateArgs], Awaitable[PlanUpdateOutput]]: ...
+    @overload
+    def __getitem__(self, name: Literal["process_list"]) -> Callable[[ProcessListArgs], Awaitable[list[ProcessListOutput]]]: ...
+    @overload
+    def __getitem__(self, name: Literal["read_file"]) -> Callable[[ReadFileArgs], Awaitable[ReadFileOutput]]: ...
+    @overload
+    def __getitem__(self, name: Literal["run_code_snippet"]) -> Callable[[RunCodeSnippetArgs], Awaitable[RunCodeSnippetOutput]]: ...
+    @overload
+    def __getitem__(self, name: Literal["run_tests"]) -> Callable[[RunTestsArgs], Awaitable[RunTestsOutput]]: ...
+    @overload
+    def __getitem__(self, name: Literal["s3_list_objects"]) -> Callable[[S3ListObjectsArgs], Awaitable[S3ListObjectsOutput]]: ...
+    @overload
+    def __getitem__(self, name: Literal["s3_put_object"]) -> Callable[[S3PutObjectArgs], Awaitable[S3PutObjectOutput]]: ...
+    @overload
+    def __getitem__(self, name: Literal["screenshot"]) -> Callable[[ScreenshotArgs], Awaitable[ScreenshotOutput]]: ...
+    @overload
+    def __getitem__(self, name: Literal["send_email"]) -> Callable[[SendEmailArgs], Awaitable[SendEmailOutput]]: ...
+    @overload
+    def __getitem__(self, name: Literal["slack_post"]) -> Callable[[SlackPostArgs], Awaitable[SlackPostOutput]]: ...
+    @overload
+    def __getitem__(self, name: Literal["spawn_subagent"]) -> Callable[[SpawnSubagentArgs], Awaitable[SpawnSubagentOutput]]: ...
+    @overload
+    def __getitem__(self, name: Literal["ticket_search"]) -> Callable[[TicketSearchArgs], Awaitable[list[TicketSearchOutput]]]: ...
+    @overload
+    def __getitem__(self, name: Literal["todo_read"]) -> Callable[[dict[str, Any]], Awaitable[list[TodoReadOutput]]]: ...
+    @overload
+    def __getitem__(self, name: Literal["todo_write"]) -> Callable[[TodoWriteArgs], Awaitable[TodoWriteOutput]]: ...
+    @overload
+    def __getitem__(self, name: Literal["translate"]) -> Callable[[TranslateArgs], Awaitable[TranslateOutput]]: ...
+    @overload
+    def __getitem__(self, name: Literal["vector_upsert"]) -> Callable[[VectorUpsertArgs], Awaitable[VectorUpsertOutput]]: ...
+    @overload
+    def __getitem__(self, name: Literal["weather"]) -> Callable[[WeatherArgs], Awaitable[WeatherOutput]]: ...
+    @overload
+    def __getitem__(self, name: Literal["web_fetch"]) -> Callable[[WebFetchArgs], Awaitable[WebFetchOutput]]: ...
+    @overload
+    def __getitem__(self, name: Literal["web_search"]) -> Callable[[WebSearchArgs], Awaitable[WebSearchOutput]]: ...
+    @overload
+    def __getitem__(self, name: Literal["write_file"]) -> Callable[[WriteFileArgs], Awaitable[WriteFileOutput]]: ...
 
 
 tools: Tools

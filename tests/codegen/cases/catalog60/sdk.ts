@@ -7,6 +7,7 @@ export interface ToolArgsMap {
   /** Apply a unified diff to the workspace. */
   apply_patch: {
     patch: string;
+    /** default: 1 */
     strip?: number;
     dry_run?: boolean;
     reverse?: boolean;
@@ -26,7 +27,7 @@ export interface ToolArgsMap {
   bash: {
     /** The command line to run. */
     command: string;
-    /** Kill the command after this many milliseconds. */
+    /** Kill the command after this many milliseconds. (default: 120000) */
     timeout_ms?: number;
     /** Working directory, relative to the workspace root. */
     cwd?: string;
@@ -112,6 +113,7 @@ export interface ToolArgsMap {
     connection: string;
     sql: string;
     params?: (string | number | boolean | null)[];
+    /** default: 100 */
     max_rows?: number;
     timeout_ms?: number;
   } & Record<string, JsonValue>;
@@ -206,6 +208,7 @@ export interface ToolArgsMap {
     head?: string;
     paths?: string[];
     staged?: boolean;
+    /** default: 3 */
     context_lines?: number;
     stat_only?: boolean;
   } & Record<string, JsonValue>;
@@ -236,6 +239,7 @@ export interface ToolArgsMap {
   github_create_pr: {
     repo: string;
     head: string;
+    /** default: "main" */
     base?: string;
     title: string;
     body?: string;
@@ -265,7 +269,7 @@ export interface ToolArgsMap {
     glob?: string;
     /** File type filter. */
     type?: "py" | "js" | "ts" | "rust" | "go" | "java" | "c" | "cpp" | "md" | "json" | "yaml";
-    /** What to return. */
+    /** What to return. (default: "files_with_matches") */
     output_mode?: "content" | "files_with_matches" | "count";
     case_insensitive?: boolean;
     line_numbers?: boolean;
@@ -293,6 +297,7 @@ export interface ToolArgsMap {
   image_generate: {
     prompt: string;
     size?: "256x256" | "512x512" | "1024x1024" | "1792x1024";
+    /** default: 1 */
     n?: number;
     style?: "vivid" | "natural";
     seed?: number;
@@ -307,6 +312,7 @@ export interface ToolArgsMap {
   /** Get Kubernetes resources. */
   kubectl_get: {
     resource: string;
+    /** default: "default" */
     namespace?: string;
     selector?: string;
     output?: "json" | "yaml" | "wide" | "name";
@@ -338,6 +344,7 @@ export interface ToolArgsMap {
   /** Search long-term memory. */
   memory_search: {
     query: string;
+    /** default: 5 */
     top_k?: number;
     filter?: {
       tags?: string[];
@@ -381,6 +388,7 @@ export interface ToolArgsMap {
     cell_id?: string;
     new_source: string;
     cell_type?: "code" | "markdown";
+    /** default: "replace" */
     edit_mode?: "replace" | "insert" | "delete";
   } & Record<string, JsonValue>;
   /** Install packages with a package manager. */
@@ -559,6 +567,7 @@ export interface ToolArgsMap {
     url: string;
     /** What to extract from the page. */
     prompt?: string;
+    /** default: "markdown" */
     format?: "markdown" | "text" | "html";
     max_bytes?: number;
     headers?: Record<string, JsonValue>;
@@ -569,6 +578,7 @@ export interface ToolArgsMap {
     query: string;
     allowed_domains?: string[];
     blocked_domains?: string[];
+    /** default: 10 */
     max_results?: number;
     recency?: "day" | "week" | "month" | "year" | "any";
     safe_search?: boolean;

@@ -3,7 +3,7 @@
 """Typed stubs of a tool catalog: import the ``TypedDict`` classes to annotate tool bodies."""
 
 import builtins
-from typing import Any, Literal, NotRequired, Protocol, TypedDict
+from typing import Any, Awaitable, Callable, Literal, NotRequired, Protocol, TypedDict, overload
 
 
 class ToolCallError(Exception):
@@ -34,6 +34,13 @@ class Tools(Protocol):
     #   Exotic name.
     async def read_file(self, args: ReadFileArgs) -> ReadFileOutput:
         """Read a file from disk."""
+
+    @overload
+    def __getitem__(self, name: Literal["list"]) -> Callable[[ListArgs], Awaitable[str | None]]: ...
+    @overload
+    def __getitem__(self, name: Literal["my-mcp.tool"]) -> Callable[[dict[str, Any]], Awaitable[builtins.list[str]]]: ...
+    @overload
+    def __getitem__(self, name: Literal["read_file"]) -> Callable[[ReadFileArgs], Awaitable[ReadFileOutput]]: ...
 
 
 tools: Tools

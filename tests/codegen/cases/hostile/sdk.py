@@ -4,7 +4,7 @@
 
 import builtins as _builtins
 import typing as _typing
-from typing import Literal, NotRequired, Protocol, TypedDict
+from typing import Awaitable, Callable, Literal, NotRequired, Protocol, TypedDict, overload
 
 
 class ToolCallError(Exception):
@@ -12,19 +12,7 @@ class ToolCallError(Exception):
 
 
 class Tool1stToolArgs(TypedDict):
-    s: Literal[
-        'q"uote',
-        "back\\slash",
-        "new\nline",
-        "nul\u0000",
-        "surr\ud800",
-        "*/",
-        "sep\u2028",
-        "del\u007f\u0085",
-        "'''",
-        '"""',
-        "ü工",
-    ]
+    s: Literal['q"uote', "back\\slash", "new\nline", "nul\u0000", "surr\ud800", "*/", "sep\u2028", "del\u007f\u0085", "'''", '"""', "ü工"]
     n: float
     f: float
     b: Literal[True]
@@ -71,19 +59,7 @@ class ReadFileArgsArgs(TypedDict):
 
 
 class ToolCallErrorArgs(TypedDict):
-    s: Literal[
-        'q"uote',
-        "back\\slash",
-        "new\nline",
-        "nul\u0000",
-        "surr\ud800",
-        "*/",
-        "sep\u2028",
-        "del\u007f\u0085",
-        "'''",
-        '"""',
-        "ü工",
-    ]
+    s: Literal['q"uote', "back\\slash", "new\nline", "nul\u0000", "surr\ud800", "*/", "sep\u2028", "del\u007f\u0085", "'''", '"""', "ü工"]
     n: float
     f: float
     b: Literal[True]
@@ -92,19 +68,7 @@ class ToolCallErrorArgs(TypedDict):
 
 
 class ToolsOutput(TypedDict):
-    s: Literal[
-        'q"uote',
-        "back\\slash",
-        "new\nline",
-        "nul\u0000",
-        "surr\ud800",
-        "*/",
-        "sep\u2028",
-        "del\u007f\u0085",
-        "'''",
-        '"""',
-        "ü工",
-    ]
+    s: Literal['q"uote', "back\\slash", "new\nline", "nul\u0000", "surr\ud800", "*/", "sep\u2028", "del\u007f\u0085", "'''", '"""', "ü工"]
     n: float
     f: float
     b: Literal[True]
@@ -113,19 +77,7 @@ class ToolsOutput(TypedDict):
 
 
 class ToolOutput(TypedDict):
-    s: Literal[
-        'q"uote',
-        "back\\slash",
-        "new\nline",
-        "nul\u0000",
-        "surr\ud800",
-        "*/",
-        "sep\u2028",
-        "del\u007f\u0085",
-        "'''",
-        '"""',
-        "ü工",
-    ]
+    s: Literal['q"uote', "back\\slash", "new\nline", "nul\u0000", "surr\ud800", "*/", "sep\u2028", "del\u007f\u0085", "'''", '"""', "ü工"]
     n: float
     f: float
     b: Literal[True]
@@ -134,19 +86,7 @@ class ToolOutput(TypedDict):
 
 
 class DunderArgs(TypedDict):
-    s: Literal[
-        'q"uote',
-        "back\\slash",
-        "new\nline",
-        "nul\u0000",
-        "surr\ud800",
-        "*/",
-        "sep\u2028",
-        "del\u007f\u0085",
-        "'''",
-        '"""',
-        "ü工",
-    ]
+    s: Literal['q"uote', "back\\slash", "new\nline", "nul\u0000", "surr\ud800", "*/", "sep\u2028", "del\u007f\u0085", "'''", '"""', "ü工"]
     n: float
     f: float
     b: Literal[True]
@@ -155,19 +95,7 @@ class DunderArgs(TypedDict):
 
 
 class ProtoOutput(TypedDict):
-    s: Literal[
-        'q"uote',
-        "back\\slash",
-        "new\nline",
-        "nul\u0000",
-        "surr\ud800",
-        "*/",
-        "sep\u2028",
-        "del\u007f\u0085",
-        "'''",
-        '"""',
-        "ü工",
-    ]
+    s: Literal['q"uote', "back\\slash", "new\nline", "nul\u0000", "surr\ud800", "*/", "sep\u2028", "del\u007f\u0085", "'''", '"""', "ü工"]
     n: float
     f: float
     b: Literal[True]
@@ -214,19 +142,7 @@ class ArgsOutput(TypedDict):
 
 
 class AsyncArgs(TypedDict):
-    s: Literal[
-        'q"uote',
-        "back\\slash",
-        "new\nline",
-        "nul\u0000",
-        "surr\ud800",
-        "*/",
-        "sep\u2028",
-        "del\u007f\u0085",
-        "'''",
-        '"""',
-        "ü工",
-    ]
+    s: Literal['q"uote', "back\\slash", "new\nline", "nul\u0000", "surr\ud800", "*/", "sep\u2028", "del\u007f\u0085", "'''", '"""', "ü工"]
     n: float
     f: float
     b: Literal[True]
@@ -254,19 +170,7 @@ class AwaitArgs(TypedDict):
 
 
 class BackSlashOutput(TypedDict):
-    s: Literal[
-        'q"uote',
-        "back\\slash",
-        "new\nline",
-        "nul\u0000",
-        "surr\ud800",
-        "*/",
-        "sep\u2028",
-        "del\u007f\u0085",
-        "'''",
-        '"""',
-        "ü工",
-    ]
+    s: Literal['q"uote', "back\\slash", "new\nline", "nul\u0000", "surr\ud800", "*/", "sep\u2028", "del\u007f\u0085", "'''", '"""', "ü工"]
     n: float
     f: float
     b: Literal[True]
@@ -275,19 +179,7 @@ class BackSlashOutput(TypedDict):
 
 
 class BuiltinsArgs(TypedDict):
-    s: Literal[
-        'q"uote',
-        "back\\slash",
-        "new\nline",
-        "nul\u0000",
-        "surr\ud800",
-        "*/",
-        "sep\u2028",
-        "del\u007f\u0085",
-        "'''",
-        '"""',
-        "ü工",
-    ]
+    s: Literal['q"uote', "back\\slash", "new\nline", "nul\u0000", "surr\ud800", "*/", "sep\u2028", "del\u007f\u0085", "'''", '"""', "ü工"]
     n: float
     f: float
     b: Literal[True]
@@ -296,19 +188,7 @@ class BuiltinsArgs(TypedDict):
 
 
 class ClassArgs(TypedDict):
-    s: Literal[
-        'q"uote',
-        "back\\slash",
-        "new\nline",
-        "nul\u0000",
-        "surr\ud800",
-        "*/",
-        "sep\u2028",
-        "del\u007f\u0085",
-        "'''",
-        '"""',
-        "ü工",
-    ]
+    s: Literal['q"uote', "back\\slash", "new\nline", "nul\u0000", "surr\ud800", "*/", "sep\u2028", "del\u007f\u0085", "'''", '"""', "ü工"]
     n: float
     f: float
     b: Literal[True]
@@ -317,19 +197,7 @@ class ClassArgs(TypedDict):
 
 
 class DictArgs(TypedDict):
-    s: Literal[
-        'q"uote',
-        "back\\slash",
-        "new\nline",
-        "nul\u0000",
-        "surr\ud800",
-        "*/",
-        "sep\u2028",
-        "del\u007f\u0085",
-        "'''",
-        '"""',
-        "ü工",
-    ]
+    s: Literal['q"uote', "back\\slash", "new\nline", "nul\u0000", "surr\ud800", "*/", "sep\u2028", "del\u007f\u0085", "'''", '"""', "ü工"]
     n: float
     f: float
     b: Literal[True]
@@ -414,19 +282,7 @@ class NewLineOutput(TypedDict):
 
 
 class NulXArgs(TypedDict):
-    s: Literal[
-        'q"uote',
-        "back\\slash",
-        "new\nline",
-        "nul\u0000",
-        "surr\ud800",
-        "*/",
-        "sep\u2028",
-        "del\u007f\u0085",
-        "'''",
-        '"""',
-        "ü工",
-    ]
+    s: Literal['q"uote', "back\\slash", "new\nline", "nul\u0000", "surr\ud800", "*/", "sep\u2028", "del\u007f\u0085", "'''", '"""', "ü工"]
     n: float
     f: float
     b: Literal[True]
@@ -466,19 +322,7 @@ class ReadFileOutput(TypedDict):
 
 
 class SelfOutput(TypedDict):
-    s: Literal[
-        'q"uote',
-        "back\\slash",
-        "new\nline",
-        "nul\u0000",
-        "surr\ud800",
-        "*/",
-        "sep\u2028",
-        "del\u007f\u0085",
-        "'''",
-        '"""',
-        "ü工",
-    ]
+    s: Literal['q"uote', "back\\slash", "new\nline", "nul\u0000", "surr\ud800", "*/", "sep\u2028", "del\u007f\u0085", "'''", '"""', "ü工"]
     n: float
     f: float
     b: Literal[True]
@@ -487,19 +331,7 @@ class SelfOutput(TypedDict):
 
 
 class SepXArgs(TypedDict):
-    s: Literal[
-        'q"uote',
-        "back\\slash",
-        "new\nline",
-        "nul\u0000",
-        "surr\ud800",
-        "*/",
-        "sep\u2028",
-        "del\u007f\u0085",
-        "'''",
-        '"""',
-        "ü工",
-    ]
+    s: Literal['q"uote', "back\\slash", "new\nline", "nul\u0000", "surr\ud800", "*/", "sep\u2028", "del\u007f\u0085", "'''", '"""', "ü工"]
     n: float
     f: float
     b: Literal[True]
@@ -564,22 +396,8 @@ class TypingArgs(TypedDict):
     self: _typing.NotRequired[_builtins.str]
 
 
-class Xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx(
-    TypedDict
-):
-    s: Literal[
-        'q"uote',
-        "back\\slash",
-        "new\nline",
-        "nul\u0000",
-        "surr\ud800",
-        "*/",
-        "sep\u2028",
-        "del\u007f\u0085",
-        "'''",
-        '"""',
-        "ü工",
-    ]
+class Xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx(TypedDict):
+    s: Literal['q"uote', "back\\slash", "new\nline", "nul\u0000", "surr\ud800", "*/", "sep\u2028", "del\u007f\u0085", "'''", '"""', "ü工"]
     n: float
     f: float
     b: Literal[True]
@@ -630,28 +448,20 @@ class Tools(Protocol):
     #   ends with backslash \
     # tools["1st-tool"](args: Tool1stToolArgs) -> _builtins.dict[_builtins.str, _typing.Any]
     #   """; import os; """
-    async def Any(
-        self, args: _builtins.dict[_builtins.str, _typing.Any]
-    ) -> _builtins.dict[_builtins.str, _typing.Any]:
+    async def Any(self, args: _builtins.dict[_builtins.str, _typing.Any]) -> _builtins.dict[_builtins.str, _typing.Any]:
         """line1 line2 line3 tab"""
 
-    async def Literal(
-        self, args: _builtins.dict[_builtins.str, _typing.Any]
-    ) -> _builtins.dict[_builtins.str, _typing.Any]: ...
+    async def Literal(self, args: _builtins.dict[_builtins.str, _typing.Any]) -> _builtins.dict[_builtins.str, _typing.Any]: ...
 
     # tools["None"](args: NoneArgs) -> _builtins.dict[_builtins.str, _typing.Any]
     #   ''' triple single
     async def NotRequired(self, args: _builtins.dict[_builtins.str, _typing.Any]) -> _typing.Any:
         """*/ evil /* x"""
 
-    async def ReadFileArgs(
-        self, args: ReadFileArgsArgs
-    ) -> _builtins.dict[_builtins.str, _typing.Any]:
+    async def ReadFileArgs(self, args: ReadFileArgsArgs) -> _builtins.dict[_builtins.str, _typing.Any]:
         """lone \\udc00 surrogate"""
 
-    async def ToolCallError(
-        self, args: ToolCallErrorArgs
-    ) -> _builtins.dict[_builtins.str, _typing.Any]:
+    async def ToolCallError(self, args: ToolCallErrorArgs) -> _builtins.dict[_builtins.str, _typing.Any]:
         """nul \\x00 here"""
 
     async def Tools(self, args: _builtins.dict[_builtins.str, _typing.Any]) -> ToolsOutput:
@@ -729,20 +539,108 @@ class Tools(Protocol):
         """lone \\udc00 surrogate"""
 
     async def typing(self, args: TypingArgs) -> _builtins.dict[_builtins.str, _typing.Any]: ...
-    async def xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx(
-        self, args: _builtins.dict[_builtins.str, _typing.Any]
-    ) -> Xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx:
+    async def xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx(self, args: _builtins.dict[_builtins.str, _typing.Any]) -> Xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx:
         """ends with quote\" """
 
     # tools["\u0085nel"](args: NelArgs) -> _builtins.dict[_builtins.str, _typing.Any]
     #   para sep x
-    async def ünïcödé(
-        self, args: _builtins.dict[_builtins.str, _typing.Any]
-    ) -> _builtins.dict[_builtins.str, _typing.Any]: ...
+    async def ünïcödé(self, args: _builtins.dict[_builtins.str, _typing.Any]) -> _builtins.dict[_builtins.str, _typing.Any]: ...
     async def 工具(self, args: _builtins.dict[_builtins.str, _typing.Any]) -> _typing.Any: ...
 
     # tools["ﬁle"](args: _builtins.dict[_builtins.str, _typing.Any]) -> FIleOutput
     #   */ evil /* x
+    @overload
+    def __getitem__(self, name: _typing.Literal['"""']) -> Callable[[_builtins.dict[_builtins.str, _typing.Any]], Awaitable[_builtins.dict[_builtins.str, _typing.Any]]]: ...
+    @overload
+    def __getitem__(self, name: _typing.Literal["1st-tool"]) -> Callable[[Tool1stToolArgs], Awaitable[_builtins.dict[_builtins.str, _typing.Any]]]: ...
+    @overload
+    def __getitem__(self, name: _typing.Literal["Any"]) -> Callable[[_builtins.dict[_builtins.str, _typing.Any]], Awaitable[_builtins.dict[_builtins.str, _typing.Any]]]: ...
+    @overload
+    def __getitem__(self, name: _typing.Literal["Literal"]) -> Callable[[_builtins.dict[_builtins.str, _typing.Any]], Awaitable[_builtins.dict[_builtins.str, _typing.Any]]]: ...
+    @overload
+    def __getitem__(self, name: _typing.Literal["None"]) -> Callable[[NoneArgs], Awaitable[_builtins.dict[_builtins.str, _typing.Any]]]: ...
+    @overload
+    def __getitem__(self, name: _typing.Literal["NotRequired"]) -> Callable[[_builtins.dict[_builtins.str, _typing.Any]], Awaitable[_typing.Any]]: ...
+    @overload
+    def __getitem__(self, name: _typing.Literal["ReadFileArgs"]) -> Callable[[ReadFileArgsArgs], Awaitable[_builtins.dict[_builtins.str, _typing.Any]]]: ...
+    @overload
+    def __getitem__(self, name: _typing.Literal["ToolCallError"]) -> Callable[[ToolCallErrorArgs], Awaitable[_builtins.dict[_builtins.str, _typing.Any]]]: ...
+    @overload
+    def __getitem__(self, name: _typing.Literal["Tools"]) -> Callable[[_builtins.dict[_builtins.str, _typing.Any]], Awaitable[ToolsOutput]]: ...
+    @overload
+    def __getitem__(self, name: _typing.Literal["True"]) -> Callable[[_builtins.dict[_builtins.str, _typing.Any]], Awaitable[_builtins.dict[_builtins.str, _typing.Any]]]: ...
+    @overload
+    def __getitem__(self, name: _typing.Literal["_"]) -> Callable[[_builtins.dict[_builtins.str, _typing.Any]], Awaitable[ToolOutput]]: ...
+    @overload
+    def __getitem__(self, name: _typing.Literal["__debug__"]) -> Callable[[_builtins.dict[_builtins.str, _typing.Any]], Awaitable[_typing.Any]]: ...
+    @overload
+    def __getitem__(self, name: _typing.Literal["__dunder__"]) -> Callable[[DunderArgs], Awaitable[_typing.Any]]: ...
+    @overload
+    def __getitem__(self, name: _typing.Literal["__proto__"]) -> Callable[[_builtins.dict[_builtins.str, _typing.Any]], Awaitable[ProtoOutput]]: ...
+    @overload
+    def __getitem__(self, name: _typing.Literal["_private"]) -> Callable[[_builtins.dict[_builtins.str, _typing.Any]], Awaitable[PrivateOutput]]: ...
+    @overload
+    def __getitem__(self, name: _typing.Literal['a"b']) -> Callable[[_builtins.dict[_builtins.str, _typing.Any]], Awaitable[_typing.Any]]: ...
+    @overload
+    def __getitem__(self, name: _typing.Literal["args"]) -> Callable[[_builtins.dict[_builtins.str, _typing.Any]], Awaitable[ArgsOutput]]: ...
+    @overload
+    def __getitem__(self, name: _typing.Literal["async"]) -> Callable[[AsyncArgs], Awaitable[_builtins.dict[_builtins.str, _typing.Any]]]: ...
+    @overload
+    def __getitem__(self, name: _typing.Literal["await"]) -> Callable[[AwaitArgs], Awaitable[_typing.Any]]: ...
+    @overload
+    def __getitem__(self, name: _typing.Literal["back\\slash"]) -> Callable[[_builtins.dict[_builtins.str, _typing.Any]], Awaitable[BackSlashOutput]]: ...
+    @overload
+    def __getitem__(self, name: _typing.Literal["builtins"]) -> Callable[[BuiltinsArgs], Awaitable[_typing.Any]]: ...
+    @overload
+    def __getitem__(self, name: _typing.Literal["class"]) -> Callable[[ClassArgs], Awaitable[_builtins.dict[_builtins.str, _typing.Any]]]: ...
+    @overload
+    def __getitem__(self, name: _typing.Literal["constructor"]) -> Callable[[_builtins.dict[_builtins.str, _typing.Any]], Awaitable[_typing.Any]]: ...
+    @overload
+    def __getitem__(self, name: _typing.Literal["del\u007f"]) -> Callable[[_builtins.dict[_builtins.str, _typing.Any]], Awaitable[_typing.Any]]: ...
+    @overload
+    def __getitem__(self, name: _typing.Literal["dict"]) -> Callable[[DictArgs], Awaitable[_builtins.dict[_builtins.str, _typing.Any]]]: ...
+    @overload
+    def __getitem__(self, name: _typing.Literal["end*/"]) -> Callable[[EndArgs], Awaitable[_typing.Any]]: ...
+    @overload
+    def __getitem__(self, name: _typing.Literal["list"]) -> Callable[[_builtins.dict[_builtins.str, _typing.Any]], Awaitable[ListOutput]]: ...
+    @overload
+    def __getitem__(self, name: _typing.Literal["match"]) -> Callable[[MatchArgs], Awaitable[_builtins.dict[_builtins.str, _typing.Any]]]: ...
+    @overload
+    def __getitem__(self, name: _typing.Literal["my-mcp.tool"]) -> Callable[[_builtins.dict[_builtins.str, _typing.Any]], Awaitable[_builtins.dict[_builtins.str, _typing.Any]]]: ...
+    @overload
+    def __getitem__(self, name: _typing.Literal["new\nline"]) -> Callable[[_builtins.dict[_builtins.str, _typing.Any]], Awaitable[NewLineOutput]]: ...
+    @overload
+    def __getitem__(self, name: _typing.Literal["nul\u0000x"]) -> Callable[[NulXArgs], Awaitable[_typing.Any]]: ...
+    @overload
+    def __getitem__(self, name: _typing.Literal["print"]) -> Callable[[_builtins.dict[_builtins.str, _typing.Any]], Awaitable[PrintOutput]]: ...
+    @overload
+    def __getitem__(self, name: _typing.Literal["read_file"]) -> Callable[[ReadFileArgs2], Awaitable[ReadFileOutput]]: ...
+    @overload
+    def __getitem__(self, name: _typing.Literal["self"]) -> Callable[[_builtins.dict[_builtins.str, _typing.Any]], Awaitable[SelfOutput]]: ...
+    @overload
+    def __getitem__(self, name: _typing.Literal["sep\u2028x"]) -> Callable[[SepXArgs], Awaitable[_builtins.dict[_builtins.str, _typing.Any]]]: ...
+    @overload
+    def __getitem__(self, name: _typing.Literal["str"]) -> Callable[[StrArgs], Awaitable[_typing.Any]]: ...
+    @overload
+    def __getitem__(self, name: _typing.Literal["surr\ud800"]) -> Callable[[SurrArgs], Awaitable[_builtins.dict[_builtins.str, _typing.Any]]]: ...
+    @overload
+    def __getitem__(self, name: _typing.Literal["tab\tname"]) -> Callable[[_builtins.dict[_builtins.str, _typing.Any]], Awaitable[_typing.Any]]: ...
+    @overload
+    def __getitem__(self, name: _typing.Literal["tools"]) -> Callable[[_builtins.dict[_builtins.str, _typing.Any]], Awaitable[_typing.Any]]: ...
+    @overload
+    def __getitem__(self, name: _typing.Literal["type"]) -> Callable[[_builtins.dict[_builtins.str, _typing.Any]], Awaitable[_typing.Any]]: ...
+    @overload
+    def __getitem__(self, name: _typing.Literal["typing"]) -> Callable[[TypingArgs], Awaitable[_builtins.dict[_builtins.str, _typing.Any]]]: ...
+    @overload
+    def __getitem__(self, name: _typing.Literal["xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"]) -> Callable[[_builtins.dict[_builtins.str, _typing.Any]], Awaitable[Xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx]]: ...
+    @overload
+    def __getitem__(self, name: _typing.Literal["\u0085nel"]) -> Callable[[NelArgs], Awaitable[_builtins.dict[_builtins.str, _typing.Any]]]: ...
+    @overload
+    def __getitem__(self, name: _typing.Literal["ünïcödé"]) -> Callable[[_builtins.dict[_builtins.str, _typing.Any]], Awaitable[_builtins.dict[_builtins.str, _typing.Any]]]: ...
+    @overload
+    def __getitem__(self, name: _typing.Literal["工具"]) -> Callable[[_builtins.dict[_builtins.str, _typing.Any]], Awaitable[_typing.Any]]: ...
+    @overload
+    def __getitem__(self, name: _typing.Literal["ﬁle"]) -> Callable[[_builtins.dict[_builtins.str, _typing.Any]], Awaitable[FIleOutput]]: ...
 
 
 tools: Tools

@@ -2,7 +2,7 @@
 # Catalog sha256: 6fee753f27a4b32367166418e1215e0d5dcd6a99b6bb19ac8c9f428a6e89e179
 """Typed stubs of a tool catalog: import the ``TypedDict`` classes to annotate tool bodies."""
 
-from typing import Any, Literal, NotRequired, Protocol, TypedDict
+from typing import Any, Awaitable, Callable, Literal, NotRequired, Protocol, TypedDict, overload
 
 
 class ToolCallError(Exception):
@@ -21,14 +21,15 @@ class Tool1stToolArgsEmptyClosed(TypedDict):
 class Tool1stToolArgs(TypedDict):
     # Array items reuse the field's class name.
     servers: list[Tool1stToolArgsServers]
-    matrix: NotRequired[list[list[Any]]]
+    matrix: NotRequired[list[list[str | None]]]
     empty_closed: NotRequired[Tool1stToolArgsEmptyClosed]
     empty_open: NotRequired[dict[str, Any]]
     bag: NotRequired[dict[str, Any]]
     # Any JSON.
     anything: NotRequired[Any]
     tags: NotRequired[list[Any]]
-    unsupported: NotRequired[Any]
+    # pattern: "^a"
+    unsupported: NotRequired[str]
     levels: NotRequired[Literal[1, 2, 3]]
     ratio: NotRequired[float]
     # Additional keys beyond those declared are allowed.
@@ -55,72 +56,54 @@ class ActOutput2(TypedDict):
     error: str
 
 
-class DeepArgsLevel1Level2Level3Level4Level5Level6Level7Level8Level9Level10Level11Level12Level13Level14Level15Level16Level17Le2(
-    TypedDict
-):
+class DeepArgsLevel1Level2Level3Level4Level5Level6Level7Level8Level9Level10Level11Level12Level13Level14Level15Level16Level17Le2(TypedDict):
     level20: str
     # at 20
     n: NotRequired[float]
     # Additional keys beyond those declared are allowed.
 
 
-class DeepArgsLevel1Level2Level3Level4Level5Level6Level7Level8Level9Level10Level11Level12Level13Level14Level15Level16Level17Le(
-    TypedDict
-):
+class DeepArgsLevel1Level2Level3Level4Level5Level6Level7Level8Level9Level10Level11Level12Level13Level14Level15Level16Level17Le(TypedDict):
     level19: DeepArgsLevel1Level2Level3Level4Level5Level6Level7Level8Level9Level10Level11Level12Level13Level14Level15Level16Level17Le2
     # at 19
     n: NotRequired[float]
 
 
-class DeepArgsLevel1Level2Level3Level4Level5Level6Level7Level8Level9Level10Level11Level12Level13Level14Level15Level16Level17(
-    TypedDict
-):
+class DeepArgsLevel1Level2Level3Level4Level5Level6Level7Level8Level9Level10Level11Level12Level13Level14Level15Level16Level17(TypedDict):
     level18: DeepArgsLevel1Level2Level3Level4Level5Level6Level7Level8Level9Level10Level11Level12Level13Level14Level15Level16Level17Le
     # at 18
     n: NotRequired[float]
     # Additional keys beyond those declared are allowed.
 
 
-class DeepArgsLevel1Level2Level3Level4Level5Level6Level7Level8Level9Level10Level11Level12Level13Level14Level15Level16(
-    TypedDict
-):
+class DeepArgsLevel1Level2Level3Level4Level5Level6Level7Level8Level9Level10Level11Level12Level13Level14Level15Level16(TypedDict):
     level17: DeepArgsLevel1Level2Level3Level4Level5Level6Level7Level8Level9Level10Level11Level12Level13Level14Level15Level16Level17
     # at 17
     n: NotRequired[float]
 
 
-class DeepArgsLevel1Level2Level3Level4Level5Level6Level7Level8Level9Level10Level11Level12Level13Level14Level15(
-    TypedDict
-):
+class DeepArgsLevel1Level2Level3Level4Level5Level6Level7Level8Level9Level10Level11Level12Level13Level14Level15(TypedDict):
     level16: DeepArgsLevel1Level2Level3Level4Level5Level6Level7Level8Level9Level10Level11Level12Level13Level14Level15Level16
     # at 16
     n: NotRequired[float]
     # Additional keys beyond those declared are allowed.
 
 
-class DeepArgsLevel1Level2Level3Level4Level5Level6Level7Level8Level9Level10Level11Level12Level13Level14(
-    TypedDict
-):
+class DeepArgsLevel1Level2Level3Level4Level5Level6Level7Level8Level9Level10Level11Level12Level13Level14(TypedDict):
     level15: DeepArgsLevel1Level2Level3Level4Level5Level6Level7Level8Level9Level10Level11Level12Level13Level14Level15
     # at 15
     n: NotRequired[float]
 
 
-class DeepArgsLevel1Level2Level3Level4Level5Level6Level7Level8Level9Level10Level11Level12Level13(
-    TypedDict
-):
+class DeepArgsLevel1Level2Level3Level4Level5Level6Level7Level8Level9Level10Level11Level12Level13(TypedDict):
     level14: DeepArgsLevel1Level2Level3Level4Level5Level6Level7Level8Level9Level10Level11Level12Level13Level14
     # at 14
     n: NotRequired[float]
     # Additional keys beyond those declared are allowed.
 
 
-class DeepArgsLevel1Level2Level3Level4Level5Level6Level7Level8Level9Level10Level11Level12(
-    TypedDict
-):
-    level13: (
-        DeepArgsLevel1Level2Level3Level4Level5Level6Level7Level8Level9Level10Level11Level12Level13
-    )
+class DeepArgsLevel1Level2Level3Level4Level5Level6Level7Level8Level9Level10Level11Level12(TypedDict):
+    level13: DeepArgsLevel1Level2Level3Level4Level5Level6Level7Level8Level9Level10Level11Level12Level13
     # at 13
     n: NotRequired[float]
 
@@ -238,6 +221,19 @@ class Tools(Protocol):
     #   Collides with read_file.
     async def read_file(self, args: ReadFileArgs2) -> Any:
         """Collides with read-file."""
+
+    @overload
+    def __getitem__(self, name: Literal["1st-tool"]) -> Callable[[Tool1stToolArgs], Awaitable[Any]]: ...
+    @overload
+    def __getitem__(self, name: Literal["act"]) -> Callable[[ActArgs], Awaitable[ActOutput1 | ActOutput2]]: ...
+    @overload
+    def __getitem__(self, name: Literal["deep"]) -> Callable[[DeepArgs], Awaitable[list[list[DeepOutput]]]]: ...
+    @overload
+    def __getitem__(self, name: Literal["numbers"]) -> Callable[[NumbersArgs], Awaitable[None]]: ...
+    @overload
+    def __getitem__(self, name: Literal["read-file"]) -> Callable[[ReadFileArgs], Awaitable[Any]]: ...
+    @overload
+    def __getitem__(self, name: Literal["read_file"]) -> Callable[[ReadFileArgs2], Awaitable[Any]]: ...
 
 
 tools: Tools

@@ -11,14 +11,15 @@ export interface ToolArgsMap {
       host: string;
       port?: number;
     }[];
-    matrix?: unknown[][];
+    matrix?: ((string | null)[])[];
     empty_closed?: Record<string, never>;
     empty_open?: Record<string, JsonValue>;
     bag?: Record<string, JsonValue>;
     /** Any JSON. */
     anything?: JsonValue;
     tags?: JsonValue[];
-    unsupported?: unknown;
+    /** pattern: "^a" */
+    unsupported?: string;
     levels?: 1 | 2 | 3;
     ratio?: 0.5 | 1;
   } & Record<string, JsonValue>;

@@ -1,0 +1,25 @@
+# Code generated from templates/python/sdk_prompt.md.jinja by write_compiled() in dsh_codegen/codegen/_environment.py. DO NOT EDIT.
+# mypy: ignore-errors
+# ruff: noqa
+JINJA_VERSION = '3.1.6'
+from jinja2.runtime import LoopContext, Macro, Markup, Namespace, TemplateNotFound, TemplateReference, TemplateRuntimeError, Undefined, escape, identity, internalcode, markup_join, missing, str_join
+name = 'python/sdk_prompt.md.jinja'
+
+def root(context, missing=missing):
+    resolve = context.resolve_or_missing
+    undefined = environment.undefined
+    concat = environment.concat
+    cond_expr_undefined = Undefined
+    if 0: yield None
+    pass
+    yield '## Writing code for run_code\n\nPass `run_code` two required arguments: `code`, the body of an async Python function (top-level `await` and `return` both work), and `description`, a short note saying what the program does. At run time exactly two of the names declared below are bound: `tools` and `ToolCallError`. Everything else below is a STATIC STUB for reading only: the `TypedDict` classes do NOT exist at run time, so build arguments as plain `dict`/`list` literals — never `FooArgs(field=1)`, which raises `NameError`. Inside the program:\n- Call tools as `await tools.name(args)` — subscript access for exotic, reserved, or underscore-leading names: `await tools["my-tool"](args)`. Every call resolves to the tool\'s typed canonical JSON value. Tool arguments must be lossless JSON.\n- A FAILED tool call raises `ToolCallError`, whose `toolName` identifies the failed tool and whose message is human-readable — `try/except` it to handle and continue.\n- Independent read-only calls MAY overlap under `asyncio.gather` (safe calls run concurrently; mutating calls run alone, in submission order). Sequence dependent work with `await`.\n- Emit results with `print(...)` and/or a top-level `return <value>` (the value must be lossless JSON). ONLY what you print or return comes back to you — intermediate tool results never enter the conversation, so extract just what you need. Images in successful tool results are attached after the run.\n\nThe available tools:\n\n```python\n'
+    template = environment.get_template('python/_declarations.py.jinja', 'python/sdk_prompt.md.jinja')
+    gen = template.root_render_func(template.new_context(context.get_all(), True, {}))
+    try:
+        for event in gen:
+            yield event
+    finally: gen.close()
+    yield '```\n'
+
+blocks = {}
+debug_info = '12=12'

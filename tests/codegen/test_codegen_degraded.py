@@ -1,0 +1,131 @@
+"""Degraded types: ``degraded_nodes`` and ``dsh-codegen sdk`` warnings, ``--strict``, schema checks."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from codegen_helpers import CASES, case_names
+from dsh_codegen import cli
+from dsh_codegen.cli import main
+from dsh_codegen.codegen import ToolSchemaEntry, load_catalog, render_sdk_module, render_ts_sdk
+from dsh_codegen.codegen._degraded import degraded_nodes
+
+
+def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+@pytest.mark.parametrize("case", case_names())
+def test_typescript_degradations_are_exactly_the_tools_that_render_unknown(case: str) -> None:
+    catalog = load_catalog(CASES / case / "catalog.json")
+    reported = {node.tool for node in degraded_nodes(catalog, "typescript")}
+    for entry in catalog:
+        text = render_ts_sdk([entry])
+        block = text[text.index("```ts\n") :]
+        types_only = "\n".join(line for line in block.splitlines() if "/**" not in line)
+        assert bool(re.search(r"\bunknown\b", types_only)) == (entry.name in reported), entry.name
+
+
+def test_dialect_degradations_name_each_node() -> None:
+    catalog = load_catalog(CASES / "dialect" / "catalog.json")
+    assert [str(node) for node in degraded_nodes(catalog, "typescript")] == []
+    assert [str(node) for node in degraded_nodes(catalog, "python")] == [
+        'tool "json_value" parameters#/$defs/Json: a definition that refers to itself outside an object: Any',
+        'tool "merge_config" output_schema#/: an allOf that is not one object schema: Any',
+    ]
+
+
+@pytest.mark.parametrize(
+    ("schema", "ts", "py"),
+    [
+        ({"type": "object", "properties": {"a": {"not": {}}}}, ["#/properties/a"], ["#/properties/a"]),
+        ({"type": "object", "properties": {"a-b": {"type": "string"}}}, [], ["#/"]),
+        ({"type": "object", "properties": {"a": {"$ref": "#/$defs/x"}}}, ["#/properties/a"], ["#/properties/a"]),
+        ({"type": "object", "properties": {"a~/b": {"enum": [[1]]}}}, ["#/properties/a~0~1b"], ["#/", "#/properties/a~0~1b"]),
+        ({"type": "object", "properties": {"a": {"anyOf": [{"type": "string"}, {"if": {}}]}}},
+         ["#/properties/a/anyOf/1"], ["#/properties/a/anyOf/1"]),
+        ({"type": "object", "properties": {"r": {"enum": [0.5, 1]}}}, [], []),  # float in Python: not Any
+        ({"type": "object", "properties": {"a": {"$ref": "#/$defs/a"}},
+          "$defs": {"a": {"anyOf": [{"$ref": "#/$defs/a"}, {"type": "string"}]}}}, ["#/$defs/a"], ["#/$defs/a"]),
+        ({"type": "object", "properties": {"a": {"$ref": "#/$defs/a"}},
+          "$defs": {"a": {"type": "object", "properties": {"n": {"$ref": "#/$defs/a"}}}}}, [], []),
+    ],
+)
+def test_degraded_nodes(schema: Any, ts: list[str], py: list[str]) -> None:
+    entries = [ToolSchemaEntry("t", "", schema)]
+    assert ["#" + node.pointer for node in degraded_nodes(entries, "typescript")] == ts
+    assert ["#" + node.pointer for node in degraded_nodes(entries, "python")] == py
+
+
+def test_a_mapping_that_contains_itself_is_reported() -> None:
+    schema: dict[str, Any] = {"type": "object", "properties": {}}
+    schema["properties"]["self"] = schema
+    assert [node.reason for node in degraded_nodes([ToolSchemaEntry("t", "", schema)], "typescript")] == [
+        "the schema contains itself: unknown"
+    ]
+
+
+EXOTIC = [{"name": "t", "description": "", "parameters": {"type": "object", "properties": {"a-b": {"type": "string"}}}}]
+
+
+def test_sdk_warns_about_degraded_types_and_strict_refuses_them(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    catalog = tmp_path / "tools.json"
+    catalog.write_text(json.dumps(EXOTIC), encoding="utf-8")
+    out = tmp_path / "sdk.py"
+    code, stdout, stderr = _run(capsys, "sdk", "--lang", "py", "--catalog", str(catalog), "-o", str(out))
+    assert code == 0 and stdout == ""
+    assert stderr == (
+        f'dsh-codegen: warning: {catalog}: tool "t" parameters#/: '
+        "property names that are not Python identifiers: dict[str, Any]\n"
+    )
+    assert out.read_text(encoding="utf-8") == render_sdk_module(load_catalog(catalog), "python")
+    out.unlink()
+    code, stdout, stderr = _run(capsys, "sdk", "--lang", "py", "--strict", "--catalog", str(catalog), "-o", str(out))
+    assert code == 1 and not out.exists()
+    assert stderr.splitlines() == [
+        f'dsh-codegen: error: {catalog}: tool "t" parameters#/: property names that are not Python identifiers: dict[str, Any]',
+        "dsh-codegen: 1 degraded type(s); nothing written (--strict)",
+    ]
+    # TypeScript types the same catalog fully: no warning, --strict passes.
+    assert _run(capsys, "sdk", "--lang", "ts", "--strict", "--catalog", str(catalog))[::2] == (0, "")
+
+
+def test_strict_names_every_degraded_node_of_the_dialect(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Until the schema core accepts the whole dialect, skip its check to reach the degradation report.
+    monkeypatch.setattr(cli, "_unsupported_schemas", lambda catalog, source: False)
+    catalog = CASES / "dialect" / "catalog.json"
+    code, stdout, stderr = _run(capsys, "sdk", "--lang", "py", "--strict", "--catalog", str(catalog))
+    assert code == 1 and stdout == ""
+    assert stderr.count("dsh-codegen: error: ") == 2 and 'tool "json_value" parameters#/$defs/Json' in stderr
+    code, stdout, _ = _run(capsys, "sdk", "--lang", "ts", "--strict", "--catalog", str(catalog))
+    assert code == 0 and stdout == render_sdk_module(load_catalog(catalog), "typescript")
+
+
+@pytest.mark.parametrize("command", [["sdk", "--lang", "ts"], ["sdk", "--lang", "py"], ["catalog"]])
+def test_sdk_and_catalog_refuse_what_the_registry_refuses(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: list[str]
+) -> None:
+    catalog = tmp_path / "tools.json"
+    tools = [
+        {"name": "ok", "parameters": {"type": "object"}},
+        {"name": "bad", "parameters": {"type": "object", "properties": {"a": {"not": {"type": "string"}}}}},
+        {"name": "root", "parameters": {"type": "string"}, "output_schema": {"if": {}}},
+    ]
+    catalog.write_text(json.dumps(tools), encoding="utf-8")
+    out = tmp_path / "out"
+    code, stdout, stderr = _run(capsys, *command, "--catalog", str(catalog), "-o", str(out))
+    assert code == 1 and stdout == "" and not out.exists()
+    lines = stderr.splitlines()
+    assert any(line.startswith(f'dsh-codegen: error: {catalog}: tool "bad" parameters: schema.properties.a') for line in lines)
+    assert any(line.startswith(f'dsh-codegen: error: {catalog}: tool "root" parameters: schema.type') for line in lines)
+    assert any(line.startswith(f'dsh-codegen: error: {catalog}: tool "root" output_schema: schema.') for line in lines)
+    assert not any('"ok"' in line for line in lines)
