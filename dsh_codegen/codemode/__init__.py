@@ -1,3 +1,35 @@
-"""Layer package: re-exports only (see DESIGN.md)."""
+"""Layer package: re-exports only (see DESIGN.md).
 
-__all__: list[str] = []
+Importing this package installs the dispatch bridge into the registry's Code
+Mode seam, so ``run_code`` runs programs from then on (``docs/codemode.md``).
+"""
+
+# The dispatch bridge and the runtime contract (branch ``bridge``).
+from dsh_codegen.codemode._bridge import CodeModeBridge
+from dsh_codegen.codemode._spill import spill_policy
+from dsh_codegen.registry._code_runtime import (
+    CodeDispatch,
+    CodeRunFailure,
+    CodeRunFailureKind,
+    CodeRunRequest,
+    CodeRunResult,
+    CodeRunSuccess,
+    CodeRuntime,
+    ToolCallError,
+)
+from dsh_codegen.registry._errors import CodeRunFailedError
+
+__all__: list[str] = [
+    # The dispatch bridge and the runtime contract (branch ``bridge``).
+    "CodeDispatch",
+    "CodeModeBridge",
+    "CodeRunFailedError",
+    "CodeRunFailure",
+    "CodeRunFailureKind",
+    "CodeRunRequest",
+    "CodeRunResult",
+    "CodeRunSuccess",
+    "CodeRuntime",
+    "ToolCallError",
+    "spill_policy",
+]
