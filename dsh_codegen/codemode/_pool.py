@@ -177,9 +177,17 @@ class _SubCall:
         self.commit_turn.pass_turn()
         self.prev = None
 
+    def _previous(self) -> _SubCall | None:
+        # The nearest earlier call that was not abandoned while queued: an
+        # abandoned call never runs, so the turns pass straight through it.
+        prev = self.prev
+        while prev is not None and prev.state == _ABANDONED:
+            prev = prev.prev
+        return prev
+
     async def acquire_policy_turn(self) -> None:
         """Wait until the previous sub-call is past pre-execute. Cancellation: propagates."""
-        prev = self.prev
+        prev = self._previous()
         if prev is not None and not prev.policy_turn.passed:
             await prev.policy_turn.wait()
 
@@ -189,7 +197,7 @@ class _SubCall:
         Cancellation: propagates; nothing is held (the turns are passed when
         the call's task ends).
         """
-        prev = self.prev
+        prev = self._previous()
         if prev is not None and not prev.policy_turn.passed:
             await prev.policy_turn.wait()
         self.policy_turn.pass_turn()
@@ -350,8 +358,8 @@ class SubCallPool:
 
     def _cancelled_by_program(self, call: _SubCall) -> None:
         if call.state == _QUEUED:
+            # Abandoned: it keeps its place in the chain of turns (see _SubCall._previous).
             call.state = _ABANDONED
-            call.pass_turns()
             self._pump()
         elif call.state == _STARTED:
             call.controller.abort(AbortError(_CANCELLED_BY_PROGRAM))
@@ -481,7 +489,6 @@ class SubCallPool:
             call = queue.popleft()
             if call.state == _QUEUED:
                 call.state = _ABANDONED
-                call.pass_turns()
                 _fail(
                     call.future,
                     call.name,

@@ -915,3 +915,39 @@ async def test_a_program_cancelling_a_binding_aborts_or_abandons_it() -> None:
     assert [(e["type"], e["subCallId"]) for e in log.events] == [
         (START, "outer:code:1"), (SETTLE, "outer:code:1"), (START, "outer:code:3"), (SETTLE, "outer:code:3"),
     ]
+
+
+@async_test
+async def test_a_call_abandoned_by_the_program_keeps_later_calls_in_turn() -> None:
+    # Found by the property test: a queued exclusive call cancelled by the program must
+    # not let the safe call behind it skip the pre-execute and commit turns of the one before.
+    registry, runtime, _ = code_registry(
+        text_tool("a", lambda args, run: asyncio.sleep(0.01, "a"), safe=True),
+        text_tool("b"),
+        text_tool("c", safe=True),
+    )
+    trace: list[str] = []
+
+    async def pre(execution: Any, next: Any) -> Any:
+        if execution.parent is not None:
+            trace.append(f"pre+ {execution.name}")
+            await asyncio.sleep(0.005)
+            trace.append(f"pre- {execution.name}")
+        return await next()
+
+    async def post(execution: Any, result: Any, next: Any) -> Any:
+        if execution.parent is not None:
+            trace.append(f"post {execution.name}")
+        return await next()
+
+    registry.on_pre_execute(pre)
+    registry.on_post_execute(post)
+
+    async def abandons(tools: Any, print: Any) -> Any:
+        first = tools.a({})
+        tools.b({}).cancel()
+        return await asyncio.gather(first, tools.c({}))
+
+    result = await run_code(registry, program(runtime, abandons))
+    assert result.value["result"] == ["a", "c:"]
+    assert trace == ["pre+ a", "pre- a", "pre+ c", "pre- c", "post a", "post c"]
