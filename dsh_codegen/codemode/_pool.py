@@ -30,10 +30,11 @@ every started call, commit included.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import inspect
 import logging
 from collections import deque
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Callable, Coroutine, Generator, Hashable, Mapping
 from typing import TYPE_CHECKING, Any, Final
 
 from dsh_codegen.json import LosslessJsonError, snapshot_json
@@ -92,37 +93,6 @@ def budget_spent_message(limit: int, name: str) -> str:
     )
 
 
-class _Turn:
-    """One sub-call's turn of one kind (policy or commit): passed once, waited for by the next call."""
-
-    __slots__ = ("passed", "_waiter")
-
-    def __init__(self) -> None:
-        self.passed = False
-        self._waiter: asyncio.Future[None] | None = None
-
-    def pass_turn(self) -> None:
-        """Mark the turn passed (idempotent) and wake the waiter."""
-        if not self.passed:
-            self.passed = True
-            waiter = self._waiter
-            if waiter is not None:
-                self._waiter = None
-                if not waiter.done():
-                    waiter.set_result(None)
-
-    async def wait(self) -> None:
-        """Return once the turn has passed.
-
-        Cancellation: propagates; the wait's future is dropped, nothing is held.
-        """
-        while not self.passed:
-            waiter = self._waiter
-            if waiter is None or waiter.done():
-                waiter = self._waiter = asyncio.get_running_loop().create_future()
-            await waiter
-
-
 # Sub-call states.
 _QUEUED: Final = 0
 _STARTED: Final = 1
@@ -131,19 +101,27 @@ _ABANDONED: Final = 3
 
 
 class _SubCall:
-    """One accepted binding call: its number, input, future and turns."""
+    """One accepted binding call: its input, the program's future, and its two turns.
+
+    Turns: call ``n`` passes its *policy* turn once it can no longer run
+    pre-execute (its policy context exited, or it reached its commit) and its
+    *commit* turn after the pool's commit; call ``n + 1`` waits for call
+    ``n``'s turns, one wait at a time (so one waiter future per call suffices).
+    A turn already passed costs no wait, coroutine or future.
+    """
 
     __slots__ = (
-        "commit_turn",
-        "controller",
+        "commit_passed",
         "future",
         "input",
         "name",
         "parallel",
-        "policy_turn",
+        "policy_passed",
         "pool",
         "prev",
+        "signal",
         "state",
+        "waiter",
     )
 
     def __init__(
@@ -151,35 +129,56 @@ class _SubCall:
         pool: SubCallPool,
         name: str,
         input: ToolExecutionInput,
-        controller: AbortController,
+        signal: AbortSignal,
         future: asyncio.Future[Any],
         prev: _SubCall | None,
     ) -> None:
         self.pool = pool
         self.name = name
         self.input = input
-        self.controller = controller
+        self.signal = signal
         self.future = future
         self.prev = prev
         self.state = _QUEUED
         self.parallel = False
-        self.policy_turn = _Turn()
-        self.commit_turn = _Turn()
+        self.policy_passed = False
+        self.commit_passed = False
+        self.waiter: asyncio.Future[None] | None = None
 
     def future_done(self, future: asyncio.Future[Any]) -> None:
         # The program stopped waiting (it cancelled the binding's future): a
         # queued call is abandoned, a started one aborted (it still settles).
+        # Only calls that did not finish inside dispatch() carry this callback.
         if future.cancelled():
             self.pool._cancelled_by_program(self)
 
+    def _wake(self) -> None:
+        waiter = self.waiter
+        if waiter is not None:
+            self.waiter = None
+            if not waiter.done():
+                waiter.set_result(None)
+
+    def pass_policy(self) -> None:
+        if not self.policy_passed:
+            self.policy_passed = True
+            self._wake()
+
     def pass_turns(self) -> None:
-        self.policy_turn.pass_turn()
-        self.commit_turn.pass_turn()
+        self.policy_passed = True
+        self.commit_passed = True
+        self._wake()
         self.prev = None
 
-    def _previous(self) -> _SubCall | None:
-        # The nearest earlier call that was not abandoned while queued: an
-        # abandoned call never runs, so the turns pass straight through it.
+    async def _wait(self) -> None:
+        """Wait for this call's next turn change. Cancellation: propagates; nothing is held."""
+        waiter = self.waiter
+        if waiter is None or waiter.done():
+            waiter = self.waiter = asyncio.get_running_loop().create_future()
+        await waiter
+
+    def previous(self) -> _SubCall | None:
+        """The nearest earlier call not abandoned while queued (an abandoned call never runs, so turns pass through it)."""
         prev = self.prev
         while prev is not None and prev.state == _ABANDONED:
             prev = prev.prev
@@ -187,9 +186,9 @@ class _SubCall:
 
     async def acquire_policy_turn(self) -> None:
         """Wait until the previous sub-call is past pre-execute. Cancellation: propagates."""
-        prev = self._previous()
-        if prev is not None and not prev.policy_turn.passed:
-            await prev.policy_turn.wait()
+        prev = self.previous()
+        while prev is not None and not prev.policy_passed:
+            await prev._wait()
 
     async def acquire_commit_turn(self) -> None:
         """Wait until the previous sub-call has committed (passing this call's policy turn first).
@@ -197,12 +196,12 @@ class _SubCall:
         Cancellation: propagates; nothing is held (the turns are passed when
         the call's task ends).
         """
-        prev = self._previous()
-        if prev is not None and not prev.policy_turn.passed:
-            await prev.policy_turn.wait()
-        self.policy_turn.pass_turn()
-        if prev is not None and not prev.commit_turn.passed:
-            await prev.commit_turn.wait()
+        prev = self.previous()
+        while prev is not None and not prev.policy_passed:
+            await prev._wait()
+        self.pass_policy()
+        while prev is not None and not prev.commit_passed:
+            await prev._wait()
         self.prev = None
 
 
@@ -233,7 +232,7 @@ class _PolicyTurn:
 
     async def __aexit__(self, *exc_info: object) -> None:
         """Pass the policy turn on. Cancellation: never awaits."""
-        self._call.policy_turn.pass_turn()
+        self._call.pass_policy()
 
 
 class _CommitTurn:
@@ -267,6 +266,7 @@ class SubCallPool:
         self.agent: Hashable | None = outer.agent
         self.chain = registry.chain_for(outer.agent)
         self.parent_call_id = outer.call_id
+        self.token = outer.token
         self.root_call_id = outer.root_call_id if outer.root_call_id is not None else outer.call_id
         self.max_parallel: int = registry.max_parallel_sub_calls
         self.max_calls: int = registry.max_sub_calls
@@ -286,6 +286,7 @@ class SubCallPool:
         #: Why the run is over (``None`` while it runs): the outer abort's message or ``run_code settled``.
         self.over: str | None = None
         self.failure: BaseException | None = None
+        self._pumping = False
         self._controller = AbortController()
         outer_signal = outer.signal
         self._unfollow: Callable[[], None] = outer_signal.add_listener(self._outer_aborted)
@@ -339,21 +340,26 @@ class SubCallPool:
         if self.accepted >= self.max_calls:
             return budget_spent_message(self.max_calls, name)
         self.accepted += 1
-        controller = AbortController()
+        # The call's own signal: the pool aborts it when the run ends (see
+        # _end) or when the program stops waiting for the call. (Not a signal
+        # derived from the run's: the pipeline would poll that at every stage.)
+        signal = AbortSignal()
         input = ToolExecutionInput(
             f"{self.parent_call_id}:code:{self.accepted}",
             name,
             frozen,
-            controller.signal,
+            signal,
             self.agent,
-            self.outer.token,
+            self.token,
             self.root_call_id,
         )
-        call = _SubCall(self, name, input, controller, future, self.last)
+        call = _SubCall(self, name, input, signal, future, self.last)
         self.last = call
-        future.add_done_callback(call.future_done)
         self.queue.append(call)
         self._pump()
+        if not future.done():
+            # Queued, or started and suspended: the program may stop waiting.
+            future.add_done_callback(call.future_done)
         return None
 
     def _cancelled_by_program(self, call: _SubCall) -> None:
@@ -362,28 +368,40 @@ class SubCallPool:
             call.state = _ABANDONED
             self._pump()
         elif call.state == _STARTED:
-            call.controller.abort(AbortError(_CANCELLED_BY_PROGRAM))
+            call.signal._abort(AbortError(_CANCELLED_BY_PROGRAM))
 
     # -- scheduling --------------------------------------------------------------------
 
     def _pump(self) -> None:
-        """Start queued calls while the pool allows (synchronous; see the module docstring)."""
+        """Start queued calls while the pool allows (synchronous; see the module docstring).
+
+        Not re-entrant: a call that commits during its first step pumps again
+        from inside :meth:`_start`; that inner pump returns at once and the
+        outer loop, which re-reads the pool's state each round, goes on (so a
+        long run of calls that finish synchronously does not nest).
+        """
+        if self._pumping:
+            return
+        self._pumping = True
         queue = self.queue
-        while queue and self.over is None and self.failure is None:
-            if self.exclusive or self.in_flight >= self.max_parallel:
-                return
-            head = queue[0]
-            if head.state != _QUEUED:
+        try:
+            while queue and self.over is None and self.failure is None:
+                if self.exclusive or self.in_flight >= self.max_parallel:
+                    return
+                head = queue[0]
+                if head.state != _QUEUED:
+                    queue.popleft()
+                    continue
+                try:
+                    parallel = self.registry.execution_mode(head.input) == "parallel"
+                except Exception:
+                    parallel = False
+                if not parallel and self.in_flight:
+                    return
                 queue.popleft()
-                continue
-            try:
-                parallel = self.registry.execution_mode(head.input) == "parallel"
-            except Exception:
-                parallel = False
-            if not parallel and self.in_flight:
-                return
-            queue.popleft()
-            self._start(head, parallel)
+                self._start(head, parallel)
+        finally:
+            self._pumping = False
 
     def _start(self, call: _SubCall, parallel: bool) -> None:
         call.state = _STARTED
@@ -395,8 +413,18 @@ class SubCallPool:
         # An exclusive call runs alone (every earlier call has committed and
         # none starts before it commits): it needs no ordering, so no gate.
         gate = _SubGate(call) if parallel else None
+        # The first step runs here, synchronously (in a context of its own, as
+        # a task's would be): a call that never suspends is committed, and its
+        # future resolved, before dispatch() returns, without a task or an
+        # event-loop turn. One that suspends goes on in a task from where it is.
+        steps = self._run(call, gate)
+        context = contextvars.copy_context()
+        try:
+            yielded = context.run(steps.send, None)
+        except StopIteration:
+            return
         task = self.loop.create_task(
-            self._run(call, gate), name=f"dsh_codegen code sub-call {call.input.call_id}"
+            _resume(steps, yielded), name=f"dsh_codegen code sub-call {call.input.call_id}", context=context
         )
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)
@@ -416,15 +444,24 @@ class SubCallPool:
         except (Exception, asyncio.CancelledError) as exc:
             error = exc
         try:
-            await call.acquire_commit_turn()
+            prev = call.prev
+            if prev is None or prev.commit_passed:
+                call.prev = None  # the turn is free: no coroutine, no wait
+            else:
+                await call.acquire_commit_turn()
             if error is None and result is not None:
-                await self._commit(call, result)
+                if self.log is not None:
+                    await self._append(self._settle_event(call, result))
+                self._commit(call, result)
         except (Exception, asyncio.CancelledError) as exc:
             if error is None:
                 error = exc
         finally:
             call.state = _DONE
-            call.pass_turns()
+            call.policy_passed = call.commit_passed = True
+            call.prev = None
+            if call.waiter is not None:
+                call._wake()
             self.started.discard(call)
             self.in_flight -= 1
             if not call.parallel:
@@ -438,18 +475,20 @@ class SubCallPool:
                         else RuntimeError(f"code mode sub-call {call.input.call_id} was cancelled")
                     )
                     self._end("code mode bridge failed", AbortError("code mode bridge failed"))
-            self._pump()
+            if self.queue:
+                self._pump()
 
-    async def _commit(self, call: _SubCall, result: ToolExecutionResult) -> None:
-        """The pool's part of a commit (the commit turn held): event, contexts, the program's future."""
-        if self.log is not None:
-            await self._append(self._settle_event(call, result))
+    def _commit(self, call: _SubCall, result: ToolExecutionResult) -> None:
+        """The pool's part of a commit (the commit turn held, the settle event logged): contexts, the future."""
         outer = self.outer
         for context in result.additional_contexts:
             outer.defer_context(context)
-        if isinstance(result, ToolSuccess):
-            images = [block for block in result.content if block.get("type") == "image"]
-            if images:
+        if type(result) is ToolSuccess:
+            images = None
+            for block in result.content:
+                if block.get("type") == "image":
+                    images = [block] if images is None else [*images, block]
+            if images is not None:
                 outer.defer_context(
                     {
                         "role": "user",
@@ -482,7 +521,7 @@ class SubCallPool:
         if self.over is None:
             self.over = text
         for call in list(self.started):
-            call.controller.abort(reason)
+            call.signal._abort(reason)
         self._controller.abort(reason)
         queue = self.queue
         while queue:
@@ -580,6 +619,43 @@ class SubCallPool:
                 log.append(event)
             except Exception:
                 _log.warning("code mode: the session log rejected a %s event", event["type"], exc_info=True)
+
+
+async def _resume(steps: Coroutine[Any, Any, None], yielded: object) -> None:
+    """Go on with a sub-call whose first step ran outside this task (see ``SubCallPool._start``).
+
+    Cancellation: a ``CancelledError`` thrown into the task is passed on to
+    the sub-call, as if the task had run it from the start.
+    """
+    await _Resumed(steps, yielded)
+
+
+class _Resumed:
+    """Awaitable handing the task exactly what the suspended coroutine yields, and back."""
+
+    __slots__ = ("_steps", "_yielded")
+
+    def __init__(self, steps: Coroutine[Any, Any, None], yielded: object) -> None:
+        self._steps = steps
+        self._yielded = yielded
+
+    def __await__(self) -> Generator[Any, Any, None]:
+        steps = self._steps
+        yielded = self._yielded
+        self._yielded = None
+        while True:
+            try:
+                sent = yield yielded
+            except BaseException as exc:  # thrown in by the task: the sub-call handles it
+                try:
+                    yielded = steps.throw(exc)
+                except StopIteration:
+                    return
+            else:
+                try:
+                    yielded = steps.send(sent)
+                except StopIteration:
+                    return
 
 
 def _fail(future: asyncio.Future[Any], name: str, message: str) -> None:
