@@ -19,6 +19,7 @@ from dsh_codegen._version import __version__
 if TYPE_CHECKING:
     from dsh_codegen.adapters import *  # noqa: F403
     from dsh_codegen.codegen import *  # noqa: F403
+    from dsh_codegen.codemode import *  # noqa: F403
     from dsh_codegen.json import *  # noqa: F403
     from dsh_codegen.registry import *  # noqa: F403
     from dsh_codegen.schema import *  # noqa: F403
@@ -128,6 +129,19 @@ _EXPORTS: dict[str, str] = {
     "metrics_policy": "registry",
     "ToolMetrics": "registry",
     "ToolStats": "registry",
+    # dsh_codegen.codemode: the dispatch bridge and the runtime contract
+    "CodeDispatch": "codemode",
+    "CodeModeBridge": "codemode",
+    "CodeRunFailure": "codemode",
+    "CodeRunFailureKind": "codemode",
+    "CodeRunRequest": "codemode",
+    "CodeRunResult": "codemode",
+    "CodeRunSuccess": "codemode",
+    "ToolCallError": "codemode",
+    "spill_policy": "codemode",
+    "MontyRuntime": "codemode",
+    "PythonSubprocessRuntime": "codemode",
+    "StartMethod": "codemode",
     # dsh_codegen.adapters
     "LoweredSchema": "adapters",
     "McpImport": "adapters",
@@ -258,6 +272,18 @@ __all__ = [
     "metrics_policy",
     "ToolMetrics",
     "ToolStats",
+    "CodeDispatch",
+    "CodeModeBridge",
+    "CodeRunFailure",
+    "CodeRunFailureKind",
+    "CodeRunRequest",
+    "CodeRunResult",
+    "CodeRunSuccess",
+    "ToolCallError",
+    "spill_policy",
+    "MontyRuntime",
+    "PythonSubprocessRuntime",
+    "StartMethod",
     "LoweredSchema",
     "McpImport",
     "McpToolError",

@@ -1,11 +1,42 @@
-"""Layer package: re-exports only (see DESIGN.md)."""
+"""Layer package: re-exports only (see DESIGN.md).
 
-# --- runtimes (issue 14) ---
+Importing this package installs the dispatch bridge into the registry's Code
+Mode seam, so ``run_code`` runs programs from then on (``docs/codemode.md``).
+"""
+
+# The dispatch bridge and the runtime contract.
+from dsh_codegen.codemode._bridge import CodeModeBridge
+from dsh_codegen.codemode._spill import spill_policy
+from dsh_codegen.registry._code_runtime import (
+    CodeDispatch,
+    CodeRunFailure,
+    CodeRunFailureKind,
+    CodeRunRequest,
+    CodeRunResult,
+    CodeRunSuccess,
+    CodeRuntime,
+    ToolCallError,
+)
+from dsh_codegen.registry._errors import CodeRunFailedError
+
+# The runtimes.
 from dsh_codegen.codemode._monty import MontyRuntime
 from dsh_codegen.codemode._subprocess import PythonSubprocessRuntime, StartMethod
 
 __all__: list[str] = [
-    # runtimes (issue 14)
+    # The dispatch bridge and the runtime contract.
+    "CodeDispatch",
+    "CodeModeBridge",
+    "CodeRunFailedError",
+    "CodeRunFailure",
+    "CodeRunFailureKind",
+    "CodeRunRequest",
+    "CodeRunResult",
+    "CodeRunSuccess",
+    "CodeRuntime",
+    "ToolCallError",
+    "spill_policy",
+    # The runtimes.
     "MontyRuntime",
     "PythonSubprocessRuntime",
     "StartMethod",

@@ -170,6 +170,7 @@ _METHOD_OF: Final = {
     "_observers": "on_result()",
     "_changes": "on_change()",
     "_assemblers": "on_assemble()",
+    "_dispatch_log": "on_code_dispatch_log()",
 }
 
 
@@ -259,6 +260,17 @@ class _Surface:
         """
         _check_listener("on_change()", fn, sync_only=True)
         return self._track(self._registry._add_listener("_changes", fn, self._owner, False))
+
+    def on_code_dispatch_log(self, fn: Callable[..., Any], *, prepend: bool = False) -> Disposer:
+        """Add a Code Mode dispatch-log listener ``fn(event) -> event | None`` (sync or async).
+
+        Listeners rewrite each ``tool/code-dispatch-start`` / ``tool/code-dispatch``
+        event before the bridge appends it to the session log, as a waterfall in
+        registration order: each sees the previous one's event, returning
+        ``None`` keeps it. A raising listener is logged and skipped (see
+        ``docs/codemode.md``).
+        """
+        return self._track(self._registry._add_listener("_dispatch_log", fn, self._owner, prepend))
 
     def on_assemble(self, fn: Callable[..., PromptAssembly]) -> Disposer:
         """Add a synchronous assembly listener ``fn(assembly, next) -> PromptAssembly``; its result is authoritative."""
@@ -451,10 +463,14 @@ class ToolRegistry(_Surface):
         approval: ApprovalService | None = None,
         max_parallel_sub_calls: int = 10,
         log: Any = None,
+        max_sub_calls: int = 1000,
     ) -> None:
         self.mode: PresentationMode = _check_mode(mode)
         if type(max_parallel_sub_calls) is not int or max_parallel_sub_calls < 1:
             raise ValueError("max_parallel_sub_calls must be a positive integer")
+        if type(max_sub_calls) is not int or max_sub_calls < 1:
+            raise ValueError("max_sub_calls must be a positive integer")
+        self.max_sub_calls = max_sub_calls
         self.code_runtime = code_runtime
         self.approval = approval
         self.max_parallel_sub_calls = max_parallel_sub_calls
@@ -469,6 +485,7 @@ class ToolRegistry(_Surface):
         self._observers: tuple[_Listener, ...] = ()
         self._changes: tuple[_Listener, ...] = ()
         self._assemblers: tuple[_Listener, ...] = ()
+        self._dispatch_log: tuple[_Listener, ...] = ()
         # Bumped on every tool/mask/presentation change (scope views cache on it)
         # and on every listener change (listener snapshots cache on it).
         self._version = 0
@@ -721,6 +738,11 @@ class ToolRegistry(_Surface):
         snapshot = self._filter_listeners(frozenset(chain))
         nearest._listener_cache = (version, snapshot)
         return snapshot
+
+    def dispatch_log_listeners(self, chain: tuple[ToolScope, ...]) -> tuple[Callable[..., Any], ...]:
+        """The ``on_code_dispatch_log`` listeners of a call from ``chain``, in waterfall order."""
+        scopes = frozenset(chain)
+        return tuple(e.fn for e in self._dispatch_log if e.scope is None or e.scope in scopes)
 
     def _filter_listeners(self, scopes: frozenset[ToolScope]) -> ListenerSnapshot:
         def pick(entries: tuple[_Listener, ...]) -> tuple[_Listener, ...]:

@@ -21,6 +21,7 @@ MODULES = (
     "dsh_codegen.schema",
     "dsh_codegen.codegen",
     "dsh_codegen.registry",
+    "dsh_codegen.codemode",
     "dsh_codegen.adapters",
 )
 
@@ -36,6 +37,7 @@ Allow Deny Ask Accept Block ToolSuccess ToolFailure ToolError HarnessError ToolT
 AbortController AbortSignal UNSET TOOL_ABORTED TOOL_ABORTED_BEFORE_DISPATCH TOOL_TIMEOUT RUN_CODE_NAME
 timeout_policy execute_tool_calls ToolCall PromptAssembly SessionLog MemorySessionLog JsonlSessionLog
 derive_messages ApprovalService ApprovalRequest CodeRunFailedError backend tool
+CodeRuntime ToolCallError PythonSubprocessRuntime MontyRuntime
 import_mcp_tools serve_mcp to_openai_tools from_openai_tools to_anthropic_tools from_anthropic_tools
 to_mcp_tools from_mcp_tools
 """.split()
@@ -88,7 +90,8 @@ def test_lazy_top_level_table_matches_the_layers() -> None:
 
     code = (
         "import sys, dsh_codegen;"
-        "print(sorted(m for m in ('json', 'schema', 'codegen', 'registry', 'adapters') if 'dsh_codegen.' + m in sys.modules))"
+        "print(sorted(m for m in ('json', 'schema', 'codegen', 'registry', 'codemode', 'adapters')"
+        " if 'dsh_codegen.' + m in sys.modules))"
     )
     import subprocess
 
@@ -98,9 +101,11 @@ def test_lazy_top_level_table_matches_the_layers() -> None:
     import dsh_codegen
 
     expected = {}
-    for layer in ("json", "schema", "codegen", "registry", "adapters"):
+    for layer in ("json", "schema", "codegen", "registry", "codemode", "adapters"):
         module = importlib.import_module(f"dsh_codegen.{layer}")
-        expected.update({symbol: layer for symbol in module.__all__})
+        for symbol in module.__all__:
+            # A name a higher layer re-exports (codemode's CodeRuntime) stays with the lowest.
+            expected.setdefault(symbol, layer)
     assert dsh_codegen._EXPORTS == expected
     assert dsh_codegen.__all__ == ["__version__", "backend", *expected]
     for symbol, layer in expected.items():

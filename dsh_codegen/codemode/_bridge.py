@@ -1,0 +1,131 @@
+"""Code Mode's dispatch bridge: runs a ``run_code`` program in the registry's runtime.
+
+:class:`CodeModeBridge` is the :class:`~dsh_codegen.registry.CodeModeProvider`
+this layer installs into the registry's seam when ``dsh_codegen.codemode`` is
+imported. For each ``run_code`` call it builds a :class:`CodeRunRequest`
+whose ``dispatch`` is a fresh :class:`~dsh_codegen.codemode._pool.SubCallPool`,
+awaits the runtime, settles and drains the pool, and turns the runtime's
+answer into the canonical ``{logs, result?}`` value (rendered by the
+registry's ``run_code`` output declaration) or a :class:`CodeRunFailedError`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, Final
+
+from dsh_codegen.json import LosslessJsonError, snapshot_json
+from dsh_codegen.registry import (
+    UNSET,
+    CodeRunFailedError,
+    ToolRegistry,
+    ToolRunContext,
+    install_code_mode,
+)
+from dsh_codegen.registry._code_runtime import CodeRunFailure, CodeRunRequest, CodeRunSuccess
+from dsh_codegen.codemode._pool import SubCallPool
+
+__all__ = ["FAILURE_KINDS", "CodeModeBridge"]
+
+#: The failure kinds of CONTRACT.md §4; a runtime reporting another kind is reported as ``invalid-output``.
+FAILURE_KINDS: Final = frozenset(
+    {"exception", "timeout", "abort", "worker-exit", "invalid-output", "output-limit"}
+)
+_INVALID_COMPLETION: Final = "program completion must be lossless JSON"
+
+
+class CodeModeBridge:
+    """The Code Mode provider: one :class:`SubCallPool` and one runtime run per ``run_code`` call."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "<CodeModeBridge>"
+
+    async def run_code(
+        self, registry: ToolRegistry, run: ToolRunContext, code: str, description: str
+    ) -> Any:
+        """Run ``code`` in ``registry.code_runtime`` and return the canonical ``{logs, result?}`` value.
+
+        Raised errors: :class:`CodeRunFailedError` for a failed run (the
+        runtime's kind and message, and its captured logs); the caller's abort
+        reason when the run was aborted because the caller aborted (so the
+        result is ``ABORTED``); whatever the runtime raised (it should not);
+        ``TypeError`` for a runtime answer that is not a ``CodeRunResult``.
+        Every sub-call has committed (its ``tool/code-dispatch`` event logged)
+        before this returns or raises.
+
+        Cancellation: the registry never delivers a ``CancelledError`` to a
+        body (it aborts ``run.signal``, which the pool follows). If one
+        arrives anyway (raised by the runtime, or a cancellation of the
+        drain), the run is settled, every sub-call drained (further
+        cancellations absorbed), and the ``CancelledError`` re-raised.
+        """
+        runtime = registry.code_runtime
+        pool = SubCallPool(registry, run)
+        request = CodeRunRequest(
+            code=code,
+            tool_names=pool.tool_names(),
+            dispatch=pool.dispatch,
+            signal=pool.signal,
+            call_id=run.call_id,
+        )
+        outcome: object = None
+        error: Exception | None = None
+        cancelled: asyncio.CancelledError | None = None
+        try:
+            outcome = await runtime.run(request)  # type: ignore[union-attr]
+        except asyncio.CancelledError as exc:
+            cancelled = exc
+        except Exception as exc:
+            error = exc
+        pool.settle()
+        if await pool.drain() and cancelled is None:
+            cancelled = asyncio.CancelledError()
+        if cancelled is not None:
+            raise cancelled
+        if pool.failure is not None:
+            raise pool.failure
+        if error is not None:
+            raise error
+        return _completion(outcome, run)
+
+
+def _completion(outcome: object, run: ToolRunContext) -> Any:
+    """The canonical value of a successful run, or the exception a failed one raises."""
+    if isinstance(outcome, CodeRunSuccess):
+        logs = _logs(outcome.logs)
+        if logs is None:
+            raise CodeRunFailedError("invalid-output", _INVALID_COMPLETION)
+        value: dict[str, Any] = {"logs": logs}
+        if outcome.result is not UNSET:
+            try:
+                value["result"] = snapshot_json(outcome.result)
+            except (LosslessJsonError, ValueError, TypeError):
+                raise CodeRunFailedError("invalid-output", _INVALID_COMPLETION, logs) from None
+        return value
+    if isinstance(outcome, CodeRunFailure):
+        logs = _logs(outcome.logs) or []
+        kind = outcome.kind if outcome.kind in FAILURE_KINDS else "invalid-output"
+        message = outcome.message if type(outcome.message) is str else _INVALID_COMPLETION
+        caller = run.execution.signal
+        if kind == "abort" and caller.aborted and isinstance(caller.reason, BaseException):
+            # The run stopped because the caller aborted: the outer result is ABORTED.
+            raise caller.reason
+        raise CodeRunFailedError(kind, message, logs)
+    raise TypeError(f"code runtime returned {type(outcome).__name__}, not a CodeRunResult")
+
+
+def _logs(logs: object) -> list[str] | None:
+    if not isinstance(logs, (tuple, list)):
+        return None
+    out = list(logs)
+    for line in out:
+        if type(line) is not str:
+            return None
+    return out
+
+
+#: The one provider this layer installs (importing ``dsh_codegen.codemode`` installs it).
+BRIDGE: Final = CodeModeBridge()
+install_code_mode(BRIDGE)
