@@ -85,7 +85,7 @@ def test_check_without_output_is_a_usage_error(capsys: pytest.CaptureFixture[str
         ('[{"name": "a", "params": {}}]', '"[0].params" is not a catalog field (known: name, description, parameters, output_schema)'),
         ('[{"name": "a"}, {"name": "a"}]', '"[1].name" repeats the tool name "a" already used at "[0]"'),
         ('[{"name": "a",]', "invalid JSON at line 1 column 15: Expecting property name enclosed in double quotes"),
-        ('[{"name": "a", "parameters": {"default": NaN}}]', "invalid JSON: NaN is not valid JSON"),
+        ('[{"name": "a", "parameters": {"default": NaN}}]', "invalid JSON at line 1 column 42: NaN is not a JSON number"),
     ],
 )
 def test_bad_catalogs_name_the_file_and_path(
