@@ -27,16 +27,25 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
 .PHONY: demo test test-compiled test-pure test-matrix typecheck bench wheel setup clean
 
+# The build requirements (pyproject.toml's [build-system]) go in first and the
+# editable install uses them (no build isolation): a Cython installed after
+# the C files were generated would make them stale (its .pxd files are
+# dependencies), and $(EXT_STAMP) would then compile everything a second time.
 $(STAMP): pyproject.toml setup.py
 	rm -rf $(VENV)
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -q --upgrade pip
-	DSH_CODEGEN_REQUIRE_EXTENSIONS=1 $(BIN)/python -m pip install -q -e '.[dev]'
+	$(BIN)/python -m pip install -q --upgrade pip 'setuptools>=77' 'Cython>=3.1,<4'
+	DSH_CODEGEN_REQUIRE_EXTENSIONS=1 $(BIN)/python -m pip install -q --no-build-isolation -e '.[dev]'
 	touch $@
 
 # In place: one file per interpreter (_json_c.cpython-312-...so), so the venvs share the checkout.
+# The editable install has just compiled the sources when none is newer than
+# $(STAMP) and this stamp is gone with the old venv: then there is nothing to
+# do (build_ext would compile all again, in its own build/ directory).
 $(EXT_STAMP): $(STAMP) $(EXT_SOURCES)
-	DSH_CODEGEN_REQUIRE_EXTENSIONS=1 $(BIN)/python setup.py -q build_ext --inplace
+	if [ -e $@ ] || [ -n "$$(find $(EXT_SOURCES) -newer $(STAMP))" ]; then \
+	    DSH_CODEGEN_REQUIRE_EXTENSIONS=1 $(BIN)/python setup.py -q build_ext --inplace; \
+	fi
 	touch $@
 
 $(NODE_STAMP): package.json package-lock.json

@@ -53,7 +53,9 @@ def _build_parser() -> argparse.ArgumentParser:
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--version", action="version", version=version_text(), help="print the version, the backend and the Python, then exit")
+    parser.add_argument(
+        "--version", action="version", version=version_text(), help="print the version, the backend and the Python"
+    )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     commands.add_parser("demo", help="run the main demonstration job")
 
