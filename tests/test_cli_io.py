@@ -136,8 +136,8 @@ def test_a_deep_unsupported_schema_is_reported_not_a_crash(tmp_path: Path) -> No
     checked = _cli("check-schema", str(schema))
     assert checked.returncode == 1
     (line,) = checked.stderr.decode().splitlines()
-    assert line.startswith(f"{schema}: schema.items.items.") and line.endswith(".type must be one of "
-                                                                            "object/array/string/number/integer/boolean/null")
+    assert line.startswith(f"{schema}: schema.items.items.")
+    assert line.endswith(".type must be one of object/array/string/number/integer/boolean/null")
     # Malformed deep text: the parser's own position, no RecursionError.
     broken = tmp_path / "broken.json"
     broken.write_text("[" * DEPTH + "}", encoding="utf-8")

@@ -99,7 +99,8 @@ def test_the_wheel_is_manylinux_and_ships_the_extension_and_templates(artefacts:
     assert any(n.startswith("dsh_codegen/templates/") and n.endswith(".jinja") for n in names), names
     assert not any(n.endswith((".pyx", ".c")) for n in names), "sources must not ship in the wheel"
     (wheel_meta,) = [n for n in names if n.endswith(".dist-info/WHEEL")]
-    tags = [line.split(": ", 1)[1] for line in archive.read(wheel_meta).decode().splitlines() if line.startswith("Tag: ")]
+    lines = archive.read(wheel_meta).decode().splitlines()
+    tags = [line.split(": ", 1)[1] for line in lines if line.startswith("Tag: ")]
     assert tags and all(re.fullmatch(rf"{_TAG}-{_TAG}-manylinux\w+", tag) for tag in tags), tags
 
 
@@ -126,7 +127,8 @@ def test_the_installed_wheel_runs_compiled_and_its_command_works(artefacts: dict
 
     command = str(target / "bin" / "dsh-codegen")
     version = _run([command, "--version"], tmp, env)
-    assert version.startswith(f"dsh-codegen {_installed_version()} (backend: compiled; Python {platform.python_version()} ")
+    python = platform.python_version()
+    assert version.startswith(f"dsh-codegen {_installed_version()} (backend: compiled; Python {python} "), version
     assert str(target) in version
 
     schema = tmp / "schema.json"
@@ -135,7 +137,8 @@ def test_the_installed_wheel_runs_compiled_and_its_command_works(artefacts: dict
     assert _run([command, "validate", "--schema", str(schema), "-"], tmp, env, stdin=b'{"a": "x"}') == "<stdin>: ok\n"
     refused = subprocess.run([command, "validate", "--schema", str(schema), "-"], input=b'{"a": "\xff"}',
                              capture_output=True, env=env, cwd=tmp, timeout=120)
-    assert (refused.returncode, refused.stderr) == (2, b"dsh-codegen: error: <stdin>: not UTF-8 text (invalid start byte at byte 7)\n")
+    assert refused.returncode == 2
+    assert refused.stderr == b"dsh-codegen: error: <stdin>: not UTF-8 text (invalid start byte at byte 7)\n"
 
     catalog = ROOT / "tests" / "codegen" / "cases" / "contract_example" / "catalog.json"
     from dsh_codegen.codegen import load_catalog, render_sdk_module
