@@ -1,28 +1,52 @@
-# Every target does its own set-up from a fresh clone: a .venv (rebuilt when
+# Every target does its own set-up from a fresh clone: a venv (rebuilt when
 # pyproject.toml or setup.py change), the compiled extension (rebuilt when
 # _ext/ changes) and, for the TypeScript checks, a local node_modules.
+#
+# PY=X.Y runs any target on that interpreter, in its own venv .venv-X.Y with
+# its own extension build (.ci/find-python finds it on PATH or in pyenv):
+# `make test-compiled PY=3.13`. Without PY, `python3` and .venv.
 SHELL := /bin/bash
+ifeq ($(origin PY),undefined)
 PYTHON ?= python3
 VENV := .venv
+else
+PYTHON := $(shell .ci/find-python $(PY))
+VENV := .venv-$(PY)
+ifeq ($(PYTHON),)
+$(error no python$(PY) found (see .ci/find-python))
+endif
+endif
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.dsh-installed
-EXT_STAMP := build/.dsh-ext
+EXT_STAMP := $(VENV)/.dsh-ext
 NODE_STAMP := node_modules/.dsh-installed
 EXT_SOURCES := $(wildcard _ext/*.pyx _ext/*.pxd)
+# The interpreters we claim (requires-python >= 3.11): test-matrix and wheel cover each.
+MATRIX ?= 3.11 3.12 3.13
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: demo test test-compiled test-pure typecheck bench wheel setup clean
+.PHONY: demo test test-compiled test-pure test-matrix typecheck bench wheel setup clean
 
+# The build requirements (pyproject.toml's [build-system]) go in first and the
+# editable install uses them (no build isolation): a Cython installed after
+# the C files were generated would make them stale (its .pxd files are
+# dependencies), and $(EXT_STAMP) would then compile everything a second time.
 $(STAMP): pyproject.toml setup.py
 	rm -rf $(VENV)
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -q --upgrade pip
-	DSH_CODEGEN_REQUIRE_EXTENSIONS=1 $(BIN)/python -m pip install -q -e '.[dev]'
+	$(BIN)/python -m pip install -q --upgrade pip 'setuptools>=77' 'Cython>=3.1,<4'
+	DSH_CODEGEN_REQUIRE_EXTENSIONS=1 $(BIN)/python -m pip install -q --no-build-isolation -e '.[dev]'
 	touch $@
 
+# In place: one file per interpreter (_json_c.cpython-312-...so), so the venvs share the checkout.
+# The editable install has just compiled the sources when none is newer than
+# $(STAMP) and this stamp is gone with the old venv: then there is nothing to
+# do (build_ext would compile all again, in its own build/ directory).
 $(EXT_STAMP): $(STAMP) $(EXT_SOURCES)
-	DSH_CODEGEN_REQUIRE_EXTENSIONS=1 $(BIN)/python setup.py -q build_ext --inplace
-	mkdir -p build && touch $@
+	if [ -e $@ ] || [ -n "$$(find $(EXT_SOURCES) -newer $(STAMP))" ]; then \
+	    DSH_CODEGEN_REQUIRE_EXTENSIONS=1 $(BIN)/python setup.py -q build_ext --inplace; \
+	fi
+	touch $@
 
 $(NODE_STAMP): package.json package-lock.json
 	npm ci --silent --no-audit --no-fund
@@ -51,8 +75,24 @@ bench: setup
 	$(BIN)/python -m pip install -q -e '.[bench]'
 	$(BIN)/python -m bench
 
-wheel: setup
-	DSH_CODEGEN_REQUIRE_EXTENSIONS=1 $(BIN)/python -m build --wheel --outdir dist .
+# The suite compiled and pure on every interpreter in MATRIX (after `make test`
+# in .ci/run); a summary with each run's time and pytest's closing line at the end.
+test-matrix: $(NODE_STAMP)
+	.ci/test-matrix $(MATRIX)
+
+# An sdist, then from it one wheel per interpreter in MATRIX, repaired by
+# auditwheel into manylinux wheels in dist/ (docs/index.md, "Wheels").
+wheel: $(STAMP)
+	rm -rf dist build/wheels
+	DSH_CODEGEN_REQUIRE_EXTENSIONS=1 $(BIN)/python -m build --sdist --outdir dist .
+	set -e; for version in $(MATRIX); do \
+	    python=$$(.ci/find-python $$version); \
+	    DSH_CODEGEN_REQUIRE_EXTENSIONS=1 "$$python" -m pip wheel -q --no-deps --wheel-dir build/wheels dist/dsh_codegen-*.tar.gz; \
+	done
+	set -e; for raw in build/wheels/*.whl; do \
+	    PATH="$(abspath $(BIN)):$$PATH" $(BIN)/auditwheel repair --wheel-dir dist "$$raw"; \
+	done
+	ls -1 dist
 
 clean:
-	rm -rf $(VENV) build dist node_modules *.egg-info dsh_codegen/*.so _ext/*.c
+	rm -rf .venv .venv-* build dist node_modules *.egg-info dsh_codegen/*.so _ext/*.c

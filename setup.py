@@ -38,6 +38,10 @@ def _extensions() -> list[Extension]:
     if only:
         sources = [path for path in sources if path.stem in only]
     if not sources:
+        # An sdist without its .pyx files (a broken MANIFEST.in) would otherwise build a pure wheel.
+        if REQUIRE:
+            raise RuntimeError("DSH_CODEGEN_REQUIRE_EXTENSIONS=1 but there is no _ext/*.pyx to compile")
+        _warn("there is no _ext/*.pyx to compile")
         return []
     try:
         from Cython.Build import cythonize

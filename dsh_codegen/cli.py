@@ -2,8 +2,13 @@
 
 Exit codes: 0 success; 1 a check failed (stale file, unsupported schema,
 invalid data); 2 bad usage or unreadable input (argparse's own code for usage
-errors). Errors go to stderr and name the file and, where there is one, the
-JSON path.
+errors); 141 stdout was closed early (``dsh-codegen demo | head``), the code
+a program killed by ``SIGPIPE`` reports in a shell. Errors go to stderr and
+name the file and, where there is one, the JSON path.
+
+Every JSON input (catalog, schema, data; a file or stdin) is read as bytes,
+decoded as strict UTF-8 and parsed by the library's stack-safe ``parse_json``,
+so any nesting depth parses (docs/cli.md, "Limits").
 """
 
 from __future__ import annotations
@@ -23,6 +28,8 @@ __all__ = ["main"]
 EXIT_OK = 0
 EXIT_CHECK_FAILED = 1
 EXIT_USAGE = 2
+#: 128 + SIGPIPE: what a shell reports for a program killed by a closed pipe.
+EXIT_BROKEN_PIPE = 141
 
 _EPILOG = """\
 exit codes:
@@ -33,6 +40,7 @@ exit codes:
      type that degrades to unknown / Any
   2  bad usage or unreadable input (missing file, invalid JSON, bad catalog,
      --registry that cannot be imported)
+  141  stdout was closed before the output was written (e.g. | head)
 """
 
 
@@ -46,6 +54,9 @@ def _build_parser() -> argparse.ArgumentParser:
         description="dsh_codegen command-line tools: SDK files, tool catalogs, schema checks.",
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--version", action="version", version=version_text(), help="print the version, the backend and the Python"
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     commands.add_parser("demo", help="run the main demonstration job")
@@ -102,19 +113,98 @@ def _build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _read_json(path: str) -> object:
-    from dsh_codegen.codegen._catalog import CatalogError, parse_json_text
+def version_text() -> str:
+    """The ``--version`` line: the package version, the twin in use and the interpreter."""
+    from dsh_codegen._backend import backend
+    from dsh_codegen._version import __version__
+
+    python = f"Python {sys.version.split()[0]} ({sys.implementation.name}, {sys.executable})"
+    return f"dsh-codegen {__version__} (backend: {backend()}; {python})"
+
+
+def _read_text(path: str, *, what: str = "") -> str:
+    """The text of ``path`` (``-`` is stdin): the bytes decoded as strict UTF-8, the same for both.
+
+    ``what`` words the read error (``"the catalog"`` for catalogs, whose texts say so).
+    """
+    name = "<stdin>" if path == "-" else path
+    cannot = f"cannot read {what}: " if what else "cannot read: "
+    try:
+        if path != "-":
+            data = Path(path).read_bytes()
+        else:
+            stream = sys.stdin
+            if stream is None:
+                raise _InputError(f"{name}: {cannot}stdin is closed")
+            buffer = getattr(stream, "buffer", None)
+            if buffer is None:
+                # A text stream with no bytes under it (an embedding program's
+                # replacement): its text was decoded by whoever made it.
+                return str(stream.read())
+            data = buffer.read()
+    except OSError as error:
+        raise _InputError(f"{name}: {cannot}{error.strerror or error}") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        prefix = f"{what} is not" if what else "not"
+        raise _InputError(f"{name}: {prefix} UTF-8 text ({error.reason} at byte {error.start})") from None
+
+
+def _parse(text: str, name: str) -> object:
+    """``parse_json(text)`` (frozen, lossless, any depth), its errors phrased as ``name: invalid JSON ...``."""
+    from json import JSONDecodeError
+
+    from dsh_codegen.json import LosslessJsonError, parse_json
 
     try:
-        text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
-    except OSError as error:
-        raise _InputError(f"{path}: cannot read: {error.strerror or error}") from None
-    except UnicodeDecodeError as error:
-        raise _InputError(f"{path}: not UTF-8 text ({error.reason} at byte {error.start})") from None
-    try:
-        return parse_json_text(text, "<stdin>" if path == "-" else path)
-    except CatalogError as error:
-        raise _InputError(str(error)) from None
+        return parse_json(text)
+    except JSONDecodeError as error:
+        raise _InputError(f"{name}: invalid JSON at line {error.lineno} column {error.colno}: {error.msg}") from None
+    except LosslessJsonError as error:  # valid JSON, but a number Python cannot keep exactly (-0.0, 1e400)
+        raise _InputError(f"{name}: {error}") from None
+    except ValueError as error:  # an integer with more digits than the interpreter converts
+        raise _InputError(f"{name}: invalid JSON: {error}") from None
+
+
+def _read_json(path: str) -> object:
+    """The JSON value in ``path`` (``-`` is stdin), frozen; input problems raise :class:`_InputError`."""
+    return _parse(_read_text(path), "<stdin>" if path == "-" else path)
+
+
+def _thaw(value: object) -> object:
+    """A plain ``dict``/``list`` copy of a frozen JSON value, with an explicit stack (any depth).
+
+    The code generator reads plain containers (it tests ``type(x) is dict``).
+    """
+    from dsh_codegen.json import FrozenJsonArray, FrozenJsonObject
+
+    def fresh(node: object) -> object:
+        if isinstance(node, FrozenJsonObject):
+            return {}
+        if isinstance(node, FrozenJsonArray):
+            return []
+        return node
+
+    root = fresh(value)
+    stack: list[tuple[object, object]] = [(value, root)] if root is not value else []
+    while stack:
+        source, target = stack.pop()
+        if isinstance(target, dict):
+            assert isinstance(source, dict)
+            for key, child in source.items():
+                copy = fresh(child)
+                target[key] = copy
+                if copy is not child:
+                    stack.append((child, copy))
+        else:
+            assert isinstance(source, list) and isinstance(target, list)
+            for child in source:
+                copy = fresh(child)
+                target.append(copy)
+                if copy is not child:
+                    stack.append((child, copy))
+    return root
 
 
 def _registry_catalog(spec: str) -> list[object]:
@@ -178,11 +268,13 @@ def _load_source(args: argparse.Namespace) -> list[object]:
     adapted = _adapted_source(args)
     if adapted is not None:
         return adapted
-    from dsh_codegen.codegen import CatalogError, load_catalog
+    from dsh_codegen.codegen import CatalogError, catalog_from_json
 
     if args.catalog is not None:
+        # load_catalog's rules and texts, with the command's reading and stack-safe parsing.
+        data = _thaw(_parse(_read_text(args.catalog, what="the catalog"), args.catalog))
         try:
-            return list(load_catalog(Path(args.catalog)))
+            return list(catalog_from_json(data, source=args.catalog))
         except CatalogError as error:
             raise _InputError(str(error)) from None
     return _registry_catalog(args.registry)
@@ -348,9 +440,7 @@ def _cmd_validate(args: argparse.Namespace, stdout: TextIO) -> int:
     return EXIT_OK
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command; returns the exit code (see the module docstring)."""
-    args = _build_parser().parse_args(argv)
+def _run(args: argparse.Namespace) -> int:
     if args.command == "demo":
         from dsh_codegen._demo import run_demo
 
@@ -366,3 +456,32 @@ def main(argv: Sequence[str] | None = None) -> int:
     except _InputError as error:
         print(f"dsh-codegen: error: {error}", file=sys.stderr)
         return EXIT_USAGE
+
+
+def _silence_stdout() -> None:
+    # Whatever is still buffered for the closed pipe would fail again when the
+    # interpreter flushes stdout at exit ("Exception ignored ..."): point the
+    # descriptor at /dev/null so that last flush succeeds quietly.
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass  # not a real descriptor (an embedding program's stream): nothing will flush it at exit
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command; returns the exit code (see the module docstring).
+
+    A reader that closes stdout early (``| head``) ends the command quietly
+    with :data:`EXIT_BROKEN_PIPE`, with no traceback.
+    """
+    args = _build_parser().parse_args(argv)
+    try:
+        code = _run(args)
+        # Flush here, not at exit, so a closed pipe surfaces where it is handled.
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _silence_stdout()
+        return EXIT_BROKEN_PIPE
+    return code

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import subprocess
 import sys
+from importlib.util import find_spec
+from pathlib import Path
 
 import pytest
 
@@ -70,3 +74,113 @@ def test_each_compiled_module_can_be_the_first_import(name: str) -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "dsh_codegen.registry._registry"  # one pipeline source, never patched in
+
+
+# --- a pure fallback says so, once, at import -----------------------------------------------
+
+_PROBE = """
+import json, sys, warnings
+sys.path.insert(0, sys.argv[1])
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    import dsh_codegen
+    import dsh_codegen.json, dsh_codegen.schema, dsh_codegen._backend
+    from dsh_codegen.cli import version_text
+    dsh_codegen.validate_json_schema_value({"type": "string"}, "x")
+    dsh_codegen.backend()
+assert dsh_codegen.__file__.startswith(sys.argv[1]), dsh_codegen.__file__
+print(json.dumps({
+    "backend": dsh_codegen.backend(),
+    "version": version_text(),
+    "warnings": [[w.category.__name__, str(w.message)] for w in caught],
+}))
+"""
+
+
+def _package_copy(tmp_path: Path, extensions: dict[str, str]) -> Path:
+    """A copy of the package with no compiled module but ``extensions`` (source name -> copied name)."""
+    package = Path(dsh_codegen.__file__).parent
+    target = tmp_path / "site" / "dsh_codegen"
+    shutil.copytree(package, target, ignore=shutil.ignore_patterns("*.so", "*.pyd", "__pycache__"))
+    for source, name in extensions.items():
+        shutil.copy2(package / source, target / name)
+    return target.parent
+
+
+def _probe(site: Path, *, pure: bool = False) -> dict[str, object]:
+    env = {k: v for k, v in os.environ.items() if k not in {"DSH_CODEGEN_PURE_PYTHON", "PYTHONWARNINGS"}}
+    if pure:
+        env["DSH_CODEGEN_PURE_PYTHON"] = "1"
+    # -S: no site-packages, so the editable install's finder cannot supply the checkout's modules.
+    done = subprocess.run([sys.executable, "-S", "-c", _PROBE, str(site)], capture_output=True, text=True, env=env,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+    result: dict[str, object] = json.loads(done.stdout)
+    return result
+
+
+def _built_files() -> dict[str, str]:
+    package = Path(dsh_codegen.__file__).parent
+    found: dict[str, str] = {}
+    for name in _backend.COMPILED_MODULES:
+        spec = find_spec(f"dsh_codegen.{name}")
+        if spec is None or spec.origin is None:
+            pytest.skip("the compiled twin is not built")
+        found[name] = Path(spec.origin).relative_to(package).as_posix()
+    return found
+
+
+@pytest.mark.once
+def test_a_missing_extension_warns_once_with_the_reason_and_the_fix(tmp_path: Path) -> None:
+    result = _probe(_package_copy(tmp_path, {}))
+    assert result["backend"] == "pure"
+    assert "(backend: pure; " in str(result["version"])
+    warned = result["warnings"]
+    assert isinstance(warned, list) and len(warned) == 1, warned
+    category, message = warned[0]
+    assert category == "RuntimeWarning"
+    python = f"{sys.implementation.name} {sys.version_info.major}.{sys.version_info.minor}"
+    modules = ", ".join(f"dsh_codegen.{name}" for name in _backend.COMPILED_MODULES)
+    assert message.startswith(f"dsh_codegen: the compiled extension is not built for {python} (missing: {modules}); "
+                              "running the pure-Python twin")
+    assert "make setup" in message and "pip install" in message and "DSH_CODEGEN_PURE_PYTHON=1" in message
+
+
+@pytest.mark.once
+def test_an_extension_built_for_another_python_is_named(tmp_path: Path) -> None:
+    built = _built_files()
+    first = _backend.COMPILED_MODULES[0]
+    foreign = f"{first}.cpython-39-x86_64-linux-gnu.so"
+    # The others are built for this Python: only the first one is missing, and the fallback is whole.
+    copies = {built[name]: built[name] for name in _backend.COMPILED_MODULES[1:]}
+    copies[built[first]] = foreign
+    result = _probe(_package_copy(tmp_path, copies))
+    assert result["backend"] == "pure"
+    [[category, message]] = result["warnings"]  # type: ignore[misc]
+    assert category == "RuntimeWarning"
+    assert message.startswith(
+        f"dsh_codegen: the compiled extension is built only for another Python ({foreign}), not for "
+        f"{sys.implementation.name} {sys.version_info.major}.{sys.version_info.minor} (missing: dsh_codegen.{first}); "
+    ), message
+
+
+@pytest.mark.once
+def test_no_warning_when_the_pure_twin_is_chosen_or_the_extension_is_built(tmp_path: Path) -> None:
+    chosen = _probe(_package_copy(tmp_path / "a", {}), pure=True)
+    assert (chosen["backend"], chosen["warnings"]) == ("pure", [])
+    if _backend._all_built():
+        built = _built_files()
+        complete = _probe(_package_copy(tmp_path / "b", {path: path for path in built.values()}))
+        assert (complete["backend"], complete["warnings"]) == ("compiled", [])
+
+
+@pytest.mark.once
+def test_the_warning_reaches_a_user_once_with_default_filters(tmp_path: Path) -> None:
+    site = _package_copy(tmp_path, {})
+    env = {k: v for k, v in os.environ.items() if k not in {"DSH_CODEGEN_PURE_PYTHON", "PYTHONWARNINGS"}}
+    env["PYTHONPATH"] = str(site)
+    done = subprocess.run([sys.executable, "-S", "-m", "dsh_codegen", "--version"], capture_output=True, text=True,
+                          env=env, cwd=tmp_path, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "(backend: pure; " in done.stdout
+    assert done.stderr.count("RuntimeWarning: dsh_codegen: the compiled extension is not built") == 1, done.stderr
