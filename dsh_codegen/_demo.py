@@ -3,8 +3,12 @@
 It registers a few example tools, prints the two generated SDKs, then runs one
 model turn's worth of tool calls through the loop helper: two read-only calls
 in parallel, one denied by policy, one timing out, one with invalid arguments,
-and prints every result and the session-log events. Code Mode (running a
-program against the SDK) arrives with its own issue; this job shows what exists.
+and prints every result and the session-log events. Then the same tools in
+Code Mode: a scripted ``run_code`` program (no model needed) runs in a fresh
+Python process, gathers three safe calls in parallel, catches one call denied by
+policy and one that times out, prints and returns; every binding call goes
+through the same pipeline, and the job prints the prompt's SDK section, the
+``run_code`` result text and the logged events.
 """
 
 from __future__ import annotations
@@ -89,18 +93,11 @@ def _example_tools() -> list[Any]:
     return [read, search, delete]
 
 
-async def _run_turn() -> None:
-    from dsh_codegen.registry import (
-        AbortController,
-        Deny,
-        MemorySessionLog,
-        ToolCall,
-        ToolRegistry,
-        execute_tool_calls,
-        timeout_policy,
-    )
+def _demo_registry(**options: Any) -> Any:
+    """The example tools behind the timeout policy and a policy that denies deletes."""
+    from dsh_codegen.registry import Deny, ToolRegistry, timeout_policy
 
-    registry = ToolRegistry()
+    registry = ToolRegistry(**options)
     for definition in _example_tools():
         registry.register(definition)
     timeout_policy(registry)
@@ -111,6 +108,71 @@ async def _run_turn() -> None:
         return await next_decision()
 
     registry.on_pre_execute(no_deletes)
+    return registry
+
+
+def _print_results(calls: Any, results: Any, log: Any) -> None:
+    print("--- results, in model order ---")
+    for call, result in zip(calls, results):
+        text = " | ".join(block.get("text", f"[{block['type']}]") for block in result.content)
+        text = text.replace("\n", "\\n")
+        print(f"{call.call_id} {call.name:<12} {'error' if result.is_error else 'ok   '} {text}")
+    print("--- session log ---")
+    for event in log.events:
+        shown = {k: v for k, v in event.items() if k != "time"}
+        print(json.dumps(shown, ensure_ascii=False))
+
+
+#: The scripted model's Code Mode program (the body of an async function).
+_PROGRAM = """\
+import asyncio
+
+motd, app, again = await asyncio.gather(
+    tools.read_file({"path": "/etc/motd"}),
+    tools.read_file({"path": "/srv/app.py", "limit": 1}),
+    tools.read_file({"path": "/etc/motd", "limit": 1}),
+)
+print(f"motd has {motd['lines']} lines; app.py starts with {app['text']!r}")
+try:
+    await tools.delete_file({"path": "/etc/motd"})
+except ToolCallError as error:
+    print(f"{error.toolName} refused: {error.message}")
+try:
+    await tools.web_search({"query": "lossless json"})
+except ToolCallError as error:
+    print(f"{error.toolName} failed: {error.message}")
+return {"first_line": again["text"], "files_read": 3}
+"""
+
+
+async def _run_code_mode() -> None:
+    from dsh_codegen.codemode import PythonSubprocessRuntime
+    from dsh_codegen.registry import AbortController, MemorySessionLog, ToolCall, execute_tool_calls
+
+    log = MemorySessionLog()
+    async with PythonSubprocessRuntime() as runtime:
+        registry = _demo_registry(mode="code", code_runtime=runtime, log=log)
+        assembly = registry.assemble()
+        print(f"--- Code Mode ({runtime!r}) ---")
+        print("wire tools:", [tool["name"] for tool in assembly.tools])
+        for section in assembly.sections:
+            if section.text:
+                print(f"--- prompt section {section.id} (order {section.order}) ---")
+                print(section.text)
+        calls = [
+            ToolCall("call_6", "run_code", {"code": _PROGRAM, "description": "Read two files, try a delete and a search"}),
+            ToolCall("call_7", "read_file", '{"path": "/etc/motd"}'),
+        ]
+        results = await execute_tool_calls(
+            registry, calls, signal=AbortController().signal, log=log, agent="demo-agent"
+        )
+    _print_results(calls, results, log)
+
+
+async def _run_turn() -> None:
+    from dsh_codegen.registry import AbortController, MemorySessionLog, ToolCall, execute_tool_calls
+
+    registry = _demo_registry()
 
     from dsh_codegen.codegen import render_py_sdk, render_ts_sdk
 
@@ -129,15 +191,7 @@ async def _run_turn() -> None:
     ]
     log = MemorySessionLog()
     results = await execute_tool_calls(registry, calls, signal=AbortController().signal, log=log)
-    print("--- results, in model order ---")
-    for call, result in zip(calls, results):
-        text = " | ".join(block.get("text", f"[{block['type']}]") for block in result.content)
-        text = text.replace("\n", "\\n")
-        print(f"{call.call_id} {call.name:<12} {'error' if result.is_error else 'ok   '} {text}")
-    print("--- session log ---")
-    for event in log.events:
-        shown = {k: v for k, v in event.items() if k != "time"}
-        print(json.dumps(shown, ensure_ascii=False))
+    _print_results(calls, results, log)
 
 
 def run_demo() -> int:
@@ -152,4 +206,5 @@ def run_demo() -> int:
     except TypeError as exc:
         print(f"mutation refused: {exc}")
     asyncio.run(_run_turn())
+    asyncio.run(_run_code_mode())
     return 0
