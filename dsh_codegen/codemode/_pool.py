@@ -53,6 +53,7 @@ from dsh_codegen.registry import (
 )
 from dsh_codegen.registry._code_runtime import ToolCallError
 from dsh_codegen.registry._errors import error_message
+from dsh_codegen.registry.cancel import abort_signal
 from dsh_codegen.registry._session_log import (
     CODE_DISPATCH_EVENT,
     CODE_DISPATCH_START_EVENT,
@@ -368,7 +369,7 @@ class SubCallPool:
             call.state = _ABANDONED
             self._pump()
         elif call.state == _STARTED:
-            call.signal._abort(AbortError(_CANCELLED_BY_PROGRAM))
+            abort_signal(call.signal, AbortError(_CANCELLED_BY_PROGRAM))
 
     # -- scheduling --------------------------------------------------------------------
 
@@ -521,7 +522,7 @@ class SubCallPool:
         if self.over is None:
             self.over = text
         for call in list(self.started):
-            call.signal._abort(reason)
+            abort_signal(call.signal, reason)
         self._controller.abort(reason)
         queue = self.queue
         while queue:
