@@ -27,6 +27,7 @@ _EXPORTS: dict[str, str] = {
     # dsh_codegen.json
     "FrozenJsonArray": "json",
     "FrozenJsonObject": "json",
+    "JsonBudgetError": "json",
     "LosslessJsonError": "json",
     "dump_canonical_json": "json",
     "is_json_value": "json",
@@ -136,6 +137,7 @@ __all__ = [
     "backend",
     "FrozenJsonArray",
     "FrozenJsonObject",
+    "JsonBudgetError",
     "LosslessJsonError",
     "dump_canonical_json",
     "is_json_value",
