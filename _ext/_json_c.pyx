@@ -7,6 +7,17 @@ recursion limit. Traversal order, error texts (built by
 ``dsh_codegen.json._shared``) and results are those of the Python twin; a
 differential test pins it. Only exact types are inspected, so no user code
 runs during a walk.
+
+A finalizer or weakref callback run by the collector (an allocation may
+trigger it; on 3.12+ only where the walk calls back into Python) can still
+change the value mid-walk. Every frame holds strong references, every item
+read is a strong reference while it is classified, and the rule of the Python
+twin detects the change: a list read beyond its current length or whose length
+changed by the time it closes, an object whose size changed before any step
+or that yields more members than it had when opened, raises
+``LosslessJsonError`` naming the container. The snapshot walks its own clone
+of each object (taken in one step when the object is opened), so its copy is
+complete and frozen whatever happens to the source.
 """
 
 from cpython.pycapsule cimport PyCapsule_New
@@ -19,14 +30,21 @@ from libc.string cimport memcpy, memset
 import sys
 
 from dsh_codegen.json._shared import (
+    DEFAULT_MAX_CHARS,
+    DEFAULT_MAX_NODES,
     FrozenJsonArray,
     FrozenJsonObject,
+    JsonBudgetError,
     LosslessJsonError,
+    budget_option,
+    changed_error,
+    chars_budget_error,
     cycle_error,
     float_error,
     int_too_long,
     int_too_long_error,
     key_error,
+    nodes_budget_error,
     option_error,
     type_error,
     unsafe_int_error,
@@ -35,6 +53,7 @@ from dsh_codegen.json._shared import (
 __all__ = [
     "FrozenJsonArray",
     "FrozenJsonObject",
+    "JsonBudgetError",
     "LosslessJsonError",
     "dump_canonical_json",
     "is_json_value",
@@ -724,6 +743,7 @@ cdef extern from *:
        else goes through PyDict_Next. `pos` means the same in both: the next
        entry index. */
     #if PY_VERSION_HEX >= 0x030B00F0 && PY_VERSION_HEX < 0x030C0000 && !defined(PYPY_VERSION) && !defined(Py_LIMITED_API)
+    #define DSH_DICT_TABLE_READ 1
     typedef struct {
         Py_ssize_t dk_refcnt;
         uint8_t dk_log2_size;
@@ -762,6 +782,7 @@ cdef extern from *:
         return 1;
     }
     #else
+    #define DSH_DICT_TABLE_READ 0
     static inline int dsh_dict_next(PyObject *op, Py_ssize_t *ppos, PyObject **pkey, PyObject **pvalue) {
         return PyDict_Next(op, ppos, pkey, pvalue);
     }
@@ -833,6 +854,7 @@ cdef extern from *:
     object dsh_buf_finish(dsh_buf* b)
     void dsh_sort_pairs(dsh_pair* a, Py_ssize_t n, dsh_pair* tmp)
     int dsh_dict_next(PyObject* op, Py_ssize_t* ppos, PyObject** pkey, PyObject** pvalue)
+    int DSH_DICT_TABLE_READ
     ctypedef struct dsh_keycache:
         Py_ssize_t nused
     void dsh_keycache_clear(dsh_keycache* c)
@@ -924,8 +946,10 @@ cdef struct Frame:
     PyObject* key       # strong: the current member's key (objects), for error paths
     dsh_pair* items     # owned, strong refs: the sorted members (canonical writer), else NULL
     Py_ssize_t pos      # PyDict_Next position, or the next index
-    Py_ssize_t size     # array length (the number of sorted members)
+    Py_ssize_t size     # the length (or size) when the frame was opened
+    Py_ssize_t seen     # members an object yielded so far (read from its source)
     int kind            # OBJECT, ARRAY or TUPLE
+    bint walk_dest      # the snapshot walks its clone ``dest`` instead of ``src``
     bint pretty
     bint started
     bint cache_keys     # the object is small: its keys likely recur in its siblings
@@ -975,7 +999,9 @@ cdef inline Frame* stack_push(Stack* st, PyObject* src, int kind) except NULL:
     f.key = NULL
     f.items = NULL
     f.pos = 0
-    f.size = size_of(src) if kind != OBJECT else 0
+    f.size = size_of(src) if kind != OBJECT else PyDict_GET_SIZE(src)
+    f.seen = 0
+    f.walk_dest = False
     f.kind = kind
     f.pretty = False
     f.cache_keys = False
@@ -1102,6 +1128,7 @@ cdef inline int classify(PyObject* v, bint safe, bint reuse, Stack* st) except -
 
 cdef enum:
     FLAT_MAX = 16  # the most members (or items) a container may have to take the flat path
+    FLAT_NODES = 1 + FLAT_MAX * (1 + FLAT_MAX)  # the most values a flat value holds
 
 
 cdef inline bint flat_scalar(PyObject* v) noexcept:
@@ -1179,7 +1206,8 @@ cdef object flat_copy(PyObject* root):
             return None
         item = PyList_GET_ITEM(root, i)
         if type_of(item) == DICT_T:
-            value = frozen_object_copy(item)
+            held = <object>item  # strong: the copy allocates, and a finalizer may drop it from root
+            value = frozen_object_copy(<PyObject*>held)
             if value is None:
                 return None
         elif flat_scalar(item):
@@ -1215,16 +1243,23 @@ cdef int open_copy(Stack* st, PyObject* src, int kind, bint freeze) except -1:
         # that are containers with their copies, in place, keeping the order.
         # Copying a key that is not an exact str could run its __eq__; such an
         # object fails the walk anyway, so its copy stays empty.
+        # The walk then reads the clone, not ``src``: the clone is private, so
+        # the copy is complete whatever a finalizer does to ``src`` meanwhile
+        # (its size is still checked, to report such a change).
         if freeze:
             f.dest = dsh_json_new_dict(<PyObject*>FrozenJsonObject, <PyObject*>EMPTY_TUPLE)
             if f.dest == NULL:
                 return propagate()
+            # (the allocation may have run a finalizer: clone what src is now)
             if all_str_keys(src):
                 PyDict_Update(f.dest, src)
+                f.walk_dest = True
         elif all_str_keys(src):
             f.dest = PyDict_Copy(src)
+            f.walk_dest = True
         else:
             f.dest = PyDict_New()
+        f.size = PyDict_GET_SIZE(src)
     else:
         f.dest = PyList_New(f.size)
     return 0
@@ -1242,15 +1277,28 @@ cdef inline int descend(Stack* st, PyObject* v, int kind, bint build, bint freez
     return 0
 
 
-cdef object walk(object root, bint freeze, bint safe, bint build):
-    """Check ``root`` and, when ``build``, return its detached (frozen) copy."""
-    cdef bint reuse = not safe and (freeze or not build)
+# A copy that reaches this many values first checks, without building anything, that the
+# whole value fits its budget: building ten million containers takes tens of seconds (the
+# collector traverses them again and again), checking them a second or so.
+cdef Py_ssize_t PRECHECK_NODES = 100_000
+
+
+cdef object walk(object root, bint freeze, bint safe, bint build, Py_ssize_t max_nodes, bint for_build=False):
+    """Check ``root`` and, when ``build``, return its detached (frozen) copy.
+
+    ``for_build``: a check standing in for a copy (the budget's pre-check): it
+    reuses frozen containers only where the copy would, so it counts alike.
+    """
+    cdef bint reuse = not safe and (freeze or not (build or for_build))
+    cdef Py_ssize_t precheck_at = PRECHECK_NODES if build and max_nodes > PRECHECK_NODES else -1
     cdef Stack st
     stack_init(&st)
+    if max_nodes < 1:
+        raise nodes_budget_error(max_nodes, [])
     cdef int kind = classify(<PyObject*>root, safe, reuse, &st)
     if kind == SCALAR or kind == REUSE:
         return root
-    if build and freeze and not safe:
+    if build and freeze and not safe and max_nodes >= FLAT_NODES:
         # Small flat values (most tool results and content) skip the general walk.
         flat = flat_copy(<PyObject*>root)
         if flat is not None:
@@ -1263,47 +1311,77 @@ cdef object walk(object root, bint freeze, bint safe, bint build):
     cdef PyObject* done
     cdef PyObject* sealed
     cdef PyObject* src
+    cdef object child  # the member being classified, held strongly (see the module docstring)
     cdef bint descended
+    cdef Py_ssize_t visited = 1
     try:
         descend(&st, <PyObject*>root, kind, build, freeze, deep)
         while True:
             f = &st.frames[st.depth - 1]
             descended = False
             if f.kind == OBJECT:
-                while PyDict_Next(f.src, &f.pos, &k, &v):
-                    if type_of(k) != STR_T:
-                        raise key_error(<object>k, stack_path(&st, 1))
+                while True:
+                    # dict's own iterator rule: the size is checked before every step.
+                    if PyDict_GET_SIZE(f.src) != f.size:
+                        raise changed_error(stack_path(&st, 1))
+                    if f.walk_dest:
+                        if not PyDict_Next(f.dest, &f.pos, &k, &v):
+                            break
+                    else:
+                        if not PyDict_Next(f.src, &f.pos, &k, &v):
+                            break
+                        f.seen += 1
+                        if f.seen > f.size:
+                            raise changed_error(stack_path(&st, 1))
+                        if type_of(k) != STR_T:
+                            child = <object>k
+                            raise key_error(child, stack_path(&st, 1))
                     frame_set_key(f, k)
-                    kind = classify(v, safe, reuse, &st)
+                    child = <object>v
+                    visited += 1
+                    if visited > max_nodes:
+                        raise nodes_budget_error(max_nodes, stack_path(&st, 0))
+                    if visited == precheck_at:
+                        walk(root, freeze, safe, False, max_nodes, True)
+                    kind = classify(<PyObject*>child, safe, reuse, &st)
                     if kind <= REUSE:
                         continue  # already in the copy
                     if deep is None and st.depth >= LINEAR_DEPTH:
                         deep = set()
-                    descend(&st, v, kind, build, freeze, deep)
+                    descend(&st, <PyObject*>child, kind, build, freeze, deep)
                     descended = True
                     break
+                if not descended and build and not f.walk_dest:
+                    # Only an object with a key that is not a str has no clone, and its walk
+                    # stops at that key: finishing it means the key went away meanwhile.
+                    raise changed_error(stack_path(&st, 1))
             else:
                 while f.pos < f.size:
                     if f.kind == TUPLE:
-                        v = PyTuple_GET_ITEM(f.src, f.pos)
+                        child = <object>PyTuple_GET_ITEM(f.src, f.pos)
                     elif f.pos < PyList_GET_SIZE(f.src):
-                        v = PyList_GET_ITEM(f.src, f.pos)
+                        child = <object>PyList_GET_ITEM(f.src, f.pos)
                     else:
-                        raise RuntimeError("list changed size during the walk")
+                        raise changed_error(stack_path(&st, 1))
                     f.pos += 1
-                    kind = classify(v, safe, reuse, &st)
+                    visited += 1
+                    if visited > max_nodes:
+                        raise nodes_budget_error(max_nodes, stack_path(&st, 0))
+                    if visited == precheck_at:
+                        walk(root, freeze, safe, False, max_nodes, True)
+                    kind = classify(<PyObject*>child, safe, reuse, &st)
                     if kind <= REUSE:
                         if build:
-                            incref(v)
-                            PyList_SET_ITEM(f.dest, f.pos - 1, v)
+                            incref(<PyObject*>child)
+                            PyList_SET_ITEM(f.dest, f.pos - 1, <PyObject*>child)
                         continue
                     if deep is None and st.depth >= LINEAR_DEPTH:
                         deep = set()
-                    descend(&st, v, kind, build, freeze, deep)
+                    descend(&st, <PyObject*>child, kind, build, freeze, deep)
                     descended = True
                     break
                 if not descended and f.kind == ARRAY and PyList_GET_SIZE(f.src) != f.size:
-                    raise RuntimeError("list changed size during the walk")
+                    raise changed_error(stack_path(&st, 1))
             if descended:
                 continue
             # The frame is complete: seal its copy and hand it to the parent.
@@ -1339,7 +1417,14 @@ cdef object walk(object root, bint freeze, bint safe, bint build):
         stack_release(&st)
 
 
-def snapshot_json(value, *, freeze=True, safe_integers=False):
+cdef Py_ssize_t budget_limit(str name, object value) except -1:
+    # The limit a max_nodes / max_chars option means (None: none); the shared helper words errors.
+    if type(value) is int and value >= 0:
+        return value if value < PY_SSIZE_T_MAX else PY_SSIZE_T_MAX
+    return budget_option(name, value)
+
+
+def snapshot_json(value, *, freeze=True, safe_integers=False, max_nodes=DEFAULT_MAX_NODES):
     """Return a detached deep copy of the lossless JSON ``value``.
 
     Guaranteed: the result shares no mutable container with ``value``; with
@@ -1351,21 +1436,28 @@ def snapshot_json(value, *, freeze=True, safe_integers=False):
     returned when it is frozen), unless ``safe_integers`` asks to look inside.
 
     Raised errors: :class:`LosslessJsonError` naming the path of the first
-    offending value when ``value`` is not lossless JSON, or when
-    ``safe_integers`` is set and an int lies beyond ``±(2**53-1)``.
+    offending value when ``value`` is not lossless JSON, when
+    ``safe_integers`` is set and an int lies beyond ``±(2**53-1)``, or naming
+    a container that changed while it was walked; :class:`JsonBudgetError`
+    when the walk would visit more than ``max_nodes`` values (``None``: no
+    limit); ``TypeError`` / ``ValueError`` for a ``max_nodes`` that is not
+    ``None`` or an int >= 0.
     """
-    return walk(value, bool(freeze), bool(safe_integers), True)
+    return walk(value, bool(freeze), bool(safe_integers), True, budget_limit("max_nodes", max_nodes))
 
 
-def is_json_value(value, *, safe_integers=False):
-    """Return whether ``snapshot_json(value, safe_integers=...)`` would succeed.
+def is_json_value(value, *, safe_integers=False, max_nodes=DEFAULT_MAX_NODES):
+    """Return whether ``snapshot_json(value, safe_integers=..., max_nodes=...)`` would succeed.
 
-    Never raises, whatever ``value`` is: only exact types are inspected, so no
-    user code (``__eq__``, ``__hash__``, ``__str__``, iteration) ever runs.
+    Never raises for any ``value``: only exact types are inspected, so no user
+    code (``__eq__``, ``__hash__``, ``__str__``, iteration) ever runs; a value
+    that changes while it is checked, or that exceeds ``max_nodes``, is
+    ``False``. Only a bad ``max_nodes`` option raises (as in ``snapshot_json``).
     """
+    cdef Py_ssize_t limit = budget_limit("max_nodes", max_nodes)
     try:
-        walk(value, True, bool(safe_integers), False)
-    except LosslessJsonError:
+        walk(value, True, bool(safe_integers), False, limit)
+    except (LosslessJsonError, JsonBudgetError):
         return False
     return True
 
@@ -1510,8 +1602,7 @@ cdef int open_container(
             items_release(items, n)
         raise
     f.items = items
-    if items != NULL:
-        f.size = n
+    f.size = n
     f.pretty = st.depth - 1 < pretty_levels
     # The keys of a wide object are mostly met once: caching them would cost more.
     f.cache_keys = kind == OBJECT and n <= 64
@@ -1520,8 +1611,16 @@ cdef int open_container(
     return 1
 
 
-cdef str write(object root, Py_ssize_t pretty_levels, Py_ssize_t indent, bint sort_keys):
-    """Write ``root`` as JSON; containers at depth < ``pretty_levels`` are indented."""
+cdef str write(
+    object root, Py_ssize_t pretty_levels, Py_ssize_t indent, bint sort_keys, Py_ssize_t max_nodes, Py_ssize_t max_chars
+):
+    """Write ``root`` as JSON; containers at depth < ``pretty_levels`` are indented.
+
+    The budget, as in the Python twin: a value is counted when it is reached
+    (``max_nodes``); the text's length is checked after each value's own text
+    (a scalar, or a container's opening bracket) and once at the end
+    (``max_chars``). Lengths are in code units, which are characters.
+    """
     global SHARED_BUSY
     cdef dsh_buf local
     cdef dsh_buf* b
@@ -1550,13 +1649,22 @@ cdef str write(object root, Py_ssize_t pretty_levels, Py_ssize_t indent, bint so
     cdef PyObject* v
     cdef PyObject* src
     cdef bint descended
+    cdef Py_ssize_t visited = 1
+    cdef int pushed
     try:
+        if max_nodes < 1:
+            raise nodes_budget_error(max_nodes, [])
         write_value(b, <PyObject*>root, &st, deep, sort_keys, pretty_levels)
+        if b.length > max_chars:
+            raise chars_budget_error(max_chars, [])
         while st.depth > 0:
             f = &st.frames[st.depth - 1]
             descended = False
             while True:
                 if f.kind == OBJECT:
+                    # dict's own iterator rule: the size is checked before every step.
+                    if PyDict_GET_SIZE(f.src) != f.size:
+                        raise changed_error(stack_path(&st, 1))
                     if f.items != NULL:
                         if f.pos >= f.size:
                             break
@@ -1566,6 +1674,9 @@ cdef str write(object root, Py_ssize_t pretty_levels, Py_ssize_t indent, bint so
                     else:
                         if not dsh_dict_next(f.src, &f.pos, &k, &v):
                             break
+                        f.seen += 1
+                        if f.seen > f.size:
+                            raise changed_error(stack_path(&st, 1))
                         if type_of(k) != STR_T:
                             raise key_error(<object>k, stack_path(&st, 1))
                         frame_set_key(f, k)
@@ -1577,8 +1688,11 @@ cdef str write(object root, Py_ssize_t pretty_levels, Py_ssize_t indent, bint so
                     elif f.pos < PyList_GET_SIZE(f.src):
                         v = PyList_GET_ITEM(f.src, f.pos)
                     else:
-                        raise RuntimeError("list changed size during the walk")
+                        raise changed_error(stack_path(&st, 1))
                     f.pos += 1
+                visited += 1
+                if visited > max_nodes:
+                    raise nodes_budget_error(max_nodes, stack_path(&st, 0))
                 if f.pretty:
                     dsh_separator(b, f.started, st.depth, indent)
                 elif f.started:
@@ -1586,13 +1700,16 @@ cdef str write(object root, Py_ssize_t pretty_levels, Py_ssize_t indent, bint so
                 f.started = True
                 if f.kind == OBJECT:
                     dsh_write_key(b, keys if f.cache_keys else NULL, k, f.pretty)
-                if write_value(b, v, &st, deep, sort_keys, pretty_levels) == 1:
+                pushed = write_value(b, v, &st, deep, sort_keys, pretty_levels)
+                if b.length > max_chars:
+                    raise chars_budget_error(max_chars, stack_path(&st, pushed))
+                if pushed == 1:
                     descended = True
                     break
             if descended:
                 continue
             if f.kind == ARRAY and PyList_GET_SIZE(f.src) != f.size:
-                raise RuntimeError("list changed size during the walk")
+                raise changed_error(stack_path(&st, 1))
             if f.pretty:
                 dsh_separator(b, False, st.depth - 1, indent)
             dsh_putc(b, b"}" if f.kind == OBJECT else b"]")
@@ -1600,6 +1717,8 @@ cdef str write(object root, Py_ssize_t pretty_levels, Py_ssize_t indent, bint so
             st.depth -= 1
             frame_clear(f)
             track_pop(&st, src, deep)
+        if b.length > max_chars:
+            raise chars_budget_error(max_chars, [])
         return dsh_buf_finish(b)
     finally:
         stack_release(&st)
@@ -1621,7 +1740,7 @@ cdef Py_ssize_t check_option(str name, object value) except -1:
     return value if value < PY_SSIZE_T_MAX else PY_SSIZE_T_MAX
 
 
-def render_json_pretty(value, *, indent=2, max_indent=10):
+def render_json_pretty(value, *, indent=2, max_indent=10, max_nodes=DEFAULT_MAX_NODES, max_chars=DEFAULT_MAX_CHARS):
     """Render the lossless JSON ``value`` as CONTRACT.md section 3.2 pretty JSON.
 
     Guaranteed: ``indent`` spaces per level; a container whose children would
@@ -1632,17 +1751,22 @@ def render_json_pretty(value, *, indent=2, max_indent=10):
     ``json`` writes them. Every root renders as JSON (a string root is quoted).
 
     Raised errors: :class:`LosslessJsonError` (with the path) when ``value`` is
-    not lossless JSON; ``TypeError``/``ValueError`` when ``indent`` or
-    ``max_indent`` is not an int >= 0.
+    not lossless JSON or a container changed while it was written;
+    :class:`JsonBudgetError` when the walk would visit more than ``max_nodes``
+    values or the text would exceed ``max_chars`` characters (``None``: no
+    limit); ``TypeError``/``ValueError`` when ``indent`` or ``max_indent`` is
+    not an int >= 0, or a budget is not ``None`` or an int >= 0.
     """
     check_option("indent", indent)
     check_option("max_indent", max_indent)
+    cdef Py_ssize_t nodes = budget_limit("max_nodes", max_nodes)
+    cdef Py_ssize_t chars = budget_limit("max_chars", max_chars)
     # A container at depth d is indented when its children's (d + 1) * indent fits.
     levels = sys.maxsize if indent == 0 else max_indent // indent
-    return write(value, min(levels, sys.maxsize), min(indent, sys.maxsize), False)
+    return write(value, min(levels, sys.maxsize), min(indent, sys.maxsize), False, nodes, chars)
 
 
-def dump_canonical_json(value, *, sort_keys=True):
+def dump_canonical_json(value, *, sort_keys=True, max_nodes=DEFAULT_MAX_NODES, max_chars=DEFAULT_MAX_CHARS):
     """Write the lossless JSON ``value`` compactly: no spaces, ``,`` and ``:``.
 
     Guaranteed: equal to ``json.dumps(value, sort_keys=sort_keys,
@@ -1652,9 +1776,12 @@ def dump_canonical_json(value, *, sort_keys=True):
     order is kept.
 
     Raised errors: :class:`LosslessJsonError` (with the path) when ``value`` is
-    not lossless JSON.
+    not lossless JSON or a container changed while it was written;
+    :class:`JsonBudgetError` and option errors as for ``render_json_pretty``.
     """
-    return write(value, 0, 0, bool(sort_keys))
+    cdef Py_ssize_t nodes = budget_limit("max_nodes", max_nodes)
+    cdef Py_ssize_t chars = budget_limit("max_chars", max_chars)
+    return write(value, 0, 0, bool(sort_keys), nodes, chars)
 
 
 # --- parser --------------------------------------------------------------------------------
@@ -2171,8 +2298,11 @@ def parse_json(text):
 
 cdef object capsule_snapshot(object value):
     # snapshot_json(value): the frozen, detached copy (or LosslessJsonError).
-    return walk(value, True, False, True)
+    return walk(value, True, False, True, DEFAULT_MAX_NODES)
 
+
+#: Whether the writers read 3.11's dict table directly (built for CPython 3.11 only); else PyDict_Next.
+DICT_TABLE_READ = bool(DSH_DICT_TABLE_READ)
 
 #: ``object snapshot(object value)`` (``snapshot_json`` with its defaults) for other compiled
 #: modules, without the Python call; see ``_ext/_pipeline_c.pyx``.

@@ -29,6 +29,7 @@ _EXPORTS: dict[str, str] = {
     # dsh_codegen.json
     "FrozenJsonArray": "json",
     "FrozenJsonObject": "json",
+    "JsonBudgetError": "json",
     "LosslessJsonError": "json",
     "dump_canonical_json": "json",
     "is_json_value": "json",
@@ -175,6 +176,7 @@ __all__ = [
     "backend",
     "FrozenJsonArray",
     "FrozenJsonObject",
+    "JsonBudgetError",
     "LosslessJsonError",
     "dump_canonical_json",
     "is_json_value",

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from dsh_codegen.json._json import (
         FrozenJsonArray,
         FrozenJsonObject,
+        JsonBudgetError,
         LosslessJsonError,
         dump_canonical_json,
         is_json_value,
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
 __all__: list[str] = [
     "FrozenJsonArray",
     "FrozenJsonObject",
+    "JsonBudgetError",
     "LosslessJsonError",
     "dump_canonical_json",
     "is_json_value",

@@ -12,6 +12,7 @@ from dsh_codegen._backend import load_compiled
 __all__ = [
     "FrozenJsonArray",
     "FrozenJsonObject",
+    "JsonBudgetError",
     "LosslessJsonError",
     "dump_canonical_json",
     "is_json_value",
@@ -26,6 +27,7 @@ if TYPE_CHECKING or _c is None:
     from dsh_codegen.json._json_py import (
         FrozenJsonArray,
         FrozenJsonObject,
+        JsonBudgetError,
         LosslessJsonError,
         dump_canonical_json,
         is_json_value,
@@ -36,6 +38,7 @@ if TYPE_CHECKING or _c is None:
 else:
     FrozenJsonArray = _c.FrozenJsonArray
     FrozenJsonObject = _c.FrozenJsonObject
+    JsonBudgetError = _c.JsonBudgetError
     LosslessJsonError = _c.LosslessJsonError
     dump_canonical_json = _c.dump_canonical_json
     is_json_value = _c.is_json_value

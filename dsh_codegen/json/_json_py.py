@@ -8,6 +8,15 @@ insertion order (a member's key is checked before its value), array items in
 index order; ``dump_canonical_json`` with ``sort_keys`` checks all keys of an
 object before visiting its values. ``parse_json`` lives in ``_parse_py``
 (re-exported here) and also keeps its own explicit stack.
+
+No user code runs in a walk, but a finalizer or a weakref callback (run by
+the collector, which any allocation may trigger) can change the value while
+it is walked. The rule, shared with the compiled twin: a list whose length
+differs from its length when the walk opened it (checked before each item is
+read and when it closes), or an object whose size changes or that yields more
+members than it had when opened (the rule of ``dict``'s own iterator),
+raises :class:`LosslessJsonError` naming that container, never a
+``RuntimeError`` and never a partly built copy.
 """
 
 from __future__ import annotations
@@ -20,15 +29,22 @@ from typing import Any
 
 from dsh_codegen.json._parse_py import parse_json
 from dsh_codegen.json._shared import (
+    DEFAULT_MAX_CHARS,
+    DEFAULT_MAX_NODES,
     MAX_SAFE_INTEGER,
     FrozenJsonArray,
     FrozenJsonObject,
+    JsonBudgetError,
     LosslessJsonError,
+    budget_option,
+    changed_error,
+    chars_budget_error,
     cycle_error,
     float_error,
     int_too_long,
     int_too_long_error,
     key_error,
+    nodes_budget_error,
     option_error,
     type_error,
     unsafe_int_error,
@@ -37,6 +53,7 @@ from dsh_codegen.json._shared import (
 __all__ = [
     "FrozenJsonArray",
     "FrozenJsonObject",
+    "JsonBudgetError",
     "LosslessJsonError",
     "dump_canonical_json",
     "is_json_value",
@@ -57,19 +74,30 @@ _Path = list[str | int]
 class _Frame:
     """One open container of a walk: its remaining members and the copy being built."""
 
-    __slots__ = ("items", "dest", "is_obj", "key", "src_id")
+    __slots__ = ("items", "dest", "is_obj", "key", "src", "size")
 
     def __init__(self, src: Any, is_obj: bool) -> None:
-        self.items = iter(src.items()) if is_obj else enumerate(src)
+        self.src = src
+        # len() of an exact dict, list or tuple (or our frozen subclasses) runs no user code.
+        self.size = len(src)
+        # zip(range(size), ...) reads no item beyond the length at opening, like the compiled twin.
+        self.items = iter(src.items()) if is_obj else zip(range(self.size), src)
         self.dest: Any = {} if is_obj else []
         self.is_obj = is_obj
-        self.key: str | int = 0
-        self.src_id = id(src)
+        self.key: str | int = 0 if is_obj else -1
 
 
 def _path(stack: list[Any], drop: int) -> _Path:
     # The key each open frame is working on is the path to the current value.
     return [frame.key for frame in stack[: len(stack) - drop]]
+
+
+def _changed(frame: Any) -> bool:
+    """Whether the finished frame's container changed while it was walked."""
+    if len(frame.src) != frame.size:
+        return True
+    # A list yields no item beyond its current length: a shorter walk means it shrank meanwhile.
+    return not frame.is_obj and frame.key != frame.size - 1
 
 
 def _kind(value: Any, safe: bool, reuse_frozen: bool, stack: list[_Frame]) -> int:
@@ -110,11 +138,24 @@ def _seal(dest: Any, freeze: bool) -> Any:
     return arr
 
 
-def _walk(root: Any, *, freeze: bool, safe: bool, build: bool) -> Any:
-    """Check ``root`` and, when ``build``, return its detached (frozen) copy."""
+# A copy that reaches this many values first checks, without building anything, that the
+# whole value fits its budget (building millions of containers is far slower than checking).
+_PRECHECK_NODES = 100_000
+
+
+def _walk(root: Any, *, freeze: bool, safe: bool, build: bool, max_nodes: int, for_build: bool = False) -> Any:
+    """Check ``root`` and, when ``build``, return its detached (frozen) copy.
+
+    ``for_build``: a check standing in for a copy (the budget's pre-check): it
+    reuses frozen containers only where the copy would, so it counts alike.
+    """
     # A frozen container is lossless by construction; only safe_integers must look inside.
-    reuse_frozen = not safe and (freeze or not build)
+    reuse_frozen = not safe and (freeze or not (build or for_build))
+    precheck_at = _PRECHECK_NODES if build and max_nodes > _PRECHECK_NODES else -1
     stack: list[_Frame] = []
+    if max_nodes < 1:
+        raise nodes_budget_error(max_nodes, [])
+    visited = 1
     kind = _kind(root, safe, reuse_frozen, stack)
     if kind == _SCALAR or kind == _REUSE:
         return root
@@ -124,38 +165,55 @@ def _walk(root: Any, *, freeze: bool, safe: bool, build: bool) -> Any:
         frame = stack[-1]
         dest = frame.dest
         is_obj = frame.is_obj
-        for key, child in frame.items:
-            if is_obj and type(key) is not str:
-                raise key_error(key, _path(stack, 1))
-            frame.key = key
-            kind = _kind(child, safe, reuse_frozen, stack)
-            if kind == _SCALAR or kind == _REUSE:
-                if build:
-                    if is_obj:
-                        dest[key] = child
-                    else:
-                        dest.append(child)
-                continue
-            if id(child) in on_path:
-                raise cycle_error(_path(stack, 0))
-            on_path.add(id(child))
-            stack.append(_Frame(child, kind == _OBJECT))
-            break
-        else:
-            stack.pop()
-            on_path.discard(frame.src_id)
-            done = _seal(dest, freeze) if build else None
-            if not stack:
-                return done
-            if build:
-                parent = stack[-1]
-                if parent.is_obj:
-                    parent.dest[parent.key] = done
-                else:
-                    parent.dest.append(done)
+        finished = False
+        try:
+            for key, child in frame.items:
+                if is_obj and type(key) is not str:
+                    raise key_error(key, _path(stack, 1))
+                frame.key = key
+                visited += 1
+                if visited > max_nodes:
+                    raise nodes_budget_error(max_nodes, _path(stack, 0))
+                if visited == precheck_at:
+                    _walk(root, freeze=freeze, safe=safe, build=False, max_nodes=max_nodes, for_build=True)
+                kind = _kind(child, safe, reuse_frozen, stack)
+                if kind == _SCALAR or kind == _REUSE:
+                    if build:
+                        if is_obj:
+                            dest[key] = child
+                        else:
+                            dest.append(child)
+                    continue
+                if id(child) in on_path:
+                    raise cycle_error(_path(stack, 0))
+                on_path.add(id(child))
+                stack.append(_Frame(child, kind == _OBJECT))
+                break
+            else:
+                finished = True
+        except RuntimeError:
+            # dict's iterator saw the object change size or grow keys.
+            raise changed_error(_path(stack, 1)) from None
+        if not finished:
+            continue
+        if _changed(frame) or (build and len(dest) != frame.size):
+            raise changed_error(_path(stack, 1))
+        stack.pop()
+        on_path.discard(id(frame.src))
+        done = _seal(dest, freeze) if build else None
+        if not stack:
+            return done
+        if build:
+            parent = stack[-1]
+            if parent.is_obj:
+                parent.dest[parent.key] = done
+            else:
+                parent.dest.append(done)
 
 
-def snapshot_json(value: object, *, freeze: bool = True, safe_integers: bool = False) -> Any:
+def snapshot_json(
+    value: object, *, freeze: bool = True, safe_integers: bool = False, max_nodes: int | None = DEFAULT_MAX_NODES
+) -> Any:
     """Return a detached deep copy of the lossless JSON ``value``.
 
     Guaranteed: the result shares no mutable container with ``value``; with
@@ -168,21 +226,30 @@ def snapshot_json(value: object, *, freeze: bool = True, safe_integers: bool = F
 
     Raised errors: :class:`LosslessJsonError` naming the path of the first
     offending value (see the module docstring for the order) when ``value`` is
-    not lossless JSON (DESIGN.md "lossless"), or when ``safe_integers`` is set
-    and an int lies beyond ``±(2**53-1)``.
+    not lossless JSON (DESIGN.md "lossless"), when ``safe_integers`` is set
+    and an int lies beyond ``±(2**53-1)``, or naming a container that changed
+    while it was walked; :class:`JsonBudgetError` when the walk would visit
+    more than ``max_nodes`` values (``None``: no limit); ``TypeError`` /
+    ``ValueError`` for a ``max_nodes`` that is not ``None`` or an int >= 0.
     """
-    return _walk(value, freeze=bool(freeze), safe=bool(safe_integers), build=True)
+    limit = budget_option("max_nodes", max_nodes)
+    return _walk(value, freeze=bool(freeze), safe=bool(safe_integers), build=True, max_nodes=limit)
 
 
-def is_json_value(value: object, *, safe_integers: bool = False) -> bool:
-    """Return whether ``snapshot_json(value, safe_integers=...)`` would succeed.
+def is_json_value(
+    value: object, *, safe_integers: bool = False, max_nodes: int | None = DEFAULT_MAX_NODES
+) -> bool:
+    """Return whether ``snapshot_json(value, safe_integers=..., max_nodes=...)`` would succeed.
 
-    Never raises, whatever ``value`` is: only exact types are inspected, so no
-    user code (``__eq__``, ``__hash__``, ``__str__``, iteration) ever runs.
+    Never raises for any ``value``: only exact types are inspected, so no user
+    code (``__eq__``, ``__hash__``, ``__str__``, iteration) ever runs; a value
+    that changes while it is checked, or that exceeds ``max_nodes``, is
+    ``False``. Only a bad ``max_nodes`` option raises (as in ``snapshot_json``).
     """
+    limit = budget_option("max_nodes", max_nodes)
     try:
-        _walk(value, freeze=True, safe=bool(safe_integers), build=False)
-    except LosslessJsonError:
+        _walk(value, freeze=True, safe=bool(safe_integers), build=False, max_nodes=limit)
+    except (LosslessJsonError, JsonBudgetError):
         return False
     return True
 
@@ -236,15 +303,30 @@ def _scalar_text(value: Any, stack: list[Any]) -> str | None:
     raise type_error(value, _path(stack, 0))
 
 
-def _members(value: Any, sort_keys: bool, stack: list[Any]) -> Any:
+def _members(value: Any, size: int, sort_keys: bool, stack: list[Any]) -> Any:
     if type(value) is not dict and type(value) is not FrozenJsonObject:
-        return enumerate(value)
+        return zip(range(size), value)
     if not sort_keys:
         return iter(value.items())
-    for key in value:
-        if type(key) is not str:
-            raise key_error(key, _path(stack, 0))
-    return iter(sorted(value.items(), key=_first))
+    try:
+        for key in value:
+            if type(key) is not str:
+                raise key_error(key, _path(stack, 0))
+        pairs = sorted(value.items(), key=_first)
+    except RuntimeError:
+        raise changed_error(_path(stack, 0)) from None
+    return _sorted_members(value, size, pairs)
+
+
+def _sorted_members(value: Any, size: int, pairs: list[tuple[str, Any]]) -> Any:
+    # The pairs were taken when the object was opened; its size is still checked at
+    # every step, as dict's own iterator checks it (RuntimeError: the caller words it).
+    for pair in pairs:
+        if len(value) != size:
+            raise RuntimeError("changed")
+        yield pair
+    if len(value) != size:
+        raise RuntimeError("changed")
 
 
 def _first(item: tuple[str, Any]) -> str:
@@ -254,24 +336,35 @@ def _first(item: tuple[str, Any]) -> str:
 class _WriteFrame:
     """One open container of a writer: its remaining members and its separators."""
 
-    __slots__ = ("items", "is_obj", "key", "src_id", "lead", "close", "colon", "started")
+    __slots__ = ("items", "is_obj", "key", "src", "size", "lead", "close", "colon", "started")
 
-    def __init__(self, items: Any, is_obj: bool, src_id: int, lead: str, close: str, colon: str) -> None:
+    def __init__(self, items: Any, is_obj: bool, src: Any, size: int, lead: str, close: str, colon: str) -> None:
         self.items = items
         self.is_obj = is_obj
-        self.key: str | int = 0
-        self.src_id = src_id
+        self.key: str | int = 0 if is_obj else -1
+        self.src = src
+        self.size = size
         self.lead = lead  # written before each member ("\n" + indent, or "")
         self.close = close  # written before the closing bracket
         self.colon = colon
         self.started = False
 
 
-def _write(root: Any, pretty_levels: int, indent: int, sort_keys: bool) -> str:
-    """Write ``root`` as JSON; containers at depth < ``pretty_levels`` are indented."""
+def _write(root: Any, pretty_levels: int, indent: int, sort_keys: bool, max_nodes: int, max_chars: int) -> str:
+    """Write ``root`` as JSON; containers at depth < ``pretty_levels`` are indented.
+
+    The budget, the same in both twins: a value is counted when it is reached
+    (``max_nodes``), and the text's length is checked after each value's own
+    text (a scalar, or a container's opening bracket) and once at the end
+    (``max_chars``).
+    """
     stack: list[Any] = []
+    if max_nodes < 1:
+        raise nodes_budget_error(max_nodes, [])
     text = _scalar_text(root, stack)
     if text is not None:
+        if len(text) > max_chars:
+            raise chars_budget_error(max_chars, [])
         return text
     parts: list[str] = []
     write = parts.append
@@ -279,53 +372,87 @@ def _write(root: Any, pretty_levels: int, indent: int, sort_keys: bool) -> str:
     # newlines[d] = "\n" + the indentation of depth d, built on demand.
     newlines: list[str] = []
 
-    def open_container(value: Any) -> None:
+    def open_container(value: Any) -> int:
+        """Write the opening of ``value`` (pushing its frame unless empty); return its length."""
         if id(value) in on_path:
             raise cycle_error(_path(stack, 0))
         is_obj = type(value) is dict or type(value) is FrozenJsonObject
-        if not value:
+        # The size is read before anything is allocated (an allocation may run a finalizer).
+        size = len(value)
+        if not size:
             write("{}" if is_obj else "[]")
-            return
-        items = _members(value, sort_keys, stack)
+            return 2
+        items = _members(value, size, sort_keys, stack)
         depth = len(stack)
         if depth < pretty_levels:
             while len(newlines) <= depth + 1:
                 newlines.append("\n" + " " * (indent * len(newlines)))
-            frame = _WriteFrame(items, is_obj, id(value), newlines[depth + 1], newlines[depth], ": ")
+            frame = _WriteFrame(items, is_obj, value, size, newlines[depth + 1], newlines[depth], ": ")
         else:
-            frame = _WriteFrame(items, is_obj, id(value), "", "", ":")
+            frame = _WriteFrame(items, is_obj, value, size, "", "", ":")
         write("{" if is_obj else "[")
         on_path.add(id(value))
         stack.append(frame)
+        return 1
 
-    open_container(root)
+    length = open_container(root)
+    if length > max_chars:
+        raise chars_budget_error(max_chars, [])
+    visited = 1
     while stack:
         frame = stack[-1]
         lead = frame.lead
         colon = frame.colon
         is_obj = frame.is_obj
-        for key, child in frame.items:
-            if is_obj and type(key) is not str:
-                raise key_error(key, _path(stack, 1))
-            if frame.started:
-                write(",")
-            frame.started = True
-            write(lead)
-            frame.key = key
-            if is_obj:
-                write(_quote(key))
-                write(colon)
-            text = _scalar_text(child, stack)
-            if text is not None:
-                write(text)
-                continue
-            open_container(child)
-            break
-        else:
-            stack.pop()
-            on_path.discard(frame.src_id)
-            write(frame.close)
-            write("}" if is_obj else "]")
+        finished = False
+        try:
+            for key, child in frame.items:
+                if is_obj and type(key) is not str:
+                    raise key_error(key, _path(stack, 1))
+                frame.key = key
+                visited += 1
+                if visited > max_nodes:
+                    raise nodes_budget_error(max_nodes, _path(stack, 0))
+                if frame.started:
+                    write(",")
+                    length += 1
+                frame.started = True
+                write(lead)
+                length += len(lead)
+                if is_obj:
+                    quoted = _quote(key)
+                    write(quoted)
+                    write(colon)
+                    length += len(quoted) + len(colon)
+                text = _scalar_text(child, stack)
+                if text is not None:
+                    write(text)
+                    length += len(text)
+                    if length > max_chars:
+                        raise chars_budget_error(max_chars, _path(stack, 0))
+                    continue
+                depth = len(stack)
+                length += open_container(child)
+                if length > max_chars:
+                    raise chars_budget_error(max_chars, _path(stack, len(stack) - depth))
+                if len(stack) > depth:
+                    break
+            else:
+                finished = True
+        except RuntimeError:
+            # dict's iterator (or the sorted members' check) saw the object change.
+            raise changed_error(_path(stack, 1)) from None
+        if not finished:
+            continue
+        if len(frame.src) != frame.size or (not is_obj and frame.key != frame.size - 1):
+            raise changed_error(_path(stack, 1))
+        stack.pop()
+        on_path.discard(id(frame.src))
+        write(frame.close)
+        write("}" if is_obj else "]")
+        length += len(frame.close) + 1
+    if length > max_chars:
+        raise chars_budget_error(max_chars, [])
     return "".join(parts)
 
 
@@ -335,7 +462,14 @@ def _check_option(name: str, value: object) -> int:
     return value
 
 
-def render_json_pretty(value: object, *, indent: int = 2, max_indent: int = 10) -> str:
+def render_json_pretty(
+    value: object,
+    *,
+    indent: int = 2,
+    max_indent: int = 10,
+    max_nodes: int | None = DEFAULT_MAX_NODES,
+    max_chars: int | None = DEFAULT_MAX_CHARS,
+) -> str:
     """Render the lossless JSON ``value`` as CONTRACT.md section 3.2 pretty JSON.
 
     Guaranteed: ``indent`` spaces per level; a container whose children would
@@ -346,17 +480,28 @@ def render_json_pretty(value: object, *, indent: int = 2, max_indent: int = 10) 
     ``json`` writes them. Every root renders as JSON (a string root is quoted).
 
     Raised errors: :class:`LosslessJsonError` (with the path) when ``value`` is
-    not lossless JSON; ``TypeError``/``ValueError`` when ``indent`` or
-    ``max_indent`` is not an int >= 0.
+    not lossless JSON or a container changed while it was written;
+    :class:`JsonBudgetError` when the walk would visit more than ``max_nodes``
+    values or the text would exceed ``max_chars`` characters (``None``: no
+    limit); ``TypeError``/``ValueError`` when ``indent`` or ``max_indent`` is
+    not an int >= 0, or a budget is not ``None`` or an int >= 0.
     """
     indent = _check_option("indent", indent)
     max_indent = _check_option("max_indent", max_indent)
+    nodes = budget_option("max_nodes", max_nodes)
+    chars = budget_option("max_chars", max_chars)
     # A container at depth d is indented when its children's (d + 1) * indent fits.
     pretty_levels = sys.maxsize if indent == 0 else max_indent // indent
-    return _write(value, pretty_levels, indent, False)
+    return _write(value, pretty_levels, indent, False, nodes, chars)
 
 
-def dump_canonical_json(value: object, *, sort_keys: bool = True) -> str:
+def dump_canonical_json(
+    value: object,
+    *,
+    sort_keys: bool = True,
+    max_nodes: int | None = DEFAULT_MAX_NODES,
+    max_chars: int | None = DEFAULT_MAX_CHARS,
+) -> str:
     """Write the lossless JSON ``value`` compactly: no spaces, ``,`` and ``:``.
 
     Guaranteed: equal to ``json.dumps(value, sort_keys=sort_keys,
@@ -366,6 +511,9 @@ def dump_canonical_json(value: object, *, sort_keys: bool = True) -> str:
     order is kept.
 
     Raised errors: :class:`LosslessJsonError` (with the path) when ``value`` is
-    not lossless JSON.
+    not lossless JSON or a container changed while it was written;
+    :class:`JsonBudgetError` and option errors as for ``render_json_pretty``.
     """
-    return _write(value, 0, 0, bool(sort_keys))
+    nodes = budget_option("max_nodes", max_nodes)
+    chars = budget_option("max_chars", max_chars)
+    return _write(value, 0, 0, bool(sort_keys), nodes, chars)

@@ -73,6 +73,25 @@ def _pure_snapshot() -> Callable[[Any], Any]:
     return _snapshot
 
 
+def _trailing_comma_message(text: str, comma: int) -> str | None:
+    """The running interpreter's message for a comma before a closing bracket, if it has one.
+
+    Python 3.13's ``json`` says ``Illegal trailing comma before end of array``
+    (or ``object``) at the comma, where earlier versions say what they expected
+    after it. Asked once, of ``json`` itself, so the scanner follows whatever
+    Python runs it.
+    """
+    try:
+        _decoder.JSONDecoder().decode(text)
+    except JSONDecodeError as exc:
+        if exc.pos == comma:
+            return exc.msg
+    return None
+
+
+_TRAILING_COMMA_IN_ARRAY: Final = _trailing_comma_message("[0, ]", 2)
+_TRAILING_COMMA_IN_OBJECT: Final = _trailing_comma_message('{"": 0, }', 6)
+
 #: The messages of the texts ``json.loads`` accepts but lossless JSON does not.
 CONSTANT_MESSAGES: Final = {
     "NaN": "NaN is not a JSON number",
@@ -81,9 +100,14 @@ CONSTANT_MESSAGES: Final = {
 }
 
 
-def _key(text: str, idx: int) -> tuple[str, int]:
-    """Read an object member's key and its ``:`` at ``idx``; return the key and the value's index."""
+def _key(text: str, idx: int, comma: int = -1) -> tuple[str, int]:
+    """Read an object member's key and its ``:`` at ``idx``; return the key and the value's index.
+
+    ``comma`` is the position of the comma before the key (``-1`` for the first key).
+    """
     if not text.startswith('"', idx):
+        if comma >= 0 and _TRAILING_COMMA_IN_OBJECT is not None and text.startswith("}", idx):
+            raise JSONDecodeError(_TRAILING_COMMA_IN_OBJECT, text, comma)
         raise JSONDecodeError("Expecting property name enclosed in double quotes", text, idx)
     key, idx = _scanstring(text, idx + 1)
     if not text.startswith(":", idx):
@@ -175,6 +199,14 @@ def _scan(text: str, idx: int, freeze: bool) -> tuple[Any, int, bool]:
         else:
             match = _NUMBER(text, idx)
             if match is None:
+                if (
+                    char == "]"
+                    and pending
+                    and pending[-1] is None
+                    and _TRAILING_COMMA_IN_ARRAY is not None
+                ):
+                    # After "[" a "]" closes the array at once: here a comma came before it.
+                    raise JSONDecodeError(_TRAILING_COMMA_IN_ARRAY, text, text.rindex(",", 0, idx))
                 raise JSONDecodeError("Expecting value", text, idx)
             integer, frac, exp = match.groups()
             if frac or exp:
@@ -206,9 +238,10 @@ def _scan(text: str, idx: int, freeze: bool) -> tuple[Any, int, bool]:
                 idx = ws(text, idx).end()
             char = text[idx : idx + 1]
             if char == ",":
+                comma = idx
                 idx = ws(text, idx + 1).end()
                 if member is not None:
-                    next_key, idx = _key(text, idx)
+                    next_key, idx = _key(text, idx, comma)
                     pending[-1] = next_key
                 break
             if char != ("]" if member is None else "}"):

@@ -16,17 +16,24 @@ from typing import Any, NoReturn, final
 from dsh_codegen.json._paths import format_path, quote_path
 
 __all__ = [
+    "DEFAULT_MAX_CHARS",
+    "DEFAULT_MAX_NODES",
     "MAX_SAFE_INTEGER",
     "ROOT",
     "FrozenJsonArray",
     "FrozenJsonObject",
+    "JsonBudgetError",
     "LosslessJsonError",
+    "budget_option",
+    "changed_error",
+    "chars_budget_error",
     "cycle_error",
     "float_error",
     "int_too_long",
     "int_too_long_error",
     "key_error",
     "make_error",
+    "nodes_budget_error",
     "option_error",
     "type_error",
     "unsafe_int_error",
@@ -39,6 +46,12 @@ ROOT = "value"
 MAX_SAFE_INTEGER = 2**53 - 1
 
 _LOG10_2 = 0.30102999566398120
+
+#: The default ``max_nodes`` of every walk: the most values it visits (DESIGN.md budget).
+DEFAULT_MAX_NODES = 10_000_000
+
+#: The default ``max_chars`` of the writers: the longest text they write.
+DEFAULT_MAX_CHARS = 1 << 28
 
 
 class LosslessJsonError(ValueError):
@@ -65,6 +78,40 @@ class LosslessJsonError(ValueError):
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (type(self), (self.reason, self.path))
+
+
+class JsonBudgetError(ValueError):
+    """Raised when a walk would visit more values, or write more text, than its budget allows.
+
+    Shared references are legal JSON input, but a value that shares a list
+    with itself n levels deep describes 2**n values: the budget stops such a
+    walk after ``max_nodes`` values (every walk) or ``max_chars`` characters
+    of text (the writers) instead of letting it run for minutes. ``budget``
+    names the option (``"max_nodes"`` or ``"max_chars"``), ``limit`` its
+    value, ``path`` and ``path_text`` where the walk stopped (as in
+    :class:`LosslessJsonError`). It is not a :class:`LosslessJsonError`: the
+    value may be perfectly lossless, just too large to walk.
+    """
+
+    __module__ = "dsh_codegen.json"
+
+    budget: str
+    limit: int
+    path: tuple[str | int, ...]
+    path_text: str
+
+    def __init__(self, budget: str, limit: int, path: tuple[str | int, ...] = ()) -> None:
+        self.budget = budget
+        self.limit = limit
+        self.path = path
+        self.path_text = format_path(path, ROOT)
+        what = "values visited" if budget == "max_nodes" else "characters written"
+        super().__init__(
+            f"JSON walk budget exceeded at {quote_path(self.path_text)}: more than {limit} {what} ({budget}={limit})"
+        )
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.budget, self.limit, self.path))
 
 
 # --- messages (both twins build every error through these) -------------------------------
@@ -114,6 +161,32 @@ def unsafe_int_error(path: Iterable[str | int]) -> LosslessJsonError:
 def cycle_error(path: Iterable[str | int]) -> LosslessJsonError:
     """The error for a container that contains itself."""
     return make_error("the container contains itself (a cycle)", path)
+
+
+def changed_error(path: Iterable[str | int]) -> LosslessJsonError:
+    """The error for a container that changed while it was walked (path: the container)."""
+    return make_error("the container changed while it was walked (mutated during the walk)", path)
+
+
+def nodes_budget_error(limit: int, path: Iterable[str | int]) -> JsonBudgetError:
+    """The error for a walk that would visit more than ``limit`` values (path: the next one)."""
+    return JsonBudgetError("max_nodes", limit, tuple(path))
+
+
+def chars_budget_error(limit: int, path: Iterable[str | int]) -> JsonBudgetError:
+    """The error for a writer whose text would exceed ``limit`` characters (path: the value written)."""
+    return JsonBudgetError("max_chars", limit, tuple(path))
+
+
+def budget_option(name: str, value: object) -> int:
+    """The limit a ``max_nodes`` / ``max_chars`` option means (``None``: no limit)."""
+    if value is None:
+        return sys.maxsize
+    if type(value) is not int:
+        raise TypeError(f"{name} must be an int or None, not {_type_name(value)}")
+    if value < 0:
+        raise ValueError(f"{name} must be >= 0, got {value}")
+    return value if value < sys.maxsize else sys.maxsize
 
 
 def key_error(key: object, path: Iterable[str | int]) -> LosslessJsonError:

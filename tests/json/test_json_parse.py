@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import json.scanner
 import math
 import sys
 from collections.abc import Callable, Iterator
@@ -249,8 +250,19 @@ def test_duplicate_keys_keep_the_first_position_and_the_last_value() -> None:
     [
         ("", "Expecting value: line 1 column 1 (char 0)"),
         (" \n", "Expecting value: line 2 column 1 (char 2)"),
-        ("[1,]", "Expecting value: line 1 column 4 (char 3)"),
-        ('{"a": 1,}', "Expecting property name enclosed in double quotes: line 1 column 9 (char 8)"),
+        # json's own wording, which changed in Python 3.13 (checked against json.loads below).
+        (
+            "[1,]",
+            "Illegal trailing comma before end of array: line 1 column 3 (char 2)"
+            if sys.version_info >= (3, 13)
+            else "Expecting value: line 1 column 4 (char 3)",
+        ),
+        (
+            '{"a": 1,}',
+            "Illegal trailing comma before end of object: line 1 column 8 (char 7)"
+            if sys.version_info >= (3, 13)
+            else "Expecting property name enclosed in double quotes: line 1 column 9 (char 8)",
+        ),
         ('{"a" 1}', "Expecting ':' delimiter: line 1 column 6 (char 5)"),
         ("[1 2]", "Expecting ',' delimiter: line 1 column 4 (char 3)"),
         ("1 x", "Extra data: line 1 column 3 (char 2)"),
@@ -269,6 +281,38 @@ def test_malformed_texts_raise_json_decode_error(text: str, message: str) -> Non
     with pytest.raises(json.JSONDecodeError) as info:
         parse_json(text)
     assert str(info.value) == message
+    if "NaN" not in text and "Infinity" not in text:  # json.loads accepts those
+        with pytest.raises(json.JSONDecodeError) as reference:
+            json.loads(text)
+        assert str(reference.value) == message
+
+
+@pytest.mark.parametrize(
+    "inner",
+    ["[1,]", "[1, \n ]", '{"a": 1,}', '{"a": 1 , }', "[1,,]", "[,]", "{,}", '{"a": [1,], "b": 2}', "[[],]"],
+)
+def test_the_scanner_words_errors_as_the_running_json_does(inner: str) -> None:
+    # 3,000 levels: too deep for json.loads, so parse_json's own scanner (not the standard
+    # library's fast path) reads it. The reference is json's pure-Python scanner (worded as its
+    # C one), given room: the C scanner's depth limit is fixed on 3.12 and later.
+    text = "[" * 3000 + inner + "]" * 3000
+    decoder = json.JSONDecoder()
+    decoder.scan_once = json.scanner.py_make_scanner(decoder)  # type: ignore[attr-defined]
+    with pytest.raises(json.JSONDecodeError) as shallow:
+        json.loads(inner)
+    with pytest.raises(json.JSONDecodeError) as pure:
+        decoder.decode(inner)
+    assert str(pure.value) == str(shallow.value)
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(20_000)
+    try:
+        with pytest.raises(json.JSONDecodeError) as reference:
+            decoder.decode(text)
+    finally:
+        sys.setrecursionlimit(limit)
+    with pytest.raises(json.JSONDecodeError) as info:
+        parse_json(text)
+    assert (str(info.value), info.value.pos) == (str(reference.value), reference.value.pos)
 
 
 @pytest.mark.parametrize(
