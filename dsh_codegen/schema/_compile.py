@@ -350,7 +350,7 @@ class _Checker(ExactContainers):
         for rank in ranked:
             keyword, checker = _ORDER[rank]
             checker(self, schema[keyword], schema, node, index, path, children)
-        if subset and not self._subset_node(schema, node, mask):
+        if subset and (node.str_checks or not self._subset_node(schema, node, mask)):  # str_checks: an asserted format
             subset = False
         if not subset:
             node.kind = DIALECT
