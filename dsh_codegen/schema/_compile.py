@@ -993,8 +993,29 @@ def assert_supported_json_schema(schema: object) -> None:
         raise JsonSchemaError(violations)
 
 
+def _root_type(schema: Any) -> Any:
+    """The root's ``type``, looked up through a root ``$ref`` chain of local JSON pointers (pydantic's shape)."""
+    here = schema
+    for _ in range(64):
+        if "type" in here or type(here.get("$ref")) is not str or not here["$ref"].startswith("#/"):
+            return here.get("type")
+        target: Any = schema
+        for raw in unquote(here["$ref"][2:]).split("/"):
+            segment = raw.replace("~1", "/").replace("~0", "~")
+            if type(target) is not dict or segment not in target:
+                return None
+            target = target[segment]
+        if type(target) is not dict:
+            return None
+        here = target
+    return None
+
+
 def assert_object_json_schema(schema: object) -> None:
     """Like :func:`assert_supported_json_schema`, and the root must declare ``type: "object"``.
+
+    A root ``$ref`` (``{"$ref": "#/$defs/Model", "$defs": ...}``) counts when its
+    target declares ``type: "object"``.
 
     Raised errors: :class:`JsonSchemaError`; the object-root violation
     (``schema.type must be "object" (structured output is object-rooted)``)
@@ -1002,7 +1023,7 @@ def assert_object_json_schema(schema: object) -> None:
     """
     violations = schema_violations(schema)
     fobj, _ = frozen_types()
-    if (type(schema) is dict or (fobj is not None and type(schema) is fobj)) and schema.get("type") != "object":  # type: ignore[attr-defined]
+    if (type(schema) is dict or (fobj is not None and type(schema) is fobj)) and _root_type(schema) != "object":
         violations.insert(
             0, Violation(("type",), "type", 'schema.type must be "object" (structured output is object-rooted)')
         )

@@ -232,3 +232,10 @@ def test_error_pickles() -> None:
     again = pickle.loads(pickle.dumps(info.value))
     assert str(again) == str(info.value)
     assert again.violations == info.value.violations
+
+
+def test_object_root_through_a_root_ref() -> None:
+    assert_object_json_schema({"$ref": "#/$defs/M", "$defs": {"M": {"type": "object", "properties": {}}}})
+    with pytest.raises(JsonSchemaError) as info:
+        assert_object_json_schema({"$ref": "#/$defs/M", "$defs": {"M": {"type": "string"}}})
+    assert [str(v) for v in info.value.violations] == ['schema.type must be "object" (structured output is object-rooted)']
