@@ -93,6 +93,9 @@ cdef extern from "Python.h":
     ctypedef struct _AllocType "PyTypeObject":
         allocfunc tp_alloc
 
+# The dialect walk (programs of the wider tool-schema dialect): the shared source, compiled here.
+include "../dsh_codegen/schema/_dialect_py.py"
+
 __all__ = ["CompiledValidator"]
 
 # node kinds: the values of dsh_codegen.schema._shared (asserted at import below)
@@ -663,6 +666,8 @@ cdef class CompiledValidator:
     cdef object _any_node
     cdef set _ancestors
     cdef list _suffixes           # per node: enum and const message suffixes, made on first use
+    cdef object _dialect          # a DialectWalker for a program of the wider dialect, else None
+    cdef bint _ready
 
     def __cinit__(self):
         self._nodes = NULL
@@ -673,8 +678,14 @@ cdef class CompiledValidator:
     def __init__(self, program):
         if not isinstance(program, _Program):
             raise TypeError("CompiledValidator needs a compiled Program (use compile_validator)")
-        if self._nodes != NULL:
+        if self._ready:
             raise TypeError("CompiledValidator is immutable: it is initialized once")
+        self._ready = True
+        self._dialect = None
+        if program.dialect:
+            # the dialect walk runs this program; the C tables below serve the subset only
+            self._dialect = DialectWalker(program)
+            return
         cdef list nodes = list(program.nodes)
         cdef Py_ssize_t n = len(nodes), i, j, total = 0, b, total_props = 0, p, total_required = 0, q = 0
         cdef CNode* c
@@ -1011,6 +1022,8 @@ cdef class CompiledValidator:
 
     cpdef bint is_valid(self, object value) except -1:
         """Whether ``value`` is lossless JSON matching the schema. Never raises; builds no violation."""
+        if self._dialect is not None:
+            return self._dialect.is_valid(value)
         return self._valid_from(0, <PyObject*>value)
 
     cdef bint _valid_from(self, int root, PyObject* value) except -1:
@@ -1165,10 +1178,14 @@ cdef class CompiledValidator:
         then undeclared keys in the value's order; array items in index order.
         Never raises for any ``value``.
         """
+        if self._dialect is not None:
+            return self._dialect.violations(value, path, path)
         return self._report(value, path, path)
 
     def validate_args(self, object args):
         """Violations of tool arguments: ``"arguments"`` names the root, children are unrooted."""
+        if self._dialect is not None:
+            return self._dialect.violations(args, "", "arguments")
         return self._report(args, "", "arguments")
 
     cdef list _report(self, object value, str root, str alias):
@@ -1718,7 +1735,10 @@ def fill_props(dict declared, dict props, list children, object props_path, list
 
 cdef int _capsule_is_valid(object validator, object value) except -1:
     # ``validator.is_valid(value)`` for a CompiledValidator the caller has type-checked.
-    return (<CompiledValidator>validator)._valid_from(0, <PyObject*>value)
+    cdef CompiledValidator checked = <CompiledValidator>validator
+    if checked._dialect is not None:
+        return checked._dialect.is_valid(value)
+    return checked._valid_from(0, <PyObject*>value)
 
 
 #: ``int is_valid(CompiledValidator validator, object value) except -1`` for other compiled

@@ -1,8 +1,12 @@
 """Schema core: the compiled validator against jsonschema-rs, fastjsonschema and jsonschema, side by side.
 
-Workloads: the 61-tool catalog of ``bench/data`` (valid and invalid argument
-sets), 1,000- and 10,000-property objects, and 10 / 100 / 1,000 / 100,000-deep
-schemas. Both twins of ours run in the same process (the compiled one imported
+Workloads: the 61-tool catalog of ``bench/data`` and the 120-schema tool corpus
+of ``tests/corpus`` (pydantic, zod-to-json-schema and MCP shapes of the wider
+dialect; valid and invalid argument sets for both), 1,000- and 10,000-property
+objects, and 10 / 100 / 1,000 / 100,000-deep schemas; compile is timed on the
+catalog, the corpus, the wide objects and the deep schemas. fastjsonschema
+compiles with ``use_default=False`` so it never writes defaults into the
+shared argument sets. Both twins of ours run in the same process (the compiled one imported
 directly), so the tables do not depend on ``DSH_CODEGEN_PURE_PYTHON``. Every
 figure is a median per call (``bench._util.median_time``); ratios are against
 ``jsonschema-rs``. The deep-schema probe runs each peer in a subprocess (a
@@ -56,7 +60,7 @@ def _ours_pure(schema: Any) -> Any:
 
 def _fast_is_valid(schema: Any) -> Callable[[Any], bool]:
     assert fastjsonschema is not None
-    validate = fastjsonschema.compile(schema)
+    validate = fastjsonschema.compile(schema, use_default=False)
     error = fastjsonschema.JsonSchemaException
 
     def is_valid(value: Any) -> bool:
@@ -86,6 +90,17 @@ def _catalog() -> tuple[list[Any], list[Any]]:
     return catalog, args
 
 
+def _corpus() -> tuple[list[Any], list[Any]]:
+    """The tool corpus of ``tests/corpus`` in the catalog's shape (invalid sets must be objects for every peer)."""
+    from tests.corpus import corpus
+
+    catalog, args = [], []
+    for name, schema, valid, invalid in corpus():
+        catalog.append({"name": name, "parameters": schema})
+        args.append({"valid": valid, "invalid": invalid})
+    return catalog, args
+
+
 def _per_call(calls: list[tuple[Callable[[Any], Any], Any]]) -> float:
     def run() -> None:
         for fn, value in calls:
@@ -94,7 +109,7 @@ def _per_call(calls: list[tuple[Callable[[Any], Any], Any]]) -> float:
     return median_time(run) / len(calls)
 
 
-def _catalog_tables(catalog: list[Any], args: list[Any]) -> list[str]:
+def _catalog_tables(catalog: list[Any], args: list[Any], label: str = "catalog") -> list[str]:
     peers = _peers()
     valid_rows: list[tuple[str, float | str]] = []
     invalid_rows: list[tuple[str, float | str]] = []
@@ -113,13 +128,13 @@ def _catalog_tables(catalog: list[Any], args: list[Any]) -> list[str]:
     n_valid = sum(len(e["valid"]) for e in args)
     n_invalid = sum(len(e["invalid"]) for e in args)
     return [
-        ratio_table(f"is_valid per call, catalog of {len(catalog)} tools, {n_valid} valid argument sets", valid_rows,
+        ratio_table(f"is_valid per call, {label} of {len(catalog)} tools, {n_valid} valid argument sets", valid_rows,
                     baseline=BASELINE),
-        ratio_table(f"is_valid per call, {n_invalid} invalid argument sets", invalid_rows, baseline=BASELINE),
+        ratio_table(f"is_valid per call, {label}, {n_invalid} invalid argument sets", invalid_rows, baseline=BASELINE),
     ]
 
 
-def _violations_table(catalog: list[Any], args: list[Any]) -> str:
+def _violations_table(catalog: list[Any], args: list[Any], label: str = "catalog") -> str:
     rows: list[tuple[str, float | str]] = []
     if _schema_c is not None:
         ours = [_ours_compiled(tool["parameters"]) for tool in catalog]
@@ -141,11 +156,11 @@ def _violations_table(catalog: list[Any], args: list[Any]) -> str:
         js = [jsonschema.Draft202012Validator(tool["parameters"]) for tool in catalog]
         rows.append(("jsonschema iter_errors()", _per_call(
             [(lambda a, v=v: list(v.iter_errors(a)), a) for v, e in zip(js, args) for a in e["invalid"]])))
-    return ratio_table("violations on invalid argument sets (baseline: jsonschema-rs is_valid)", rows,
+    return ratio_table(f"violations on {label} invalid argument sets (baseline: jsonschema-rs is_valid)", rows,
                        baseline=BASELINE)
 
 
-def _compile_table(catalog: list[Any]) -> str:
+def _compile_table(catalog: list[Any], label: str = "catalog") -> str:
     schemas = [tool["parameters"] for tool in catalog]
     rows: list[tuple[str, float | str]] = []
     if _schema_c is not None:
@@ -155,13 +170,13 @@ def _compile_table(catalog: list[Any]) -> str:
     if jsonschema_rs is not None:
         rows.append((BASELINE, median_time(lambda: [jsonschema_rs.validator_for(s) for s in schemas]) / len(schemas)))
     if fastjsonschema is not None:
-        rows.append(("fastjsonschema", median_time(lambda: [fastjsonschema.compile(s) for s in schemas],
+        rows.append(("fastjsonschema", median_time(lambda: [fastjsonschema.compile(s, use_default=False) for s in schemas],
                                                    repeat=3) / len(schemas)))
     if jsonschema is not None:
         rows.append(("jsonschema (construct + check_schema)", median_time(
             lambda: [(jsonschema.Draft202012Validator.check_schema(s), jsonschema.Draft202012Validator(s))
                      for s in schemas]) / len(schemas)))
-    return ratio_table(f"compile per schema, catalog of {len(schemas)} tools", rows, baseline=BASELINE)
+    return ratio_table(f"compile per schema, {label} of {len(schemas)} tools", rows, baseline=BASELINE)
 
 
 def _wide(n: int) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -183,7 +198,10 @@ def _wide_table(n: int) -> str:
         is_valid = factory(schema)
         assert is_valid(value), name
         rows.append((name, median_time(lambda: is_valid(value))))
-    return ratio_table(f"is_valid on a {n:,}-property object", rows, baseline=BASELINE)
+    compile_rows = [(name, median_time(lambda factory=factory: factory(schema), repeat=3, min_sample_s=0.02))
+                    for name, factory in _peers().items() if not isinstance(factory, str)]
+    return "\n\n".join([ratio_table(f"is_valid on a {n:,}-property object", rows, baseline=BASELINE),
+                         ratio_table(f"compile a {n:,}-property object", compile_rows, baseline=BASELINE)])
 
 
 _PROBE = r"""
@@ -280,6 +298,7 @@ def _deep_tables() -> list[str]:
             schema = {"type": "array", "items": schema}
             value = [value]
         timing: list[tuple[str, float | str]] = []
+        compiling: list[tuple[str, float | str]] = []
         for name, factory in _peers().items():
             if isinstance(factory, str):
                 timing.append((name, factory))
@@ -291,11 +310,13 @@ def _deep_tables() -> list[str]:
                 is_valid = factory(schema)
                 assert is_valid(value)
                 timing.append((name, median_time(lambda: is_valid(value), repeat=3, min_sample_s=0.02)))
+                compiling.append((name, median_time(lambda factory=factory: factory(schema), repeat=3, min_sample_s=0.02)))
             except BaseException as exc:  # RecursionError and friends: that is the finding
                 if isinstance(exc, KeyboardInterrupt):
                     raise
                 timing.append((name, f"fails ({type(exc).__name__})"))
         out.append(ratio_table(f"is_valid on a {depth:,}-deep array schema and value", timing, baseline=BASELINE))
+        out.append(ratio_table(f"compile a {depth:,}-deep array schema", compiling, baseline=BASELINE))
     return out
 
 
@@ -314,9 +335,9 @@ def _paired_ratio(ours: Callable[[], object], theirs: Callable[[], object], roun
     return ratios[len(ratios) // 2]
 
 
-def _paired_table(catalog: list[Any], args: list[Any]) -> str:
-    """The targets of issue 3, as paired ratios of the compiled twin against jsonschema-rs."""
-    title = "targets: compiled twin vs jsonschema-rs, paired median ratio (< 1.0: ours faster)"
+def _paired_table(catalog: list[Any], args: list[Any], label: str = "catalog") -> str:
+    """The targets of issues 3 and 10, as paired ratios of the compiled twin against jsonschema-rs."""
+    title = f"targets on the {label}: compiled twin vs jsonschema-rs, paired median ratio (< 1.0: ours faster)"
     if _schema_c is None or jsonschema_rs is None:
         return f"{title}\n  skipped: compiled twin or jsonschema-rs missing"
     ours = [_ours_compiled(tool["parameters"]) for tool in catalog]
@@ -336,13 +357,16 @@ def _paired_table(catalog: list[Any], args: list[Any]) -> str:
     wide_ours = _ours_compiled(schema).is_valid
     wide_rs = jsonschema_rs.validator_for(schema).is_valid
     schemas = [tool["parameters"] for tool in catalog]
-    rows = [
-        ("is_valid, catalog, valid sets (target <= 1.0)",
-         _paired_ratio(loop(calls(ours, "is_valid", "valid")), loop(calls(rs, "is_valid", "valid")))),
-        ("is_valid, catalog, invalid sets (target <= 1.0)",
-         _paired_ratio(loop(calls(ours, "is_valid", "invalid")), loop(calls(rs, "is_valid", "invalid")))),
+    wide_rows = [] if label != "catalog" else [
         ("is_valid, 10,000-property object (target <= 1.0)",
          _paired_ratio(lambda: wide_ours(value), lambda: wide_rs(value))),
+    ]
+    rows = [
+        ("is_valid, valid sets (target <= 1.0)",
+         _paired_ratio(loop(calls(ours, "is_valid", "valid")), loop(calls(rs, "is_valid", "valid")))),
+        ("is_valid, invalid sets (target <= 1.0)",
+         _paired_ratio(loop(calls(ours, "is_valid", "invalid")), loop(calls(rs, "is_valid", "invalid")))),
+        *wide_rows,
         ("violations() vs rs is_valid, invalid sets (target <= 3.0)",
          _paired_ratio(loop(calls(ours, "violations", "invalid")), loop(calls(rs, "is_valid", "invalid")))),
         ("validate_args() vs rs is_valid, invalid sets (target <= 3.0)",
@@ -351,7 +375,7 @@ def _paired_table(catalog: list[Any], args: list[Any]) -> str:
          _paired_ratio(loop(calls(ours, "violations", "invalid")),
                        loop([(lambda a, v=v: list(v.iter_errors(a)), a) for v, e in zip(rs, args)
                              for a in e["invalid"]]))),
-        ("compile, catalog (target <= 1.0)",
+        ("compile (target <= 1.0)",
          _paired_ratio(lambda: [_ours_compiled(s) for s in schemas],
                        lambda: [jsonschema_rs.validator_for(s) for s in schemas])),
     ]
@@ -362,10 +386,14 @@ def _paired_table(catalog: list[Any], args: list[Any]) -> str:
 def main() -> None:
     """Print every schema-core table."""
     catalog, args = _catalog()
-    tables = [_paired_table(catalog, args)]
+    corpus, corpus_args = _corpus()
+    tables = [_paired_table(catalog, args), _paired_table(corpus, corpus_args, "corpus")]
     tables.extend(_catalog_tables(catalog, args))
+    tables.extend(_catalog_tables(corpus, corpus_args, "corpus"))
     tables.append(_violations_table(catalog, args))
+    tables.append(_violations_table(corpus, corpus_args, "corpus"))
     tables.append(_compile_table(catalog))
+    tables.append(_compile_table(corpus, "corpus"))
     tables.append(_wide_table(1_000))
     tables.append(_wide_table(10_000))
     tables.extend(_deep_tables())

@@ -24,7 +24,9 @@ from dsh_codegen.registry._errors import RUN_CODE_NAME
 from dsh_codegen.registry._results import ContentBlock, JsonValue, ToolExecutionResult
 from dsh_codegen.schema import (
     CompiledValidator,
+    JsonSchemaError,
     ParameterSchemaSpec,
+    Violation,
     ValueSchemaSpec,
     assert_supported_json_schema,
     compile_validator,
@@ -74,12 +76,15 @@ class ToolOutput:
 class ToolDefinition:
     """A registrable tool.
 
-    ``parameters`` and ``output.schema`` are JSON schemas (the supported
-    subset for the output). ``execute(args, run)`` returns the canonical JSON
-    value. ``validates_arguments`` is ``True`` for ``define_tool`` definitions
-    (arguments are validated against ``parameters`` before the body); raw
-    definitions see whatever arguments arrive. Registration checks the rest
-    (see ``ToolRegistry.register``).
+    ``parameters`` and ``output.schema`` are JSON schemas (the tool-schema
+    dialect). ``execute(args, run)`` returns the canonical JSON value.
+    ``validates_arguments`` is ``True`` for ``define_tool`` definitions
+    (arguments are validated against ``parameters`` before the body); this is
+    also the raw-schema entry: a definition built directly from a published JSON
+    Schema sees whatever arguments arrive, unless it passes
+    ``validates_arguments=True`` to have the registry validate them with the
+    same compiled validator. Registration checks the rest (see
+    ``ToolRegistry.register``).
     """
 
     name: str
@@ -268,6 +273,23 @@ def check_for_registration(definition: object) -> CompiledTool:
     return compiled
 
 
+_RAW_SCHEMA_MESSAGE: Final = (
+    "define_tool({name}): parameters is a JSON Schema, not a ParameterSchemaSpec; register it through the "
+    "raw-schema entry, ToolDefinition(name=..., description=..., parameters=<the schema>, output=..., "
+    "execute=..., validates_arguments=True), and the registry validates arguments with it"
+)
+
+
+def _is_raw_json_schema(parameters: object) -> bool:
+    """Whether ``parameters`` is plainly JSON Schema: a DSL spec maps every name to a spec mapping."""
+    if type(parameters) is not dict:
+        return False
+    return any(
+        type(parameters.get(keyword)) in (str, list, bool)
+        for keyword in ("type", "$schema", "required", "additionalProperties", "anyOf", "oneOf", "$ref")
+    )
+
+
 def define_tool(
     *,
     name: str,
@@ -303,6 +325,8 @@ def define_tool(
         raise TypeError(missing_output_message(name))
     if not valid_timeout(timeout_ms):
         raise ValueError(f"define_tool({name}): timeout_ms must be a positive finite number")
+    if _is_raw_json_schema(parameters):
+        raise JsonSchemaError([Violation((), "parameters", _RAW_SCHEMA_MESSAGE.format(name=name))])
     parameters_schema = parameter_schema_spec_to_json_schema(parameters)
     output_schema = value_schema_spec_to_json_schema(output.schema)
     definition = ToolDefinition(

@@ -10,10 +10,12 @@ re-check everything at run time (a spec may come from untyped code) and raise
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any, Final, Literal, NotRequired, TypeAlias, TypedDict, Union
 
 from dsh_codegen.json._paths import format_path, quote_path
+from dsh_codegen.schema._ecma import PatternError, compile_pattern
 from dsh_codegen.schema._errors import JsonSchemaError
 from dsh_codegen.schema._shared import (
     BOOLEAN,
@@ -63,11 +65,15 @@ class _Annotations(TypedDict, total=False):
 
 
 class StringSpec(_Annotations):
-    """``{"type": "string"}`` with optional ``enum``/``const`` of strings."""
+    """``{"type": "string"}`` with optional ``enum``/``const`` of strings and length/pattern/format constraints."""
 
     type: Literal["string"]
     enum: NotRequired[Sequence[str]]
     const: NotRequired[str]
+    minLength: NotRequired[int]
+    maxLength: NotRequired[int]
+    pattern: NotRequired[str]
+    format: NotRequired[str]
 
 
 class NumberSpec(_Annotations):
@@ -76,6 +82,11 @@ class NumberSpec(_Annotations):
     type: Literal["number"]
     enum: NotRequired[Sequence[float]]
     const: NotRequired[float]
+    minimum: NotRequired[float]
+    maximum: NotRequired[float]
+    exclusiveMinimum: NotRequired[float]
+    exclusiveMaximum: NotRequired[float]
+    multipleOf: NotRequired[float]
 
 
 class IntegerSpec(_Annotations):
@@ -84,6 +95,11 @@ class IntegerSpec(_Annotations):
     type: Literal["integer"]
     enum: NotRequired[Sequence[int]]
     const: NotRequired[int]
+    minimum: NotRequired[float]
+    maximum: NotRequired[float]
+    exclusiveMinimum: NotRequired[float]
+    exclusiveMaximum: NotRequired[float]
+    multipleOf: NotRequired[float]
 
 
 class BooleanSpec(_Annotations):
@@ -107,6 +123,9 @@ class ArraySpec(_Annotations):
 
     type: Literal["array"]
     items: NotRequired["ValueSchemaSpec"]
+    minItems: NotRequired[int]
+    maxItems: NotRequired[int]
+    uniqueItems: NotRequired[bool]
 
 
 class ObjectSpec(_Annotations):
@@ -189,13 +208,20 @@ ParameterSchemaSpec: TypeAlias = Mapping[str, PropertySchemaSpec]
 _DSL_TYPES: Final = ("string", "number", "integer", "boolean", "null", "array", "object", "json")
 _ANNOTATION_KEYS: Final = ("description", "title", "default", "examples")
 _SCALAR_KEYS: Final = ("type", "enum", "const") + _ANNOTATION_KEYS
+#: The constraint keywords each DSL type takes (JSON Schema's names and meaning), and what each needs.
+_CONSTRAINTS: Final[dict[str, dict[str, str]]] = {
+    "string": {"minLength": "count", "maxLength": "count", "pattern": "pattern", "format": "string"},
+    "number": {"minimum": "number", "maximum": "number", "exclusiveMinimum": "number", "exclusiveMaximum": "number", "multipleOf": "positive"},
+    "array": {"minItems": "count", "maxItems": "count", "uniqueItems": "boolean"},
+}
+_CONSTRAINTS["integer"] = _CONSTRAINTS["number"]
 _ALLOWED: Final[dict[str, tuple[str, ...]]] = {
-    "string": _SCALAR_KEYS,
-    "number": _SCALAR_KEYS,
-    "integer": _SCALAR_KEYS,
+    "string": _SCALAR_KEYS + tuple(_CONSTRAINTS["string"]),
+    "number": _SCALAR_KEYS + tuple(_CONSTRAINTS["number"]),
+    "integer": _SCALAR_KEYS + tuple(_CONSTRAINTS["integer"]),
     "boolean": _SCALAR_KEYS,
     "null": _SCALAR_KEYS,
-    "array": ("type", "items") + _ANNOTATION_KEYS,
+    "array": ("type", "items") + _ANNOTATION_KEYS + tuple(_CONSTRAINTS["array"]),
     "object": ("type", "properties", "additionalProperties") + _ANNOTATION_KEYS,
     "json": ("type",) + _ANNOTATION_KEYS,
     "oneOf": ("oneOf",) + _ANNOTATION_KEYS,
@@ -320,7 +346,38 @@ class _SpecCompiler(ExactContainers):
             self._object(spec, out, path, children)
         elif form in _SCALAR_KIND:
             self._scalar(spec, out, form, path)
+        constraints = _CONSTRAINTS.get(form)
+        if constraints is not None:
+            for key in spec:
+                need = constraints.get(key)
+                if need is not None:
+                    self._constraint(spec[key], key, need, out, path)
         return children
+
+    def _constraint(self, value: Any, key: str, need: str, out: JsonSchema, path: ChainPath) -> None:
+        """Check one constraint keyword's value and copy it to the schema."""
+        t = type(value)
+        number = (t is int or (t is float and math.isfinite(value))) and t is not bool
+        if need == "count":
+            ok = (t is int or (t is float and number and value.is_integer())) and value >= 0
+            text = "must be a non-negative integer"
+        elif need == "number":
+            ok, text = number, "must be a finite number"
+        elif need == "positive":
+            ok, text = number and value > 0, "must be a number greater than 0"
+        elif need == "boolean":
+            ok, text = t is bool, "must be a boolean"
+        else:
+            ok, text = t is str, "must be a string"
+            if ok and need == "pattern":
+                try:
+                    compile_pattern(value)
+                except PatternError as exc:
+                    ok, text = False, f"{quote_path(value)} {exc}"
+        if ok:
+            out[key] = value
+        else:
+            self.report(path, key, text)
 
     def _object(self, spec: Any, out: JsonSchema, path: ChainPath, children: list[tuple[Any, JsonSchema, ChainPath, bool]]) -> None:
         report = self.report

@@ -33,6 +33,8 @@ __all__ = [
     "NUMBER",
     "OBJECT",
     "ONE_OF",
+    "DIALECT",
+    "ALL_KINDS",
     "STRING",
     "SUBSET_TEXT",
     "TYPE_SUFFIX",
@@ -79,6 +81,10 @@ STRING: Final = 5
 ARRAY: Final = 6
 OBJECT: Final = 7
 ONE_OF: Final = 8
+#: A node of the wider tool-schema dialect (DESIGN.md); a program holding one runs on the dialect walk.
+DIALECT: Final = 9
+#: Every JSON value kind as a mask bit (``1 << kind``, null .. object).
+ALL_KINDS: Final = sum(1 << kind for kind in range(1, 8))
 
 #: JSON-Schema type name -> node kind, in the order messages list them.
 KIND_OF_TYPE: Final[dict[str, int]] = {
@@ -205,6 +211,35 @@ class Node:
     branches: tuple[int, ...] = ()
     inline: bool = False
     texts: dict[int, str] | None = None  # enum/const message suffixes, rendered on first use
+    # --- the dialect's view (every node has it; the dialect walk reads only these fields) ---
+    types: int = 0  # declared type mask (``1 << kind`` per type name); 0 = any type
+    admit: int = 0  # value kinds accepted: ``types`` plus integer under number; 0 = any
+    shape: int = ALL_KINDS  # value kinds that can possibly match (``admit`` through refs); for anyOf/oneOf
+    false: bool = False  # the boolean schema ``false``: nothing matches
+    trivial: bool = False  # matches every lossless JSON value (``{}``, ``true``, annotations only)
+    enum_keys: frozenset[Any] | None = None  # JSON-equality keys (:func:`json_key`) of ``enum``
+    has_const_key: bool = False
+    const_key: Any = None
+    num_checks: tuple[tuple[int, Any], ...] = ()  # (violation code, argument), in keyword order
+    str_checks: tuple[tuple[int, Any], ...] = ()
+    arr_checks: tuple[tuple[int, Any], ...] = ()
+    obj_checks: tuple[tuple[int, Any], ...] = ()
+    prefix: tuple[int, ...] = ()  # prefixItems
+    additional: int = -1  # schema of undeclared keys (-1: any JSON; ``closed`` means false)
+    contains: int = -1
+    min_contains: int = 1
+    max_contains: int = -1  # -1: no bound
+    property_names: int = -1
+    dependent: tuple[tuple[str, tuple[str, ...]], ...] = ()  # dependentRequired
+    all_of: tuple[int, ...] = ()
+    any_of: tuple[int, ...] = ()
+    one_of: tuple[int, ...] = ()
+    ref: int = -1
+    # Whether this node walks an object's members / an array's items. A node that constrains
+    # no member but hands the same value on ($ref, allOf, anyOf, oneOf) leaves them to the
+    # nodes it hands it to, so a recursive $ref chain walks each member once, not once per level.
+    obj_members: bool = True
+    arr_members: bool = True
 
     def __init__(self, kind: int) -> None:
         self.kind = kind
@@ -215,9 +250,17 @@ class Node:
 
 @dataclass(slots=True)
 class Program:
-    """A compiled schema: ``nodes[0]`` is the root."""
+    """A compiled schema: ``nodes[0]`` is the root.
+
+    ``dialect`` is true when some node uses the wider tool-schema dialect (both
+    twins then run the dialect walk, ``_dialect_py``); ``recursive`` when the
+    node graph has a cycle through a ``$ref`` (the walks then track the
+    containers on the current path, so a cyclic value cannot loop forever).
+    """
 
     nodes: list[Node]
+    dialect: bool = False
+    recursive: bool = False
 
 
 # --- frozen containers ------------------------------------------------------------------------
@@ -520,3 +563,221 @@ def make_violation(
             raise AssertionError(code)
     return new_violation(segments, KEYWORD_OF_CODE[code], where + suffix)
 
+
+
+# --- the tool-schema dialect: violation codes, value kinds, JSON-equality keys, messages -----
+
+V_MINIMUM: Final = 11
+V_MAXIMUM: Final = 12
+V_EXCLUSIVE_MINIMUM: Final = 13
+V_EXCLUSIVE_MAXIMUM: Final = 14
+V_MULTIPLE_OF: Final = 15
+V_MIN_LENGTH: Final = 16
+V_MAX_LENGTH: Final = 17
+V_PATTERN: Final = 18
+V_FORMAT: Final = 19
+V_MIN_ITEMS: Final = 20
+V_MAX_ITEMS: Final = 21
+V_UNIQUE: Final = 22
+V_MIN_CONTAINS: Final = 23
+V_MAX_CONTAINS: Final = 24
+V_MIN_PROPERTIES: Final = 25
+V_MAX_PROPERTIES: Final = 26
+V_PROPERTY_NAME: Final = 27
+V_DEPENDENT: Final = 28
+V_ANY_OF: Final = 29
+V_FALSE: Final = 30
+V_TYPES: Final = 31  # a type mismatch against a type mask (``extra``)
+V_ITEMS_FALSE: Final = 32
+
+DIALECT_KEYWORD: Final[dict[int, str]] = {
+    V_MINIMUM: "minimum",
+    V_MAXIMUM: "maximum",
+    V_EXCLUSIVE_MINIMUM: "exclusiveMinimum",
+    V_EXCLUSIVE_MAXIMUM: "exclusiveMaximum",
+    V_MULTIPLE_OF: "multipleOf",
+    V_MIN_LENGTH: "minLength",
+    V_MAX_LENGTH: "maxLength",
+    V_PATTERN: "pattern",
+    V_FORMAT: "format",
+    V_MIN_ITEMS: "minItems",
+    V_MAX_ITEMS: "maxItems",
+    V_UNIQUE: "uniqueItems",
+    V_MIN_CONTAINS: "minContains",
+    V_MAX_CONTAINS: "maxContains",
+    V_MIN_PROPERTIES: "minProperties",
+    V_MAX_PROPERTIES: "maxProperties",
+    V_PROPERTY_NAME: "propertyNames",
+    V_DEPENDENT: "dependentRequired",
+    V_ANY_OF: "anyOf",
+    V_FALSE: "false",
+    V_TYPES: "type",
+    V_ITEMS_FALSE: "items",
+}
+
+
+def kind_of_value(value: object, fobj: Any, farr: Any) -> int:
+    """The JSON kind of ``value`` by exact type (integral floats are ``INTEGER``), or -1 if not JSON.
+
+    Containers are classified shallowly (their members are checked where they
+    are walked); a ``dict`` with a non-``str`` key is -1.
+    """
+    t = type(value)
+    if t is str:
+        return STRING
+    if t is bool:
+        return BOOLEAN
+    if value is None:
+        return NULL
+    if t is int:
+        return INTEGER if value.bit_length() <= _SMALL_INT_BITS or int_is_lossless(value) else -1  # type: ignore[attr-defined, arg-type]
+    if t is float:
+        if not _finite_number(value):  # type: ignore[arg-type]
+            return -1
+        return INTEGER if value.is_integer() else NUMBER  # type: ignore[attr-defined]
+    if t is dict or (fobj is not None and t is fobj):
+        for key in value:  # type: ignore[attr-defined]
+            if type(key) is not str:
+                return -1
+        return OBJECT
+    if t is list or t is tuple or (farr is not None and t is farr):
+        return ARRAY
+    return -1
+
+
+def type_mask_text(mask: int) -> str:
+    """``a string``, ``a string or null``, ``an object, a string or null`` for a type mask."""
+    words = [TYPE_WORDS[kind] for kind in KIND_OF_TYPE.values() if mask & (1 << kind)]
+    if len(words) == 1:
+        return words[0]
+    return ", ".join(words[:-1]) + " or " + words[-1]
+
+
+def type_names_text(mask: int) -> str:
+    """``"string"`` or ``"string"/"null"`` for a type mask (schema-check messages)."""
+    return "/".join(f'"{name}"' for name, kind in KIND_OF_TYPE.items() if mask & (1 << kind))
+
+
+_OPEN_ARRAY: Final = ("[",)
+_OPEN_OBJECT: Final = ("{",)
+_CLOSE: Final = ("]",)
+
+
+def json_key(value: object) -> Any:
+    """A hashable key equal for JSON-equal values (``1`` and ``1.0``; not ``True`` and ``1``).
+
+    ``value`` must be lossless JSON (checked by the caller). Strings, numbers
+    and ``None`` are their own key; a boolean is ``("b", value)``; a container is
+    ``("j", tokens)`` with object keys sorted. Walked with an explicit stack.
+    """
+    t = type(value)
+    if t is str or t is int or t is float or value is None:
+        return value
+    if t is bool:
+        return ("b", value)
+    tokens: list[Any] = []
+    # entries: (True, token) to emit as is, (False, value) to expand
+    stack: list[tuple[bool, Any]] = [(False, value)]
+    while stack:
+        literal, item = stack.pop()
+        if literal:
+            tokens.append(item)
+            continue
+        t = type(item)
+        if t is bool:
+            tokens.append(("b", item))
+        elif t is str:
+            tokens.append(("s", item))
+        elif t is int or t is float or item is None:
+            tokens.append(item)
+        elif t is list or t is tuple or issubclass(t, list):
+            tokens.append(_OPEN_ARRAY)
+            stack.append((True, _CLOSE))
+            stack.extend((False, member) for member in reversed(item))
+        else:  # an object: keys sorted, each key then its value
+            tokens.append(_OPEN_OBJECT)
+            stack.append((True, _CLOSE))
+            for key in sorted(item, reverse=True):
+                stack.append((False, item[key]))
+                stack.append((True, ("k", key)))
+    return ("j", tuple(tokens))
+
+
+def number_text(value: object) -> str:
+    """A number as message text (Python's JSON text: ``1``, ``1.5``, ``1e-07``)."""
+    return json.dumps(value)
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}" if count == 1 else f"{count} {word}s"
+
+
+def dialect_violation(
+    code: int,
+    node: Node,
+    segments: tuple[str | int, ...],
+    root: str,
+    alias: str,
+    extra: Any = None,
+) -> Violation:
+    """Render a violation of the dialect walk (new codes here, the subset's through :func:`make_violation`).
+
+    ``extra`` is the failing check's argument (a bound, a pattern), the missing
+    name, a match count or a type mask, per code.
+    """
+    if code < V_MINIMUM:
+        if code == V_TYPE and node.kind == DIALECT:
+            code, extra = V_TYPES, node.types
+        else:
+            return make_violation(code, node, segments, root, alias, extra)
+    if code == V_DEPENDENT:
+        name, trigger = extra
+        path = segments + (name,)
+        text = _path_text(path, root, alias)
+        return new_violation(path, "dependentRequired", f"missing required property {text} (required when {quote_path(trigger)} is present)")
+    where = _path_text(segments, root, alias)
+    if code == V_TYPES:
+        suffix = " must be " + type_mask_text(extra)
+    elif code == V_MINIMUM:
+        suffix = " must be >= " + number_text(extra)
+    elif code == V_MAXIMUM:
+        suffix = " must be <= " + number_text(extra)
+    elif code == V_EXCLUSIVE_MINIMUM:
+        suffix = " must be > " + number_text(extra)
+    elif code == V_EXCLUSIVE_MAXIMUM:
+        suffix = " must be < " + number_text(extra)
+    elif code == V_MULTIPLE_OF:
+        suffix = " must be a multiple of " + number_text(extra[0])
+    elif code == V_MIN_LENGTH:
+        suffix = " must be at least " + _plural(extra, "character")
+    elif code == V_MAX_LENGTH:
+        suffix = " must be at most " + _plural(extra, "character")
+    elif code == V_PATTERN:
+        suffix = " must match pattern " + json_text(extra[1])
+    elif code == V_FORMAT:
+        suffix = f' must match format "{extra[1]}"'
+    elif code == V_MIN_ITEMS:
+        suffix = " must have at least " + _plural(extra, "item")
+    elif code == V_MAX_ITEMS:
+        suffix = " must have at most " + _plural(extra, "item")
+    elif code == V_UNIQUE:
+        suffix = " must not contain duplicates"
+    elif code == V_MIN_CONTAINS:
+        suffix = f" must contain at least {_plural(node.min_contains, 'item')} matching contains (found {extra})"
+    elif code == V_MAX_CONTAINS:
+        suffix = f" must contain at most {_plural(node.max_contains, 'item')} matching contains (found {extra})"
+    elif code == V_MIN_PROPERTIES:
+        suffix = " must have at least " + _plural(extra, "property").replace("propertys", "properties")
+    elif code == V_MAX_PROPERTIES:
+        suffix = " must have at most " + _plural(extra, "property").replace("propertys", "properties")
+    elif code == V_PROPERTY_NAME:
+        suffix = " is not an allowed property name (propertyNames)"
+    elif code == V_ANY_OF:
+        suffix = " must match at least one anyOf branch"
+    elif code == V_FALSE:
+        suffix = " is not allowed (the schema is false)"
+    elif code == V_ITEMS_FALSE:
+        suffix = " is not allowed (no schema admits an item at this position)"
+    else:  # pragma: no cover - every code is listed above
+        raise AssertionError(code)
+    return new_violation(segments, DIALECT_KEYWORD[code], where + suffix)

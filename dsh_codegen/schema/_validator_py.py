@@ -12,6 +12,7 @@ from __future__ import annotations
 from math import copysign, isfinite
 from typing import Any, Final
 
+from dsh_codegen.schema._dialect_py import DialectWalker
 from dsh_codegen.schema._shared import (
     ARRAY,
     BOOLEAN,
@@ -115,7 +116,7 @@ class CompiledValidator:
     immutable and safe to share between threads.
     """
 
-    __slots__ = ("_nodes", "_fobj", "_farr")
+    __slots__ = ("_nodes", "_fobj", "_farr", "_dialect")
 
     def __init__(self, program: Program) -> None:
         if not isinstance(program, Program):
@@ -124,11 +125,15 @@ class CompiledValidator:
             raise TypeError("CompiledValidator is immutable: it is initialized once")
         self._nodes: list[Node] = program.nodes
         self._fobj, self._farr = frozen_types()
+        # a program of the wider dialect runs on the shared dialect walk (both twins)
+        self._dialect: DialectWalker | None = DialectWalker(program) if program.dialect else None
 
     # --- verdict ---------------------------------------------------------------------------
 
     def is_valid(self, value: object) -> bool:
         """Whether ``value`` is lossless JSON matching the schema. Never raises; builds no violation."""
+        if self._dialect is not None:
+            return self._dialect.is_valid(value)
         return self._valid_from(0, value)
 
     def _valid_from(self, root: int, value: object) -> bool:
@@ -256,12 +261,16 @@ class CompiledValidator:
         """
         if type(path) is not str:
             raise TypeError(f"path must be a str, not {type(path).__name__}")
+        if self._dialect is not None:
+            return self._dialect.violations(value, path, path)
         if self._valid_from(0, value):
             return []
         return self._collect(value, path, path)
 
     def validate_args(self, args: object) -> list[Violation]:
         """Violations of tool arguments: ``"arguments"`` names the root, children are unrooted."""
+        if self._dialect is not None:
+            return self._dialect.violations(args, "", "arguments")
         if self._valid_from(0, args):
             return []
         return self._collect(args, "", "arguments")

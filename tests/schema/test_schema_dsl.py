@@ -16,6 +16,7 @@ from dsh_codegen.schema import (
     ValueSchemaSpec,
     assert_supported_json_schema,
     parameter_schema_spec_to_json_schema,
+    validate_args,
     value_schema_spec_to_json_schema,
 )
 
@@ -127,8 +128,8 @@ def test_required_rules() -> None:
 
 
 def test_unknown_keys_types_and_shapes() -> None:
-    assert rejected({"type": "string", "pattern": "x"}) == [
-        'spec.pattern is not a supported DSL key for type "string" '
+    assert rejected({"type": "boolean", "pattern": "x"}) == [
+        'spec.pattern is not a supported DSL key for type "boolean" '
         "(allowed: type, enum, const, description, title, default, examples)"
     ]
     assert rejected({"type": "date"}) == ["spec.type must be one of string/number/integer/boolean/null/array/object/json"]
@@ -170,6 +171,9 @@ from dsh_codegen.schema import ParameterSchemaSpec, ValueSchemaSpec
 params: ParameterSchemaSpec = {
     "path": {"type": "string", "description": "Absolute path.", "required": True},
     "mode": {"type": "string", "enum": ["a", "b"]},
+    "name": {"type": "string", "minLength": 1, "maxLength": 64, "pattern": "^[a-z]", "format": "email"},
+    "page": {"type": "integer", "minimum": 1, "exclusiveMaximum": 100, "multipleOf": 1},
+    "tags": {"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": 5, "uniqueItems": True},
     "limit": {"type": "integer", "default": 10, "const": 3},
     "ratio": {"type": "number", "enum": [1, 2.5]},
     "flags": {"type": "array", "items": {"type": "boolean"}},
@@ -193,7 +197,8 @@ BAD = {
     "required_in_items": (
         'spec: ValueSchemaSpec = {"type": "array", "items": {"type": "string", "required": True}}'
     ),
-    "unknown_key": 'spec: ValueSchemaSpec = {"type": "string", "pattern": "x"}',
+    "unknown_key": 'spec: ValueSchemaSpec = {"type": "boolean", "pattern": "x"}',
+    "constraint_of_wrong_type": 'spec: ValueSchemaSpec = {"type": "string", "maxLength": "64"}',
     "description_not_str": 'spec: ValueSchemaSpec = {"type": "string", "description": 3}',
 }
 
@@ -221,3 +226,40 @@ def test_spec_literals_type_check(tmp_path: Path) -> None:
     for index, name in enumerate(BAD):
         line_number = 2 + 2 * index + 1  # the import line, then two lines per case
         assert f"bad.py:{line_number}:" in result.stdout, (name, result.stdout)
+
+
+def test_constraints_compile_to_json_schema_and_validate() -> None:
+    spec = {
+        "page": {"type": "integer", "minimum": 1, "required": True},
+        "name": {"type": "string", "maxLength": 64, "pattern": "^[a-z]"},
+        "ratio": {"type": "number", "exclusiveMinimum": 0, "multipleOf": 0.25},
+        "tags": {"type": "array", "items": {"type": "string", "minLength": 1}, "uniqueItems": True, "maxItems": 3},
+    }
+    assert parameter_schema_spec_to_json_schema(spec)["properties"]["tags"] == {  # type: ignore[arg-type]
+        "type": "array", "items": {"type": "string", "minLength": 1}, "uniqueItems": True, "maxItems": 3,
+    }
+    assert [str(v) for v in validate_args(spec, {"page": 0, "name": "B" * 65, "ratio": 0.3, "tags": ["a", "a", ""]})] == [
+        '"page" must be >= 1',
+        '"name" must be at most 64 characters',
+        '"name" must match pattern "^[a-z]"',
+        '"ratio" must be a multiple of 0.25',
+        '"tags" must not contain duplicates',
+        '"tags[2]" must be at least 1 character',
+    ]
+    assert validate_args(spec, {"page": 2, "name": "ok", "ratio": 0.75, "tags": ["a"]}) == []
+
+
+def test_bad_constraints_are_rejected_with_spec_paths() -> None:
+    assert rejected({"type": "string", "maxLength": -1, "pattern": "\\cA", "format": 3}) == [
+        "spec.maxLength must be a non-negative integer",
+        'spec.pattern "\\\\cA" control escapes (\\cX) are not supported',
+        "spec.format must be a string",
+    ]
+    assert rejected({"type": "integer", "minimum": True, "multipleOf": 0}) == [
+        "spec.minimum must be a finite number",
+        "spec.multipleOf must be a number greater than 0",
+    ]
+    assert rejected({"type": "array", "uniqueItems": 1, "minItems": 1.5}) == [
+        "spec.uniqueItems must be a boolean",
+        "spec.minItems must be a non-negative integer",
+    ]

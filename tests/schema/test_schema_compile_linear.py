@@ -1,0 +1,82 @@
+"""Compiling is linear in schema size for every keyword (issue 11): doubling the input at most triples the time.
+
+A quadratic step (``required`` checked against a list, say) makes the doubled
+case about four times slower, a linear one about two; three leaves room for a
+busy machine. Each size is timed as the best of several runs, at sizes where a
+quadratic step is milliseconds, not microseconds.
+"""
+
+from __future__ import annotations
+
+import gc
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from dsh_codegen.schema import compile_validator
+
+N = 20_000
+
+
+def wide_required(n: int) -> dict[str, Any]:
+    names = [f"p{i}" for i in range(n)]
+    return {"type": "object", "properties": {name: {"type": "string"} for name in names}, "required": names}
+
+
+def wide_required_open(n: int) -> dict[str, Any]:
+    names = [f"p{i}" for i in range(n)]
+    return {"type": "object", "properties": {"p0": {"type": "string", "minLength": 1}}, "required": names}
+
+
+def wide_enum(n: int) -> dict[str, Any]:
+    return {"type": "string", "enum": [f"v{i}" for i in range(n)]}
+
+
+def wide_any_enum(n: int) -> dict[str, Any]:
+    return {"enum": [[i, {"k": i}] for i in range(n)]}
+
+
+def wide_dialect_properties(n: int) -> dict[str, Any]:
+    return {"type": "object", "properties": {f"p{i}": {"type": ["integer", "null"], "minimum": 0} for i in range(n)}, "additionalProperties": False}
+
+
+def deep_refs(n: int) -> dict[str, Any]:
+    defs = {f"d{i}": {"type": "object", "properties": {"next": {"$ref": f"#/$defs/d{i + 1}"}}} for i in range(n)}
+    defs[f"d{n}"] = {"type": "integer"}
+    return {"$defs": defs, "$ref": "#/$defs/d0"}
+
+
+def _best(build: Callable[[int], Any], n: int) -> float:
+    """Best of five compiles, the collector paused (as timeit does: its pauses are not the algorithm's)."""
+    schema = build(n)
+    best = float("inf")
+    for _ in range(5):
+        gc.collect()
+        gc.disable()
+        try:
+            start = time.perf_counter()
+            compile_validator(schema)
+            best = min(best, time.perf_counter() - start)
+        finally:
+            gc.enable()
+    return best
+
+
+# Cheap keywords get larger inputs, so that every case takes tens of milliseconds and noise stays small.
+@pytest.mark.parametrize(
+    ("build", "n"),
+    [
+        (wide_required, N),
+        (wide_required_open, 5 * N),
+        (wide_enum, 5 * N),
+        (wide_any_enum, N),
+        (wide_dialect_properties, N),
+        (deep_refs, N),
+    ],
+)
+def test_doubling_the_schema_at_most_triples_compile_time(build: Callable[[int], Any], n: int) -> None:
+    small = _best(build, n)
+    large = _best(build, 2 * n)
+    assert large <= 3 * small, f"{build.__name__}: {small * 1e3:.1f} ms at {n}, {large * 1e3:.1f} ms at {2 * n}"
