@@ -10,7 +10,6 @@ from typing import Any
 import pytest
 
 from codegen_helpers import CASES, case_names
-from dsh_codegen import cli
 from dsh_codegen.cli import main
 from dsh_codegen.codegen import ToolSchemaEntry, load_catalog, render_sdk_module, render_ts_sdk
 from dsh_codegen.codegen._degraded import degraded_nodes
@@ -97,11 +96,7 @@ def test_sdk_warns_about_degraded_types_and_strict_refuses_them(tmp_path: Path, 
     assert _run(capsys, "sdk", "--lang", "ts", "--strict", "--catalog", str(catalog))[::2] == (0, "")
 
 
-def test_strict_names_every_degraded_node_of_the_dialect(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # Until the schema core accepts the whole dialect, skip its check to reach the degradation report.
-    monkeypatch.setattr(cli, "_unsupported_schemas", lambda catalog, source: False)
+def test_strict_names_every_degraded_node_of_the_dialect(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     catalog = CASES / "dialect" / "catalog.json"
     code, stdout, stderr = _run(capsys, "sdk", "--lang", "py", "--strict", "--catalog", str(catalog))
     assert code == 1 and stdout == ""
