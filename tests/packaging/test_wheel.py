@@ -118,7 +118,8 @@ def test_the_installed_wheel_runs_compiled_and_its_command_works(artefacts: dict
         "import importlib.resources as r, warnings, dsh_codegen, dsh_codegen._json_c as c, sys;"
         "assert 'site-packages' in dsh_codegen.__file__ and 'site-packages' in c.__file__, dsh_codegen.__file__;"
         "print(dsh_codegen.backend());"
-        "print(sorted(p.name for p in r.files('dsh_codegen.templates').iterdir() if p.is_dir()))"
+        "print(sorted(p.name for p in r.files('dsh_codegen.templates').iterdir()"
+        " if p.is_dir() and p.name != '__pycache__'))"
     )
     # -W error: a fallback warning would fail the import.
     out = _run([str(python), "-I", "-W", "error", "-c", probe], tmp, env).splitlines()
