@@ -127,19 +127,9 @@ def load_catalog_file(
     Raised errors: :class:`CatalogError` naming the file (unreadable, not
     UTF-8, invalid JSON, or as :func:`load_catalog_document`).
     """
-    from dsh_codegen.codegen._catalog import parse_json_text
+    from dsh_codegen.codegen._catalog import parse_json_text, read_catalog_text
 
-    if isinstance(path_or_text, str) and path_or_text.lstrip()[:1] in ("[", "{"):
-        source, text = "<catalog>", path_or_text
-    else:
-        path = Path(path_or_text)
-        source = str(path)
-        try:
-            text = path.read_text(encoding="utf-8")
-        except OSError as error:
-            raise CatalogError(source, f"cannot read the catalog: {error.strerror or error}") from None
-        except UnicodeDecodeError as error:
-            raise CatalogError(source, f"the catalog is not UTF-8 text ({error.reason} at byte {error.start})") from None
+    source, text = read_catalog_text(path_or_text, openers="[{")
     return load_catalog_document(parse_json_text(text, source), format=format, source=source, notes=notes)
 
 

@@ -135,18 +135,27 @@ def load_catalog(path_or_text: str | os.PathLike[str]) -> list[ToolSchemaEntry]:
     :class:`CatalogError` naming the file (or ``<catalog>`` for text) and the
     JSON path; an unreadable file raises it too (with the OS reason).
     """
-    if isinstance(path_or_text, str) and path_or_text.lstrip().startswith("["):
-        source, text = "<catalog>", path_or_text
-    else:
-        path = Path(path_or_text)
-        source = str(path)
-        try:
-            text = path.read_text(encoding="utf-8")
-        except OSError as error:
-            raise CatalogError(source, f"cannot read the catalog: {error.strerror or error}") from None
-        except UnicodeDecodeError as error:
-            raise CatalogError(source, f"the catalog is not UTF-8 text ({error.reason} at byte {error.start})") from None
+    source, text = read_catalog_text(path_or_text, openers="[")
     return catalog_from_json(parse_json_text(text, source), source=source)
+
+
+def read_catalog_text(path_or_text: str | os.PathLike[str], *, openers: str) -> tuple[str, str]:
+    """``(source, text)`` of a catalog given as a path or as JSON text.
+
+    A ``str`` whose first non-blank character is one of ``openers`` is the
+    text itself (source ``<catalog>``); anything else is a path, read as
+    strict UTF-8. Raised errors: :class:`CatalogError` naming the file.
+    """
+    if isinstance(path_or_text, str) and path_or_text.lstrip()[:1] in tuple(openers):
+        return "<catalog>", path_or_text
+    path = Path(path_or_text)
+    source = str(path)
+    try:
+        return source, path.read_text(encoding="utf-8")
+    except OSError as error:
+        raise CatalogError(source, f"cannot read the catalog: {error.strerror or error}") from None
+    except UnicodeDecodeError as error:
+        raise CatalogError(source, f"the catalog is not UTF-8 text ({error.reason} at byte {error.start})") from None
 
 
 def parse_json_text(text: str, source: str) -> object:
