@@ -373,7 +373,10 @@ class SchemaBuilder:
                             description = meta.description
                         pending[:0] = meta.metadata
                         continue
+                    # a plain str, PEP 727's Doc(documentation) or any object with a str description
                     text = meta if isinstance(meta, str) else getattr(meta, "documentation", None)
+                    if not isinstance(text, str) and not isinstance(meta, type):
+                        text = getattr(meta, "description", None)
                     if isinstance(text, str):
                         description = text if description is None else description
                         continue
@@ -510,8 +513,10 @@ class SchemaBuilder:
             if args == ((),):  # tuple[()] spelled the old way
                 args = ()
             items = [_Slot() for _ in args]
-            node["prefixItems"] = [item.schema for item in items]
-            node["minItems"] = node["maxItems"] = len(items)
+            if items:  # the dialect wants a non-empty prefixItems: tuple[()] is just maxItems 0
+                node["prefixItems"] = [item.schema for item in items]
+                node["minItems"] = len(items)
+            node["maxItems"] = len(items)
 
             def done_prefix() -> None:
                 converters = [item.converter for item in items]

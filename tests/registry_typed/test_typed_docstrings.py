@@ -61,7 +61,7 @@ def test_google_style_docstring() -> None:
     assert properties["exact"]["description"] == "Match exactly."
     # no Args entry: the TypedDict branch keeps its own class description, the union has none
     assert "description" not in properties["opts"]
-    assert properties["opts"]["oneOf"][0]["description"] == "Options for the search."
+    assert properties["opts"]["anyOf"][0]["description"] == "Options for the search."
     assert definition.output is not None
     assert definition.output.schema["description"] == "The matching lines, best first."
 

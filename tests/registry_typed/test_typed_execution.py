@@ -66,11 +66,14 @@ async def test_defaults_applied_on_the_python_side() -> None:
 
 
 @async_test
-async def test_undeclared_keys_are_ignored() -> None:
+async def test_undeclared_keys_are_refused() -> None:
+    # The root is closed (docs/typed-tools.md): a misspelt parameter is an error, not a silent default.
     seen.clear()
-    result = await run_tool(apply_edits, {"path": "p", "edits": [], "surprise": 1, "run": "not the context"})
-    assert isinstance(result, ToolSuccess)
-    assert isinstance(seen[-1]["run"], ToolRunContext)
+    result = await run_tool(apply_edits, {"path": "p", "edits": [], "surprise": 1})
+    assert text(result) == 'Error: invalid arguments: "surprise" is not a declared property (additionalProperties: false)'
+    run_key = await run_tool(apply_edits, {"path": "p", "edits": [], "run": "not the context"})
+    assert error_code(run_key) == "INVALID_ARGS"
+    assert seen == []
 
 
 @async_test

@@ -6,11 +6,14 @@ import importlib.util
 import sys
 import typing
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+import enum
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal, NotRequired, Optional, Required, TypedDict, Union
 
+import annotated_types as at
 import pytest
+import typing_extensions
 from _typed_helpers import one_parameter, output_schema, property_schema
 
 from dsh_codegen.schema import assert_supported_json_schema
@@ -65,6 +68,39 @@ class HasId(TypedDict):
     id: int
 
 
+class Color(enum.Enum):
+    """A paint colour."""
+
+    RED = "red"
+    GREEN = "green"
+
+
+class Level(enum.IntEnum):
+    LOW = 1
+    HIGH = 2
+
+
+class Mode(enum.StrEnum):
+    FAST = "fast"
+    SAFE = "safe"
+
+
+@dataclass
+class Span:
+    """A span of lines."""
+
+    start: int
+    end: int = 10
+    tags: list[str] = field(default_factory=list)
+    computed: int = field(default=0, init=False)
+
+
+class ExtTyped(typing_extensions.TypedDict):
+    name: str
+    note: typing_extensions.NotRequired[str]
+    frozen: typing_extensions.ReadOnly[int]
+
+
 @dataclass
 class FieldLike:
     description: str
@@ -110,24 +146,20 @@ TABLE: list[tuple[str, Any, Any]] = [
     ("Literal ints", Literal[1, 2, 3], {"type": "integer", "enum": [1, 2, 3]}),
     ("Literal bools", Literal[True, False], {"type": "boolean", "enum": [True, False]}),
     ("Literal None", Literal[None], {"type": "null"}),
+    ("Literal mixed", Literal[1, "a", "b"], {"enum": [1, "a", "b"]}),
+    ("Literal bool and int stay apart", Literal[1, True], {"enum": [1, True]}),
+    ("int | None", int | None, {"anyOf": [{"type": "integer"}, {"type": "null"}]}),
+    ("Optional[str]", Optional[str], {"anyOf": [{"type": "string"}, {"type": "null"}]}),  # noqa: UP007
+    ("Union[str, bool]", Union[str, bool], {"anyOf": [{"type": "string"}, {"type": "boolean"}]}),  # noqa: UP007
+    ("int | float", int | float, {"anyOf": [{"type": "integer"}, {"type": "number"}]}),
     (
-        "Literal mixed",
-        Literal[1, "a", "b"],
-        {"oneOf": [{"type": "integer", "const": 1}, {"type": "string", "enum": ["a", "b"]}]},
+        "Literal | Literal",
+        Literal["a"] | Literal["b"],
+        {"anyOf": [{"type": "string", "const": "a"}, {"type": "string", "const": "b"}]},
     ),
-    ("int | None", int | None, {"oneOf": [{"type": "integer"}, {"type": "null"}]}),
-    ("Optional[str]", Optional[str], {"oneOf": [{"type": "string"}, {"type": "null"}]}),  # noqa: UP007
-    ("Union[str, bool]", Union[str, bool], {"oneOf": [{"type": "string"}, {"type": "boolean"}]}),  # noqa: UP007
-    ("int | float collapses", int | float, {"type": "number"}),
-    ("Literal | Literal collapses", Literal["a"] | Literal["b"], {"type": "string", "enum": ["a", "b"]}),
-    ("str | Literal collapses", str | Literal["x"], {"type": "string"}),
-    ("duplicate literals merge", Literal["a", "b"] | Literal["b", "c"], {"type": "string", "enum": ["a", "b", "c"]}),
+    ("str | Literal", str | Literal["x"], {"anyOf": [{"type": "string"}, {"type": "string", "const": "x"}]}),
     ("Any | None collapses", Any | None, {}),
-    (
-        "union flattens a mixed Literal",
-        Literal[1, "a"] | None,
-        {"oneOf": [{"type": "integer", "const": 1}, {"type": "string", "const": "a"}, {"type": "null"}]},
-    ),
+    ("a mixed Literal in a union", Literal[1, "a"] | None, {"anyOf": [{"enum": [1, "a"]}, {"type": "null"}]}),
     ("TypedDict", Point, POINT),
     (
         "total=False with Required",
@@ -162,12 +194,12 @@ TABLE: list[tuple[str, Any, Any]] = [
             "additionalProperties": False,
         },
     ),
-    ("TypedDict | None", Point | None, {"oneOf": [POINT, {"type": "null"}]}),
+    ("TypedDict | None", Point | None, {"anyOf": [POINT, {"type": "null"}]}),
     (
         "discriminated TypedDicts",
         Cat | Dog,
         {
-            "oneOf": [
+            "anyOf": [
                 {
                     "type": "object",
                     "properties": {"kind": {"type": "string", "const": "cat"}, "lives": {"type": "integer"}},
@@ -187,7 +219,7 @@ TABLE: list[tuple[str, Any, Any]] = [
         "TypedDicts told apart by a required key",
         HasName | HasId,
         {
-            "oneOf": [
+            "anyOf": [
                 {
                     "type": "object",
                     "properties": {"name": {"type": "string"}},
@@ -204,26 +236,85 @@ TABLE: list[tuple[str, Any, Any]] = [
         },
     ),
     ("array or object", list[int] | dict[str, Any], {
-        "oneOf": [{"type": "array", "items": {"type": "integer"}}, {"type": "object", "additionalProperties": True}]
+        "anyOf": [{"type": "array", "items": {"type": "integer"}}, {"type": "object", "additionalProperties": True}]
     }),
     ("Annotated str", Annotated[int, "how many"], {"type": "integer", "description": "how many"}),
     ("Annotated Field-like", Annotated[str, FieldLike("a name")], {"type": "string", "description": "a name"}),
     (
         "Annotated member of a union keeps its description",
         Annotated[str, "a name"] | None,
-        {"oneOf": [{"type": "string", "description": "a name"}, {"type": "null"}]},
+        {"anyOf": [{"type": "string", "description": "a name"}, {"type": "null"}]},
     ),
     (
-        "merged members keep the first description",
+        "each member keeps its own description",
         Literal["a"] | Annotated[Literal["b"], "letters"],
-        {"type": "string", "enum": ["a", "b"], "description": "letters"},
+        {"anyOf": [{"type": "string", "const": "a"}, {"type": "string", "const": "b", "description": "letters"}]},
     ),
     ("Annotated Doc", Annotated[str, Doc("documented")], {"type": "string", "description": "documented"}),
     ("Annotated ignores other metadata", Annotated[str, 3, "text"], {"type": "string", "description": "text"}),
     (
         "Annotated union",
         Annotated[int | None, "maybe"],
-        {"description": "maybe", "oneOf": [{"type": "integer"}, {"type": "null"}]},
+        {"description": "maybe", "anyOf": [{"type": "integer"}, {"type": "null"}]},
+    ),
+    ("Enum", Color, {"type": "string", "enum": ["red", "green"], "description": "A paint colour."}),
+    ("IntEnum", Level, {"type": "integer", "enum": [1, 2]}),
+    ("StrEnum", Mode, {"type": "string", "enum": ["fast", "safe"]}),
+    (
+        "dataclass",
+        Span,
+        {
+            "type": "object",
+            "description": "A span of lines.",
+            "properties": {
+                "start": {"type": "integer"},
+                "end": {"type": "integer", "default": 10},
+                "tags": {"type": "array", "items": {"type": "string"}},
+            },
+            "required": ["start"],
+            "additionalProperties": False,
+        },
+    ),
+    (
+        "typing_extensions TypedDict with ReadOnly",
+        ExtTyped,
+        {
+            "type": "object",
+            "properties": {"name": {"type": "string"}, "note": {"type": "string"}, "frozen": {"type": "integer"}},
+            "required": ["name", "frozen"],
+            "additionalProperties": False,
+        },
+    ),
+    ("dict[str, int]", dict[str, int], {"type": "object", "additionalProperties": {"type": "integer"}}),
+    (
+        "Mapping[str, list[str]]",
+        Mapping[str, list[str]],
+        {"type": "object", "additionalProperties": {"type": "array", "items": {"type": "string"}}},
+    ),
+    (
+        "tuple[int, str]",
+        tuple[int, str],
+        {"type": "array", "prefixItems": [{"type": "integer"}, {"type": "string"}], "minItems": 2, "maxItems": 2},
+    ),
+    ("tuple[()]", tuple[()], {"type": "array", "maxItems": 0}),
+    ("Ge and Le", Annotated[int, at.Ge(1), at.Le(9)], {"type": "integer", "minimum": 1, "maximum": 9}),
+    (
+        "Gt, Lt and MultipleOf",
+        Annotated[float, at.Gt(0), at.Lt(1), at.MultipleOf(0.25)],
+        {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1, "multipleOf": 0.25},
+    ),
+    ("Interval", Annotated[int, at.Interval(ge=0, lt=5)], {"type": "integer", "minimum": 0, "exclusiveMaximum": 5}),
+    ("MinLen/MaxLen on str", Annotated[str, at.MinLen(1), at.MaxLen(3)], {"type": "string", "minLength": 1, "maxLength": 3}),
+    ("Len on a list", Annotated[list[int], at.Len(1, 2)], {"type": "array", "items": {"type": "integer"}, "minItems": 1, "maxItems": 2}),
+    (
+        "MaxLen on a dict",
+        Annotated[dict[str, Any], at.MaxLen(4)],
+        {"type": "object", "additionalProperties": True, "maxProperties": 4},
+    ),
+    (
+        "a length constraint on Optional goes to the member it fits",
+        Annotated[str | None, at.MaxLen(3)],
+        {"anyOf": [{"type": "string", "maxLength": 3}, {"type": "null"}]},
     ),
 ]
 
@@ -253,12 +344,12 @@ def test_parameter_object_shape() -> None:
             "a": {"type": "integer"},
             "b": {"type": "string", "default": "x"},
             "c": {"type": "boolean"},
-            "d": {"default": None, "oneOf": [{"type": "number"}, {"type": "null"}]},
+            "d": {"default": None, "anyOf": [{"type": "number"}, {"type": "null"}]},
         },
         "required": ["a", "c"],
+        "additionalProperties": False,  # the root is closed, as both peers close it
     }
     assert list(definition.parameters["properties"]) == ["a", "b", "c", "d"]
-    assert "additionalProperties" not in definition.parameters  # the root stays open
 
 
 def test_no_parameters() -> None:
@@ -268,7 +359,7 @@ def test_no_parameters() -> None:
 
     from dsh_codegen.registry._typed import tool
 
-    assert tool(ping).parameters == {"type": "object", "properties": {}}
+    assert tool(ping).parameters == {"type": "object", "properties": {}, "additionalProperties": False}
 
 
 def test_defaults_recorded_only_when_lossless() -> None:
