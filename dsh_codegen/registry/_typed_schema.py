@@ -513,10 +513,13 @@ class SchemaBuilder:
             if args == ((),):  # tuple[()] spelled the old way
                 args = ()
             items = [_Slot() for _ in args]
-            if items:  # the dialect wants a non-empty prefixItems: tuple[()] is just maxItems 0
+            # exact: items false closes the tail (the SDKs render tuple[A, B] / [A, B]);
+            # the dialect wants a non-empty prefixItems, so tuple[()] is just items false
+            if items:
                 node["prefixItems"] = [item.schema for item in items]
+            node["items"] = False
+            if items:
                 node["minItems"] = len(items)
-            node["maxItems"] = len(items)
 
             def done_prefix() -> None:
                 converters = [item.converter for item in items]

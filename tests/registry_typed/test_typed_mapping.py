@@ -294,9 +294,9 @@ TABLE: list[tuple[str, Any, Any]] = [
     (
         "tuple[int, str]",
         tuple[int, str],
-        {"type": "array", "prefixItems": [{"type": "integer"}, {"type": "string"}], "minItems": 2, "maxItems": 2},
+        {"type": "array", "prefixItems": [{"type": "integer"}, {"type": "string"}], "items": False, "minItems": 2},
     ),
-    ("tuple[()]", tuple[()], {"type": "array", "maxItems": 0}),
+    ("tuple[()]", tuple[()], {"type": "array", "items": False}),
     ("Ge and Le", Annotated[int, at.Ge(1), at.Le(9)], {"type": "integer", "minimum": 1, "maximum": 9}),
     (
         "Gt, Lt and MultipleOf",
