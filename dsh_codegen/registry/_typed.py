@@ -1,19 +1,21 @@
-"""The ``@tool`` decorator: a typed ``async def`` becomes a ``define_tool`` definition.
+"""The ``@tool`` decorator: a typed function becomes a registrable ``ToolDefinition``.
 
 The parameters come from the signature (types) and the docstring (the
 description's first paragraph and a Google-style ``Args:`` section); the
-output schema comes from the return annotation. The result is an ordinary
-:class:`ToolDefinition` made by :func:`define_tool`, so the registry validates
+output schema comes from the return annotation. Both schemas are written in
+the tool-schema dialect by :mod:`dsh_codegen.registry._typed_schema`; the
+result is an ordinary :class:`ToolDefinition` with ``validates_arguments``,
+checked as ``define_tool`` checks its input, so the registry validates
 arguments before the body and the output after it, as for any definition.
 
-Guaranteed: the body is called as ``await fn(**declared, run=run)`` with only
-the declared parameter names that are present in the (validated, frozen)
-arguments (a value annotated ``tuple[T, ...]`` arrives as a tuple); absent
+Guaranteed: the parameter root is closed; the body is called as
+``await fn(**declared, run=run)`` with the declared names present in the
+(validated, frozen) arguments, converted where the annotation promises more
+than JSON (tuples, enum members, dataclass and model instances); absent
 optional parameters take their Python defaults; the schemas never apply
-defaults. Every annotation is mapped by one explicit-stack walk
-(no recursion); an annotation the JSON-Schema subset cannot express exactly is
-a ``TypeError`` at decoration time naming the function, the parameter, the
-place inside the annotation and the type.
+defaults. An annotation the dialect cannot express is a ``TypeError`` at
+decoration time naming the function, the parameter, the place inside the
+annotation and the type.
 """
 
 from __future__ import annotations
@@ -400,7 +402,7 @@ def tool(
 
     The name defaults to the function's ``__name__``, the description to the
     docstring's first paragraph. Each parameter (except ``run``, which
-    receives the :class:`ToolRunContext`) becomes a property of the open
+    receives the :class:`ToolRunContext`) becomes a property of the closed
     parameter object: required unless it has a default, described by
     ``Annotated[T, "text"]`` or the docstring's ``Args:`` entry, with a
     lossless-JSON default recorded as the ``default`` annotation. The return
@@ -415,7 +417,8 @@ def tool(
 
     Raised errors: ``TypeError`` for a generator or async generator function, a
     parameter not passable by keyword, a missing annotation, an unsupported
-    or recursive type or overlapping union members; ``ValueError`` for a
+    type, a constraint that does not fit or a default that does not match
+    (docs/typed-tools.md, "Type mapping"); ``ValueError`` for a
     missing description or a docstring ``Args:`` entry that names no
     parameter; whatever :func:`define_tool` raises (name, timeout, callbacks).
     """

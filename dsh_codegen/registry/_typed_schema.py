@@ -15,6 +15,7 @@ from __future__ import annotations
 import collections.abc
 import dataclasses
 import enum
+import inspect
 import math
 import sys
 import types
@@ -76,7 +77,7 @@ def _pydantic_attr(name: str) -> Any:
     return None if module is None else getattr(module, name, None)
 
 
-def is_typed_dict(tp: object) -> bool:
+def _is_typed_dict(tp: object) -> bool:
     """``typing`` and ``typing_extensions`` TypedDicts alike (the latter is a separate class on 3.11)."""
     return (
         isinstance(tp, type)
@@ -92,10 +93,8 @@ def _is_model(tp: object) -> bool:
     return base is not None and isinstance(tp, type) and issubclass(tp, base)
 
 
-def own_doc(tp: type) -> str:
+def _own_doc(tp: type) -> str:
     """A class's own docstring, first paragraph, lines joined by one space ("" when inherited or absent)."""
-    import inspect
-
     doc = tp.__dict__.get("__doc__")
     if not isinstance(doc, str) or (dataclasses.is_dataclass(tp) and doc.startswith(f"{tp.__name__}(")):
         return ""  # absent, or the signature text @dataclass writes when there is no docstring
@@ -322,6 +321,8 @@ class SchemaBuilder:
         stack: list[tuple[Any, ...]],
     ) -> None:
         tp, description, constraints = self._unwrap(annotation, where, path)
+        while isinstance(tp, typing.NewType):  # NewType("UserId", int) is its supertype on the wire
+            tp = tp.__supertype__
         if description is not None:
             extra = extra | {"description": description}
         node = slot.schema
@@ -350,7 +351,7 @@ class SchemaBuilder:
             self._mapping(slot, tp, where, path, on_path, stack)
         elif isinstance(tp, type) and issubclass(tp, enum.Enum):
             self._enum(slot, tp, where, path)
-        elif isinstance(tp, type) and (is_typed_dict(tp) or dataclasses.is_dataclass(tp) or _is_model(tp)):
+        elif isinstance(tp, type) and (_is_typed_dict(tp) or dataclasses.is_dataclass(tp) or _is_model(tp)):
             self._class(slot, tp, where, path, on_path, stack)
         else:
             self.unsupported(where, path, tp)
@@ -456,7 +457,7 @@ class SchemaBuilder:
         if len(kinds) == 1:
             node["type"] = kinds.pop()
         node["enum"] = [snapshot_json(value, freeze=False) for value in values]
-        doc = own_doc(tp)
+        doc = _own_doc(tp)
         if doc:
             node["description"] = doc
         slot.converter = _Member(tp)
@@ -618,7 +619,7 @@ class SchemaBuilder:
         fields, closed = self._fields(tp, where, path)
         node = slot.schema
         node["type"] = "object"
-        doc = own_doc(tp)
+        doc = _own_doc(tp)
         if doc:
             node["description"] = doc
         slots = [_Slot() for _ in fields]

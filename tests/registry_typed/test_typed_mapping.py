@@ -257,6 +257,7 @@ TABLE: list[tuple[str, Any, Any]] = [
         Annotated[int | None, "maybe"],
         {"description": "maybe", "anyOf": [{"type": "integer"}, {"type": "null"}]},
     ),
+    ("NewType", typing.NewType("UserId", int), {"type": "integer"}),
     ("Enum", Color, {"type": "string", "enum": ["red", "green"], "description": "A paint colour."}),
     ("IntEnum", Level, {"type": "integer", "enum": [1, 2]}),
     ("StrEnum", Mode, {"type": "string", "enum": ["fast", "safe"]}),
