@@ -524,7 +524,8 @@ class SchemaBuilder:
 
             def done_prefix() -> None:
                 converters = [item.converter for item in items]
-                slot.converter = _Items(tuple, None, converters)
+                # no position converts: a plain tuple() of the array
+                slot.converter = _Items(tuple, None, converters if any(converters) else None)
 
             stack.append(("done", done_prefix))
             stack.extend(
