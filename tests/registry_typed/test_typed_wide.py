@@ -244,3 +244,35 @@ def test_a_default_outside_the_constraints_is_refused() -> None:
 
     with pytest.raises(TypeError, match=r'parameter "bad": the default 5 does not match the type .* \(at bad\.n\)'):
         tool(nested)
+
+
+def _same_name_classes() -> tuple[type, type]:
+    @dataclasses.dataclass
+    class Node:
+        value: int
+        next: Node | None = None
+
+    first = Node
+
+    @dataclasses.dataclass
+    class Node:  # type: ignore[no-redef]
+        label: str
+        kids: list[Node] = dataclasses.field(default_factory=list)
+
+    return first, Node
+
+
+def test_recursive_classes_sharing_a_name_get_distinct_defs() -> None:
+    first, second = _same_name_classes()
+
+    async def body(a: Any, b: Any) -> None:
+        """Two lists."""
+
+    body.__annotations__ = {"a": first, "b": second, "return": None}
+    # the classes' own string annotations name "Node": resolve each in its own namespace
+    first.__annotations__ = {"value": int, "next": first | None}
+    second.__annotations__ = {"label": str, "kids": list[second]}  # type: ignore[valid-type]
+    params = tool(body).parameters
+    assert params["properties"] == {"a": {"$ref": "#/$defs/Node"}, "b": {"$ref": "#/$defs/Node2"}}
+    assert params["$defs"]["Node2"]["properties"]["kids"] == {"type": "array", "items": {"$ref": "#/$defs/Node2"}}
+    assert params["$defs"]["Node"]["properties"]["next"]["anyOf"][0] == {"$ref": "#/$defs/Node"}
