@@ -241,7 +241,7 @@ def _map_parameters(
             required.append(param.name)
         elif is_json_value(param.default):
             schema["default"] = snapshot_json(param.default, freeze=False)
-            builder.defaults.append((schema, param.default, where, param.name, hints[param.name]))
+            builder.defaults.append((schema, param.default, where, None, hints[param.name]))
         properties[param.name] = schema
         if converter is not None:
             out.converters.append((param.name, converter))

@@ -269,8 +269,9 @@ class SchemaBuilder:
         self._def_names: dict[int, str] = {}
         self._def_converters: dict[int, Converter | None] = {}
         self._unions: list[_Branches] = []
-        #: (node, default, where, path, annotation): defaults to check once $defs are complete
-        self.defaults: list[tuple[dict[str, Any], object, str, str, object]] = []
+        #: (node, default, where, path inside the annotation or None at the top, annotation):
+        #: defaults to check once $defs are complete
+        self.defaults: list[tuple[dict[str, Any], object, str, str | None, object]] = []
 
     def fail(self, where: str, path: str, detail: str) -> NoReturn:
         raise TypeError(f"{self.owner}: {where}: {detail} (at {path})")
@@ -304,9 +305,8 @@ class SchemaBuilder:
             schema = node | {"$defs": self.defs} if self.defs else node
             if not compile_validator(schema).is_valid(default):
                 detail = f"the default {default!r} does not match the type {type_text(annotation)}"
-                if path.count(".") or path.count("["):
-                    raise TypeError(f"{self.owner}: {where}: {detail} (at {path})")
-                raise TypeError(f"{self.owner}: {where}: {detail}")
+                at = "" if path is None else f" (at {path})"
+                raise TypeError(f"{self.owner}: {where}: {detail}{at}")
 
     # --- one annotation -------------------------------------------------------------------
 
