@@ -6,15 +6,18 @@ program does not need, and it is small enough to read whole. Three roles:
 
 ``zygote``  the fork server. Imports everything a program run needs, then
             waits on the control socket (fd 3, ``SOCK_SEQPACKET``) for ``fork``
-            requests carrying the run's three pipe ends; forks one child per
-            request (a child never runs twice; the zygote never runs user code),
-            and reports each child's exit. It is a child subreaper: everything
-            a program spawned ends up its child, is killed with the run's
-            process group and session, and is reaped here.
+            requests; forks one child per request on three new pipes whose far
+            ends it hands to the host (a child never runs twice; the zygote never
+            runs user code), and reports each child's exit. The host asks
+            ahead, so a spare child waits, set up, for its run's init frame.
+            It is a child subreaper: everything a program spawned ends up its
+            child, is killed with the run's process group and session, and is
+            reaped here.
 ``keeper``  the same duty for one run, for the plain-spawn strategy: forks the
             program process, reports its exit on fd 5, and exits.
-``run``     (inside either) the program process itself: reads the init frame
-            from fd 3, runs the program, writes frames to fd 4.
+``run``     (inside either) the program process itself: sets up its event
+            loop and bindings, reads the init frame from fd 3, runs the
+            program, writes frames to fd 4.
 
 Frames are JSON lines (UTF-8, ASCII-escaped by the writer here). Child to host:
 ``{"t":"call","id":n,"tool":name,"args":v}``, ``{"t":"log","text":s}``,
@@ -237,16 +240,24 @@ class ToolCallError(Exception):
 class _Channel:
     """The program's end of the protocol: numbered calls out, results in."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, names: frozenset[str], max_log_bytes: int) -> None:
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
-        self.names = names
+        self.bindings: dict[str, _Binding] = {}
         self.pending: dict[int, tuple[str, asyncio.Future[object]]] = {}
         self.next_id = 0
-        self.log_room = max_log_bytes
+        self.log_room = 0
         self.log_closed = False
         self.buffer = bytearray()
+
+    def open(self, names: list[str], max_log_bytes: int, rest: bytes) -> None:
+        """Bind the run's tools and start reading answers (``rest``: what came after the init frame)."""
+        self.bindings.update((name, _Binding(self, name)) for name in names)
+        self.log_room = max_log_bytes
+        self.buffer += rest
         os.set_blocking(_FD_IN, False)
-        loop.add_reader(_FD_IN, self._readable)
+        self.loop.add_reader(_FD_IN, self._readable)
+        if rest:
+            self.loop.call_soon(self._readable)
 
     def send(self, frame: str) -> None:
         _write_all(_FD_OUT, frame.encode("ascii") + b"\n")
@@ -320,7 +331,7 @@ class _Binding:
 
 
 def _make_tools(channel: _Channel) -> object:
-    bindings = {name: _Binding(channel, name) for name in channel.names}
+    bindings = channel.bindings  # filled when the run's init frame names the tools
 
     class Tools:
         """The tool bindings: ``await tools.name(args)`` or ``await tools["name"](args)``."""
@@ -400,7 +411,32 @@ def _apply_limits(limits: dict[str, object]) -> None:
 
 
 def run_program() -> None:
-    """The program process: init frame in, frames out, then ``os._exit``."""
+    """The program process: set up before its run is known, then init frame in, frames out, ``os._exit``.
+
+    Everything that does not depend on the run (the event loop, the bindings'
+    class, the program's builtins) is made before the init frame is read, so a
+    fork server's spare child has it ready when its run arrives.
+    """
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    channel = _Channel(loop)
+
+    def program_print(*values: object, sep: str | None = " ", end: str | None = "\n", file: object = None,
+                      flush: bool = False) -> None:
+        if file is not None:
+            builtins.print(*values, sep=sep, end=end, file=file, flush=flush)  # type: ignore[call-overload]
+            return
+        channel.log((" " if sep is None else sep).join(map(str, values)))
+
+    # ``print`` is replaced in the program's own copy of the builtins, so its globals hold
+    # exactly the two bindings.
+    program_builtins = dict(builtins.__dict__, print=program_print)
+    namespace: dict[str, object] = {
+        "__name__": "__program__",
+        "__builtins__": program_builtins,
+        "tools": _make_tools(channel),
+        "ToolCallError": ToolCallError,
+    }
     init = b""
     while not init.endswith(b"\n"):
         chunk = os.read(_FD_IN, 1 << 20)
@@ -423,29 +459,7 @@ def run_program() -> None:
         message = f"the run could not be confined: {error}"
         _write_all(_FD_OUT, ('{"t":"fail","kind":"exception","message":%s}\n' % _ENCODE_STR(message)).encode("ascii"))
         os._exit(0)
-    loop = asyncio.new_event_loop()
-    asyncio.set_event_loop(loop)
-    channel = _Channel(loop, frozenset(config["tools"]), int(limits["max_log_bytes"]))  # type: ignore[index, call-overload]
-    channel.buffer += rest
-    if rest:
-        loop.call_soon(channel._readable)
-
-    def program_print(*values: object, sep: str | None = " ", end: str | None = "\n", file: object = None,
-                      flush: bool = False) -> None:
-        if file is not None:
-            builtins.print(*values, sep=sep, end=end, file=file, flush=flush)  # type: ignore[call-overload]
-            return
-        channel.log((" " if sep is None else sep).join(map(str, values)))
-
-    # ``print`` is replaced in the program's own copy of the builtins, so its globals hold
-    # exactly the two bindings.
-    program_builtins = dict(builtins.__dict__, print=program_print)
-    namespace: dict[str, object] = {
-        "__name__": "__program__",
-        "__builtins__": program_builtins,
-        "tools": _make_tools(channel),
-        "ToolCallError": ToolCallError,
-    }
+    channel.open(config["tools"], int(limits["max_log_bytes"]), rest)  # type: ignore[index, call-overload]
     try:
         exec(_compile_program(code), namespace)  # noqa: S102 (running the program is the job)
         value = loop.run_until_complete(namespace["__program__"]())  # type: ignore[operator]
@@ -643,8 +657,29 @@ def zygote() -> None:
     selector.register(control, selectors.EVENT_READ)
     selector.register(wake_r, selectors.EVENT_READ)
 
-    def reply(text: str) -> None:
-        control.sendall(text.encode("ascii"))
+    def reply(text: str, fds: tuple[int, ...] = ()) -> None:
+        try:
+            socket.send_fds(control, [text.encode("ascii")], fds)
+        except OSError:
+            pass  # the host is gone: the socket's end of file, read next, stops everything
+
+    def spare(request_id: int) -> None:
+        """Fork a child for a future run on three new pipes, and hand the host its ends of them."""
+        pipes: list[int] = []
+        try:
+            for _ in range(3):
+                pipes.extend(os.pipe())
+            frames_in, host_in, host_out, frames_out, host_raw, raw = pipes
+            pid = _fork_program((frames_in, frames_out, raw), (control.fileno(), wake_r, wake_w, host_in, host_out,
+                                                                host_raw))
+        except OSError as error:  # EMFILE, EAGAIN and friends: this request fails, the server stays
+            reply('{"op":"failed","id":%d,"message":%s}' % (request_id, _ENCODE_STR(str(error))))
+        else:
+            live.add(pid)
+            reply('{"op":"forked","id":%d,"pid":%d}' % (request_id, pid), (host_in, host_out, host_raw))
+        finally:
+            for fd in pipes:
+                os.close(fd)
 
     def finish(pid: int) -> None:
         report = _collect(pid)
@@ -670,26 +705,16 @@ def zygote() -> None:
                     live.discard(pid)
                     _sweep(pid, live)
                 os._exit(0)
+            for fd in fds:  # no request carries descriptors
+                os.close(fd)
             request = json.loads(message)
-            if request["op"] == "fork" and len(fds) == 3:
-                try:
-                    pid = _fork_program((fds[0], fds[1], fds[2]), (control.fileno(), wake_r, wake_w))
-                except OSError as error:  # EAGAIN and friends: this run fails, the server stays
-                    reply('{"op":"failed","id":%d,"message":%s}' % (request["id"], _ENCODE_STR(str(error))))
-                else:
-                    live.add(pid)
-                    reply('{"op":"forked","id":%d,"pid":%d}' % (request["id"], pid))
-                finally:
-                    for fd in fds:
-                        os.close(fd)
+            if request["op"] == "fork":
+                spare(request["id"])
             elif request["op"] == "kill" and request["pid"] in live:
                 try:
                     os.killpg(request["pid"], signal.SIGKILL)
                 except ProcessLookupError:
                     pass
-            else:
-                for fd in fds:
-                    os.close(fd)
 
 
 if __name__ == "__main__":

@@ -23,7 +23,7 @@ from dsh_codegen.codemode._processes import (
     Child,
     ExitReport,
     ForkServer,
-    RunFds,
+    RunPipes,
     child_env,
     fork_server_supported,
     spawn_keeper,
@@ -129,6 +129,7 @@ class PythonSubprocessRuntime:
         self._env = child_env()
         self._server: ForkServer | None = None
         self._runs: set[_Run] = set()
+        self._removals: set[asyncio.Future[None]] = set()
         self._closed = False
 
     def __repr__(self) -> str:
@@ -142,7 +143,8 @@ class PythonSubprocessRuntime:
         await self.aclose()
 
     async def aclose(self) -> None:
-        """Stop the fork server (if one started); no process of this runtime outlives it.
+        """Stop the fork server (if one started); no process of this runtime outlives it, no
+        working directory either.
 
         Cancellation: the close completes (bounded: a grace period, then
         SIGKILL) before ``CancelledError`` propagates. Runs still in flight are
@@ -158,15 +160,27 @@ class PythonSubprocessRuntime:
         server, self._server = self._server, None
         if server is not None:
             await server.aclose()
+        if self._removals:
+            await _finish(asyncio.ensure_future(asyncio.wait(list(self._removals))))
 
-    async def _launch(self, fds: RunFds) -> Child:
+    async def _launch(self) -> tuple[Child, RunPipes]:
         if self._closed:  # closed while this run was being set up: start nothing
             raise OSError("the runtime was closed")
         if self.start == "spawn":
-            return await spawn_keeper(self._python, fds, self._env)
+            return await spawn_keeper(self._python, self._env)
         if self._server is None:
             self._server = ForkServer(self._python, self._env)
-        return await self._server.fork(fds)
+        return await self._server.fork()
+
+    def _remove_later(self, workdir: str) -> None:
+        """Remove a finished run's working directory in a worker thread; :meth:`aclose` waits for it.
+
+        Removing a directory is a journal write on a disk-backed ``/tmp``
+        (milliseconds on a busy disk), which the run's caller need not wait for.
+        """
+        removal = asyncio.get_running_loop().run_in_executor(None, shutil.rmtree, workdir, True)
+        self._removals.add(removal)
+        removal.add_done_callback(self._removals.discard)
 
     async def run(self, request: CodeRunRequest) -> CodeRunResult:
         """Run ``request.code`` in a fresh process and describe how it ended.
@@ -222,7 +236,10 @@ class _Run:
             result = await self._drive()
         finally:
             # On every exit path (a result, a cancellation, a defect): kill, reap, close, remove.
-            await _finish(asyncio.ensure_future(self._cleanup()))
+            if self.child is not None and not self.child.exited.done():
+                await _finish(asyncio.ensure_future(self._cleanup()))
+            else:  # the common case: the child is reaped already, nothing to wait for
+                self._release()
             self.runtime._runs.discard(self)
         return result
 
@@ -233,22 +250,16 @@ class _Run:
     async def _drive(self) -> CodeRunResult:
         runtime = self.runtime
         self.workdir = tempfile.mkdtemp(prefix="dsh-run-")
-        in_r, in_w = os.pipe()
-        out_r, out_w = os.pipe()
-        raw_r, raw_w = os.pipe()
-        child_fds = RunFds(in_r, out_w, raw_w)
-        self.host_fds = [in_w, out_r, raw_r]
-        self.write_fd = in_w
-        for fd in self.host_fds:
-            os.set_blocking(fd, False)
-        # The init frame goes into the pipe before the child exists, so it never waits for it.
-        self._send(self._init_frame())
         try:
-            self.child = await runtime._launch(child_fds)
+            self.child, pipes = await runtime._launch()
         except OSError as error:  # no process to run the program in (fork or spawn refused)
             return CodeRunFailure("worker-exit", f"the program process could not be started: {error}")
-        finally:
-            child_fds.close()
+        out_r, raw_r = pipes.from_child, pipes.raw
+        self.host_fds = [pipes.to_child, out_r, raw_r]
+        self.write_fd = pipes.to_child
+        for fd in self.host_fds:
+            os.set_blocking(fd, False)
+        self._send(self._init_frame())  # what the child (perhaps set up and waiting already) starts from
         self.loop.add_reader(out_r, self._on_frames, out_r)
         self.loop.add_reader(raw_r, self._on_raw, raw_r)
         self.reading = [out_r, raw_r]
@@ -318,13 +329,17 @@ class _Run:
         return CodeRunSuccess(logs, result.result)
 
     async def _cleanup(self) -> None:
-        """Kill, reap and wait for the child's keeper; close our pipe ends; remove the workdir."""
+        """Kill, reap and wait for the child's keeper; close our pipe ends; have the workdir removed."""
         child = self.child
         if child is not None:
             if not child.exited.done():
                 child.kill()
                 with contextlib.suppress(asyncio.TimeoutError):
                     await asyncio.wait_for(asyncio.shield(child.exited), _EXIT_GRACE_S + 1.0)
+        self._release()
+
+    def _release(self) -> None:
+        """Stop watching and close our pipe ends; have the workdir removed."""
         for fd in self.reading:
             self.loop.remove_reader(fd)
         if self.writing:
@@ -335,10 +350,7 @@ class _Run:
         self.host_fds = []
         if self.workdir is not None:
             workdir, self.workdir = self.workdir, None
-            try:
-                os.rmdir(workdir)  # the common case: the program left nothing behind
-            except OSError:
-                await self.loop.run_in_executor(None, shutil.rmtree, workdir, True)
+            self.runtime._remove_later(workdir)
 
     # --- the host's writes ------------------------------------------------------------------
 
@@ -489,7 +501,10 @@ class _Run:
         except Exception as error:  # dispatch never raises by contract; a broken one fails the call only
             self._answer(call_id, None, _message(error))
             return
-        future.add_done_callback(lambda done: self._on_result(call_id, done))
+        if future.done():  # settled at once (a cached or rejected call): answer without a loop turn
+            self._on_result(call_id, future)
+        else:
+            future.add_done_callback(lambda done: self._on_result(call_id, done))
 
     def _on_result(self, call_id: int, done: asyncio.Future[JsonValue]) -> None:
         if self.outcome.done() or self.completion is not None:
