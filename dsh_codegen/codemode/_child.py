@@ -508,11 +508,20 @@ def _become_subreaper() -> None:
 
 
 def _children() -> list[int]:
+    """Our direct children (read with bare system calls: this runs after every run's exit)."""
     try:
-        with open(f"/proc/self/task/{os.getpid()}/children", "rb") as handle:
-            return [int(pid) for pid in handle.read().split()]
+        fd = os.open(f"/proc/self/task/{os.getpid()}/children", os.O_RDONLY | os.O_CLOEXEC)
     except OSError:
         return []
+    try:
+        data = b""
+        while chunk := os.read(fd, 1 << 16):
+            data += chunk
+    except OSError:
+        return []
+    finally:
+        os.close(fd)
+    return [int(pid) for pid in data.split()]
 
 
 def _reap_strays(live: set[int]) -> None:
@@ -552,31 +561,29 @@ def _status_text(status: int, cpu: float) -> str:
 def _sweep(group: int, live_sessions: set[int], deadline_s: float = 2.0) -> None:
     """Kill ``group`` and every orphan of ours outside a live run; reap until it is gone."""
     stop = time.monotonic() + deadline_s
-    while time.monotonic() < stop:
+    while True:
         empty = False
         try:
             os.killpg(group, signal.SIGKILL)
-        except ProcessLookupError:
+        except (ProcessLookupError, PermissionError):
             empty = True
-        except PermissionError:
-            empty = True
-        strays = []
+        strays = False
         for pid in _children():
             if pid in live_sessions:
                 continue  # a live run's leader (perhaps not yet in its own session)
             try:
                 session = os.getsid(pid)
             except ProcessLookupError:
-                continue
-            if session not in live_sessions:
-                strays.append(pid)
-        for pid in strays:
+                session = -1  # already a zombie: reaped below
+            if session in live_sessions:
+                continue  # an orphan of a run still going: that run's end sweeps it
+            strays = True
             try:
                 os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
+                os.waitpid(pid, os.WNOHANG)
+            except (ProcessLookupError, ChildProcessError):
                 pass
-        _reap_strays(live_sessions)
-        if empty and not strays:
+        if (empty and not strays) or time.monotonic() >= stop:
             return
         time.sleep(0.0005)
 

@@ -178,7 +178,7 @@ class PythonSubprocessRuntime:
         Removing a directory is a journal write on a disk-backed ``/tmp``
         (milliseconds on a busy disk), which the run's caller need not wait for.
         """
-        removal = asyncio.get_running_loop().run_in_executor(None, shutil.rmtree, workdir, True)
+        removal = asyncio.get_running_loop().run_in_executor(None, _remove_tree, workdir)
         self._removals.add(removal)
         removal.add_done_callback(self._removals.discard)
 
@@ -536,6 +536,13 @@ class _Run:
         if payload_bytes + logs_bytes > cap:
             result = CodeRunFailure("output-limit", f"outer output exceeded {cap} bytes")
         self.completion = result
+
+
+def _remove_tree(path: str) -> None:
+    try:
+        os.rmdir(path)  # the common case: the program left nothing behind
+    except OSError:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def _message(error: BaseException) -> str:
