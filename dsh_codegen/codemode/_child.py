@@ -44,7 +44,7 @@ import socket
 import sys
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NoReturn
 
 _FD_IN = 3
 _FD_OUT = 4
@@ -410,12 +410,12 @@ def _apply_limits(limits: dict[str, object]) -> None:
         resource.setrlimit(resource.RLIMIT_NPROC, (processes, processes))
 
 
-def run_program() -> None:
+def run_program(ahead: bool) -> None:
     """The program process: set up before its run is known, then init frame in, frames out, ``os._exit``.
 
     Everything that does not depend on the run (the event loop, the bindings'
     class, the program's builtins) is made before the init frame is read, so a
-    fork server's spare child has it ready when its run arrives.
+    fork server's spare child (``ahead``) has it ready when its run arrives.
     """
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
@@ -437,6 +437,12 @@ def run_program() -> None:
         "tools": _make_tools(channel),
         "ToolCallError": ToolCallError,
     }
+    if ahead:
+        # The first compile and the first turn of the loop in a fresh fork are mostly
+        # copy-on-write faults; a spare takes them now, while no run waits for it.
+        warm: dict[str, object] = {"__builtins__": builtins}
+        exec(_compile_program("return None"), warm)  # noqa: S102 (a fixed program of ours)
+        loop.run_until_complete(warm["__program__"]())  # type: ignore[operator]
     init = b""
     while not init.endswith(b"\n"):
         chunk = os.read(_FD_IN, 1 << 20)
@@ -467,20 +473,22 @@ def run_program() -> None:
         if isinstance(error, SystemExit) and not error.code:
             value = None
         else:
-            channel.send('{"t":"fail","kind":"exception","message":%s}' % _ENCODE_STR(_describe(error)))
-            os._exit(0)
+            _complete('{"t":"fail","kind":"exception","message":%s}' % _ENCODE_STR(_describe(error)))
     if value is None:
-        channel.send('{"t":"done"}')
-    else:
-        try:
-            text = dump(value)
-        except Lossy:
-            channel.send('{"t":"fail","kind":"invalid-output"}')
-            os._exit(0)
-        if len(text) > int(limits["max_output_bytes"]) * 6 + 64:  # type: ignore[call-overload]
-            channel.send('{"t":"fail","kind":"output-limit"}')  # ASCII escapes at most 6x the UTF-8 size
-        else:
-            channel.send('{"t":"done","result":' + text + "}")
+        _complete('{"t":"done"}')
+    try:
+        text = dump(value)
+    except Lossy:
+        _complete('{"t":"fail","kind":"invalid-output"}')
+    if len(text) > int(limits["max_output_bytes"]) * 6 + 64:  # type: ignore[call-overload]
+        _complete('{"t":"fail","kind":"output-limit"}')  # ASCII escapes at most 6x the UTF-8 size
+    _complete('{"t":"done","result":' + text + "}")
+
+
+def _complete(frame: str) -> NoReturn:
+    """Send the completion frame, close the frame stream (the host's end of file) and exit."""
+    _write_all(_FD_OUT, frame.encode("ascii") + b"\n")
+    os.close(_FD_OUT)  # now, not after the exit has torn the address space down
     os._exit(0)
 
 
@@ -588,8 +596,8 @@ def _sweep(group: int, live_sessions: set[int], deadline_s: float = 2.0) -> None
         time.sleep(0.0005)
 
 
-def _fork_program(fds: tuple[int, int, int], closing: tuple[int, ...]) -> int:
-    """Fork the program process onto fds 3 (in), 4 (out) and 1/2 (raw output)."""
+def _fork_program(fds: tuple[int, int, int], closing: tuple[int, ...], ahead: bool) -> int:
+    """Fork the program process onto fds 3 (in), 4 (out) and 1/2 (raw output); ``ahead``: before its run is known."""
     pid = os.fork()
     if pid:
         return pid
@@ -611,7 +619,7 @@ def _fork_program(fds: tuple[int, int, int], closing: tuple[int, ...]) -> int:
         signal.set_wakeup_fd(-1)
         sys.stdout = open(1, "w", closefd=False)  # noqa: SIM115
         sys.stderr = open(2, "w", closefd=False)  # noqa: SIM115
-        run_program()
+        run_program(ahead)
     finally:
         os._exit(71)
 
@@ -634,7 +642,7 @@ def keeper() -> None:
     signal.signal(signal.SIGTERM, stop)
     # A stop request arriving around the fork waits until the program's pid is known.
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
-    pid = _fork_program((_FD_IN, _FD_OUT, 1), ())
+    pid = _fork_program((_FD_IN, _FD_OUT, 1), (), ahead=False)
     for fd in (_FD_IN, _FD_OUT, 0, 1, 2):
         os.close(fd)
     try:
@@ -678,7 +686,7 @@ def zygote() -> None:
                 pipes.extend(os.pipe())
             frames_in, host_in, host_out, frames_out, host_raw, raw = pipes
             pid = _fork_program((frames_in, frames_out, raw), (control.fileno(), wake_r, wake_w, host_in, host_out,
-                                                                host_raw))
+                                                                host_raw), ahead=True)
         except OSError as error:  # EMFILE, EAGAIN and friends: this request fails, the server stays
             reply('{"op":"failed","id":%d,"message":%s}' % (request_id, _ENCODE_STR(str(error))))
         else:

@@ -130,6 +130,7 @@ class PythonSubprocessRuntime:
         self._server: ForkServer | None = None
         self._runs: set[_Run] = set()
         self._removals: set[asyncio.Future[None]] = set()
+        self._exiting: dict[str, asyncio.Future[ExitReport]] = {}  # completed runs' workdirs, until reaped
         self._closed = False
 
     def __repr__(self) -> str:
@@ -154,12 +155,15 @@ class PythonSubprocessRuntime:
         for run in list(self._runs):
             run.stop(CodeRunFailure("worker-exit", "the runtime was closed during the run"))
         exits = [run.child.exited for run in self._runs if run.child is not None]
+        exits += self._exiting.values()
         if exits:
             waiting = asyncio.ensure_future(asyncio.wait(exits, timeout=_EXIT_GRACE_S + 1.0))
             await _finish(waiting)
         server, self._server = self._server, None
         if server is not None:
             await server.aclose()
+        for workdir in list(self._exiting):  # their processes are gone with the server (or the grace ran out)
+            self._exited(workdir)
         if self._removals:
             await _finish(asyncio.ensure_future(asyncio.wait(list(self._removals))))
 
@@ -171,6 +175,15 @@ class PythonSubprocessRuntime:
         if self._server is None:
             self._server = ForkServer(self._python, self._env)
         return await self._server.fork()
+
+    def _remove_after(self, child: Child, workdir: str) -> None:
+        """Remove ``workdir`` once ``child`` (killed already) has been reaped."""
+        self._exiting[workdir] = child.exited
+        child.exited.add_done_callback(lambda _: self._exited(workdir))
+
+    def _exited(self, workdir: str) -> None:
+        if self._exiting.pop(workdir, None) is not None:
+            self._remove_later(workdir)
 
     def _remove_later(self, workdir: str) -> None:
         """Remove a finished run's working directory in a worker thread; :meth:`aclose` waits for it.
@@ -236,10 +249,20 @@ class _Run:
             result = await self._drive()
         finally:
             # On every exit path (a result, a cancellation, a defect): kill, reap, close, remove.
-            if self.child is not None and not self.child.exited.done():
-                await _finish(asyncio.ensure_future(self._cleanup()))
-            else:  # the common case: the child is reaped already, nothing to wait for
+            child = self.child
+            if child is None or child.exited.done():
                 self._release()
+            elif self._completed():
+                # The program completed and closed its frame stream: its process is on its
+                # way out. It (and anything it left behind) is killed and reaped without the
+                # caller waiting; the workdir goes once it has; aclose() waits for both.
+                child.kill()
+                workdir, self.workdir = self.workdir, None
+                self._release()
+                if workdir is not None:
+                    self.runtime._remove_after(child, workdir)
+            else:
+                await _finish(asyncio.ensure_future(self._cleanup()))
             self.runtime._runs.discard(self)
         return result
 
@@ -300,9 +323,14 @@ class _Run:
         self.outcome.set_result(result)
 
     def _check_end(self) -> None:
-        """The run ends normally once the child has exited and its frame stream is closed."""
-        if self.child is not None and self.child.exited.done() and self.frames_eof:
+        """The run ends normally once its frame stream is closed and it completed or its process exited."""
+        if self.child is not None and self.frames_eof and (self.completion is not None or self.child.exited.done()):
             self._settle(None)
+
+    def _completed(self) -> bool:
+        """Whether the run ended on its own completion (not a kill: a timeout, an abort, a violation)."""
+        outcome = self.outcome  # cancelled along with the task that awaited it
+        return outcome.done() and not outcome.cancelled() and outcome.result() is None and self.completion is not None
 
     def _ending(self) -> CodeRunResult:
         """The outcome once the process is gone: its completion, or why it died."""
