@@ -336,6 +336,10 @@ class ForkServer:
                 continue
             for fd in fds:
                 os.close(fd)
+            if op == "forked":  # its descriptors did not all arrive (the host is out of them): unusable
+                self._send(b'{"op":"kill","pid":%d}' % int(reply["pid"]))
+                reply = {"message": "the child's pipes did not arrive (too many open files?)"}
+                op = "failed"
             if op == "failed":
                 self._asked -= 1
                 error = OSError(f"the fork server could not fork: {reply.get('message')}")
