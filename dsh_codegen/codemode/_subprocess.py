@@ -198,11 +198,18 @@ class PythonSubprocessRuntime:
     async def run(self, request: CodeRunRequest) -> CodeRunResult:
         """Run ``request.code`` in a fresh process and describe how it ended.
 
+        A run that completed returns as soon as the program has sent its
+        completion and closed its frame stream; its process is killed and
+        reaped right after, and its working directory removed once it is
+        (:meth:`aclose` waits for both). Every other ending returns only once
+        the process is reaped.
+
         Cancellation: if the task awaiting ``run`` is cancelled, the program's
-        process group and session are killed and reaped, its pipes closed and
-        its working directory removed, then ``CancelledError`` is re-raised; a
-        second cancellation during that bounded clean-up does not cut it short.
-        An abort of ``request.signal`` does the same and returns ``abort``.
+        process group and session are killed and reaped and its pipes closed
+        (its working directory is then removed by a worker thread), then
+        ``CancelledError`` is re-raised; a second cancellation during that
+        bounded clean-up does not cut it short. An abort of ``request.signal``
+        does the same and returns ``abort``.
         """
         if self._closed:
             raise RuntimeError("this PythonSubprocessRuntime is closed")
