@@ -302,3 +302,22 @@ def test_a_completion_the_program_forges_then_keeps_running_is_its_result_and_it
     result, closing_s = run_sync(main)
     assert result == CodeRunSuccess((), 5)
     assert closing_s < 15
+
+
+def test_a_run_cancelled_while_its_process_is_on_the_way_leaves_nothing_and_the_next_run_works(start: str) -> None:
+    async def main() -> list[Any]:
+        async with PythonSubprocessRuntime(start=start) as runtime:  # type: ignore[arg-type]
+            results = []
+            for turns in (0, 1, 3):  # cancelled before, at and after the request for its process
+                task = asyncio.ensure_future(runtime.run(request("return 1", FakeTools())))
+                for _ in range(turns):
+                    await asyncio.sleep(0)
+                task.cancel()
+                with pytest.raises(asyncio.CancelledError):
+                    await task
+                results.append(await runtime.run(request("import os\nreturn os.getpid()", FakeTools())))
+            return results
+
+    results = run_sync(main)
+    assert all(isinstance(result, CodeRunSuccess) for result in results), results
+    assert len({result.result for result in results}) == 3
