@@ -11,11 +11,22 @@ the median of whole runs, measured from the host (``run()`` to its return).
 The tools answer through the same dispatch function a bridge would call, from a
 table of fake tools that resolve at once; ``in-process dispatch`` is that
 dispatch awaited in a plain loop, the floor for a binding call's round trip.
+
+The three targets are measured as interleaved pairs (the two sides alternate,
+the order flipping every round, and the figure is the median of the per-round
+ratios or differences), because the machine is shared and its load drifts
+between minutes: empty fork-server run against a bare spawn; a binding call as
+(100 sequential calls - one call) / 99 against the floor; 50 concurrent empty
+runs against one. The CPU time of an empty run, summed over every process it
+involves (host, fork server, child), is printed beside them: it does not depend
+on the load, and on 2 cores 50 runs cannot finish faster than 25 times it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -116,11 +127,92 @@ async def _in_process_dispatch(calls: int = 100) -> float:
     return await _median(once, 50) / calls
 
 
-async def _concurrent(runtime: PythonSubprocessRuntime, count: int, samples: int) -> tuple[float, float]:
-    async with runtime:
-        one = await _median(lambda: runtime.run(_request("pass")), samples)
-        many = await _median(lambda: asyncio.gather(*(runtime.run(_request("pass")) for _ in range(count))), 3)
-    return one, many
+async def _paired(first: Callable[[], Awaitable[float]], second: Callable[[], Awaitable[float]],
+                  rounds: int) -> list[tuple[float, float]]:
+    """``rounds`` pairs of (first, second) seconds, the two alternating and the order flipping each round."""
+    await first()  # warm-up
+    await second()
+    pairs = []
+    for index in range(rounds):
+        if index % 2:
+            b = await second()
+            a = await first()
+        else:
+            a = await first()
+            b = await second()
+        pairs.append((a, b))
+    return pairs
+
+
+async def _timed(fn: Callable[[], Awaitable[object]]) -> float:
+    start = time.perf_counter()
+    await fn()
+    return time.perf_counter() - start
+
+
+async def _spawn_once() -> float:
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-I", "-c", "pass"], check=True)
+    return time.perf_counter() - start
+
+
+def _ratio(pairs: list[tuple[float, float]]) -> tuple[float, float, float]:
+    """Medians of each side and of the per-round ratios."""
+    return (statistics.median(a for a, _ in pairs), statistics.median(b for _, b in pairs),
+            statistics.median(a / b for a, b in pairs))
+
+
+async def _targets() -> list[str]:
+    lines = []
+    async with PythonSubprocessRuntime(start="fork-server") as runtime:
+        async def empty() -> float:
+            return await _timed(lambda: runtime.run(_request("pass")))
+
+        empty_s, bare_s, ratio = _ratio(await _paired(empty, _spawn_once, 15))
+        lines.append(f"empty run, fork server {format_seconds(empty_s)} vs bare spawn {format_seconds(bare_s)}:"
+                     f" {ratio:.3f}x (paired median; target <= 0.1x)")
+
+        async def sequential() -> float:
+            return await _timed(lambda: runtime.run(_request(PROGRAMS["100 sequential"])))
+
+        async def one() -> float:
+            return await _timed(lambda: runtime.run(_request(PROGRAMS["one call"])))
+
+        pairs = await _paired(sequential, one, 11)
+        per_call = statistics.median((a - b) / 99 for a, b in pairs)
+        floor = await _in_process_dispatch()
+        lines.append(f"binding round trip, fork server: {format_seconds(per_call)} per call (paired median),"
+                     f" {format_seconds(per_call - floor)} above in-process dispatch ({format_seconds(floor)});"
+                     " target <= 100 us")
+
+        async def many() -> float:
+            return await _timed(lambda: asyncio.gather(*(runtime.run(_request("pass")) for _ in range(50))))
+
+        many_s, one_s, ratio = _ratio(await _paired(many, empty, 5))
+        lines.append(f"50 concurrent empty runs, fork server: {format_seconds(many_s)} vs one run"
+                     f" {format_seconds(one_s)}: {ratio:.2f}x (paired median; target <= 3x on 2 cores)")
+    cpu = await _cpu_per_empty_run(100)
+    lines.append(f"CPU per empty fork-server run, all processes: {format_seconds(cpu)}"
+                 f" (so 50 runs need at least {format_seconds(cpu * 25)} on 2 cores)")
+    return lines
+
+
+def _cpu_seconds() -> float:
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    reaped = resource.getrusage(resource.RUSAGE_CHILDREN)  # the fork server, once reaped, with its children
+    return own.ru_utime + own.ru_stime + reaped.ru_utime + reaped.ru_stime
+
+
+async def _cpu_per_empty_run(runs: int) -> float:
+    """CPU seconds of ``runs`` empty runs minus those of one, each on a fresh runtime closed afterwards."""
+    async def session(count: int) -> float:
+        before = _cpu_seconds()
+        async with PythonSubprocessRuntime(start="fork-server") as runtime:
+            for _ in range(count):
+                await runtime.run(_request("pass"))
+        return _cpu_seconds() - before
+
+    return (await session(runs + 1) - await session(1)) / runs
 
 
 def _preflight_cost() -> tuple[float, int, int]:
@@ -152,7 +244,6 @@ async def _main() -> None:
         "smolagents LocalPythonExecutor": _smolagents_row(15),
     }
     bare = _bare_spawn(9)
-    floor = await _in_process_dispatch()
     width = max(len(name) for name in rows)
     print("Code Mode runtimes: median wall time per run, host side")
     print(f"  {'':<{width}}  " + "  ".join(f"{name:>15}" for name in PROGRAMS))
@@ -160,22 +251,25 @@ async def _main() -> None:
         print(f"  {runtime_name:<{width}}  " + "  ".join(f"{_cell(row[name]):>15}" for name in PROGRAMS))
     print(f"  {'bare python -I -c pass':<{width}}  {format_seconds(bare):>15}")
     print()
-    empty_fork = rows["subprocess, fork server"]["empty"]
-    if isinstance(empty_fork, float):
-        print(f"empty run, fork server vs bare spawn: {empty_fork / bare:.3f}x (target <= 0.1x)")
-    print(f"in-process dispatch (the floor of a binding call): {format_seconds(floor)} per call")
     for runtime_name, row in rows.items():
-        sequential, empty = row["100 sequential"], row["empty"]
-        if isinstance(sequential, float) and isinstance(empty, float):
-            per_call = (sequential - empty) / 100
-            print(f"  binding round trip, {runtime_name}: {format_seconds(per_call)} per call,"
-                  f" {format_seconds(per_call - floor)} above in-process dispatch (target <= 100 us)")
+        sequential, single = row["100 sequential"], row["one call"]
+        if isinstance(sequential, float) and isinstance(single, float):
+            print(f"  per binding call from the medians, {runtime_name}: {format_seconds((sequential - single) / 99)}")
+    print(f"  pre-flight check of a {_preflight_line()}")
+    print()
+    print(f"load average before the targets: {_load()}")
+    for line in await _targets():
+        print(line)
+    print(f"load average after: {_load()}")
+
+
+def _load() -> str:
+    return " ".join(f"{value:.1f}" for value in os.getloadavg())
+
+
+def _preflight_line() -> str:
     cost, lines, found = _preflight_cost()
-    print(f"pre-flight check of a {lines}-line program against 60 tools: {format_seconds(cost)}"
-          f" ({found} findings)")
-    one, many = await _concurrent(PythonSubprocessRuntime(start="fork-server"), 50, 9)
-    print(f"50 concurrent empty runs, fork server: {format_seconds(many)} vs one run {format_seconds(one)}:"
-          f" {many / one:.2f}x (target <= 3x on 2 cores)")
+    return f"{lines}-line program against 60 tools: {format_seconds(cost)}, {found} findings"
 
 
 def main() -> None:

@@ -6,15 +6,18 @@ program does not need, and it is small enough to read whole. Three roles:
 
 ``zygote``  the fork server. Imports everything a program run needs, then
             waits on the control socket (fd 3, ``SOCK_SEQPACKET``) for ``fork``
-            requests carrying the run's three pipe ends; forks one child per
-            request (a child never runs twice; the zygote never runs user code),
-            and reports each child's exit. It is a child subreaper: everything
-            a program spawned ends up its child, is killed with the run's
-            process group and session, and is reaped here.
+            requests; forks one child per request on three new pipes whose far
+            ends it hands to the host (a child never runs twice; the zygote never
+            runs user code), and reports each child's exit. The host asks
+            ahead, so a spare child waits, set up, for its run's init frame.
+            It is a child subreaper: everything a program spawned ends up its
+            child, is killed with the run's process group and session, and is
+            reaped here.
 ``keeper``  the same duty for one run, for the plain-spawn strategy: forks the
             program process, reports its exit on fd 5, and exits.
-``run``     (inside either) the program process itself: reads the init frame
-            from fd 3, runs the program, writes frames to fd 4.
+``run``     (inside either) the program process itself: sets up its event
+            loop and bindings, reads the init frame from fd 3, runs the
+            program, writes frames to fd 4.
 
 Frames are JSON lines (UTF-8, ASCII-escaped by the writer here). Child to host:
 ``{"t":"call","id":n,"tool":name,"args":v}``, ``{"t":"log","text":s}``,
@@ -41,7 +44,7 @@ import socket
 import sys
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NoReturn
 
 _FD_IN = 3
 _FD_OUT = 4
@@ -237,16 +240,24 @@ class ToolCallError(Exception):
 class _Channel:
     """The program's end of the protocol: numbered calls out, results in."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, names: frozenset[str], max_log_bytes: int) -> None:
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
-        self.names = names
+        self.bindings: dict[str, _Binding] = {}
         self.pending: dict[int, tuple[str, asyncio.Future[object]]] = {}
         self.next_id = 0
-        self.log_room = max_log_bytes
+        self.log_room = 0
         self.log_closed = False
         self.buffer = bytearray()
+
+    def open(self, names: list[str], max_log_bytes: int, rest: bytes) -> None:
+        """Bind the run's tools and start reading answers (``rest``: what came after the init frame)."""
+        self.bindings.update((name, _Binding(self, name)) for name in names)
+        self.log_room = max_log_bytes
+        self.buffer += rest
         os.set_blocking(_FD_IN, False)
-        loop.add_reader(_FD_IN, self._readable)
+        self.loop.add_reader(_FD_IN, self._readable)
+        if rest:
+            self.loop.call_soon(self._readable)
 
     def send(self, frame: str) -> None:
         _write_all(_FD_OUT, frame.encode("ascii") + b"\n")
@@ -320,7 +331,7 @@ class _Binding:
 
 
 def _make_tools(channel: _Channel) -> object:
-    bindings = {name: _Binding(channel, name) for name in channel.names}
+    bindings = channel.bindings  # filled when the run's init frame names the tools
 
     class Tools:
         """The tool bindings: ``await tools.name(args)`` or ``await tools["name"](args)``."""
@@ -399,8 +410,39 @@ def _apply_limits(limits: dict[str, object]) -> None:
         resource.setrlimit(resource.RLIMIT_NPROC, (processes, processes))
 
 
-def run_program() -> None:
-    """The program process: init frame in, frames out, then ``os._exit``."""
+def run_program(ahead: bool) -> None:
+    """The program process: set up before its run is known, then init frame in, frames out, ``os._exit``.
+
+    Everything that does not depend on the run (the event loop, the bindings'
+    class, the program's builtins) is made before the init frame is read, so a
+    fork server's spare child (``ahead``) has it ready when its run arrives.
+    """
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    channel = _Channel(loop)
+
+    def program_print(*values: object, sep: str | None = " ", end: str | None = "\n", file: object = None,
+                      flush: bool = False) -> None:
+        if file is not None:
+            builtins.print(*values, sep=sep, end=end, file=file, flush=flush)  # type: ignore[call-overload]
+            return
+        channel.log((" " if sep is None else sep).join(map(str, values)))
+
+    # ``print`` is replaced in the program's own copy of the builtins, so its globals hold
+    # exactly the two bindings.
+    program_builtins = dict(builtins.__dict__, print=program_print)
+    namespace: dict[str, object] = {
+        "__name__": "__program__",
+        "__builtins__": program_builtins,
+        "tools": _make_tools(channel),
+        "ToolCallError": ToolCallError,
+    }
+    if ahead:
+        # The first compile and the first turn of the loop in a fresh fork are mostly
+        # copy-on-write faults; a spare takes them now, while no run waits for it.
+        warm: dict[str, object] = {"__builtins__": builtins}
+        exec(_compile_program("return None"), warm)  # noqa: S102 (a fixed program of ours)
+        loop.run_until_complete(warm["__program__"]())  # type: ignore[operator]
     init = b""
     while not init.endswith(b"\n"):
         chunk = os.read(_FD_IN, 1 << 20)
@@ -423,29 +465,7 @@ def run_program() -> None:
         message = f"the run could not be confined: {error}"
         _write_all(_FD_OUT, ('{"t":"fail","kind":"exception","message":%s}\n' % _ENCODE_STR(message)).encode("ascii"))
         os._exit(0)
-    loop = asyncio.new_event_loop()
-    asyncio.set_event_loop(loop)
-    channel = _Channel(loop, frozenset(config["tools"]), int(limits["max_log_bytes"]))  # type: ignore[index, call-overload]
-    channel.buffer += rest
-    if rest:
-        loop.call_soon(channel._readable)
-
-    def program_print(*values: object, sep: str | None = " ", end: str | None = "\n", file: object = None,
-                      flush: bool = False) -> None:
-        if file is not None:
-            builtins.print(*values, sep=sep, end=end, file=file, flush=flush)  # type: ignore[call-overload]
-            return
-        channel.log((" " if sep is None else sep).join(map(str, values)))
-
-    # ``print`` is replaced in the program's own copy of the builtins, so its globals hold
-    # exactly the two bindings.
-    program_builtins = dict(builtins.__dict__, print=program_print)
-    namespace: dict[str, object] = {
-        "__name__": "__program__",
-        "__builtins__": program_builtins,
-        "tools": _make_tools(channel),
-        "ToolCallError": ToolCallError,
-    }
+    channel.open(config["tools"], int(limits["max_log_bytes"]), rest)  # type: ignore[index, call-overload]
     try:
         exec(_compile_program(code), namespace)  # noqa: S102 (running the program is the job)
         value = loop.run_until_complete(namespace["__program__"]())  # type: ignore[operator]
@@ -453,20 +473,22 @@ def run_program() -> None:
         if isinstance(error, SystemExit) and not error.code:
             value = None
         else:
-            channel.send('{"t":"fail","kind":"exception","message":%s}' % _ENCODE_STR(_describe(error)))
-            os._exit(0)
+            _complete('{"t":"fail","kind":"exception","message":%s}' % _ENCODE_STR(_describe(error)))
     if value is None:
-        channel.send('{"t":"done"}')
-    else:
-        try:
-            text = dump(value)
-        except Lossy:
-            channel.send('{"t":"fail","kind":"invalid-output"}')
-            os._exit(0)
-        if len(text) > int(limits["max_output_bytes"]) * 6 + 64:  # type: ignore[call-overload]
-            channel.send('{"t":"fail","kind":"output-limit"}')  # ASCII escapes at most 6x the UTF-8 size
-        else:
-            channel.send('{"t":"done","result":' + text + "}")
+        _complete('{"t":"done"}')
+    try:
+        text = dump(value)
+    except Lossy:
+        _complete('{"t":"fail","kind":"invalid-output"}')
+    if len(text) > int(limits["max_output_bytes"]) * 6 + 64:  # type: ignore[call-overload]
+        _complete('{"t":"fail","kind":"output-limit"}')  # ASCII escapes at most 6x the UTF-8 size
+    _complete('{"t":"done","result":' + text + "}")
+
+
+def _complete(frame: str) -> NoReturn:
+    """Send the completion frame, close the frame stream (the host's end of file) and exit."""
+    _write_all(_FD_OUT, frame.encode("ascii") + b"\n")
+    os.close(_FD_OUT)  # now, not after the exit has torn the address space down
     os._exit(0)
 
 
@@ -494,11 +516,20 @@ def _become_subreaper() -> None:
 
 
 def _children() -> list[int]:
+    """Our direct children (read with bare system calls: this runs after every run's exit)."""
     try:
-        with open(f"/proc/self/task/{os.getpid()}/children", "rb") as handle:
-            return [int(pid) for pid in handle.read().split()]
+        fd = os.open(f"/proc/self/task/{os.getpid()}/children", os.O_RDONLY | os.O_CLOEXEC)
     except OSError:
         return []
+    try:
+        data = b""
+        while chunk := os.read(fd, 1 << 16):
+            data += chunk
+    except OSError:
+        return []
+    finally:
+        os.close(fd)
+    return [int(pid) for pid in data.split()]
 
 
 def _reap_strays(live: set[int]) -> None:
@@ -538,37 +569,35 @@ def _status_text(status: int, cpu: float) -> str:
 def _sweep(group: int, live_sessions: set[int], deadline_s: float = 2.0) -> None:
     """Kill ``group`` and every orphan of ours outside a live run; reap until it is gone."""
     stop = time.monotonic() + deadline_s
-    while time.monotonic() < stop:
+    while True:
         empty = False
         try:
             os.killpg(group, signal.SIGKILL)
-        except ProcessLookupError:
+        except (ProcessLookupError, PermissionError):
             empty = True
-        except PermissionError:
-            empty = True
-        strays = []
+        strays = False
         for pid in _children():
             if pid in live_sessions:
                 continue  # a live run's leader (perhaps not yet in its own session)
             try:
                 session = os.getsid(pid)
             except ProcessLookupError:
-                continue
-            if session not in live_sessions:
-                strays.append(pid)
-        for pid in strays:
+                session = -1  # already a zombie: reaped below
+            if session in live_sessions:
+                continue  # an orphan of a run still going: that run's end sweeps it
+            strays = True
             try:
                 os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
+                os.waitpid(pid, os.WNOHANG)
+            except (ProcessLookupError, ChildProcessError):
                 pass
-        _reap_strays(live_sessions)
-        if empty and not strays:
+        if (empty and not strays) or time.monotonic() >= stop:
             return
         time.sleep(0.0005)
 
 
-def _fork_program(fds: tuple[int, int, int], closing: tuple[int, ...]) -> int:
-    """Fork the program process onto fds 3 (in), 4 (out) and 1/2 (raw output)."""
+def _fork_program(fds: tuple[int, int, int], closing: tuple[int, ...], ahead: bool) -> int:
+    """Fork the program process onto fds 3 (in), 4 (out) and 1/2 (raw output); ``ahead``: before its run is known."""
     pid = os.fork()
     if pid:
         return pid
@@ -590,7 +619,7 @@ def _fork_program(fds: tuple[int, int, int], closing: tuple[int, ...]) -> int:
         signal.set_wakeup_fd(-1)
         sys.stdout = open(1, "w", closefd=False)  # noqa: SIM115
         sys.stderr = open(2, "w", closefd=False)  # noqa: SIM115
-        run_program()
+        run_program(ahead)
     finally:
         os._exit(71)
 
@@ -613,7 +642,7 @@ def keeper() -> None:
     signal.signal(signal.SIGTERM, stop)
     # A stop request arriving around the fork waits until the program's pid is known.
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
-    pid = _fork_program((_FD_IN, _FD_OUT, 1), ())
+    pid = _fork_program((_FD_IN, _FD_OUT, 1), (), ahead=False)
     for fd in (_FD_IN, _FD_OUT, 0, 1, 2):
         os.close(fd)
     try:
@@ -643,8 +672,29 @@ def zygote() -> None:
     selector.register(control, selectors.EVENT_READ)
     selector.register(wake_r, selectors.EVENT_READ)
 
-    def reply(text: str) -> None:
-        control.sendall(text.encode("ascii"))
+    def reply(text: str, fds: tuple[int, ...] = ()) -> None:
+        try:
+            socket.send_fds(control, [text.encode("ascii")], fds)
+        except OSError:
+            pass  # the host is gone: the socket's end of file, read next, stops everything
+
+    def spare(request_id: int) -> None:
+        """Fork a child for a future run on three new pipes, and hand the host its ends of them."""
+        pipes: list[int] = []
+        try:
+            for _ in range(3):
+                pipes.extend(os.pipe())
+            frames_in, host_in, host_out, frames_out, host_raw, raw = pipes
+            pid = _fork_program((frames_in, frames_out, raw), (control.fileno(), wake_r, wake_w, host_in, host_out,
+                                                                host_raw), ahead=True)
+        except OSError as error:  # EMFILE, EAGAIN and friends: this request fails, the server stays
+            reply('{"op":"failed","id":%d,"message":%s}' % (request_id, _ENCODE_STR(str(error))))
+        else:
+            live.add(pid)
+            reply('{"op":"forked","id":%d,"pid":%d}' % (request_id, pid), (host_in, host_out, host_raw))
+        finally:
+            for fd in pipes:
+                os.close(fd)
 
     def finish(pid: int) -> None:
         report = _collect(pid)
@@ -670,26 +720,16 @@ def zygote() -> None:
                     live.discard(pid)
                     _sweep(pid, live)
                 os._exit(0)
+            for fd in fds:  # no request carries descriptors
+                os.close(fd)
             request = json.loads(message)
-            if request["op"] == "fork" and len(fds) == 3:
-                try:
-                    pid = _fork_program((fds[0], fds[1], fds[2]), (control.fileno(), wake_r, wake_w))
-                except OSError as error:  # EAGAIN and friends: this run fails, the server stays
-                    reply('{"op":"failed","id":%d,"message":%s}' % (request["id"], _ENCODE_STR(str(error))))
-                else:
-                    live.add(pid)
-                    reply('{"op":"forked","id":%d,"pid":%d}' % (request["id"], pid))
-                finally:
-                    for fd in fds:
-                        os.close(fd)
+            if request["op"] == "fork":
+                spare(request["id"])
             elif request["op"] == "kill" and request["pid"] in live:
                 try:
                     os.killpg(request["pid"], signal.SIGKILL)
                 except ProcessLookupError:
                     pass
-            else:
-                for fd in fds:
-                    os.close(fd)
 
 
 if __name__ == "__main__":

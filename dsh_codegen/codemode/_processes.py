@@ -7,8 +7,10 @@ whose ``exited`` future carries the :class:`ExitReport` once the run's keeper
 everything the program started.
 
 - :class:`ForkServer`: one pristine ``python -I _child.py zygote`` per runtime,
-  asked over a ``SOCK_SEQPACKET`` socket to fork a child per run; the run's pipe
-  ends travel with the request (``SCM_RIGHTS``).
+  asked over a ``SOCK_SEQPACKET`` socket to fork children; each answer carries
+  the host's ends of the child's three pipes (``SCM_RIGHTS``). The host asks one
+  child ahead, so a run usually finds a spare already set up and waiting for
+  its init frame (each child still serves exactly one run).
 - :func:`spawn_keeper`: ``python -I _child.py keeper`` per run, which forks the
   program and reports its exit on a status pipe.
 
@@ -26,15 +28,18 @@ import signal
 import site
 import socket
 import sys
+from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-__all__ = ["CHILD_SCRIPT", "Child", "ExitReport", "ForkServer", "RunFds", "fork_server_supported", "spawn_keeper"]
+__all__ = ["CHILD_SCRIPT", "Child", "ExitReport", "ForkServer", "RunPipes", "fork_server_supported", "spawn_keeper"]
 
 #: The child-side script (stdlib only), run as a file so the package is never imported there.
 CHILD_SCRIPT: Final = str(Path(__file__).with_name("_child.py"))
 _GRACE_S: Final = 2.0
+#: Children the fork server keeps forked ahead of the runs waiting for one.
+_SPARES: Final = 1
 
 
 def _site_dirs() -> list[str]:
@@ -83,16 +88,16 @@ def _parse_report(data: object) -> ExitReport:
     return ExitReport(None, signal.SIGKILL, 0.0)
 
 
-@dataclass(slots=True)
-class RunFds:
-    """The child's ends of one run's pipes: frames in (read), frames out (write), raw output (write)."""
+@dataclass(frozen=True, slots=True)
+class RunPipes:
+    """The host's ends of one run's pipes: frames to the child, frames from it, its raw fd 1/2 output."""
 
-    frames_in: int
-    frames_out: int
+    to_child: int
+    from_child: int
     raw: int
 
     def close(self) -> None:
-        for fd in (self.frames_in, self.frames_out, self.raw):
+        for fd in (self.to_child, self.from_child, self.raw):
             with contextlib.suppress(OSError):
                 os.close(fd)
 
@@ -182,25 +187,30 @@ def _spawn(argv: list[str], fd_map: dict[int, int], env: dict[str, str]) -> int:
         os.close(null)
 
 
-async def spawn_keeper(python: str, fds: RunFds, env: dict[str, str]) -> Child:
-    """Start ``python -I _child.py keeper`` for one run.
+async def spawn_keeper(python: str, env: dict[str, str]) -> tuple[Child, RunPipes]:
+    """Start ``python -I _child.py keeper`` for one run, on three new pipes.
 
     Cancellation: none to speak of (the spawn itself is synchronous); the
-    returned child is the caller's to kill and await.
+    returned child is the caller's to kill and await, the pipes its to close.
     """
     loop = asyncio.get_running_loop()
+    frames_in, to_child = os.pipe()
+    from_child, frames_out = os.pipe()
+    raw_r, raw_w = os.pipe()
     status_r, status_w = os.pipe()
     try:
         pid = _spawn(
             [python, "-I", "-S", CHILD_SCRIPT, "keeper", *_site_dirs()],
-            {1: fds.raw, 2: fds.raw, 3: fds.frames_in, 4: fds.frames_out, 5: status_w},
+            {1: raw_w, 2: raw_w, 3: frames_in, 4: frames_out, 5: status_w},
             env,
         )
     except BaseException:
-        os.close(status_r)
+        for fd in (to_child, from_child, raw_r, status_r):
+            os.close(fd)
         raise
     finally:
-        os.close(status_w)
+        for fd in (frames_in, frames_out, raw_w, status_w):
+            os.close(fd)
     watched = _Watched(loop, pid)
     exited: asyncio.Future[ExitReport] = loop.create_future()
     buffer = bytearray()
@@ -233,11 +243,16 @@ async def spawn_keeper(python: str, fds: RunFds, env: dict[str, str]) -> Child:
         # A keeper that does not report within the grace period is killed outright.
         loop.call_later(_GRACE_S, watched.signal, signal.SIGKILL)
 
-    return Child(exited, kill)
+    return Child(exited, kill), RunPipes(to_child, from_child, raw_r)
 
 
 class ForkServer:
-    """A pristine zygote process that forks one child per run (see ``_child.py``)."""
+    """A pristine zygote process that forks one child per run (see ``_child.py``).
+
+    Children are asked for ahead: besides one per run waiting, ``_SPARES`` more
+    are kept forked, set up and blocked on their init frame, so a run that finds
+    one pays neither the fork nor the child's set-up.
+    """
 
     def __init__(self, python: str, env: dict[str, str]) -> None:
         self._python = python
@@ -245,7 +260,9 @@ class ForkServer:
         self._sock: socket.socket | None = None
         self._process: _Watched | None = None
         self._next_id = 0
-        self._forked: dict[int, asyncio.Future[int]] = {}
+        self._asked = 0  # fork requests not answered yet
+        self._ready: deque[tuple[int, RunPipes]] = deque()
+        self._waiters: deque[asyncio.Future[tuple[int, RunPipes]]] = deque()
         self._exits: dict[int, asyncio.Future[ExitReport]] = {}
         self._early_exits: dict[int, ExitReport] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -267,95 +284,129 @@ class ForkServer:
         host.setblocking(False)
         self._sock = host
         self._loop = loop
+        self._asked = 0
         self._process = _Watched(loop, pid)
         self._process.done.add_done_callback(lambda _: self._lost())
         loop.add_reader(host.fileno(), self._readable)
 
-    def _readable(self) -> None:
+    def _send(self, message: bytes) -> None:
         sock = self._sock
         if sock is None:
             return
-        while True:
+        try:
+            sock.send(message)
+        except BlockingIOError:  # the zygote is behind: wait for room rather than drop a request
+            sock.setblocking(True)
             try:
-                message = sock.recv(1 << 16)
+                sock.send(message)
+            finally:
+                sock.setblocking(False)
+
+    def _top_up(self) -> None:
+        """Ask for as many children as the waiting runs need, plus the spares."""
+        while self._waiters and self._waiters[0].done():
+            self._waiters.popleft()
+        waiting = sum(1 for waiter in self._waiters if not waiter.done())
+        while self._sock is not None and self._asked + len(self._ready) < waiting + _SPARES:
+            self._next_id += 1
+            self._asked += 1
+            self._send(b'{"op":"fork","id":%d}' % self._next_id)
+
+    def _readable(self) -> None:
+        while self._sock is not None:
+            try:
+                message, fds, _flags, _addr = socket.recv_fds(self._sock, 1 << 16, 3, socket.MSG_CMSG_CLOEXEC)
             except (BlockingIOError, InterruptedError):
                 return
             except OSError:
-                message = b""
+                message, fds = b"", []
             if not message:
+                for fd in fds:
+                    os.close(fd)
                 self._detach()
                 return
             try:
                 reply = json.loads(message)
-            except ValueError:
+                op = reply.get("op")
+            except (ValueError, AttributeError):
+                op = None
+            if op == "forked" and len(fds) == 3:
+                self._asked -= 1
+                self._arrived(int(reply["pid"]), RunPipes(fds[0], fds[1], fds[2]))
                 continue
-            if reply.get("op") == "forked":
-                future = self._forked.pop(reply.get("id"), None)
-                if future is not None and not future.done():
-                    future.set_result(int(reply["pid"]))
-            elif reply.get("op") == "failed":
-                future = self._forked.pop(reply.get("id"), None)
-                if future is not None and not future.done():
-                    future.set_exception(OSError(f"the fork server could not fork: {reply.get('message')}"))
-            elif reply.get("op") == "exit":
+            for fd in fds:
+                os.close(fd)
+            if op == "forked":  # its descriptors did not all arrive (the host is out of them): unusable
+                self._send(b'{"op":"kill","pid":%d}' % int(reply["pid"]))
+                reply = {"message": "the child's pipes did not arrive (too many open files?)"}
+                op = "failed"
+            if op == "failed":
+                self._asked -= 1
+                error = OSError(f"the fork server could not fork: {reply.get('message')}")
+                waiter = self._next_waiter()
+                if waiter is not None:
+                    waiter.set_exception(error)
+            elif op == "exit":
                 pid = int(reply["pid"])
                 report = _parse_report(reply.get("status"))
-                waiter = self._exits.pop(pid, None)
-                if waiter is None:
+                exit_waiter = self._exits.pop(pid, None)
+                if exit_waiter is None:
                     self._early_exits[pid] = report
-                elif not waiter.done():
-                    waiter.set_result(report)
+                elif not exit_waiter.done():
+                    exit_waiter.set_result(report)
+
+    def _next_waiter(self) -> asyncio.Future[tuple[int, RunPipes]] | None:
+        while self._waiters:
+            waiter = self._waiters.popleft()
+            if not waiter.done():  # a run cancelled while waiting leaves its waiter cancelled
+                return waiter
+        return None
+
+    def _arrived(self, pid: int, pipes: RunPipes) -> None:
+        waiter = self._next_waiter()
+        if waiter is None:
+            self._ready.append((pid, pipes))
+        else:
+            waiter.set_result((pid, pipes))
 
     def _detach(self) -> None:
         if self._sock is not None and self._loop is not None:
             self._loop.remove_reader(self._sock.fileno())
             self._sock.close()
             self._sock = None
+        while self._ready:  # the spares die with the zygote
+            self._ready.popleft()[1].close()
 
     def _lost(self) -> None:
         """The zygote is gone: every outstanding run ends as a killed worker."""
         self._detach()
         lost = ExitReport(None, signal.SIGKILL, 0.0)
-        for future in self._forked.values():
-            if not future.done():
-                future.set_exception(ConnectionError("the fork server exited"))
-        for waiter in self._exits.values():
-            if not waiter.done():
-                waiter.set_result(lost)
-        self._forked.clear()
+        while (waiter := self._next_waiter()) is not None:
+            waiter.set_exception(ConnectionError("the fork server exited"))
+        for exit_waiter in self._exits.values():
+            if not exit_waiter.done():
+                exit_waiter.set_result(lost)
         self._exits.clear()
 
-    async def fork(self, fds: RunFds) -> Child:
-        """Fork a fresh child for one run (starting the zygote on first use).
+    async def fork(self) -> tuple[Child, RunPipes]:
+        """A fresh child for one run (starting the zygote on first use) and the host's ends of its pipes.
 
-        Cancellation: a cancelled request still gets its child killed once the
-        zygote reports it (the kill is queued on the reply).
+        Cancellation: a run cancelled while its child is on the way leaves the
+        child to the next run (it has not seen an init frame, so it is still
+        unused); nothing leaks.
         """
         if not self.running:
             self._start()
-        assert self._sock is not None and self._loop is not None
-        loop = self._loop
-        self._next_id += 1
-        request_id = self._next_id
-        forked: asyncio.Future[int] = loop.create_future()
-        self._forked[request_id] = forked
-        request = json.dumps({"op": "fork", "id": request_id}).encode("ascii")
-        self._sock.setblocking(True)
-        try:
-            socket.send_fds(self._sock, [request], [fds.frames_in, fds.frames_out, fds.raw])
-        finally:
-            self._sock.setblocking(False)
-        try:
-            pid = await asyncio.shield(forked)
-        except asyncio.CancelledError:
-            forked.add_done_callback(lambda done: self._orphan(done))
-            raise
-        return self._child(pid)
-
-    def _orphan(self, done: asyncio.Future[int]) -> None:
-        if not done.cancelled() and done.exception() is None:
-            child = self._child(done.result())
-            child.kill()
+        assert self._loop is not None
+        if self._ready:
+            pid, pipes = self._ready.popleft()
+        else:
+            waiter: asyncio.Future[tuple[int, RunPipes]] = self._loop.create_future()
+            self._waiters.append(waiter)
+            self._top_up()
+            pid, pipes = await waiter
+        self._top_up()
+        return self._child(pid), pipes
 
     def _child(self, pid: int) -> Child:
         assert self._loop is not None
@@ -369,15 +420,13 @@ class ForkServer:
             self._exits[pid] = exited
 
         def kill() -> None:
-            sock = self._sock
-            if sock is not None:
-                with contextlib.suppress(OSError):
-                    sock.send(json.dumps({"op": "kill", "pid": pid}).encode("ascii"))
+            with contextlib.suppress(OSError):
+                self._send(b'{"op":"kill","pid":%d}' % pid)
 
         return Child(exited, kill)
 
     async def aclose(self) -> None:
-        """Stop the zygote: it kills and reaps every run it still has, then exits.
+        """Stop the zygote: it kills and reaps every child it still has (spares too), then exits.
 
         Cancellation: the close is finished (bounded by a grace period, then
         SIGKILL) before a ``CancelledError`` propagates.

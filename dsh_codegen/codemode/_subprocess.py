@@ -23,7 +23,7 @@ from dsh_codegen.codemode._processes import (
     Child,
     ExitReport,
     ForkServer,
-    RunFds,
+    RunPipes,
     child_env,
     fork_server_supported,
     spawn_keeper,
@@ -129,6 +129,8 @@ class PythonSubprocessRuntime:
         self._env = child_env()
         self._server: ForkServer | None = None
         self._runs: set[_Run] = set()
+        self._removals: set[asyncio.Future[None]] = set()
+        self._exiting: dict[str, asyncio.Future[ExitReport]] = {}  # completed runs' workdirs, until reaped
         self._closed = False
 
     def __repr__(self) -> str:
@@ -142,7 +144,8 @@ class PythonSubprocessRuntime:
         await self.aclose()
 
     async def aclose(self) -> None:
-        """Stop the fork server (if one started); no process of this runtime outlives it.
+        """Stop the fork server (if one started); no process of this runtime outlives it, no
+        working directory either.
 
         Cancellation: the close completes (bounded: a grace period, then
         SIGKILL) before ``CancelledError`` propagates. Runs still in flight are
@@ -152,30 +155,61 @@ class PythonSubprocessRuntime:
         for run in list(self._runs):
             run.stop(CodeRunFailure("worker-exit", "the runtime was closed during the run"))
         exits = [run.child.exited for run in self._runs if run.child is not None]
+        exits += self._exiting.values()
         if exits:
             waiting = asyncio.ensure_future(asyncio.wait(exits, timeout=_EXIT_GRACE_S + 1.0))
             await _finish(waiting)
         server, self._server = self._server, None
         if server is not None:
             await server.aclose()
+        for workdir in list(self._exiting):  # their processes are gone with the server (or the grace ran out)
+            self._exited(workdir)
+        if self._removals:
+            await _finish(asyncio.ensure_future(asyncio.wait(list(self._removals))))
 
-    async def _launch(self, fds: RunFds) -> Child:
+    async def _launch(self) -> tuple[Child, RunPipes]:
         if self._closed:  # closed while this run was being set up: start nothing
             raise OSError("the runtime was closed")
         if self.start == "spawn":
-            return await spawn_keeper(self._python, fds, self._env)
+            return await spawn_keeper(self._python, self._env)
         if self._server is None:
             self._server = ForkServer(self._python, self._env)
-        return await self._server.fork(fds)
+        return await self._server.fork()
+
+    def _remove_after(self, child: Child, workdir: str) -> None:
+        """Remove ``workdir`` once ``child`` (killed already) has been reaped."""
+        self._exiting[workdir] = child.exited
+        child.exited.add_done_callback(lambda _: self._exited(workdir))
+
+    def _exited(self, workdir: str) -> None:
+        if self._exiting.pop(workdir, None) is not None:
+            self._remove_later(workdir)
+
+    def _remove_later(self, workdir: str) -> None:
+        """Remove a finished run's working directory in a worker thread; :meth:`aclose` waits for it.
+
+        Removing a directory is a journal write on a disk-backed ``/tmp``
+        (milliseconds on a busy disk), which the run's caller need not wait for.
+        """
+        removal = asyncio.get_running_loop().run_in_executor(None, _remove_tree, workdir)
+        self._removals.add(removal)
+        removal.add_done_callback(self._removals.discard)
 
     async def run(self, request: CodeRunRequest) -> CodeRunResult:
         """Run ``request.code`` in a fresh process and describe how it ended.
 
+        A run that completed returns as soon as the program has sent its
+        completion and closed its frame stream; its process is killed and
+        reaped right after, and its working directory removed once it is
+        (:meth:`aclose` waits for both). Every other ending returns only once
+        the process is reaped.
+
         Cancellation: if the task awaiting ``run`` is cancelled, the program's
-        process group and session are killed and reaped, its pipes closed and
-        its working directory removed, then ``CancelledError`` is re-raised; a
-        second cancellation during that bounded clean-up does not cut it short.
-        An abort of ``request.signal`` does the same and returns ``abort``.
+        process group and session are killed and reaped and its pipes closed
+        (its working directory is then removed by a worker thread), then
+        ``CancelledError`` is re-raised; a second cancellation during that
+        bounded clean-up does not cut it short. An abort of ``request.signal``
+        does the same and returns ``abort``.
         """
         if self._closed:
             raise RuntimeError("this PythonSubprocessRuntime is closed")
@@ -222,7 +256,20 @@ class _Run:
             result = await self._drive()
         finally:
             # On every exit path (a result, a cancellation, a defect): kill, reap, close, remove.
-            await _finish(asyncio.ensure_future(self._cleanup()))
+            child = self.child
+            if child is None or child.exited.done():
+                self._release()
+            elif self._completed():
+                # The program completed and closed its frame stream: its process is on its
+                # way out. It (and anything it left behind) is killed and reaped without the
+                # caller waiting; the workdir goes once it has; aclose() waits for both.
+                child.kill()
+                workdir, self.workdir = self.workdir, None
+                self._release()
+                if workdir is not None:
+                    self.runtime._remove_after(child, workdir)
+            else:
+                await _finish(asyncio.ensure_future(self._cleanup()))
             self.runtime._runs.discard(self)
         return result
 
@@ -233,22 +280,16 @@ class _Run:
     async def _drive(self) -> CodeRunResult:
         runtime = self.runtime
         self.workdir = tempfile.mkdtemp(prefix="dsh-run-")
-        in_r, in_w = os.pipe()
-        out_r, out_w = os.pipe()
-        raw_r, raw_w = os.pipe()
-        child_fds = RunFds(in_r, out_w, raw_w)
-        self.host_fds = [in_w, out_r, raw_r]
-        self.write_fd = in_w
-        for fd in self.host_fds:
-            os.set_blocking(fd, False)
-        # The init frame goes into the pipe before the child exists, so it never waits for it.
-        self._send(self._init_frame())
         try:
-            self.child = await runtime._launch(child_fds)
+            self.child, pipes = await runtime._launch()
         except OSError as error:  # no process to run the program in (fork or spawn refused)
             return CodeRunFailure("worker-exit", f"the program process could not be started: {error}")
-        finally:
-            child_fds.close()
+        out_r, raw_r = pipes.from_child, pipes.raw
+        self.host_fds = [pipes.to_child, out_r, raw_r]
+        self.write_fd = pipes.to_child
+        for fd in self.host_fds:
+            os.set_blocking(fd, False)
+        self._send(self._init_frame())  # what the child (perhaps set up and waiting already) starts from
         self.loop.add_reader(out_r, self._on_frames, out_r)
         self.loop.add_reader(raw_r, self._on_raw, raw_r)
         self.reading = [out_r, raw_r]
@@ -289,9 +330,14 @@ class _Run:
         self.outcome.set_result(result)
 
     def _check_end(self) -> None:
-        """The run ends normally once the child has exited and its frame stream is closed."""
-        if self.child is not None and self.child.exited.done() and self.frames_eof:
+        """The run ends normally once its frame stream is closed and it completed or its process exited."""
+        if self.child is not None and self.frames_eof and (self.completion is not None or self.child.exited.done()):
             self._settle(None)
+
+    def _completed(self) -> bool:
+        """Whether the run ended on its own completion (not a kill: a timeout, an abort, a violation)."""
+        outcome = self.outcome  # cancelled along with the task that awaited it
+        return outcome.done() and not outcome.cancelled() and outcome.result() is None and self.completion is not None
 
     def _ending(self) -> CodeRunResult:
         """The outcome once the process is gone: its completion, or why it died."""
@@ -318,13 +364,17 @@ class _Run:
         return CodeRunSuccess(logs, result.result)
 
     async def _cleanup(self) -> None:
-        """Kill, reap and wait for the child's keeper; close our pipe ends; remove the workdir."""
+        """Kill, reap and wait for the child's keeper; close our pipe ends; have the workdir removed."""
         child = self.child
         if child is not None:
             if not child.exited.done():
                 child.kill()
                 with contextlib.suppress(asyncio.TimeoutError):
                     await asyncio.wait_for(asyncio.shield(child.exited), _EXIT_GRACE_S + 1.0)
+        self._release()
+
+    def _release(self) -> None:
+        """Stop watching and close our pipe ends; have the workdir removed."""
         for fd in self.reading:
             self.loop.remove_reader(fd)
         if self.writing:
@@ -335,10 +385,7 @@ class _Run:
         self.host_fds = []
         if self.workdir is not None:
             workdir, self.workdir = self.workdir, None
-            try:
-                os.rmdir(workdir)  # the common case: the program left nothing behind
-            except OSError:
-                await self.loop.run_in_executor(None, shutil.rmtree, workdir, True)
+            self.runtime._remove_later(workdir)
 
     # --- the host's writes ------------------------------------------------------------------
 
@@ -489,7 +536,10 @@ class _Run:
         except Exception as error:  # dispatch never raises by contract; a broken one fails the call only
             self._answer(call_id, None, _message(error))
             return
-        future.add_done_callback(lambda done: self._on_result(call_id, done))
+        if future.done():  # settled at once (a cached or rejected call): answer without a loop turn
+            self._on_result(call_id, future)
+        else:
+            future.add_done_callback(lambda done: self._on_result(call_id, done))
 
     def _on_result(self, call_id: int, done: asyncio.Future[JsonValue]) -> None:
         if self.outcome.done() or self.completion is not None:
@@ -521,6 +571,13 @@ class _Run:
         if payload_bytes + logs_bytes > cap:
             result = CodeRunFailure("output-limit", f"outer output exceeded {cap} bytes")
         self.completion = result
+
+
+def _remove_tree(path: str) -> None:
+    try:
+        os.rmdir(path)  # the common case: the program left nothing behind
+    except OSError:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def _message(error: BaseException) -> str:

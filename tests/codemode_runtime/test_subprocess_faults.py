@@ -285,3 +285,39 @@ def test_a_process_killed_outright_is_a_worker_exit(start: str) -> None:
     # What the kernel's memory killer does (RLIMIT_AS itself only makes allocations fail).
     result = go("import os, signal\nprint('going')\nos.kill(os.getpid(), signal.SIGKILL)", start)
     assert result == CodeRunFailure("worker-exit", "the program process was killed by SIGKILL", ("going",))
+
+
+def test_a_completion_the_program_forges_then_keeps_running_is_its_result_and_it_is_killed(start: str) -> None:
+    # A run ends once its frame stream is closed after a completion, without waiting for the
+    # process to be reaped; the process is killed all the same (the fixture counts it), and
+    # aclose() returns well before the program's 30-second sleep would have.
+    code = "import os, time\nos.write(4, b'{\"t\": \"done\", \"result\": 5}\\n')\nos.close(4)\ntime.sleep(30)"
+
+    async def main() -> tuple[Any, float]:
+        async with PythonSubprocessRuntime(start=start, wall_timeout_s=20) as runtime:  # type: ignore[arg-type]
+            result = await runtime.run(request(code, FakeTools()))
+            started = time.monotonic()
+        return result, time.monotonic() - started
+
+    result, closing_s = run_sync(main)
+    assert result == CodeRunSuccess((), 5)
+    assert closing_s < 15
+
+
+def test_a_run_cancelled_while_its_process_is_on_the_way_leaves_nothing_and_the_next_run_works(start: str) -> None:
+    async def main() -> list[Any]:
+        async with PythonSubprocessRuntime(start=start) as runtime:  # type: ignore[arg-type]
+            results = []
+            for turns in (0, 1, 3):  # cancelled before, at and after the request for its process
+                task = asyncio.ensure_future(runtime.run(request("return 1", FakeTools())))
+                for _ in range(turns):
+                    await asyncio.sleep(0)
+                task.cancel()
+                with pytest.raises(asyncio.CancelledError):
+                    await task
+                results.append(await runtime.run(request("import os\nreturn os.getpid()", FakeTools())))
+            return results
+
+    results = run_sync(main)
+    assert all(isinstance(result, CodeRunSuccess) for result in results), results
+    assert len({result.result for result in results}) == 3
