@@ -14,7 +14,12 @@ that arrive one by one):
 - an ``exclusive`` call waits until nothing is in flight, runs alone, and no
   later call starts before it has committed; the head of the queue is
   classified again whenever the pool looks at it (so a commit that changes the
-  registry is seen by the calls after it);
+  registry is seen by the calls after it); a call submitted while nothing is
+  in flight or queued starts at once and is classified only if it suspends
+  (until then nothing can start beside it);
+- a parallel call runs under a gate only when a stage the gate orders has
+  work (pre-execute listeners, guards, post-execute, observers,
+  ``finalize_content``); the pool orders its own commits in any case;
 - pre-execute phases run in submission order, one at a time, and so do commits
   (post-execute, ``finalize_content``, ``on_result``, then the pool's own
   commit: the settle event, deferral of contexts, the program's future).
@@ -37,7 +42,7 @@ from collections import deque
 from collections.abc import Callable, Coroutine, Generator, Hashable, Mapping
 from typing import TYPE_CHECKING, Any, Final
 
-from dsh_codegen.json import LosslessJsonError, snapshot_json
+from dsh_codegen.json import JsonBudgetError, LosslessJsonError, snapshot_json
 from dsh_codegen.registry import (
     RUN_CODE_NAME,
     UNSET,
@@ -66,6 +71,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ARGUMENTS_NOT_LOSSLESS",
+    "ARGUMENTS_TOO_LARGE",
     "CODE_MODE_CONTEXT_SOURCE",
     "SETTLED_REASON",
     "SubCallPool",
@@ -78,6 +84,8 @@ _log = logging.getLogger("dsh_codegen")
 ARGUMENTS_NOT_LOSSLESS: Final = (
     "tool arguments must be lossless JSON (call the tool with an arguments object, e.g. `{}`)"
 )
+#: The start of the rejection of arguments past ``snapshot_json``'s default ``max_nodes`` budget.
+ARGUMENTS_TOO_LARGE: Final = "tool arguments are too large"
 #: The reason a run is over once the program has finished (CONTRACT.md §4 "Binding after run settled").
 SETTLED_REASON: Final = "run_code settled"
 #: The ``source`` of the additional context that carries a sub-call's images.
@@ -93,6 +101,9 @@ def budget_spent_message(limit: int, name: str) -> str:
         f" {name} not dispatched"
     )
 
+
+#: What stepping a sub-call's coroutine gives once it has returned (see ``SubCallPool._start``).
+_FINISHED: Final = object()
 
 # Sub-call states.
 _QUEUED: Final = 0
@@ -141,7 +152,8 @@ class _SubCall:
         self.future = future
         self.prev = prev
         self.state = _QUEUED
-        self.parallel = False
+        #: ``None`` until classified (a call started on an idle pool is classified only if it suspends).
+        self.parallel: bool | None = None
         self.policy_passed = False
         self.commit_passed = False
         self.waiter: asyncio.Future[None] | None = None
@@ -288,6 +300,9 @@ class SubCallPool:
         self.over: str | None = None
         self.failure: BaseException | None = None
         self._pumping = False
+        # Tools without a concurrency classifier, as of registry version _classified_version.
+        self._unclassified: set[str] = set()
+        self._classified_version = -1
         self._controller = AbortController()
         outer_signal = outer.signal
         self._unfollow: Callable[[], None] = outer_signal.add_listener(self._outer_aborted)
@@ -332,12 +347,15 @@ class SubCallPool:
             return f'unknown tool "{name}"'  # never bound: no recursion
         if arguments is UNSET:
             return ARGUMENTS_NOT_LOSSLESS
+        # The walk inspects exact types only and runs no code of the value (a
+        # Mapping whose items raise is simply not a dict), so it fails in two
+        # ways only: not lossless, or more values than its budget allows.
         try:
             frozen = snapshot_json(arguments)
         except LosslessJsonError:
             return ARGUMENTS_NOT_LOSSLESS
-        except Exception as exc:  # a hostile value raising while it is read
-            return f"tool arguments must be lossless JSON: {error_message(exc)}"
+        except JsonBudgetError as exc:
+            return f"{ARGUMENTS_TOO_LARGE}: {exc}"
         if self.accepted >= self.max_calls:
             return budget_spent_message(self.max_calls, name)
         self.accepted += 1
@@ -356,8 +374,18 @@ class SubCallPool:
         )
         call = _SubCall(self, name, input, signal, future, self.last)
         self.last = call
-        self.queue.append(call)
-        self._pump()
+        if self.queue or self._pumping:
+            self.queue.append(call)
+            self._pump()
+        elif not self.in_flight:
+            # The pool is idle: the call starts at once, unclassified (see _start).
+            self._start(call, None)
+        else:
+            parallel = self._admission(call)
+            if parallel is None:
+                self.queue.append(call)
+            else:
+                self._start(call, parallel)
         if not future.done():
             # Queued, or started and suspended: the program may stop waiting.
             future.add_done_callback(call.future_done)
@@ -387,50 +415,90 @@ class SubCallPool:
         queue = self.queue
         try:
             while queue and self.over is None and self.failure is None:
-                if self.exclusive or self.in_flight >= self.max_parallel:
-                    return
                 head = queue[0]
                 if head.state != _QUEUED:
                     queue.popleft()
                     continue
-                try:
-                    parallel = self.registry.execution_mode(head.input) == "parallel"
-                except Exception:
-                    parallel = False
-                if not parallel and self.in_flight:
+                parallel = self._admission(head)
+                if parallel is None:
                     return
                 queue.popleft()
                 self._start(head, parallel)
         finally:
             self._pumping = False
 
-    def _start(self, call: _SubCall, parallel: bool) -> None:
+    def _admission(self, call: _SubCall) -> bool | None:
+        """Whether ``call``, the next to start, may start now: ``None`` to wait, else whether it is ``parallel``."""
+        if self.exclusive or self.in_flight >= self.max_parallel:
+            return None
+        parallel = self._classify(call)
+        if not parallel and self.in_flight:
+            return None
+        return parallel
+
+    def _classify(self, call: _SubCall) -> bool:
+        """Whether ``call`` is ``parallel`` (``registry.execution_mode``), remembering the tools that never are.
+
+        A tool without ``is_concurrency_safe`` is ``exclusive`` whatever its
+        arguments, so it is looked up once per registry version (every change
+        of tools, masks, presentations or scopes bumps it) rather than
+        classified again for each call.
+        """
+        registry = self.registry
+        version = registry.version
+        if version != self._classified_version:
+            self._classified_version = version
+            self._unclassified.clear()
+        elif call.name in self._unclassified:
+            return False
+        try:
+            parallel = registry.execution_mode(call.input) == "parallel"
+        except Exception:
+            return False
+        if not parallel:
+            definition = registry.get(call.name, self.agent)
+            if definition is not None and definition.is_concurrency_safe is None:
+                self._unclassified.add(call.name)
+        return parallel
+
+    def _start(self, call: _SubCall, parallel: bool | None) -> None:
+        """Start ``call`` (``parallel``: its classification, or ``None`` on an idle pool).
+
+        A call started on an idle pool runs alone whatever its class, so it
+        is classified only if it suspends (before it first yields to the
+        event loop; nothing but its own first step has run since it started):
+        that is the first moment another call could be admitted beside it.
+        """
         call.state = _STARTED
         call.parallel = parallel
         self.in_flight += 1
         self.started.add(call)
         if not parallel:
             self.exclusive = True
-        # An exclusive call runs alone (every earlier call has committed and
-        # none starts before it commits): it needs no ordering, so no gate.
-        gate = _SubGate(call) if parallel else None
         # The first step runs here, synchronously (in a context of its own, as
         # a task's would be): a call that never suspends is committed, and its
         # future resolved, before dispatch() returns, without a task or an
         # event-loop turn. One that suspends goes on in a task from where it is.
-        steps = self._run(call, gate)
+        steps = self._run(call)
         context = contextvars.copy_context()
-        try:
-            yielded = context.run(steps.send, None)
-        except StopIteration:
+        # next(..., _FINISHED) steps the coroutine like send(None), but a
+        # coroutine that returns (None) ends it without a StopIteration.
+        yielded = context.run(next, steps.__await__(), _FINISHED)
+        if yielded is _FINISHED:
             return
         task = self.loop.create_task(
             _resume(steps, yielded), name=f"dsh_codegen code sub-call {call.input.call_id}", context=context
         )
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)
+        if call.parallel is None:
+            call.parallel = self._classify(call)
+            if call.parallel:
+                self.exclusive = False
+                if self.queue:  # only a dispatch made from inside that first step
+                    self._pump()
 
-    async def _run(self, call: _SubCall, gate: _SubGate | None) -> None:
+    async def _run(self, call: _SubCall) -> None:
         """Run one started sub-call through the pipeline, then commit it in submission order.
 
         Cancellation: the pool never cancels these tasks (it aborts the call's
@@ -440,8 +508,11 @@ class SubCallPool:
         result: ToolExecutionResult | None = None
         try:
             if self.log is not None:
-                await self._append(self._start_event(call))
-            result = await self.registry.execute(call.input, gate=gate)
+                if self.log_listeners:
+                    await self._rewrite_and_append(self._start_event(call))
+                else:
+                    self._append(self._start_event(call))
+            result = await self.registry.execute(call.input, gate=self._gate(call))
         except (Exception, asyncio.CancelledError) as exc:
             error = exc
         try:
@@ -452,7 +523,10 @@ class SubCallPool:
                 await call.acquire_commit_turn()
             if error is None and result is not None:
                 if self.log is not None:
-                    await self._append(self._settle_event(call, result))
+                    if self.log_listeners:
+                        await self._rewrite_and_append(self._settle_event(call, result))
+                    else:
+                        self._append(self._settle_event(call, result))
                 self._commit(call, result)
         except (Exception, asyncio.CancelledError) as exc:
             if error is None:
@@ -465,7 +539,7 @@ class SubCallPool:
                 call._wake()
             self.started.discard(call)
             self.in_flight -= 1
-            if not call.parallel:
+            if call.parallel is not True:
                 self.exclusive = False
             if error is not None:
                 _fail(call.future, call.name, error_message(error))
@@ -478,6 +552,32 @@ class SubCallPool:
                     self._end("code mode bridge failed", AbortError("code mode bridge failed"))
             if self.queue:
                 self._pump()
+
+    def _gate(self, call: _SubCall) -> _SubGate | None:
+        """The gate ``call`` runs under, decided just before its pipeline reads the registry.
+
+        An exclusive call runs alone (every earlier call has committed and
+        none starts before it commits): nothing to order, so no gate. A
+        parallel or not yet classified call gets one only when a stage the
+        gate wraps has work for it (a pre-execute listener or guard; a
+        post-execute listener, observer or ``finalize_content``): the pipeline
+        fixes those at entry, which follows at once. Without one the call has
+        no pre-execute phase, so its policy turn passes now; its commit is
+        still ordered by :meth:`_run`.
+        """
+        if call.parallel is False:
+            return None
+        tool, listeners, guarded, _ = self.registry.entry_view(call.name, self.registry.chain_for(self.agent))
+        if (
+            listeners.pre
+            or listeners.post
+            or listeners.observers
+            or guarded
+            or (tool is not None and tool.finalize_content is not None)
+        ):
+            return _SubGate(call)
+        call.pass_policy()
+        return None
 
     def _commit(self, call: _SubCall, result: ToolExecutionResult) -> None:
         """The pool's part of a commit (the commit turn held, the settle event logged): contexts, the future."""
@@ -586,12 +686,12 @@ class SubCallPool:
         event["time"] = event_time()
         return event
 
-    async def _append(self, event: SessionEvent) -> None:
+    async def _rewrite_and_append(self, event: SessionEvent) -> None:
         """Run the ``on_code_dispatch_log`` waterfall over ``event`` and append the outcome.
 
         A listener that raises, or returns something other than a mapping of
         the same event ``type``, is logged at WARNING and skipped (its input
-        goes on). A log whose ``append`` raises is logged the same way.
+        goes on).
 
         Cancellation: propagates from an async listener.
         """
@@ -614,6 +714,10 @@ class SubCallPool:
                 )
                 continue
             event = dict(out)
+        self._append(event)
+
+    def _append(self, event: SessionEvent) -> None:
+        """Append ``event``; a log whose ``append`` raises is logged at WARNING (the run goes on)."""
         log = self.log
         if log is not None:
             try:

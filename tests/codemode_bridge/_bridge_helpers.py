@@ -11,10 +11,10 @@ transport a real runtime uses; only the process boundary is missing.
 from __future__ import annotations
 
 import asyncio
-import functools
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable
 from typing import Any
 
+from _shared_helpers import async_test, render_text
 from dsh_codegen.codemode import (
     CodeRunFailure,
     CodeRunRequest,
@@ -128,26 +128,6 @@ class ProgramRuntime:
             return CodeRunFailure("exception", f"{type(exc).__name__}: {exc}", tuple(logs))
         result = task.result()
         return CodeRunSuccess(tuple(logs), UNSET if result is None else result)
-
-
-def async_test(fn: Callable[..., Coroutine[Any, Any, None]]) -> Callable[..., None]:
-    """Run an async test body in a fresh event loop; fail if it leaves tasks pending."""
-
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> None:
-        async def main() -> None:
-            await fn(*args, **kwargs)
-            current = asyncio.current_task()
-            pending = [t for t in asyncio.all_tasks() if t is not current and not t.done()]
-            assert pending == [], f"tasks left pending: {pending}"
-
-        asyncio.run(main())
-
-    return wrapper
-
-
-def render_text(_args: Any, value: Any) -> list[dict[str, str]]:
-    return [{"type": "text", "text": value if isinstance(value, str) else repr(value)}]
 
 
 def text_tool(

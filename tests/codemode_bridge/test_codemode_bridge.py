@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Mapping
 from typing import Any
 
 import pytest
@@ -291,7 +292,22 @@ async def test_b134_non_lossless_arguments_reject_before_dispatch() -> None:
     class Odd(dict):  # type: ignore[type-arg]
         pass
 
-    bad = [UNSET, float("nan"), float("inf"), -0.0, {"a": object()}, {1: "x"}, print, {"s": {1, 2}}, Odd()]
+    class Raising(Mapping[str, Any]):
+        """A third-party runtime's mapping whose every read raises: the snapshot never reads it."""
+
+        def __getitem__(self, key: str) -> Any:
+            raise RuntimeError("getter throws")
+
+        def __iter__(self) -> Any:
+            raise RuntimeError("getter throws")
+
+        def __len__(self) -> int:
+            raise RuntimeError("getter throws")
+
+    bad = [
+        UNSET, float("nan"), float("inf"), -0.0, {"a": object()}, {1: "x"}, print, {"s": {1, 2}}, Odd(),
+        Raising(), {"nested": Raising()},
+    ]
 
     async def lossy(tools: Any, print: Any) -> Any:
         messages = []
@@ -313,6 +329,31 @@ async def test_b134_non_lossless_arguments_reject_before_dispatch() -> None:
         "tool arguments must be lossless JSON (call the tool with an arguments object, e.g. `{}`)"
     ] * (len(bad) + 1)
     assert ran == [] and log.events == []
+
+
+@pytest.mark.once  # the bridge's handling is under test; both json twins' budgets are tested in tests/json
+@async_test
+async def test_b134_arguments_past_the_snapshot_budget_reject_before_dispatch() -> None:
+    # The only other way a snapshot of binding arguments fails: more than the
+    # default max_nodes (10,000,000) values, shared references counted each time.
+    registry, runtime, log = code_registry(text_tool("echo"))
+    row = [0] * 1000
+    huge = {"text": "x", "rows": [row] * 10_000}
+
+    async def oversized(tools: Any, print: Any) -> Any:
+        try:
+            await tools.echo(huge)
+        except ToolCallError as exc:
+            print(exc.message)
+        return await tools.echo({"text": "after"})
+
+    result = await run_code(registry, program(runtime, oversized))
+    (message,) = result.value["logs"]
+    assert message.startswith("tool arguments are too large: JSON walk budget exceeded at ")
+    assert message.endswith("(max_nodes=10000000)")
+    assert result.value["result"] == "echo:after"
+    # Nothing dispatched or logged for it, and it did not use a number.
+    assert [e["subCallId"] for e in events(log, START)] == ["outer:code:1"]
 
 
 @async_test
@@ -356,7 +397,9 @@ class Gauge:
         self.peak = 0
         self.order: list[str] = []
 
-    def tool(self, name: str, *, safe: bool, delay: float = 0.005) -> Any:
+    def tool(self, name: str, *, safe: bool | None, delay: float = 0.005) -> Any:
+        """``safe=None``: no ``is_concurrency_safe`` at all (exclusive whatever the arguments)."""
+
         async def body(args: Any, run: Any) -> Any:
             self.now += 1
             self.peak = max(self.peak, self.now)
@@ -413,6 +456,107 @@ async def test_b137_an_exclusive_call_drains_the_pool_runs_alone_and_bars_later_
     assert [(e["type"], e["subCallId"][-1]) for e in log.events] == [
         (START, "1"), (START, "2"), (SETTLE, "1"), (SETTLE, "2"), (START, "3"), (SETTLE, "3"), (START, "4"), (SETTLE, "4"),
     ]
+
+
+@async_test
+async def test_b136_b139_without_listeners_safe_calls_overlap_and_commit_in_submission_order() -> None:
+    # No pipeline listener, guard or finalizer: the calls run without a gate; the pool
+    # still commits (settle event, context, the program's future) in submission order.
+    gauge = Gauge()
+    registry, runtime, log = code_registry(
+        gauge.tool("slow", safe=True, delay=0.02), gauge.tool("fast", safe=True, delay=0.001)
+    )
+    resolved: list[str] = []
+
+    async def both(tools: Any, print: Any) -> Any:
+        futures = [tools.slow({}), tools.fast({})]
+        for name, future in zip(("slow", "fast"), futures):
+            future.add_done_callback(lambda _f, name=name: resolved.append(name))
+        return await asyncio.gather(*futures)
+
+    result = await run_code(registry, program(runtime, both))
+    assert result.value["result"] == ["slow", "fast"]
+    assert gauge.peak == 2
+    assert gauge.order == ["start slow", "start fast", "end fast", "end slow"]
+    assert [e["name"] for e in events(log, SETTLE)] == ["slow", "fast"]
+    assert resolved == ["slow", "fast"]
+
+
+@async_test
+async def test_a_gated_call_after_an_ungated_one_does_not_wait_for_its_body() -> None:
+    # Call 1 starts while no listener exists (no gate, so no pre-execute turn to hold);
+    # a pre-execute listener registered before call 2 gives call 2 a gate, whose
+    # policy turn must not wait for call 1's body.
+    gauge = Gauge()
+    registry, runtime, _ = code_registry(gauge.tool("s", safe=True, delay=0.02))
+    seen: list[str] = []
+
+    async def pre(execution: Any, next: Any) -> Any:
+        seen.append(execution.call_id)
+        return await next()
+
+    async def mixed(tools: Any, print: Any) -> Any:
+        first = tools.s({"text": "1"})
+        registry.on_pre_execute(pre)
+        return await asyncio.gather(first, tools.s({"text": "2"}))
+
+    result = await run_code(registry, program(runtime, mixed))
+    assert result.value["result"] == ["s", "s"]
+    assert seen == ["outer:code:2"]
+    assert gauge.order == ["start s1", "start s2", "end s1", "end s2"]
+
+
+@async_test
+async def test_a_call_started_on_an_idle_pool_is_classified_only_if_it_suspends() -> None:
+    classified: list[str] = []
+
+    def classify(args: Any) -> bool:
+        classified.append(args.get("text", ""))
+        return True
+
+    async def body(args: Any, run: Any) -> Any:
+        if args.get("text") == "wait":
+            await asyncio.sleep(0.005)
+        return "done"
+
+    registry, runtime, _ = code_registry(text_tool("t", body, is_concurrency_safe=classify))
+
+    async def calls(tools: Any, print: Any) -> Any:
+        await tools.t({"text": "at once"})  # finishes inside dispatch: never classified
+        first = tools.t({"text": "wait"})  # suspends: classified then, so the next may overlap
+        second = tools.t({"text": "wait"})
+        return await asyncio.gather(first, second)
+
+    result = await run_code(registry, program(runtime, calls))
+    assert result.value["result"] == ["done", "done"]
+    assert classified == ["wait", "wait"]
+
+
+@async_test
+async def test_the_classification_follows_registry_changes_during_a_run() -> None:
+    # "t" has no classifier (exclusive whatever its arguments, which the pool remembers);
+    # a body replaces it with a concurrency-safe "t", and the next calls overlap.
+    gauge = Gauge()
+    registry, runtime, _ = code_registry()
+    dispose = registry.register(gauge.tool("t", safe=None))
+
+    async def swap(args: Any, run: Any) -> Any:
+        dispose()
+        registry.register(gauge.tool("t", safe=True))
+        return "swapped"
+
+    registry.register(text_tool("swap", swap))
+
+    async def swaps(tools: Any, print: Any) -> Any:
+        await asyncio.gather(tools.t({"text": "a"}), tools.t({"text": "b"}))
+        before = gauge.peak
+        await tools.swap({})
+        gauge.peak = 0
+        await asyncio.gather(tools.t({"text": "c"}), tools.t({"text": "d"}))
+        return [before, gauge.peak]
+
+    result = await run_code(registry, program(runtime, swaps))
+    assert result.value["result"] == [1, 2]
 
 
 @async_test

@@ -6,8 +6,10 @@ A call is safe or exclusive, may fail, may be cancelled by the program (a
 aborted at a random moment. Whatever happens:
 
 - every started sub-call has exactly one settle event, and none lands after
-  ``run_code`` returned;
-- pre-execute phases run in submission order, one at a time;
+  ``run_code`` returned; settle events (commits) come in submission order;
+- pre-execute phases run in submission order, one at a time (with a
+  pre-execute listener; without one the pool runs the calls without a gate,
+  which the run is drawn with too);
 - exclusive bodies run alone and in submission order;
 - at most ``max_parallel_sub_calls`` sub-calls are in flight (started and not
   settled), and at most that many bodies run at once;
@@ -120,8 +122,10 @@ def make_program(groups: list[list[Call]]) -> Any:
 
 
 @settings(max_examples=60)
-@given(groups=programs, cap=st.integers(1, 4), abort_ms=st.none() | st.integers(0, 12))
-def test_random_programs_keep_the_pool_invariants(groups: list[list[Call]], cap: int, abort_ms: int | None) -> None:
+@given(groups=programs, cap=st.integers(1, 4), abort_ms=st.none() | st.integers(0, 12), policy=st.booleans())
+def test_random_programs_keep_the_pool_invariants(
+    groups: list[list[Call]], cap: int, abort_ms: int | None, policy: bool
+) -> None:
     @async_test
     async def check() -> None:
         recorder = Recorder()
@@ -130,7 +134,8 @@ def test_random_programs_keep_the_pool_invariants(groups: list[list[Call]], cap:
             _tool("excl", recorder.body(True), False),
             max_parallel_sub_calls=cap,
         )
-        registry.on_pre_execute(recorder.pre)
+        if policy:
+            registry.on_pre_execute(recorder.pre)
         runtime.add("p", make_program(groups))
         controller = AbortController()
         handle = None
@@ -150,6 +155,7 @@ def test_random_programs_keep_the_pool_invariants(groups: list[list[Call]], cap:
         settles = [e["subCallId"] for e in log.events if e["type"] == "tool/code-dispatch"]
         assert sorted(starts) == sorted(settles) and len(set(starts)) == len(starts)
         assert [number(s) for s in starts] == sorted(number(s) for s in starts)
+        assert [number(s) for s in settles] == sorted(number(s) for s in settles)
         in_flight = 0
         for event in log.events:
             in_flight += 1 if event["type"] == "tool/code-dispatch-start" else -1

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import asyncio
-import functools
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable
 from typing import Any
 
+from _shared_helpers import async_test, render_text
 from dsh_codegen.registry import (
     AbortController,
     AbortSignal,
@@ -19,26 +18,6 @@ from dsh_codegen.registry import (
     ToolRunContext,
     define_tool,
 )
-
-
-def async_test(fn: Callable[..., Coroutine[Any, Any, None]]) -> Callable[..., None]:
-    """Run an async test body in a fresh event loop; fail if it leaves tasks pending."""
-
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> None:
-        async def main() -> None:
-            await fn(*args, **kwargs)
-            current = asyncio.current_task()
-            pending = [t for t in asyncio.all_tasks() if t is not current and not t.done()]
-            assert pending == [], f"tasks left pending: {pending}"
-
-        asyncio.run(main())
-
-    return wrapper
-
-
-def render_text(_args: Any, value: Any) -> list[dict[str, str]]:
-    return [{"type": "text", "text": value if isinstance(value, str) else repr(value)}]
 
 
 async def echo_body(args: Any, run: ToolRunContext) -> Any:
