@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import asyncio
-import functools
-from collections.abc import Callable, Coroutine
 from typing import Any
+
+from _shared_helpers import async_test
 
 from dsh_codegen.registry import (
     AbortController,
@@ -16,16 +15,6 @@ from dsh_codegen.registry import (
     ToolRegistry,
 )
 from dsh_codegen.registry._typed import tool
-
-
-def async_test(fn: Callable[..., Coroutine[Any, Any, None]]) -> Callable[..., None]:
-    """Run an async test body in a fresh event loop."""
-
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> None:
-        asyncio.run(fn(*args, **kwargs))
-
-    return wrapper
 
 
 def one_parameter(annotation: Any, returns: Any = None, **options: Any) -> ToolDefinition:
