@@ -106,6 +106,8 @@ REJECTED: Final[dict[str, str]] = {
     "$vocabulary": "$vocabulary belongs to meta-schemas",
 }
 
+_DISCRIMINATOR_KEYS: Final = frozenset(("propertyName", "mapping"))
+
 #: Keywords of the seed's subset: a node using only these (rightly) keeps the subset's node kinds.
 _SUBSET: Final = frozenset(
     ("type", "oneOf", "properties", "required", "additionalProperties", "items", "enum", "const")
@@ -128,6 +130,7 @@ _ANNOTATIONS: Final = frozenset(
         "writeOnly",
         "format",
         "contentMediaType",
+        "discriminator",
         "contentEncoding",
     )
 )
@@ -590,6 +593,22 @@ def _check_format(c: _Checker_, value: Any, schema: Any, node: Node, index: int,
         node.str_checks += ((V_FORMAT, (checker, value)),)
 
 
+def _check_discriminator(c: _Checker_, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
+    """pydantic's (OpenAPI's) hint for a discriminated union: an annotation, so only its shape is checked."""
+    if "oneOf" not in schema and "anyOf" not in schema:
+        c._report(path, "discriminator", "is only allowed beside oneOf or anyOf (it annotates a discriminated union)")
+        return
+    shaped = c._is_object(value) and all(type(key) is str and key in _DISCRIMINATOR_KEYS for key in value)
+    if not shaped or type(value.get("propertyName")) is not str:
+        c._report(path, "discriminator", "must be an object with a string propertyName and an optional mapping")
+        return
+    mapping = value.get("mapping", _MISSING)
+    if mapping is not _MISSING and (
+        not c._is_object(mapping) or any(type(key) is not str or type(target) is not str for key, target in mapping.items())
+    ):
+        c._report(path, "discriminator", "mapping must be an object of strings")
+
+
 def _check_ref(c: _Checker_, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
     if type(value) is not str:
         c._report(path, "$ref", "must be a string")
@@ -855,6 +874,7 @@ _ORDER: Final[tuple[tuple[str, Callable[..., None]], ...]] = (
     ("allOf", _combinator("allOf", "all_of")),
     ("anyOf", _combinator("anyOf", "any_of")),
     ("oneOf", _combinator("oneOf", "one_of")),
+    ("discriminator", _check_discriminator),
     ("$defs", _check_defs("$defs")),
     ("definitions", _check_defs("definitions")),
     ("$comment", _string_annotation("$comment")),
