@@ -272,6 +272,145 @@ cdef inline bint _leaf(PyObject* v, int* is_container) noexcept:
     return False
 
 
+cdef inline bint _is_object_of(PyObject* v, PyTypeObject* fobj) noexcept:
+    cdef PyTypeObject* t = Py_TYPE(v)
+    return t == &PyDict_Type or (t == fobj and t != NULL)
+
+
+cdef inline bint _is_array_of(PyObject* v, PyTypeObject* farr) noexcept:
+    cdef PyTypeObject* t = Py_TYPE(v)
+    return t == &PyList_Type or t == &PyTuple_Type or (t == farr and t != NULL)
+
+
+cdef bint _lossless_walk(PyObject* root, PyTypeObject* fobj, PyTypeObject* farr, set ancestors) except -1:
+    """Whether ``root`` is lossless JSON, without building objects (cycles: the careful walk)."""
+    cdef Frame inline_frames[INLINE_FRAMES]
+    cdef Stack s
+    cdef PyObject* v
+    cdef PyObject* key
+    cdef PyObject* item
+    cdef Py_ssize_t pos, i, size
+    cdef int container = 0
+    cdef long budget = ANY_BUDGET
+    cdef bint ok = True
+    s.frames = inline_frames
+    s.size = 0
+    s.cap = INLINE_FRAMES
+    s.heap = False
+    try:
+        _push(&s, root, -1, F_VISIT)
+        while s.size > 0:
+            s.size -= 1
+            v = s.frames[s.size].value
+            if _leaf(v, &container):
+                continue
+            if not container:
+                ok = False
+                break
+            budget -= 1
+            if budget < 0:
+                # only a cycle or an enormous shared-reference DAG gets here
+                ok = _lossless_careful(root, fobj, farr, ancestors)
+                break
+            if _is_object_of(v, fobj):
+                pos = 0
+                while PyDict_Next(v, &pos, &key, &item):
+                    if Py_TYPE(key) != &PyUnicode_Type:
+                        ok = False
+                        break
+                    if not _leaf(item, &container):
+                        if not container:
+                            ok = False
+                            break
+                        _push(&s, item, -1, F_VISIT)
+                if not ok:
+                    break
+            elif Py_TYPE(v) == &PyTuple_Type:
+                size = PyTuple_GET_SIZE(v)
+                for i in range(size):
+                    _push(&s, PyTuple_GET_ITEM(v, i), -1, F_VISIT)
+            elif _is_array_of(v, farr):
+                size = PyList_GET_SIZE(v)
+                for i in range(size):
+                    _push(&s, PyList_GET_ITEM(v, i), -1, F_VISIT)
+            else:
+                ok = False
+                break
+    finally:
+        if s.heap:
+            free(s.frames)
+    return ok
+
+cdef bint _lossless_careful(PyObject* root, PyTypeObject* fobj, PyTypeObject* farr, set ancestors) except -1:
+    """The lossless walk with cycle detection: ancestors' ids in a set kept on the validator.
+
+    Creates only ints (which the garbage collector does not track), so no
+    collection and no finalizer can run while borrowed references are held.
+    """
+    cdef Frame inline_frames[INLINE_FRAMES]
+    cdef Stack s
+    cdef PyObject* v
+    cdef PyObject* key
+    cdef PyObject* item
+    cdef Py_ssize_t pos, i, size
+    cdef int container = 0
+    cdef bint ok = True
+    cdef object ident
+    s.frames = inline_frames
+    s.size = 0
+    s.cap = INLINE_FRAMES
+    s.heap = False
+    try:
+        _push(&s, root, -1, F_VISIT)
+        while s.size > 0:
+            s.size -= 1
+            v = s.frames[s.size].value
+            if s.frames[s.size].tag == F_MARK:  # leaving v: no longer an ancestor
+                ancestors.discard(PyLong_FromVoidPtr(v))
+                continue
+            if _leaf(v, &container):
+                continue
+            if not container:
+                ok = False
+                break
+            ident = PyLong_FromVoidPtr(v)
+            if ident in ancestors:
+                ok = False
+                break
+            if _is_object_of(v, fobj):
+                pos = 0
+                while PyDict_Next(v, &pos, &key, &item):
+                    if Py_TYPE(key) != &PyUnicode_Type:
+                        ok = False
+                        break
+                if not ok:
+                    break
+                ancestors.add(ident)
+                _push(&s, v, -1, F_MARK)
+                pos = 0
+                while PyDict_Next(v, &pos, &key, &item):
+                    _push(&s, item, -1, F_VISIT)
+            elif _is_array_of(v, farr):
+                ancestors.add(ident)
+                _push(&s, v, -1, F_MARK)
+                if Py_TYPE(v) == &PyTuple_Type:
+                    size = PyTuple_GET_SIZE(v)
+                    for i in range(size):
+                        _push(&s, PyTuple_GET_ITEM(v, i), -1, F_VISIT)
+                else:
+                    size = PyList_GET_SIZE(v)
+                    for i in range(size):
+                        _push(&s, PyList_GET_ITEM(v, i), -1, F_VISIT)
+            else:
+                ok = False
+                break
+    finally:
+        ancestors.clear()
+        if s.heap:
+            free(s.frames)
+    return ok
+
+
 # --- the dialect's verdict walk in C ----------------------------------------------------------
 #
 # The same walk as ``DialectWalker._valid_from`` (``_dialect_py``: the reference, which the pure
@@ -295,6 +434,7 @@ cdef long long EXACT_DOUBLE = 9007199254740992  # 2**53: every integer up to it 
 cdef int C_MINIMUM = V_MINIMUM, C_MAXIMUM = V_MAXIMUM
 cdef int C_EXCLUSIVE_MINIMUM = V_EXCLUSIVE_MINIMUM, C_EXCLUSIVE_MAXIMUM = V_EXCLUSIVE_MAXIMUM
 cdef int C_MULTIPLE_OF = V_MULTIPLE_OF, C_MIN_LENGTH = V_MIN_LENGTH, C_MAX_LENGTH = V_MAX_LENGTH
+cdef int C_PATTERN = V_PATTERN
 cdef int C_MIN_ITEMS = V_MIN_ITEMS, C_MAX_ITEMS = V_MAX_ITEMS
 cdef int C_MIN_PROPERTIES = V_MIN_PROPERTIES, C_MAX_PROPERTIES = V_MAX_PROPERTIES
 
@@ -306,6 +446,7 @@ cdef struct Check:
     double bound
     long long factor     # multipleOf: an int factor in (0, 2**53], else 0
     PyObject* pair       # the node's ``(code, argument)`` tuple, for the Python check
+    PyObject* search     # pattern: the compiled expression's ``search``, else NULL
 
 
 cdef struct DNode:
@@ -368,6 +509,34 @@ cdef inline PyObject* _array_item(PyObject* v, Py_ssize_t i) noexcept:
     return PyList_GET_ITEM(v, i)
 
 
+cdef bint _scalars_unique(PyObject* v, Py_ssize_t size) except -1:
+    """True when the short array ``v`` of strings and numbers has no two JSON-equal items.
+
+    False means "duplicates, or not such an array": the caller then asks ``_unique``.
+    Strings and numbers compare without running user code (``1 == 1.0``, as JSON says).
+    """
+    cdef Py_ssize_t i, j
+    cdef PyTypeObject* t
+    cdef PyObject* a
+    cdef int r
+    if size > 16:
+        return False
+    for i in range(size):
+        a = _array_item(v, i)
+        t = Py_TYPE(a)
+        if t != &PyUnicode_Type and t != &PyLong_Type and t != &PyFloat_Type:
+            return False
+    for i in range(size):
+        a = _array_item(v, i)
+        for j in range(i + 1, size):
+            r = PyObject_RichCompareBool(a, _array_item(v, j), Py_EQ)
+            if r != 0:
+                if r < 0:
+                    PyErr_Clear()
+                return False
+    return True
+
+
 cdef class _DialectTable:
     """The dialect program's nodes as C structs, and the verdict walk over them."""
 
@@ -380,6 +549,7 @@ cdef class _DialectTable:
     cdef PyTypeObject* _farr
     cdef list _keep
     cdef bint _recursive
+    cdef set _ancestors   # for the lossless walk's cycle check
 
     def __cinit__(self):
         self._nodes = NULL
@@ -401,6 +571,7 @@ cdef class _DialectTable:
         self._keep = [fobj, farr]
         self._py_nodes = nodes
         self._recursive = program.recursive
+        self._ancestors = set()
         for node in nodes:
             n_checks += len(node.num_checks) + len(node.str_checks) + len(node.arr_checks) + len(node.obj_checks)
             n_indices += len(node.prefix) + len(node.all_of) + len(node.any_of) + len(node.one_of)
@@ -484,7 +655,10 @@ cdef class _DialectTable:
         k.exact = False
         k.bound = 0.0
         k.factor = 0
-        if code == C_MIN_LENGTH or code == C_MAX_LENGTH or code == C_MIN_ITEMS or code == C_MAX_ITEMS \
+        k.search = NULL
+        if code == C_PATTERN:
+            k.search = <PyObject*>arg[0]  # kept alive by the pair
+        elif code == C_MIN_LENGTH or code == C_MAX_LENGTH or code == C_MIN_ITEMS or code == C_MAX_ITEMS \
                 or code == C_MIN_PROPERTIES or code == C_MAX_PROPERTIES:
             k.count = arg
         elif code == C_MULTIPLE_OF:
@@ -580,6 +754,9 @@ cdef class _DialectTable:
                 elif k.code == C_MAX_LENGTH:
                     if PyUnicode_GET_LENGTH(v) > k.count:
                         return False
+                elif k.search != NULL:
+                    if (<object>k.search)(<object>v) is None:
+                        return False
                 elif not _string_ok(k.code, (<tuple>k.pair)[1], <object>v):
                     return False
         elif kind == K_INTEGER or kind == K_NUMBER:
@@ -596,7 +773,7 @@ cdef class _DialectTable:
                 elif k.code == C_MAX_ITEMS:
                     if size > k.count:
                         return False
-                elif not _unique(<object>v):
+                elif not _scalars_unique(v, size) and not _unique(<object>v):
                     return False
         elif kind == K_OBJECT:
             size = PyDict_Size(v)
@@ -616,15 +793,29 @@ cdef class _DialectTable:
     # --- the walk ----------------------------------------------------------------------------
 
     cdef bint valid_from(self, int root, PyObject* value) except -1:
-        """Whether ``value`` is lossless JSON matching node ``root``."""
+        """Whether ``value`` is lossless JSON matching node ``root``.
+
+        A recursive program first walks without tracking the containers on the
+        path: only a cyclic value (or an enormous one) uses up the budget of
+        containers, and the walk then starts again with the tracking on.
+        """
+        cdef long budget = ANY_BUDGET
+        cdef int verdict = self._walk(root, value, None, &budget)
+        if verdict == 2:
+            verdict = self._walk(root, value, {}, &budget)
+        return verdict == 1
+
+    cdef int _walk(self, int root, PyObject* value, object on_path, long* budget) except -1:
+        """1 when ``value`` matches node ``root``, 0 when not, 2 when the container budget ran out."""
         cdef Frame inline_frames[INLINE_FRAMES]
         cdef Stack s
         cdef Frame* f
         cdef PyObject* v
         cdef int tag, index
-        cdef bint ok
-        cdef bint result = True
-        cdef object on_path = {} if self._recursive else None
+        cdef int container = 0
+        cdef int ok
+        cdef int result = 1
+        cdef bint counting = self._recursive and on_path is None
         s.frames = inline_frames
         s.size = 0
         s.cap = INLINE_FRAMES
@@ -642,6 +833,11 @@ cdef class _DialectTable:
                     index = f.node
                     try:
                         if tag == D_VISIT:
+                            if counting and (Py_TYPE(v) == &PyDict_Type or not _leaf(v, &container)):
+                                budget[0] -= 1
+                                if budget[0] < 0:
+                                    result = 2
+                                    break
                             ok = self._visit(&s, index, v, on_path)
                         elif tag == D_LOSSLESS:
                             ok = self._lossless_value(v)
@@ -653,7 +849,7 @@ cdef class _DialectTable:
                     finally:
                         Py_DECREF(<object>v)
                 if not ok and not self._unwind(&s, on_path):
-                    result = False
+                    result = 0
                     break
         finally:
             while s.size > 0:
@@ -668,7 +864,7 @@ cdef class _DialectTable:
             return True
         if not container:
             return False
-        return is_lossless_json(<object>v)
+        return _lossless_walk(v, self._fobj, self._farr, self._ancestors)
 
     cdef bint _visit(self, Stack* s, int index, PyObject* v, object on_path) except -1:
         """``DialectWalker._visit``: check ``v`` against the node and push what its parts need."""
@@ -733,7 +929,7 @@ cdef class _DialectTable:
         _opush(s, v, -1, D_EXIT)
 
     cdef bint _object_frames(self, Stack* s, DNode* d, PyObject* v, object on_path) except -1:
-        cdef Py_ssize_t pos = 0, j
+        cdef Py_ssize_t pos = 0, base
         cdef PyObject* key
         cdef PyObject* item
         cdef PyObject* found
@@ -754,6 +950,7 @@ cdef class _DialectTable:
             while PyDict_Next(v, &pos, &key, &item):
                 _opush(s, key, d.property_names, D_VISIT)
             pos = 0
+        base = s.size
         while PyDict_Next(v, &pos, &key, &item):
             found = PyDict_GetItemWithError(d.props, key) if d.props != NULL else NULL
             if found == NULL:
@@ -764,20 +961,25 @@ cdef class _DialectTable:
                 child = PyLong_AsLong(found) >> 1
             if not self._child(s, child, item, on_path):
                 return False
+        if s.size - base > 1:
+            _reverse(s, base)  # members in document order: an early error is found first
         return True
 
     cdef bint _array_frames(self, Stack* s, DNode* d, PyObject* v, object on_path) except -1:
-        cdef Py_ssize_t size, i
+        cdef Py_ssize_t size, i, base
         cdef int child
         if not d.arr_members:
             return True
         if on_path is not None:
             self._open(s, v, on_path)
         size = _array_size(v)
+        base = s.size
         for i in range(size):
             child = self._indices[d.first_prefix + i] if i < d.n_prefix else d.items
             if not self._child(s, child, _array_item(v, i), on_path):
                 return False
+        if s.size - base > 1:
+            _reverse(s, base)
         return True
 
     cdef bint _start(self, Stack* s, int tag, int index, PyObject* v) except -1:
@@ -888,6 +1090,20 @@ class _CompiledDialectWalker(DialectWalker):
 
     def _valid_from(self, root, value):
         return (<_DialectTable>self._table).valid_from(root, <PyObject*>value)
+
+    def _known_valid(self, index, item, path):
+        # Only in the first PRECHECK_DEPTH levels: each verdict walks the item's whole
+        # subtree, so asking at every level of a 100,000-deep value would be quadratic.
+        cdef Py_ssize_t depth = 0
+        while path is not None:
+            depth += 1
+            if depth > PRECHECK_DEPTH:
+                return False
+            path = path[0]
+        if index < 0:
+            return _lossless_walk(<PyObject*>item, (<_DialectTable>self._table)._fobj,
+                                  (<_DialectTable>self._table)._farr, (<_DialectTable>self._table)._ancestors)
+        return (<_DialectTable>self._table).valid_from(index, <PyObject*>item)
 
 
 
@@ -1514,132 +1730,7 @@ cdef class CompiledValidator:
 
     cdef bint _lossless(self, PyObject* root) except -1:
         """Whether ``root`` is lossless JSON, without building objects (cycles: the careful walk)."""
-        cdef Frame inline_frames[INLINE_FRAMES]
-        cdef Stack s
-        cdef PyObject* v
-        cdef PyObject* key
-        cdef PyObject* item
-        cdef Py_ssize_t pos, i, size
-        cdef int container = 0
-        cdef long budget = ANY_BUDGET
-        cdef bint ok = True
-        s.frames = inline_frames
-        s.size = 0
-        s.cap = INLINE_FRAMES
-        s.heap = False
-        try:
-            _push(&s, root, -1, F_VISIT)
-            while s.size > 0:
-                s.size -= 1
-                v = s.frames[s.size].value
-                if _leaf(v, &container):
-                    continue
-                if not container:
-                    ok = False
-                    break
-                budget -= 1
-                if budget < 0:
-                    # only a cycle or an enormous shared-reference DAG gets here
-                    ok = self._lossless_careful(root)
-                    break
-                if self._is_object(v):
-                    pos = 0
-                    while PyDict_Next(v, &pos, &key, &item):
-                        if Py_TYPE(key) != &PyUnicode_Type:
-                            ok = False
-                            break
-                        if not _leaf(item, &container):
-                            if not container:
-                                ok = False
-                                break
-                            _push(&s, item, -1, F_VISIT)
-                    if not ok:
-                        break
-                elif Py_TYPE(v) == &PyTuple_Type:
-                    size = PyTuple_GET_SIZE(v)
-                    for i in range(size):
-                        _push(&s, PyTuple_GET_ITEM(v, i), -1, F_VISIT)
-                elif self._is_array(v):
-                    size = PyList_GET_SIZE(v)
-                    for i in range(size):
-                        _push(&s, PyList_GET_ITEM(v, i), -1, F_VISIT)
-                else:
-                    ok = False
-                    break
-        finally:
-            if s.heap:
-                free(s.frames)
-        return ok
-
-    cdef bint _lossless_careful(self, PyObject* root) except -1:
-        """The lossless walk with cycle detection: ancestors' ids in a set kept on the validator.
-
-        Creates only ints (which the garbage collector does not track), so no
-        collection and no finalizer can run while borrowed references are held.
-        """
-        cdef Frame inline_frames[INLINE_FRAMES]
-        cdef Stack s
-        cdef PyObject* v
-        cdef PyObject* key
-        cdef PyObject* item
-        cdef Py_ssize_t pos, i, size
-        cdef int container = 0
-        cdef bint ok = True
-        cdef object ident
-        cdef set ancestors = self._ancestors
-        s.frames = inline_frames
-        s.size = 0
-        s.cap = INLINE_FRAMES
-        s.heap = False
-        try:
-            _push(&s, root, -1, F_VISIT)
-            while s.size > 0:
-                s.size -= 1
-                v = s.frames[s.size].value
-                if s.frames[s.size].tag == F_MARK:  # leaving v: no longer an ancestor
-                    ancestors.discard(PyLong_FromVoidPtr(v))
-                    continue
-                if _leaf(v, &container):
-                    continue
-                if not container:
-                    ok = False
-                    break
-                ident = PyLong_FromVoidPtr(v)
-                if ident in ancestors:
-                    ok = False
-                    break
-                if self._is_object(v):
-                    pos = 0
-                    while PyDict_Next(v, &pos, &key, &item):
-                        if Py_TYPE(key) != &PyUnicode_Type:
-                            ok = False
-                            break
-                    if not ok:
-                        break
-                    ancestors.add(ident)
-                    _push(&s, v, -1, F_MARK)
-                    pos = 0
-                    while PyDict_Next(v, &pos, &key, &item):
-                        _push(&s, item, -1, F_VISIT)
-                elif self._is_array(v):
-                    ancestors.add(ident)
-                    _push(&s, v, -1, F_MARK)
-                    if Py_TYPE(v) == &PyTuple_Type:
-                        size = PyTuple_GET_SIZE(v)
-                        for i in range(size):
-                            _push(&s, PyTuple_GET_ITEM(v, i), -1, F_VISIT)
-                    else:
-                        size = PyList_GET_SIZE(v)
-                        for i in range(size):
-                            _push(&s, PyList_GET_ITEM(v, i), -1, F_VISIT)
-                else:
-                    ok = False
-                    break
-        finally:
-            ancestors.clear()
-            if s.heap:
-                free(s.frames)
-        return ok
+        return _lossless_walk(root, self._fobj, self._farr, self._ancestors)
 
     cpdef bint is_valid(self, object value) except -1:
         """Whether ``value`` is lossless JSON matching the schema. Never raises; builds no violation."""
