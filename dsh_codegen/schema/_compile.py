@@ -332,6 +332,8 @@ class _Checker(ExactContainers):
         subset = True
         ranked: list[int] = []
         for key in schema:
+            if key in _TEXT_ANNOTATIONS and type(schema[key]) is str:
+                continue  # a well-formed text annotation: its checker would report nothing
             rank = _RANK.get(key)
             if rank is not None:
                 ranked.append(rank)
@@ -348,7 +350,8 @@ class _Checker(ExactContainers):
                 self._report(path, key, f"is not supported: {REJECTED[key]}")
             else:
                 self._report(path, key, "is not a supported keyword")
-        ranked.sort()
+        if len(ranked) > 1:
+            ranked.sort()
         children: list[_Child] = []
         for rank in ranked:
             keyword, checker = _ORDER[rank]
@@ -890,6 +893,8 @@ _ORDER: Final[tuple[tuple[str, Callable[..., None]], ...]] = (
 )
 _RANK: Final[dict[str, int]] = {keyword: rank for rank, (keyword, _) in enumerate(_ORDER)}
 _SUBSET_OR_ANNOTATION: Final = _SUBSET | _ANNOTATIONS
+#: Annotations whose only check is "a string": the node loop skips well-formed ones (the commonest keys).
+_TEXT_ANNOTATIONS: Final = frozenset(("title", "description", "$comment"))
 
 
 
@@ -955,7 +960,8 @@ def _finish(checker: _Checker) -> Program:
     for kind, index in checker.leaves.items():  # the compiled twin's property loop makes bare leaves
         nodes[index] = _leaf_node(kind)
     for node in nodes:
-        node.trivial = node.kind == JSON_ANY
+        if node.kind == JSON_ANY:
+            node.trivial = True  # the class default is False
         if node.ref >= 0 or node.all_of or node.any_of or node.one_of:
             node.obj_members = bool(node.props) or node.additional >= 0 or node.closed or node.property_names >= 0
             node.arr_members = bool(node.prefix) or node.items >= 0
