@@ -272,6 +272,841 @@ cdef inline bint _leaf(PyObject* v, int* is_container) noexcept:
     return False
 
 
+cdef inline bint _is_object_of(PyObject* v, PyTypeObject* fobj) noexcept:
+    cdef PyTypeObject* t = Py_TYPE(v)
+    return t == &PyDict_Type or (t == fobj and t != NULL)
+
+
+cdef inline bint _is_array_of(PyObject* v, PyTypeObject* farr) noexcept:
+    cdef PyTypeObject* t = Py_TYPE(v)
+    return t == &PyList_Type or t == &PyTuple_Type or (t == farr and t != NULL)
+
+
+cdef bint _lossless_walk(PyObject* root, PyTypeObject* fobj, PyTypeObject* farr, set ancestors) except -1:
+    """Whether ``root`` is lossless JSON, without building objects (cycles: the careful walk)."""
+    cdef Frame inline_frames[INLINE_FRAMES]
+    cdef Stack s
+    cdef PyObject* v
+    cdef PyObject* key
+    cdef PyObject* item
+    cdef Py_ssize_t pos, i, size
+    cdef int container = 0
+    cdef long budget = ANY_BUDGET
+    cdef bint ok = True
+    s.frames = inline_frames
+    s.size = 0
+    s.cap = INLINE_FRAMES
+    s.heap = False
+    try:
+        _push(&s, root, -1, F_VISIT)
+        while s.size > 0:
+            s.size -= 1
+            v = s.frames[s.size].value
+            if _leaf(v, &container):
+                continue
+            if not container:
+                ok = False
+                break
+            budget -= 1
+            if budget < 0:
+                # only a cycle or an enormous shared-reference DAG gets here
+                ok = _lossless_careful(root, fobj, farr, ancestors)
+                break
+            if _is_object_of(v, fobj):
+                pos = 0
+                while PyDict_Next(v, &pos, &key, &item):
+                    if Py_TYPE(key) != &PyUnicode_Type:
+                        ok = False
+                        break
+                    if not _leaf(item, &container):
+                        if not container:
+                            ok = False
+                            break
+                        _push(&s, item, -1, F_VISIT)
+                if not ok:
+                    break
+            elif Py_TYPE(v) == &PyTuple_Type:
+                size = PyTuple_GET_SIZE(v)
+                for i in range(size):
+                    _push(&s, PyTuple_GET_ITEM(v, i), -1, F_VISIT)
+            elif _is_array_of(v, farr):
+                size = PyList_GET_SIZE(v)
+                for i in range(size):
+                    _push(&s, PyList_GET_ITEM(v, i), -1, F_VISIT)
+            else:
+                ok = False
+                break
+    finally:
+        if s.heap:
+            free(s.frames)
+    return ok
+
+cdef bint _lossless_careful(PyObject* root, PyTypeObject* fobj, PyTypeObject* farr, set ancestors) except -1:
+    """The lossless walk with cycle detection: ancestors' ids in a set kept on the validator.
+
+    Creates only ints (which the garbage collector does not track), so no
+    collection and no finalizer can run while borrowed references are held.
+    """
+    cdef Frame inline_frames[INLINE_FRAMES]
+    cdef Stack s
+    cdef PyObject* v
+    cdef PyObject* key
+    cdef PyObject* item
+    cdef Py_ssize_t pos, i, size
+    cdef int container = 0
+    cdef bint ok = True
+    cdef object ident
+    s.frames = inline_frames
+    s.size = 0
+    s.cap = INLINE_FRAMES
+    s.heap = False
+    try:
+        _push(&s, root, -1, F_VISIT)
+        while s.size > 0:
+            s.size -= 1
+            v = s.frames[s.size].value
+            if s.frames[s.size].tag == F_MARK:  # leaving v: no longer an ancestor
+                ancestors.discard(PyLong_FromVoidPtr(v))
+                continue
+            if _leaf(v, &container):
+                continue
+            if not container:
+                ok = False
+                break
+            ident = PyLong_FromVoidPtr(v)
+            if ident in ancestors:
+                ok = False
+                break
+            if _is_object_of(v, fobj):
+                pos = 0
+                while PyDict_Next(v, &pos, &key, &item):
+                    if Py_TYPE(key) != &PyUnicode_Type:
+                        ok = False
+                        break
+                if not ok:
+                    break
+                ancestors.add(ident)
+                _push(&s, v, -1, F_MARK)
+                pos = 0
+                while PyDict_Next(v, &pos, &key, &item):
+                    _push(&s, item, -1, F_VISIT)
+            elif _is_array_of(v, farr):
+                ancestors.add(ident)
+                _push(&s, v, -1, F_MARK)
+                if Py_TYPE(v) == &PyTuple_Type:
+                    size = PyTuple_GET_SIZE(v)
+                    for i in range(size):
+                        _push(&s, PyTuple_GET_ITEM(v, i), -1, F_VISIT)
+                else:
+                    size = PyList_GET_SIZE(v)
+                    for i in range(size):
+                        _push(&s, PyList_GET_ITEM(v, i), -1, F_VISIT)
+            else:
+                ok = False
+                break
+    finally:
+        ancestors.clear()
+        if s.heap:
+            free(s.frames)
+    return ok
+
+
+# --- the dialect's verdict walk in C ----------------------------------------------------------
+#
+# The same walk as ``DialectWalker._valid_from`` (``_dialect_py``: the reference, which the pure
+# twin runs), over a C copy of the dialect's node fields. Frames own a reference to their value,
+# so the Python calls some checks make (``pattern``, ``format``, ``uniqueItems``, numbers beyond
+# 2**53, ``multipleOf`` of fractions) cannot free a value the walk still holds.
+
+cdef enum:
+    D_VISIT = 0
+    D_EXIT = 1
+    D_START_ANY = 2
+    D_START_ONE = 3
+    D_START_CONTAINS = 4
+    D_MARK_ANY = 5
+    D_MARK_ONE = 6
+    D_MARK_CONTAINS = 7
+    D_LOSSLESS = 8
+
+cdef long long EXACT_DOUBLE = 9007199254740992  # 2**53: every integer up to it is a double exactly
+
+cdef int C_MINIMUM = V_MINIMUM, C_MAXIMUM = V_MAXIMUM
+cdef int C_EXCLUSIVE_MINIMUM = V_EXCLUSIVE_MINIMUM, C_EXCLUSIVE_MAXIMUM = V_EXCLUSIVE_MAXIMUM
+cdef int C_MULTIPLE_OF = V_MULTIPLE_OF, C_MIN_LENGTH = V_MIN_LENGTH, C_MAX_LENGTH = V_MAX_LENGTH
+cdef int C_PATTERN = V_PATTERN
+cdef int C_MIN_ITEMS = V_MIN_ITEMS, C_MAX_ITEMS = V_MAX_ITEMS
+cdef int C_MIN_PROPERTIES = V_MIN_PROPERTIES, C_MAX_PROPERTIES = V_MAX_PROPERTIES
+
+
+cdef struct Check:
+    int code
+    Py_ssize_t count     # a length or size bound
+    bint exact           # the numeric bound is ``bound`` exactly (a float, or an int within 2**53)
+    double bound
+    long long factor     # multipleOf: an int factor in (0, 2**53], else 0
+    PyObject* pair       # the node's ``(code, argument)`` tuple, for the Python check
+    PyObject* search     # pattern: the compiled expression's ``search``, else NULL
+
+
+cdef struct DNode:
+    bint trivial
+    bint false_
+    bint simple          # a type test only: checked in place, no frame
+    bint closed
+    bint obj_members
+    bint arr_members
+    int admit
+    PyObject* enum_keys  # frozenset of json_key values, or NULL
+    bint has_const_key
+    PyObject* const_key
+    PyObject* props      # dict name -> child << 1 | required, or NULL
+    PyObject* required   # tuple of names
+    PyObject* dependent  # tuple of (name, names)
+    Py_ssize_t first_check
+    Py_ssize_t n_num
+    Py_ssize_t n_str
+    Py_ssize_t n_arr
+    Py_ssize_t n_obj
+    Py_ssize_t first_prefix
+    Py_ssize_t n_prefix
+    Py_ssize_t first_all
+    Py_ssize_t n_all
+    Py_ssize_t first_any
+    Py_ssize_t n_any
+    Py_ssize_t first_one
+    Py_ssize_t n_one
+    int items
+    int additional
+    int property_names
+    int contains
+    Py_ssize_t min_contains
+    Py_ssize_t max_contains
+    int ref
+
+
+cdef inline int _opush(Stack* s, PyObject* value, int node, int tag) except -1:
+    """Push a frame that owns a reference to ``value``."""
+    _push(s, value, node, tag)
+    Py_INCREF(<object>value)
+    return 0
+
+
+cdef inline void _opop(Stack* s) noexcept:
+    s.size -= 1
+    Py_DECREF(<object>s.frames[s.size].value)
+
+
+cdef inline Py_ssize_t _array_size(PyObject* v) noexcept:
+    if Py_TYPE(v) == &PyTuple_Type:
+        return PyTuple_GET_SIZE(v)
+    return PyList_GET_SIZE(v)
+
+
+cdef inline PyObject* _array_item(PyObject* v, Py_ssize_t i) noexcept:
+    if Py_TYPE(v) == &PyTuple_Type:
+        return PyTuple_GET_ITEM(v, i)
+    return PyList_GET_ITEM(v, i)
+
+
+cdef bint _scalars_unique(PyObject* v, Py_ssize_t size) except -1:
+    """True when the short array ``v`` of strings and numbers has no two JSON-equal items.
+
+    False means "duplicates, or not such an array": the caller then asks ``_unique``.
+    Strings and numbers compare without running user code (``1 == 1.0``, as JSON says).
+    """
+    cdef Py_ssize_t i, j
+    cdef PyTypeObject* t
+    cdef PyObject* a
+    cdef int r
+    if size > 16:
+        return False
+    for i in range(size):
+        a = _array_item(v, i)
+        t = Py_TYPE(a)
+        if t != &PyUnicode_Type and t != &PyLong_Type and t != &PyFloat_Type:
+            return False
+    for i in range(size):
+        a = _array_item(v, i)
+        for j in range(i + 1, size):
+            r = PyObject_RichCompareBool(a, _array_item(v, j), Py_EQ)
+            if r != 0:
+                if r < 0:
+                    PyErr_Clear()
+                return False
+    return True
+
+
+cdef class _DialectTable:
+    """The dialect program's nodes as C structs, and the verdict walk over them."""
+
+    cdef DNode* _nodes
+    cdef Py_ssize_t _n
+    cdef Check* _checks
+    cdef int* _indices    # prefixItems, allOf, anyOf and oneOf children
+    cdef list _py_nodes   # keeps every object the C structs borrow alive
+    cdef PyTypeObject* _fobj
+    cdef PyTypeObject* _farr
+    cdef list _keep
+    cdef bint _recursive
+    cdef set _ancestors   # for the lossless walk's cycle check
+
+    def __cinit__(self):
+        self._nodes = NULL
+        self._checks = NULL
+        self._indices = NULL
+
+    def __dealloc__(self):
+        free(self._nodes)
+        free(self._checks)
+        free(self._indices)
+
+    def __init__(self, program):
+        cdef list nodes = list(program.nodes)
+        cdef Py_ssize_t n = len(nodes), i, n_checks = 0, n_indices = 0, c = 0, x = 0
+        cdef DNode* d
+        fobj, farr = frozen_types()
+        self._fobj = <PyTypeObject*>fobj if fobj is not None else NULL
+        self._farr = <PyTypeObject*>farr if farr is not None else NULL
+        self._keep = [fobj, farr]
+        self._py_nodes = nodes
+        self._recursive = program.recursive
+        self._ancestors = set()
+        for node in nodes:
+            n_checks += len(node.num_checks) + len(node.str_checks) + len(node.arr_checks) + len(node.obj_checks)
+            n_indices += len(node.prefix) + len(node.all_of) + len(node.any_of) + len(node.one_of)
+        self._nodes = <DNode*>malloc(max(n, 1) * sizeof(DNode))
+        self._checks = <Check*>malloc(max(n_checks, 1) * sizeof(Check))
+        self._indices = <int*>malloc(max(n_indices, 1) * sizeof(int))
+        if self._nodes == NULL or self._checks == NULL or self._indices == NULL:
+            raise MemoryError()
+        self._n = n
+        for i in range(n):
+            node = nodes[i]
+            d = &self._nodes[i]
+            d.trivial = node.trivial
+            d.false_ = node.false
+            d.closed = node.closed
+            d.obj_members = node.obj_members
+            d.arr_members = node.arr_members
+            d.admit = node.admit
+            d.enum_keys = <PyObject*>node.enum_keys if node.enum_keys is not None else NULL
+            d.has_const_key = node.has_const_key
+            const_key = node.const_key
+            self._keep.append(const_key)
+            d.const_key = <PyObject*>const_key
+            d.props = <PyObject*>node.props if node.props else NULL
+            d.required = <PyObject*>node.required
+            d.dependent = <PyObject*>node.dependent
+            d.first_check = c
+            for pair in node.num_checks:
+                self._fill_check(&self._checks[c], pair)
+                c += 1
+            d.n_num = c - d.first_check
+            for pair in node.str_checks:
+                self._fill_check(&self._checks[c], pair)
+                c += 1
+            d.n_str = c - d.first_check - d.n_num
+            for pair in node.arr_checks:
+                self._fill_check(&self._checks[c], pair)
+                c += 1
+            d.n_arr = c - d.first_check - d.n_num - d.n_str
+            for pair in node.obj_checks:
+                self._fill_check(&self._checks[c], pair)
+                c += 1
+            d.n_obj = c - d.first_check - d.n_num - d.n_str - d.n_arr
+            d.first_prefix = x
+            x = self._fill_indices(x, node.prefix)
+            d.n_prefix = x - d.first_prefix
+            d.first_all = x
+            x = self._fill_indices(x, node.all_of)
+            d.n_all = x - d.first_all
+            d.first_any = x
+            x = self._fill_indices(x, node.any_of)
+            d.n_any = x - d.first_any
+            d.first_one = x
+            x = self._fill_indices(x, node.one_of)
+            d.n_one = x - d.first_one
+            d.items = node.items
+            d.additional = node.additional
+            d.property_names = node.property_names
+            d.contains = node.contains
+            d.min_contains = node.min_contains
+            d.max_contains = node.max_contains
+            d.ref = node.ref
+            # only scalars (integer under number included) and no other keyword: a type test
+            d.simple = (not d.trivial and not d.false_ and d.admit != 0
+                        and not d.admit & (1 << ARRAY | 1 << OBJECT)
+                        and d.enum_keys == NULL and not d.has_const_key
+                        and c == d.first_check and d.n_all == 0 and d.n_any == 0 and d.n_one == 0
+                        and d.ref < 0)
+
+    cdef Py_ssize_t _fill_indices(self, Py_ssize_t x, tuple children) except -1:
+        for child in children:
+            self._indices[x] = child
+            x += 1
+        return x
+
+    cdef int _fill_check(self, Check* k, tuple pair) except -1:
+        code, arg = pair
+        k.code = code
+        k.pair = <PyObject*>pair  # kept alive by its node
+        k.count = 0
+        k.exact = False
+        k.bound = 0.0
+        k.factor = 0
+        k.search = NULL
+        if code == C_PATTERN:
+            k.search = <PyObject*>arg[0]  # kept alive by the pair
+        elif code == C_MIN_LENGTH or code == C_MAX_LENGTH or code == C_MIN_ITEMS or code == C_MAX_ITEMS \
+                or code == C_MIN_PROPERTIES or code == C_MAX_PROPERTIES:
+            k.count = arg
+        elif code == C_MULTIPLE_OF:
+            factor = arg[0]
+            if type(factor) is int and 0 < factor <= EXACT_DOUBLE:
+                k.factor = factor
+        elif code == C_MINIMUM or code == C_MAXIMUM or code == C_EXCLUSIVE_MINIMUM or code == C_EXCLUSIVE_MAXIMUM:
+            if type(arg) is float or (type(arg) is int and -EXACT_DOUBLE <= arg <= EXACT_DOUBLE):
+                k.exact = True
+                k.bound = arg
+        return 0
+
+    # --- one value ---------------------------------------------------------------------------
+
+    cdef int _kind(self, PyObject* v) except -2:
+        """``_dialect_py._kind`` on exact types: the JSON kind, or -1."""
+        cdef PyTypeObject* t = Py_TYPE(v)
+        cdef Py_ssize_t pos = 0
+        cdef PyObject* key
+        cdef PyObject* item
+        cdef double d
+        if t == &PyUnicode_Type:
+            return K_STRING
+        if t == &PyDict_Type or (t == self._fobj and t != NULL):
+            while PyDict_Next(v, &pos, &key, &item):
+                if Py_TYPE(key) != &PyUnicode_Type:
+                    return -1
+            return K_OBJECT
+        if t == &PyLong_Type:
+            return K_INTEGER if _int_ok(v) else -1
+        if t == &PyBool_Type:
+            return K_BOOLEAN
+        if t == &PyFloat_Type:
+            d = PyFloat_AS_DOUBLE(v)
+            if not _float_ok(d):
+                return -1
+            return K_INTEGER if d == floor(d) else K_NUMBER
+        if t == &PyList_Type or t == &PyTuple_Type or (t == self._farr and t != NULL):
+            return K_ARRAY
+        if v == Py_None:
+            return K_NULL
+        return -1
+
+    cdef bint _number_check(self, Check* k, PyObject* v) except -1:
+        cdef double d
+        cdef long long i
+        cdef int overflow = 0
+        cdef int code = k.code
+        cdef bint exact_value = False
+        if Py_TYPE(v) == &PyFloat_Type:
+            d = PyFloat_AS_DOUBLE(v)
+            exact_value = True
+        else:
+            i = PyLong_AsLongLongAndOverflow(v, &overflow)
+            if overflow == 0:
+                if code == C_MULTIPLE_OF and k.factor > 0:
+                    return i % k.factor == 0
+                if -EXACT_DOUBLE <= i <= EXACT_DOUBLE:
+                    d = <double>i
+                    exact_value = True
+        if exact_value and k.exact:
+            if code == C_MINIMUM:
+                return d >= k.bound
+            if code == C_MAXIMUM:
+                return d <= k.bound
+            if code == C_EXCLUSIVE_MINIMUM:
+                return d > k.bound
+            if code == C_EXCLUSIVE_MAXIMUM:
+                return d < k.bound
+        pair = <tuple>k.pair
+        return _number_ok(code, pair[1], <object>v)
+
+    cdef bint _own_ok(self, DNode* d, PyObject* v, int kind) except -1:
+        """The node's keywords on ``v`` itself (enum, const, the checks of ``kind``)."""
+        cdef Check* k
+        cdef Py_ssize_t j, size
+        cdef object key
+        if d.enum_keys != NULL or d.has_const_key:
+            if kind == K_STRING or kind == K_INTEGER or kind == K_NUMBER or kind == K_NULL:
+                key = <object>v  # its own key (json_key)
+            else:
+                key = _value_key(<object>v, kind)
+            if d.enum_keys != NULL and key not in <frozenset>d.enum_keys:
+                return False
+            if d.has_const_key and not key == <object>d.const_key:
+                return False
+        if kind == K_STRING:
+            for j in range(d.n_str):
+                k = &self._checks[d.first_check + d.n_num + j]
+                if k.code == C_MIN_LENGTH:
+                    if PyUnicode_GET_LENGTH(v) < k.count:
+                        return False
+                elif k.code == C_MAX_LENGTH:
+                    if PyUnicode_GET_LENGTH(v) > k.count:
+                        return False
+                elif k.search != NULL:
+                    if (<object>k.search)(<object>v) is None:
+                        return False
+                elif not _string_ok(k.code, (<tuple>k.pair)[1], <object>v):
+                    return False
+        elif kind == K_INTEGER or kind == K_NUMBER:
+            for j in range(d.n_num):
+                if not self._number_check(&self._checks[d.first_check + j], v):
+                    return False
+        elif kind == K_ARRAY:
+            size = _array_size(v)
+            for j in range(d.n_arr):
+                k = &self._checks[d.first_check + d.n_num + d.n_str + j]
+                if k.code == C_MIN_ITEMS:
+                    if size < k.count:
+                        return False
+                elif k.code == C_MAX_ITEMS:
+                    if size > k.count:
+                        return False
+                elif not _scalars_unique(v, size) and not _unique(<object>v):
+                    return False
+        elif kind == K_OBJECT:
+            size = PyDict_Size(v)
+            for j in range(d.n_obj):
+                k = &self._checks[d.first_check + d.n_num + d.n_str + d.n_arr + j]
+                if k.code == C_MIN_PROPERTIES:
+                    if size < k.count:
+                        return False
+                elif size > k.count:
+                    return False
+        return True
+
+    cdef inline bint _simple_ok(self, DNode* d, PyObject* v) except -1:
+        cdef int kind = self._kind(v)
+        return kind >= 0 and (d.admit >> kind) & 1
+
+    # --- the walk ----------------------------------------------------------------------------
+
+    cdef bint valid_from(self, int root, PyObject* value) except -1:
+        """Whether ``value`` is lossless JSON matching node ``root``.
+
+        A recursive program first walks without tracking the containers on the
+        path: only a cyclic value (or an enormous one) uses up the budget of
+        containers, and the walk then starts again with the tracking on.
+        """
+        cdef long budget = ANY_BUDGET
+        cdef int verdict = self._walk(root, value, None, &budget)
+        if verdict == 2:
+            verdict = self._walk(root, value, {}, &budget)
+        return verdict == 1
+
+    cdef int _walk(self, int root, PyObject* value, object on_path, long* budget) except -1:
+        """1 when ``value`` matches node ``root``, 0 when not, 2 when the container budget ran out."""
+        cdef Frame inline_frames[INLINE_FRAMES]
+        cdef Stack s
+        cdef Frame* f
+        cdef PyObject* v
+        cdef int tag, index
+        cdef int container = 0
+        cdef int ok
+        cdef int result = 1
+        cdef bint counting = self._recursive and on_path is None
+        s.frames = inline_frames
+        s.size = 0
+        s.cap = INLINE_FRAMES
+        s.heap = False
+        try:
+            _opush(&s, value, root, D_VISIT)
+            while s.size > 0:
+                f = &s.frames[s.size - 1]
+                tag = f.tag
+                if tag >= D_MARK_ANY and tag <= D_MARK_CONTAINS:
+                    ok = self._matched(&s)
+                else:
+                    s.size -= 1
+                    v = f.value  # owned: released below, after its children own their own
+                    index = f.node
+                    try:
+                        if tag == D_VISIT:
+                            if counting and (Py_TYPE(v) == &PyDict_Type or not _leaf(v, &container)):
+                                budget[0] -= 1
+                                if budget[0] < 0:
+                                    result = 2
+                                    break
+                            ok = self._visit(&s, index, v, on_path)
+                        elif tag == D_LOSSLESS:
+                            ok = self._lossless_value(v)
+                        elif tag == D_EXIT:
+                            on_path[PyLong_FromVoidPtr(v)] -= 1
+                            ok = True
+                        else:
+                            ok = self._start(&s, tag, index, v)
+                    finally:
+                        Py_DECREF(<object>v)
+                if not ok and not self._unwind(&s, on_path):
+                    result = 0
+                    break
+        finally:
+            while s.size > 0:
+                _opop(&s)
+            if s.heap:
+                free(s.frames)
+        return result
+
+    cdef bint _lossless_value(self, PyObject* v) except -1:
+        cdef int container = 0
+        if _leaf(v, &container):
+            return True
+        if not container:
+            return False
+        return _lossless_walk(v, self._fobj, self._farr, self._ancestors)
+
+    cdef bint _visit(self, Stack* s, int index, PyObject* v, object on_path) except -1:
+        """``DialectWalker._visit``: check ``v`` against the node and push what its parts need."""
+        cdef DNode* d = &self._nodes[index]
+        cdef int kind
+        cdef Py_ssize_t j
+        if d.trivial:
+            return self._lossless_value(v)
+        if d.false_:
+            return False
+        kind = self._kind(v)
+        if kind < 0:
+            return False
+        if d.admit and not (d.admit >> kind) & 1:
+            return False
+        if not self._own_ok(d, v, kind):
+            return False
+        if kind == K_OBJECT:
+            if not self._object_frames(s, d, v, on_path):
+                return False
+        elif kind == K_ARRAY:
+            if not self._array_frames(s, d, v, on_path):
+                return False
+        for j in range(d.n_all):
+            _opush(s, v, self._indices[d.first_all + j], D_VISIT)
+        if d.ref >= 0:
+            _opush(s, v, d.ref, D_VISIT)
+        if d.contains >= 0 and kind == K_ARRAY:
+            _opush(s, v, index, D_START_CONTAINS)
+        if d.n_one:
+            _opush(s, v, index, D_START_ONE)
+        if d.n_any:
+            _opush(s, v, index, D_START_ANY)
+        return True
+
+    cdef int _child(self, Stack* s, int child, PyObject* item, object on_path) except -1:
+        """Check or push one member: 1 when it may still match, 0 when it cannot."""
+        cdef DNode* c
+        cdef int container = 0
+        if child >= 0:
+            c = &self._nodes[child]
+            if c.simple:
+                return self._simple_ok(c, item)
+            if not c.trivial:
+                if on_path is not None and not _leaf(item, &container) and container \
+                        and on_path.get(PyLong_FromVoidPtr(item)):
+                    return 0  # a container inside itself
+                _opush(s, item, child, D_VISIT)
+                return 1
+        if _leaf(item, &container):
+            return 1
+        if not container:
+            return 0
+        if on_path is not None and on_path.get(PyLong_FromVoidPtr(item)):
+            return 0
+        _opush(s, item, -1, D_LOSSLESS)
+        return 1
+
+    cdef void _open(self, Stack* s, PyObject* v, object on_path) except *:
+        ident = PyLong_FromVoidPtr(v)
+        on_path[ident] = on_path.get(ident, 0) + 1
+        _opush(s, v, -1, D_EXIT)
+
+    cdef bint _object_frames(self, Stack* s, DNode* d, PyObject* v, object on_path) except -1:
+        cdef Py_ssize_t pos = 0, base
+        cdef PyObject* key
+        cdef PyObject* item
+        cdef PyObject* found
+        cdef int child
+        for name in <tuple>d.required:
+            if PyDict_GetItemWithError(v, <PyObject*>name) == NULL:  # exact str keys: no user code
+                return False
+        for name, others in <tuple>d.dependent:
+            if PyDict_GetItemWithError(v, <PyObject*>name) != NULL:
+                for other in <tuple>others:
+                    if PyDict_GetItemWithError(v, <PyObject*>other) == NULL:
+                        return False
+        if not d.obj_members:
+            return True
+        if on_path is not None:
+            self._open(s, v, on_path)
+        if d.property_names >= 0:
+            while PyDict_Next(v, &pos, &key, &item):
+                _opush(s, key, d.property_names, D_VISIT)
+            pos = 0
+        base = s.size
+        while PyDict_Next(v, &pos, &key, &item):
+            found = PyDict_GetItemWithError(d.props, key) if d.props != NULL else NULL
+            if found == NULL:
+                if d.closed:
+                    return False
+                child = d.additional
+            else:
+                child = PyLong_AsLong(found) >> 1
+            if not self._child(s, child, item, on_path):
+                return False
+        if s.size - base > 1:
+            _reverse(s, base)  # members in document order: an early error is found first
+        return True
+
+    cdef bint _array_frames(self, Stack* s, DNode* d, PyObject* v, object on_path) except -1:
+        cdef Py_ssize_t size, i, base
+        cdef int child
+        if not d.arr_members:
+            return True
+        if on_path is not None:
+            self._open(s, v, on_path)
+        size = _array_size(v)
+        base = s.size
+        for i in range(size):
+            child = self._indices[d.first_prefix + i] if i < d.n_prefix else d.items
+            if not self._child(s, child, _array_item(v, i), on_path):
+                return False
+        if s.size - base > 1:
+            _reverse(s, base)
+        return True
+
+    cdef bint _start(self, Stack* s, int tag, int index, PyObject* v) except -1:
+        """Begin an anyOf/oneOf/contains: push its mark and its first try."""
+        cdef DNode* d = &self._nodes[index]
+        if tag == D_START_ANY:
+            _opush(s, v, index, D_MARK_ANY)
+            _opush(s, v, self._indices[d.first_any], D_VISIT)
+        elif tag == D_START_ONE:
+            _opush(s, v, index, D_MARK_ONE)
+            _opush(s, v, self._indices[d.first_one], D_VISIT)
+        else:
+            if _array_size(v) == 0:
+                return d.min_contains == 0
+            _opush(s, v, index, D_MARK_CONTAINS)
+            _opush(s, _array_item(v, 0), d.contains, D_VISIT)
+        return True
+
+    cdef bint _next(self, Stack* s) except -1:
+        """Push the next try of the mark on top of the stack; False when there is none."""
+        cdef Frame* mark = &s.frames[s.size - 1]
+        cdef DNode* d = &self._nodes[mark.node]
+        cdef PyObject* v = mark.value
+        cdef int child
+        mark.branch += 1
+        if mark.tag == D_MARK_CONTAINS:
+            if mark.branch >= _array_size(v):
+                return False
+            _opush(s, _array_item(v, mark.branch), d.contains, D_VISIT)
+            return True
+        if mark.tag == D_MARK_ANY:
+            if mark.branch >= d.n_any:
+                return False
+            child = self._indices[d.first_any + mark.branch]
+        else:
+            if mark.branch >= d.n_one:
+                return False
+            child = self._indices[d.first_one + mark.branch]
+        _opush(s, v, child, D_VISIT)
+        return True
+
+    cdef inline bint _settled(self, Frame* mark) noexcept:
+        """The verdict of a mark with nothing left to try."""
+        cdef DNode* d = &self._nodes[mark.node]
+        if mark.tag == D_MARK_ONE:
+            return mark.matches == 1
+        if mark.tag == D_MARK_CONTAINS:
+            return mark.matches >= d.min_contains and (d.max_contains < 0 or mark.matches <= d.max_contains)
+        return False  # anyOf: every branch failed
+
+    cdef bint _matched(self, Stack* s) except -1:
+        """The current try of the mark on top succeeded: settle the mark or start its next try."""
+        cdef Frame* mark = &s.frames[s.size - 1]
+        cdef DNode* d = &self._nodes[mark.node]
+        cdef bint verdict
+        if mark.tag == D_MARK_ANY:
+            _opop(s)
+            return True
+        mark.matches += 1
+        if mark.tag == D_MARK_ONE:
+            if mark.matches > 1:
+                _opop(s)
+                return False
+        else:
+            if d.max_contains >= 0 and mark.matches > d.max_contains:
+                _opop(s)
+                return False
+            if d.max_contains < 0 and mark.matches >= d.min_contains:
+                _opop(s)
+                return True  # enough matches and no upper bound: the rest cannot change it
+        if self._next(s):
+            return True
+        verdict = self._settled(&s.frames[s.size - 1])
+        _opop(s)
+        return verdict
+
+    cdef bint _unwind(self, Stack* s, object on_path) except -1:
+        """After a failure: resume at the innermost mark that can still succeed, else False."""
+        cdef Frame* f
+        cdef bint verdict
+        while s.size > 0:
+            f = &s.frames[s.size - 1]
+            if f.tag < D_MARK_ANY or f.tag > D_MARK_CONTAINS:
+                if f.tag == D_EXIT:
+                    on_path[PyLong_FromVoidPtr(f.value)] -= 1
+                _opop(s)
+                continue
+            if self._next(s):
+                return True
+            verdict = self._settled(&s.frames[s.size - 1])
+            _opop(s)
+            if verdict:
+                return True
+        return False
+
+
+class _CompiledDialectWalker(DialectWalker):
+    """The dialect walk with its verdicts (``_valid_from``) taken from the C table."""
+
+    __slots__ = ("_table",)
+
+    def __init__(self, program):
+        DialectWalker.__init__(self, program)
+        self._table = _DialectTable(program)
+
+    def is_valid(self, value):
+        return (<_DialectTable>self._table).valid_from(0, <PyObject*>value)
+
+    def _valid_from(self, root, value):
+        return (<_DialectTable>self._table).valid_from(root, <PyObject*>value)
+
+    def _known_valid(self, index, item, path):
+        # Only in the first PRECHECK_DEPTH levels: each verdict walks the item's whole
+        # subtree, so asking at every level of a 100,000-deep value would be quadratic.
+        cdef Py_ssize_t depth = 0
+        while path is not None:
+            depth += 1
+            if depth > PRECHECK_DEPTH:
+                return False
+            path = path[0]
+        if index < 0:
+            return _lossless_walk(<PyObject*>item, (<_DialectTable>self._table)._fobj,
+                                  (<_DialectTable>self._table)._farr, (<_DialectTable>self._table)._ancestors)
+        return (<_DialectTable>self._table).valid_from(index, <PyObject*>item)
+
+
+
 # --- the violations walk: owned references, a path arena -------------------------------------
 
 cdef enum:
@@ -667,6 +1502,7 @@ cdef class CompiledValidator:
     cdef set _ancestors
     cdef list _suffixes           # per node: enum and const message suffixes, made on first use
     cdef object _dialect          # a DialectWalker for a program of the wider dialect, else None
+    cdef _DialectTable _dtable    # its C verdict walk
     cdef bint _ready
 
     def __cinit__(self):
@@ -684,7 +1520,8 @@ cdef class CompiledValidator:
         self._dialect = None
         if program.dialect:
             # the dialect walk runs this program; the C tables below serve the subset only
-            self._dialect = DialectWalker(program)
+            self._dialect = _CompiledDialectWalker(program)
+            self._dtable = self._dialect._table
             return
         cdef list nodes = list(program.nodes)
         cdef Py_ssize_t n = len(nodes), i, j, total = 0, b, total_props = 0, p, total_required = 0, q = 0
@@ -893,137 +1730,12 @@ cdef class CompiledValidator:
 
     cdef bint _lossless(self, PyObject* root) except -1:
         """Whether ``root`` is lossless JSON, without building objects (cycles: the careful walk)."""
-        cdef Frame inline_frames[INLINE_FRAMES]
-        cdef Stack s
-        cdef PyObject* v
-        cdef PyObject* key
-        cdef PyObject* item
-        cdef Py_ssize_t pos, i, size
-        cdef int container = 0
-        cdef long budget = ANY_BUDGET
-        cdef bint ok = True
-        s.frames = inline_frames
-        s.size = 0
-        s.cap = INLINE_FRAMES
-        s.heap = False
-        try:
-            _push(&s, root, -1, F_VISIT)
-            while s.size > 0:
-                s.size -= 1
-                v = s.frames[s.size].value
-                if _leaf(v, &container):
-                    continue
-                if not container:
-                    ok = False
-                    break
-                budget -= 1
-                if budget < 0:
-                    # only a cycle or an enormous shared-reference DAG gets here
-                    ok = self._lossless_careful(root)
-                    break
-                if self._is_object(v):
-                    pos = 0
-                    while PyDict_Next(v, &pos, &key, &item):
-                        if Py_TYPE(key) != &PyUnicode_Type:
-                            ok = False
-                            break
-                        if not _leaf(item, &container):
-                            if not container:
-                                ok = False
-                                break
-                            _push(&s, item, -1, F_VISIT)
-                    if not ok:
-                        break
-                elif Py_TYPE(v) == &PyTuple_Type:
-                    size = PyTuple_GET_SIZE(v)
-                    for i in range(size):
-                        _push(&s, PyTuple_GET_ITEM(v, i), -1, F_VISIT)
-                elif self._is_array(v):
-                    size = PyList_GET_SIZE(v)
-                    for i in range(size):
-                        _push(&s, PyList_GET_ITEM(v, i), -1, F_VISIT)
-                else:
-                    ok = False
-                    break
-        finally:
-            if s.heap:
-                free(s.frames)
-        return ok
-
-    cdef bint _lossless_careful(self, PyObject* root) except -1:
-        """The lossless walk with cycle detection: ancestors' ids in a set kept on the validator.
-
-        Creates only ints (which the garbage collector does not track), so no
-        collection and no finalizer can run while borrowed references are held.
-        """
-        cdef Frame inline_frames[INLINE_FRAMES]
-        cdef Stack s
-        cdef PyObject* v
-        cdef PyObject* key
-        cdef PyObject* item
-        cdef Py_ssize_t pos, i, size
-        cdef int container = 0
-        cdef bint ok = True
-        cdef object ident
-        cdef set ancestors = self._ancestors
-        s.frames = inline_frames
-        s.size = 0
-        s.cap = INLINE_FRAMES
-        s.heap = False
-        try:
-            _push(&s, root, -1, F_VISIT)
-            while s.size > 0:
-                s.size -= 1
-                v = s.frames[s.size].value
-                if s.frames[s.size].tag == F_MARK:  # leaving v: no longer an ancestor
-                    ancestors.discard(PyLong_FromVoidPtr(v))
-                    continue
-                if _leaf(v, &container):
-                    continue
-                if not container:
-                    ok = False
-                    break
-                ident = PyLong_FromVoidPtr(v)
-                if ident in ancestors:
-                    ok = False
-                    break
-                if self._is_object(v):
-                    pos = 0
-                    while PyDict_Next(v, &pos, &key, &item):
-                        if Py_TYPE(key) != &PyUnicode_Type:
-                            ok = False
-                            break
-                    if not ok:
-                        break
-                    ancestors.add(ident)
-                    _push(&s, v, -1, F_MARK)
-                    pos = 0
-                    while PyDict_Next(v, &pos, &key, &item):
-                        _push(&s, item, -1, F_VISIT)
-                elif self._is_array(v):
-                    ancestors.add(ident)
-                    _push(&s, v, -1, F_MARK)
-                    if Py_TYPE(v) == &PyTuple_Type:
-                        size = PyTuple_GET_SIZE(v)
-                        for i in range(size):
-                            _push(&s, PyTuple_GET_ITEM(v, i), -1, F_VISIT)
-                    else:
-                        size = PyList_GET_SIZE(v)
-                        for i in range(size):
-                            _push(&s, PyList_GET_ITEM(v, i), -1, F_VISIT)
-                else:
-                    ok = False
-                    break
-        finally:
-            ancestors.clear()
-            if s.heap:
-                free(s.frames)
-        return ok
+        return _lossless_walk(root, self._fobj, self._farr, self._ancestors)
 
     cpdef bint is_valid(self, object value) except -1:
         """Whether ``value`` is lossless JSON matching the schema. Never raises; builds no violation."""
-        if self._dialect is not None:
-            return self._dialect.is_valid(value)
+        if self._dtable is not None:
+            return self._dtable.valid_from(0, <PyObject*>value)
         return self._valid_from(0, <PyObject*>value)
 
     cdef bint _valid_from(self, int root, PyObject* value) except -1:

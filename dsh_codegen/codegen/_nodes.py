@@ -52,6 +52,7 @@ ANNOTATIONS = frozenset(
         "writeOnly",
         "contentMediaType",
         "contentEncoding",
+        "discriminator",  # pydantic's discriminated-union hint: the oneOf branches carry the types
         "$defs",
         "definitions",
     }

@@ -106,6 +106,8 @@ REJECTED: Final[dict[str, str]] = {
     "$vocabulary": "$vocabulary belongs to meta-schemas",
 }
 
+_DISCRIMINATOR_KEYS: Final = frozenset(("propertyName", "mapping"))
+
 #: Keywords of the seed's subset: a node using only these (rightly) keeps the subset's node kinds.
 _SUBSET: Final = frozenset(
     ("type", "oneOf", "properties", "required", "additionalProperties", "items", "enum", "const")
@@ -128,6 +130,7 @@ _ANNOTATIONS: Final = frozenset(
         "writeOnly",
         "format",
         "contentMediaType",
+        "discriminator",
         "contentEncoding",
     )
 )
@@ -329,6 +332,8 @@ class _Checker(ExactContainers):
         subset = True
         ranked: list[int] = []
         for key in schema:
+            if key in _TEXT_ANNOTATIONS and type(schema[key]) is str:
+                continue  # a well-formed text annotation: its checker would report nothing
             rank = _RANK.get(key)
             if rank is not None:
                 ranked.append(rank)
@@ -345,7 +350,8 @@ class _Checker(ExactContainers):
                 self._report(path, key, f"is not supported: {REJECTED[key]}")
             else:
                 self._report(path, key, "is not a supported keyword")
-        ranked.sort()
+        if len(ranked) > 1:
+            ranked.sort()
         children: list[_Child] = []
         for rank in ranked:
             keyword, checker = _ORDER[rank]
@@ -588,6 +594,22 @@ def _check_format(c: _Checker_, value: Any, schema: Any, node: Node, index: int,
     checker = FORMAT_CHECKERS.get(value) if c.formats else None
     if checker is not None:
         node.str_checks += ((V_FORMAT, (checker, value)),)
+
+
+def _check_discriminator(c: _Checker_, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
+    """pydantic's (OpenAPI's) hint for a discriminated union: an annotation, so only its shape is checked."""
+    if "oneOf" not in schema and "anyOf" not in schema:
+        c._report(path, "discriminator", "is only allowed beside oneOf or anyOf (it annotates a discriminated union)")
+        return
+    shaped = c._is_object(value) and all(type(key) is str and key in _DISCRIMINATOR_KEYS for key in value)
+    if not shaped or type(value.get("propertyName")) is not str:
+        c._report(path, "discriminator", "must be an object with a string propertyName and an optional mapping")
+        return
+    mapping = value.get("mapping", _MISSING)
+    if mapping is not _MISSING and (
+        not c._is_object(mapping) or any(type(key) is not str or type(target) is not str for key, target in mapping.items())
+    ):
+        c._report(path, "discriminator", "mapping must be an object of strings")
 
 
 def _check_ref(c: _Checker_, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
@@ -855,6 +877,7 @@ _ORDER: Final[tuple[tuple[str, Callable[..., None]], ...]] = (
     ("allOf", _combinator("allOf", "all_of")),
     ("anyOf", _combinator("anyOf", "any_of")),
     ("oneOf", _combinator("oneOf", "one_of")),
+    ("discriminator", _check_discriminator),
     ("$defs", _check_defs("$defs")),
     ("definitions", _check_defs("definitions")),
     ("$comment", _string_annotation("$comment")),
@@ -870,6 +893,8 @@ _ORDER: Final[tuple[tuple[str, Callable[..., None]], ...]] = (
 )
 _RANK: Final[dict[str, int]] = {keyword: rank for rank, (keyword, _) in enumerate(_ORDER)}
 _SUBSET_OR_ANNOTATION: Final = _SUBSET | _ANNOTATIONS
+#: Annotations whose only check is "a string": the node loop skips well-formed ones (the commonest keys).
+_TEXT_ANNOTATIONS: Final = frozenset(("title", "description", "$comment"))
 
 
 
@@ -935,7 +960,8 @@ def _finish(checker: _Checker) -> Program:
     for kind, index in checker.leaves.items():  # the compiled twin's property loop makes bare leaves
         nodes[index] = _leaf_node(kind)
     for node in nodes:
-        node.trivial = node.kind == JSON_ANY
+        if node.kind == JSON_ANY:
+            node.trivial = True  # the class default is False
         if node.ref >= 0 or node.all_of or node.any_of or node.one_of:
             node.obj_members = bool(node.props) or node.additional >= 0 or node.closed or node.property_names >= 0
             node.arr_members = bool(node.prefix) or node.items >= 0

@@ -342,21 +342,25 @@ class DialectWalker:
                 child = additional
             else:
                 child = nodes[code >> 1]
-            if child is None or child.trivial:
-                leaf = _leaf_lossless(item)
-                if leaf is None:
-                    if on_path is not None and on_path.get(id(item)):
-                        return False
-                    push((_VISIT, self._any, item))
-                elif not leaf:
-                    return False
-            elif child.inline:
-                if not self._visit(child, item, stack, on_path):
-                    return False
-            else:
+            if not self._member(child, item, stack, on_path):
+                return False
+        return True
+
+    def _member(self, child: Node | None, item: Any, stack: list[Any], on_path: Any) -> bool:
+        """Check a member in place or push its frame (``child`` None: any JSON); False when it cannot match."""
+        if child is None or child.trivial:
+            leaf = _leaf_lossless(item)
+            if leaf is None:
                 if on_path is not None and on_path.get(id(item)):
                     return False  # a container inside itself
-                push((_VISIT, child, item))
+                stack.append((_VISIT, self._any, item))
+                return True
+            return bool(leaf)
+        if child.inline:
+            return self._visit(child, item, stack, on_path)
+        if on_path is not None and on_path.get(id(item)):
+            return False
+        stack.append((_VISIT, child, item))
         return True
 
     def _array_frames(self, node: Node, v: Any, stack: list[Any], on_path: Any) -> bool:
@@ -366,7 +370,6 @@ class DialectWalker:
         if not node.arr_members:
             return True
         nodes = self._nodes
-        push = stack.append
         if on_path is not None:
             self._open(v, stack, on_path)
         prefix = node.prefix
@@ -376,21 +379,8 @@ class DialectWalker:
         for item in v:
             child = nodes[prefix[index]] if index < n_prefix else items
             index += 1
-            if child is None or child.trivial:
-                leaf = _leaf_lossless(item)
-                if leaf is None:
-                    if on_path is not None and on_path.get(id(item)):
-                        return False
-                    push((_VISIT, self._any, item))
-                elif not leaf:
-                    return False
-            elif child.inline:
-                if not self._visit(child, item, stack, on_path):
-                    return False
-            else:
-                if on_path is not None and on_path.get(id(item)):
-                    return False
-                push((_VISIT, child, item))
+            if not self._member(child, item, stack, on_path):
+                return False
         return True
 
     def _start(self, tag: int, node: Node, v: Any, stack: list[Any]) -> bool:
@@ -623,9 +613,20 @@ class DialectWalker:
             elif node.max_contains >= 0 and matches > node.max_contains:
                 self._report(out, V_MAX_CONTAINS, node, at, root, alias, matches)
 
-    def _push_child(self, child: Node, item: Any, path: Any, stack: list[Any], on_path: Any, out: list[Violation], root: str, alias: str) -> None:
+    def _known_valid(self, index: int, item: Any, path: Any) -> bool:
+        """Whether ``item`` (at ``path``) is known to match node ``index`` (-1: any JSON) unwalked: never here.
+
+        The compiled twin answers from its C verdict walk near the root, so its
+        report walks only the members that fail; a valid member can report nothing.
+        """
+        return False
+
+    def _push_child(self, index: int, item: Any, path: Any, stack: list[Any], on_path: Any, out: list[Violation], root: str, alias: str) -> None:
+        child = self._nodes[index] if index >= 0 else self._any
         if on_path is not None and not child.trivial and _leaf_lossless(item) is None and on_path.get(id(item)):
             self._report(out, V_LOSSLESS_VALUE, child, path, root, alias)  # a container inside itself
+            return
+        if self._known_valid(index, item, path):
             return
         stack.append((_VISIT, child, item, path))
 
@@ -636,10 +637,9 @@ class DialectWalker:
             stack.append((_EXIT, None, v, at))
         stack.append((_EXTRAS, node, v, at))
         props = node.props or {}
-        nodes = self._nodes
-        children = [(nodes[code >> 1], v[name], (at, name)) for name, code in props.items() if name in v]
-        for child, item, path in reversed(children):
-            self._push_child(child, item, path, stack, on_path, out, root, alias)
+        children = [(code >> 1, v[name], (at, name)) for name, code in props.items() if name in v]
+        for index, item, path in reversed(children):
+            self._push_child(index, item, path, stack, on_path, out, root, alias)
 
     def _collect_extras(self, node: Node, v: Any, at: Any, stack: list[Any], on_path: Any, out: list[Violation], root: str, alias: str) -> None:
         props = node.props or {}
@@ -648,20 +648,17 @@ class DialectWalker:
             for key in extras:
                 self._report(out, V_ADDITIONAL, node, (at, key), root, alias)
             return
-        child = self._nodes[node.additional] if node.additional >= 0 else self._any
         for key in reversed(extras):
-            self._push_child(child, v[key], (at, key), stack, on_path, out, root, alias)
+            self._push_child(node.additional, v[key], (at, key), stack, on_path, out, root, alias)
 
     def _array_children(self, node: Node, v: Any, at: Any, stack: list[Any], on_path: Any, out: list[Violation], root: str, alias: str) -> None:
         if on_path is not None:
             ident = id(v)
             on_path[ident] = on_path.get(ident, 0) + 1
             stack.append((_EXIT, None, v, at))
-        nodes = self._nodes
         prefix = node.prefix
-        items = nodes[node.items] if node.items >= 0 else self._any
         for index in range(len(v) - 1, -1, -1):
-            child = nodes[prefix[index]] if index < len(prefix) else items
+            child = prefix[index] if index < len(prefix) else node.items
             self._push_child(child, v[index], (at, index), stack, on_path, out, root, alias)
 
     def _collect_any(self, v: Any, at: Any, stack: list[Any], any_path: set[int], out: list[Violation], root: str, alias: str) -> None:
