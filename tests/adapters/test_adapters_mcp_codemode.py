@@ -188,3 +188,90 @@ def test_aborting_a_program_cancels_its_mcp_request(tmp_path: Path) -> None:
         assert process_gone(int((tmp_path / "pid").read_text()))
 
     run(main())
+
+
+async def _served(server: Any, check: Any) -> None:
+    """Serve ``server`` (a ``McpToolServer``) to the SDK's client over in-memory streams, run ``check(session)``."""
+    from mcp import ClientSession
+    from mcp.shared.memory import create_client_server_memory_streams
+
+    async with create_client_server_memory_streams() as (client_streams, server_streams):
+        serving = asyncio.ensure_future(server.run(*server_streams))
+        try:
+            async with ClientSession(*client_streams) as session:
+                await session.initialize()
+                await check(session)
+        finally:
+            serving.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await serving
+
+
+PIXEL = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGNgAAACAAFUok9dAAAAAElFTkSuQmCC"
+
+
+def _snapshot_registry(mode: str, runtime: Any) -> ToolRegistry:
+    from dsh_codegen import ToolOutput, define_tool
+
+    async def snap(args: Any, run: Any) -> str:
+        return "a pixel"
+
+    registry = ToolRegistry(mode=mode, code_runtime=runtime)  # type: ignore[arg-type]
+    registry.register(
+        define_tool(
+            name="snap",
+            description="Take a picture.",
+            parameters={},
+            output=ToolOutput(
+                schema={"type": "string"},
+                render=lambda args, value: [
+                    {"type": "text", "text": value},
+                    {"type": "image", "data": PIXEL, "mimeType": "image/png"},
+                ],
+            ),
+            execute=snap,
+        )
+    )
+    return registry
+
+
+def test_images_of_sub_calls_reach_the_mcp_client_after_the_run() -> None:
+    from dsh_codegen.adapters import McpToolServer
+
+    async def check(session: Any) -> None:
+        done = await session.call_tool("run_code", {"code": "await tools.snap({})\nprint('took it')", "description": "snap"})
+        assert not done.is_error
+        blocks = [block.model_dump(by_alias=True, exclude_none=True, mode="json") for block in done.content]
+        assert blocks == [{"type": "text", "text": "took it"}, {"type": "image", "data": PIXEL, "mimeType": "image/png"}]
+
+    run(_served(McpToolServer(_snapshot_registry("code", PythonSubprocessRuntime())), check))
+
+
+def test_both_lists_the_tools_and_run_code_and_native_lists_no_run_code() -> None:
+    from dsh_codegen.adapters import McpToolServer
+
+    both = McpToolServer(_snapshot_registry("both", PythonSubprocessRuntime()))
+    names = [tool["name"] for tool in both.tool_list()]
+    assert names == ["snap", "run_code"]
+    [run_code] = [tool for tool in both.tool_list() if tool["name"] == "run_code"]
+    assert "async def snap(self, args: dict[str, Any]) -> str:" in run_code["description"]
+    assert "is the only tool you can call directly" not in run_code["description"]  # the code-only rule is empty
+    native = McpToolServer(_snapshot_registry("native", PythonSubprocessRuntime()))
+    assert [tool["name"] for tool in native.tool_list()] == ["snap"]
+    assert native.tool_list()[0]["description"] == "Take a picture."
+
+
+def test_a_code_presentation_without_a_runtime_fails_tools_list_with_the_registry_message() -> None:
+    from dsh_codegen.adapters import McpToolServer
+
+    server = McpToolServer(_snapshot_registry("code", None))
+    with pytest.raises(ValueError, match=r'mode "code" requires a code runtime'):
+        server.tool_list()
+
+    async def check(session: Any) -> None:
+        from mcp import MCPError
+
+        with pytest.raises(MCPError, match="requires a code runtime"):
+            await session.list_tools()
+
+    run(_served(server, check))
