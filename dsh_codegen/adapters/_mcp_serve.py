@@ -38,9 +38,11 @@ class McpToolServer:
 
     ``scope`` (a ``ToolScope`` or an agent key) picks the view: the tools it
     sees are listed, and each call carries it as ``agent`` so scoped policies
-    apply. ``server`` is the SDK object, for embedding (its
-    ``streamable_http_app()`` is an ASGI app to mount). ``run(read, write)``
-    serves one connection over a stream pair.
+    apply. Under a code presentation (``ToolRegistry(mode="code")`` or the
+    scope's ``present_as("code")``) the server lists only ``run_code``: Code
+    Mode served as one tool (see :meth:`tool_list`). ``server`` is the SDK
+    object, for embedding (its ``streamable_http_app()`` is an ASGI app to
+    mount). ``run(read, write)`` serves one connection over a stream pair.
     """
 
     def __init__(
