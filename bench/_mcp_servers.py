@@ -4,7 +4,8 @@ Modes: ``registry`` (our ``serve_mcp`` over a registry with one ``add`` tool,
 the whole pipeline), ``sdk`` (the same tool served by the SDK's own
 ``MCPServer``), ``lowlevel`` (the SDK's low-level ``Server`` answering without
 any validation: the transport's floor), ``many`` (100 tools served by ``serve_mcp``, for the import
-benchmark).
+benchmark), ``code`` (the ``add`` registry in ``mode="code"`` with ``PythonSubprocessRuntime``: one
+``run_code`` tool).
 """
 
 from __future__ import annotations
@@ -14,10 +15,10 @@ import sys
 from typing import Any
 
 
-def _registry(count: int) -> Any:
+def _registry(count: int, **options: Any) -> Any:
     from dsh_codegen import ToolOutput, ToolRegistry, define_tool
 
-    registry = ToolRegistry()
+    registry = ToolRegistry(**options)
 
     async def add(args: Any, run: Any) -> dict[str, int]:
         return {"result": args["a"] + args["b"]}
@@ -77,6 +78,11 @@ def main(mode: str) -> None:
         return
     from dsh_codegen.adapters import serve_mcp
 
+    if mode == "code":
+        from dsh_codegen.codemode import PythonSubprocessRuntime
+
+        asyncio.run(serve_mcp(_registry(1, mode="code", code_runtime=PythonSubprocessRuntime()), "stdio"))
+        return
     asyncio.run(serve_mcp(_registry(100 if mode == "many" else 1), "stdio"))
 
 

@@ -18,6 +18,18 @@
   lowering, schema compilation, registration), median of repeated imports into
   fresh registries; the whole-process figure (spawn, interpreter start,
   ``initialize``, import) is reported beside it.
+- imported call: in process (the SDK's in-memory transport to an ``MCPServer``
+  serving ``add``), ``registry.execute`` of the imported ``add`` (the whole
+  pipeline around the MCP request, with the ``finalize_content`` seam that
+  keeps non-text blocks) against the same tool re-registered without that seam
+  (what the import was before it kept media) and against ``session.call_tool``
+  alone; batches alternate between the three, timed in process CPU time
+  (everything runs in this process), fastest batch.
+- Code Mode over MCP: one ``run_code`` program making one nested call, sent by
+  an MCP client over stdio to ``serve_mcp`` (a ``mode="code"`` registry with
+  ``PythonSubprocessRuntime``), against the same program run in process by
+  ``registry.execute``; runs alternate; a fresh program process per run on
+  both sides.
 """
 
 from __future__ import annotations
@@ -127,6 +139,86 @@ async def _import() -> tuple[float, float, int]:
     return statistics.median(times), whole, count
 
 
+async def _imported_calls() -> dict[str, float]:
+    import dataclasses
+
+    from mcp import Client
+    from mcp.server.mcpserver import MCPServer
+
+    from dsh_codegen import AbortController, ToolExecutionInput, ToolRegistry
+    from dsh_codegen.adapters import import_mcp_tools
+
+    app = MCPServer("bench-sdk")
+
+    @app.tool(description="Add two integers.")
+    async def add(a: int, b: int) -> int:
+        return a + b
+
+    async with Client(app) as client:
+        session = client.session
+        registry = ToolRegistry()
+        await import_mcp_tools(registry, session)
+        without_seam = ToolRegistry()
+        definition = registry.get("add")
+        assert definition is not None and definition.finalize_content is not None
+        without_seam.register(dataclasses.replace(definition, finalize_content=None))
+        signal = AbortController().signal
+
+        async def through(target: ToolRegistry) -> None:
+            for index in range(BATCH):
+                result = await target.execute(ToolExecutionInput("c", "add", {"a": index, "b": 1}, signal))
+                assert not result.is_error
+
+        async def direct() -> None:
+            for index in range(BATCH):
+                await session.call_tool("add", {"a": index, "b": 1})
+
+        variants = {
+            "registry.execute, imported add": lambda: through(registry),
+            "registry.execute, imported add without the media seam": lambda: through(without_seam),
+            "session.call_tool alone": direct,
+        }
+        samples: dict[str, list[float]] = {name: [] for name in variants}
+        for run in variants.values():
+            await run()  # warm-up
+        for _ in range(ROUNDS * 3):
+            for name, run in variants.items():
+                # CPU time of this process (client, transport and server all run in it), so the other
+                # processes on a loaded machine count less than in wall time; the fastest batch.
+                start = time.process_time()
+                await run()
+                samples[name].append((time.process_time() - start) / BATCH)
+    return {name: min(values) for name, values in samples.items()}
+
+
+CODE_RUNS = 7
+PROGRAM = "return (await tools.add({'a': 1, 'b': 2}))['result']"
+
+
+async def _code_mode() -> dict[str, float]:
+    from dsh_codegen import AbortController, ToolExecutionInput, ToolRegistry
+    from dsh_codegen.codemode import PythonSubprocessRuntime
+
+    from bench._mcp_servers import _registry
+
+    local: ToolRegistry = _registry(1, mode="code", code_runtime=PythonSubprocessRuntime())
+    arguments = {"code": PROGRAM, "description": "add"}
+    async with _session("code") as session:
+        samples: dict[str, list[float]] = {"run_code via serve_mcp (stdio)": [], "run_code in process": []}
+        for index in range(CODE_RUNS + 1):
+            start = time.perf_counter()
+            served = await session.call_tool("run_code", arguments)
+            middle = time.perf_counter()
+            local_result = await local.execute(ToolExecutionInput(f"c{index}", "run_code", arguments, AbortController().signal))
+            end = time.perf_counter()
+            assert served.structured_content == {"logs": [], "result": 3}, served
+            assert not local_result.is_error and local_result.value == {"logs": [], "result": 3}, local_result
+            if index:  # the first run of each side starts its fork server
+                samples["run_code via serve_mcp (stdio)"].append(middle - start)
+                samples["run_code in process"].append(end - middle)
+    return {name: statistics.median(values) for name, values in samples.items()}
+
+
 def main() -> None:
     try:
         import mcp  # noqa: F401
@@ -144,6 +236,12 @@ def main() -> None:
     print(f"import_mcp_tools of a {count}-tool server: {format_seconds(median_import)} to a usable registry (median)")
     print(f"  whole process (spawn, start-up, initialize, first import): {format_seconds(whole)}")
     print(f"  per tool: {format_seconds(median_import / count)}")
+    print()
+    imported: list[tuple[str, float | str]] = list(asyncio.run(_imported_calls()).items())
+    print(ratio_table("An imported MCP tool called in process (SDK in-memory transport, CPU time, fastest batch)", imported, baseline="session.call_tool alone"))
+    print()
+    code: list[tuple[str, float | str]] = list(asyncio.run(_code_mode()).items())
+    print(ratio_table("Code Mode: one run_code program with one nested call (median of runs)", code, baseline="run_code in process"))
 
 
 if __name__ == "__main__":

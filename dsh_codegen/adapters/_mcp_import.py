@@ -13,7 +13,17 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from dsh_codegen.adapters._formats import ToolNote, from_mcp_tools
 from dsh_codegen.adapters._schema_tools import render_value_as_text, tool_from_schema
-from dsh_codegen.registry import Disposer, HarnessError, ToolRegistry, ToolRunContext, ToolScope
+from dsh_codegen.registry import (
+    Disposer,
+    HarnessError,
+    ToolExecution,
+    ToolExecutionResult,
+    ToolExecutionToken,
+    ToolRegistry,
+    ToolRunContext,
+    ToolScope,
+    ToolSuccess,
+)
 from dsh_codegen.schema import JsonSchemaError
 
 if TYPE_CHECKING:
@@ -74,7 +84,39 @@ def _text_of(result: CallToolResult) -> str:
     return "\n".join(block.text for block in result.content if getattr(block, "type", None) == "text")  # type: ignore[union-attr]
 
 
-def _body(session: ClientSession, remote: str, structured: bool) -> Callable[[Any, ToolRunContext], Any]:
+class _Attachments:
+    """The non-text blocks of MCP results, carried from a call's body to its ``finalize_content``.
+
+    ``render`` sees only the value, so it cannot see the server's image, audio
+    or resource blocks; the body keeps them here under the call's token and
+    the tool's ``finalize_content`` (run exactly once per call, after
+    post-execute) appends them to the final content of a success.
+    """
+
+    def __init__(self) -> None:
+        self._pending: dict[ToolExecutionToken, list[dict[str, Any]]] = {}
+
+    def keep(self, token: ToolExecutionToken, result: CallToolResult) -> None:
+        blocks = [
+            block.model_dump(by_alias=True, exclude_none=True, mode="json")
+            for block in result.content
+            if getattr(block, "type", None) != "text"
+        ]
+        if blocks:
+            self._pending[token] = blocks
+
+    def finalize(self, execution: ToolExecution, result: ToolExecutionResult) -> list[Mapping[str, Any]] | None:
+        blocks = self._pending.pop(execution.token, None)
+        if blocks is None or not isinstance(result, ToolSuccess):
+            return None
+        # An image-only answer renders an empty text block first: leave it out.
+        kept = [block for block in result.content if not (block.get("type") == "text" and block.get("text") == "")]
+        return [*kept, *blocks]
+
+
+def _body(
+    session: ClientSession, remote: str, structured: bool, attachments: _Attachments
+) -> Callable[[Any, ToolRunContext], Any]:
     async def execute(args: Any, run: ToolRunContext) -> Any:
         from mcp import MCPError
 
@@ -99,6 +141,7 @@ def _body(session: ClientSession, remote: str, structured: bool) -> Callable[[An
             # the registry adds it again to the failure's content.
             text = _text_of(result).removeprefix("Error: ")
             raise McpToolError(text or f'MCP tool "{remote}" reported an error', MCP_TOOL_ERROR)
+        attachments.keep(run.token, result)
         if structured:
             return result.structured_content
         return _text_of(result)
@@ -133,7 +176,9 @@ async def import_mcp_tools(
     notes) and the registry validates arguments against it before the
     request. A tool publishing an ``outputSchema`` returns its structured
     content (validated against that schema); any other returns its text
-    content (the text blocks joined by newlines) as a string. A result with
+    content (the text blocks joined by newlines) as a string. The result's
+    other blocks (image, audio, resource, resource_link, as MCP spells them)
+    follow the rendered text in the final content of a success. A result with
     ``isError: true`` becomes a failure (``McpToolError``, code
     ``MCP_TOOL_ERROR``, the server's text as message); a request that fails
     (the server exited or closed the connection) becomes a failure with code
@@ -159,6 +204,7 @@ async def import_mcp_tools(
     imported = McpImport((), (), {})
     names: list[str] = []
     skipped: dict[str, JsonSchemaError] = {}
+    attachments = _Attachments()
     try:
         for tool in tools:
             name = prefix + tool.name
@@ -167,13 +213,14 @@ async def import_mcp_tools(
                 structured = "output_schema" in schema
                 definition = tool_from_schema(
                     schema,
-                    _body(session, tool.name, structured),
+                    _body(session, tool.name, structured, attachments),
                     output_schema=schema.get("output_schema", {"type": "string"}),
                     render=render_value_as_text,
                     timeout_ms=timeout_ms,
                     is_concurrency_safe=(
                         (lambda _args: True) if concurrency_from_annotations and _read_only(tool) else None
                     ),
+                    finalize_content=attachments.finalize,
                     name=name,
                 )
                 imported._disposers.append(registry_or_scope.register(definition))

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from dsh_codegen.adapters._formats import mcp_output_schema, to_mcp_tools
 from dsh_codegen.registry import (
+    RUN_CODE_NAME,
     AbortController,
     ToolExecutionInput,
     ToolExecutionResult,
@@ -37,9 +38,11 @@ class McpToolServer:
 
     ``scope`` (a ``ToolScope`` or an agent key) picks the view: the tools it
     sees are listed, and each call carries it as ``agent`` so scoped policies
-    apply. ``server`` is the SDK object, for embedding (its
-    ``streamable_http_app()`` is an ASGI app to mount). ``run(read, write)``
-    serves one connection over a stream pair.
+    apply. Under a code presentation (``ToolRegistry(mode="code")`` or the
+    scope's ``present_as("code")``) the server lists only ``run_code``: Code
+    Mode served as one tool (see :meth:`tool_list`). ``server`` is the SDK
+    object, for embedding (its ``streamable_http_app()`` is an ASGI app to
+    mount). ``run(read, write)`` serves one connection over a stream pair.
     """
 
     def __init__(
@@ -66,8 +69,40 @@ class McpToolServer:
         )
 
     def tool_list(self) -> list[dict[str, Any]]:
-        """The ``tools/list`` entries now (``to_mcp_tools`` of the scope's catalog)."""
-        return to_mcp_tools(self.registry.catalog(self._scope))
+        """The ``tools/list`` entries now: the tools the scope's prompt assembly puts on the wire.
+
+        ``registry.assemble(scope)`` decides, so the scope's presentation does:
+        ``native`` lists every visible tool; ``code`` lists only ``run_code``;
+        ``both`` lists the tools and ``run_code``. Where ``run_code`` is listed,
+        its description is followed by the assembly's prompt sections (the
+        ``tools:code-only`` rule and the ``tools:sdk`` SDK), because a tool's
+        description is the one text every MCP client shows its model.
+        Each tool's output schema is its definition's (``outputSchema`` as
+        :func:`to_mcp_tools` publishes it).
+
+        Raised errors: what ``assemble`` raises (a non-native presentation
+        without a code runtime: ``dsh_codegen: mode "<mode>" requires a code
+        runtime ...``).
+        """
+        assembly = self.registry.assemble(self._scope)
+        sections = "\n\n".join(
+            section.text for section in sorted(assembly.sections, key=lambda s: s.order) if section.text
+        )
+        outputs: dict[str, Any] = {entry.name: entry.output_schema for entry in self.registry.catalog(self._scope)}
+        entries: list[dict[str, Any]] = []
+        for schema in assembly.tools:
+            entry = dict(schema)
+            name = schema["name"]
+            if name == RUN_CODE_NAME:
+                run_code = self.registry.get(RUN_CODE_NAME, self._scope)
+                if run_code is not None and run_code.output is not None:
+                    entry["output_schema"] = _plain(run_code.output.schema)  # already JSON Schema
+                if sections:
+                    entry["description"] = f"{schema['description']}\n\n{sections}"
+            elif name in outputs:
+                entry["output_schema"] = outputs[name]
+            entries.append(entry)
+        return to_mcp_tools(entries)
 
     async def _list_tools(
         self, ctx: ServerRequestContext[Any, Any], params: PaginatedRequestParams | None
@@ -94,6 +129,10 @@ class McpToolServer:
         from mcp.types import CallToolResult
 
         content = [_content_block(block) for block in result.content]
+        # MCP has no channel for additional contexts (the user messages a harness appends after the
+        # result, such as the images of a Code Mode run's sub-calls): their blocks follow the content.
+        for context in result.additional_contexts:
+            content.extend(_content_block(block) for block in context["content"])
         structured: dict[str, Any] | None = None
         if isinstance(result, ToolSuccess):
             definition = self.registry.get(name, self._scope)
@@ -161,13 +200,36 @@ def _plain(value: Any) -> Any:
 
 
 def _content_block(block: Mapping[str, Any]) -> dict[str, Any]:
-    """Our content block as an MCP content block (text and image map one to one; others as JSON text)."""
+    """Our content block as an MCP content block.
+
+    Text and image map one to one; an ``audio``, ``resource`` or
+    ``resource_link`` block (what ``import_mcp_tools`` keeps from a server)
+    passes through when it has MCP's shape for that type; any other block
+    becomes its JSON text.
+    """
     kind = block.get("type")
     if kind == "text":
         return {"type": "text", "text": block["text"]}
     if kind == "image":
         return {"type": "image", "data": block["data"], "mimeType": block["mimeType"]}
-    return {"type": "text", "text": json.dumps(_plain(block), ensure_ascii=False)}
+    plain = _plain(block)
+    if kind in ("audio", "resource", "resource_link"):
+        from mcp.types import AudioContent, EmbeddedResource, ResourceLink
+        from pydantic import BaseModel, ValidationError
+
+        models: dict[str, type[BaseModel]] = {
+            "audio": AudioContent,
+            "resource": EmbeddedResource,
+            "resource_link": ResourceLink,
+        }
+        model = models[kind]
+        try:
+            model.model_validate(plain)
+        except ValidationError:
+            pass
+        else:
+            return dict(plain)
+    return {"type": "text", "text": json.dumps(plain, ensure_ascii=False)}
 
 
 async def serve_mcp(

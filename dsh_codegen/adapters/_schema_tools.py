@@ -31,6 +31,7 @@ def tool_from_schema(
     relax_strict_nulls: bool = False,
     timeout_ms: float | None = None,
     is_concurrency_safe: Callable[[Any], object] | None = None,
+    finalize_content: Callable[[Any, Any], Sequence[Mapping[str, Any]] | None] | None = None,
     name: str | None = None,
 ) -> ToolDefinition:
     """A ``ToolDefinition`` for a ``{name, description, parameters[, output_schema]}`` dict and a body.
@@ -39,7 +40,8 @@ def tool_from_schema(
     body (``INVALID_ARGS``), as for ``define_tool``. ``output_schema``
     (default: the dict's ``output_schema``, else any JSON) is enforced on the
     body's value; ``render`` defaults to :func:`render_value_as_text`. ``name``
-    overrides the dict's name (a prefixed import).
+    overrides the dict's name (a prefixed import); ``finalize_content`` is the
+    definition's (``define_tool``'s meaning).
 
     With ``relax_strict_nulls=True`` (tools from OpenAI strict definitions),
     the ``null`` of each optional property whose schema does not admit
@@ -78,5 +80,6 @@ def tool_from_schema(
         execute=body,
         timeout_ms=timeout_ms,
         is_concurrency_safe=is_concurrency_safe,
+        finalize_content=finalize_content,
         validates_arguments=not relax_strict_nulls,
     )

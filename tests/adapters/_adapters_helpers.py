@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -42,12 +43,12 @@ def process_gone(pid: int) -> bool:
 
 
 @asynccontextmanager
-async def mcp_session(script: Path, markers: Path) -> AsyncIterator[object]:
-    """An initialised ``mcp.ClientSession`` to ``python script`` over stdio (closed and reaped on exit)."""
+async def mcp_session(script: Path, markers: Path, args: Sequence[str] = ()) -> AsyncIterator[Any]:
+    """An initialised ``mcp.ClientSession`` to ``python script *args`` over stdio (closed and reaped on exit)."""
     from mcp import ClientSession, StdioServerParameters, stdio_client
 
     env = {"SDK_SERVER_DIR": str(markers), "PATH": os.environ.get("PATH", ""), "PYTHONPATH": os.pathsep.join(sys.path)}
-    params = StdioServerParameters(command=sys.executable, args=[str(script)], env=env)
+    params = StdioServerParameters(command=sys.executable, args=[str(script), *args], env=env)
     async with stdio_client(params) as (read, write):
         async with ClientSession(read, write) as session:
             await session.initialize()

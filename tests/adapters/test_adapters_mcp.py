@@ -318,3 +318,64 @@ def test_serve_mcp_over_streamable_http_on_loopback() -> None:
                 await server
 
     run(main())
+
+
+PIXEL_PNG_BASE64 = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGNgAAACAAFUok9dAAAAAElFTkSuQmCC"
+MEDIA_BLOCKS = [
+    {"type": "image", "data": PIXEL_PNG_BASE64, "mimeType": "image/png"},
+    {"type": "audio", "data": "UklGRgAAAABXQVZF", "mimeType": "audio/wav"},
+    {"type": "resource", "resource": {"uri": "memo://note", "mimeType": "text/plain", "text": "a note"}},
+    {"type": "resource_link", "name": "report", "uri": "file:///tmp/report.pdf", "mimeType": "application/pdf"},
+]
+
+
+def test_import_keeps_image_audio_and_resource_blocks(tmp_path: Path) -> None:
+    from dsh_codegen import Accept
+
+    async def main() -> None:
+        registry = ToolRegistry()
+        async with mcp_session(SDK_SERVER, tmp_path) as session:
+            await import_mcp_tools(registry, session, on_unsupported="skip")
+            result = await call(registry, "picture", {"caption": "a pixel"})
+            assert isinstance(result, ToolSuccess)
+            assert result.value == "a pixel"  # the value is still the text
+            assert result.content == [{"type": "text", "text": "a pixel"}, *MEDIA_BLOCKS]
+            # A text-only tool is unchanged, and nothing of the picture call leaks into it.
+            plain = await call(registry, "greet", {"name": "ada"})
+            assert isinstance(plain, ToolSuccess) and plain.content == [{"type": "text", "text": "hello ada"}]
+            # The blocks follow whatever content post-execute decided; a blocked result has none.
+            registry.on_post_execute(
+                lambda execution, result, next: Accept(content=[{"type": "text", "text": "replaced"}])
+            )
+            replaced = await call(registry, "picture", {"caption": "x"})
+            assert replaced.content == [{"type": "text", "text": "replaced"}, *MEDIA_BLOCKS]
+
+    run(main())
+
+
+def test_media_blocks_survive_serving_again_through_serve_mcp(tmp_path: Path) -> None:
+    # Imported from the SDK's server into a registry, served by serve_mcp, read by the SDK's client.
+    from mcp import ClientSession
+    from mcp.shared.memory import create_client_server_memory_streams
+
+    from dsh_codegen.adapters import McpToolServer
+
+    async def main() -> None:
+        registry = ToolRegistry()
+        async with mcp_session(SDK_SERVER, tmp_path) as upstream:
+            await import_mcp_tools(registry, upstream, on_unsupported="skip")
+            server = McpToolServer(registry)
+            async with create_client_server_memory_streams() as (client_streams, server_streams):
+                serving = asyncio.ensure_future(server.run(*server_streams))
+                try:
+                    async with ClientSession(*client_streams) as session:
+                        await session.initialize()
+                        result = await session.call_tool("picture", {"caption": "again"})
+                        blocks = [block.model_dump(by_alias=True, exclude_none=True, mode="json") for block in result.content]
+                        assert blocks == [{"type": "text", "text": "again"}, *MEDIA_BLOCKS]
+                finally:
+                    serving.cancel()
+                    with pytest.raises(asyncio.CancelledError):
+                        await serving
+
+    run(main())
