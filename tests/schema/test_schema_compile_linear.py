@@ -3,7 +3,9 @@
 A quadratic step (``required`` checked against a list, say) makes the doubled
 case about four times slower, a linear one about two; three leaves room for a
 busy machine. Each size is timed as the best of several runs, at sizes where a
-quadratic step is milliseconds, not microseconds.
+quadratic step is milliseconds, not microseconds. A pair over the bound is
+measured again (up to three pairs): a busy neighbour can spoil one pair, but a
+quadratic step is over the bound in every one.
 """
 
 from __future__ import annotations
@@ -83,5 +85,10 @@ def _best_pair(build: Callable[[int], Any], n: int, rounds: int = 7) -> tuple[fl
     ],
 )
 def test_doubling_the_schema_at_most_triples_compile_time(build: Callable[[int], Any], n: int) -> None:
-    small, large = _best_pair(build, n)
-    assert large <= 3 * small, f"{build.__name__}: {small * 1e3:.1f} ms at {n}, {large * 1e3:.1f} ms at {2 * n}"
+    pairs = []
+    for _ in range(3):
+        small, large = _best_pair(build, n)
+        pairs.append(f"{small * 1e3:.1f} ms at {n}, {large * 1e3:.1f} ms at {2 * n}")
+        if large <= 3 * small:
+            return
+    pytest.fail(f"{build.__name__}: every pair over 3x: " + "; ".join(pairs))
