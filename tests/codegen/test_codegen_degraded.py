@@ -55,6 +55,13 @@ def test_dialect_degradations_name_each_node() -> None:
           "$defs": {"a": {"anyOf": [{"$ref": "#/$defs/a"}, {"type": "string"}]}}}, ["#/$defs/a"], ["#/$defs/a"]),
         ({"type": "object", "properties": {"a": {"$ref": "#/$defs/a"}},
           "$defs": {"a": {"type": "object", "properties": {"n": {"$ref": "#/$defs/a"}}}}}, [], []),
+        # pydantic's discriminated union: the discriminator is an annotation, the union stays typed
+        ({"type": "object", "properties": {"pet": {
+            "oneOf": [{"$ref": "#/$defs/Cat"}, {"$ref": "#/$defs/Dog"}],
+            "discriminator": {"propertyName": "kind", "mapping": {"cat": "#/$defs/Cat", "dog": "#/$defs/Dog"}}}},
+          "required": ["pet"],
+          "$defs": {"Cat": {"type": "object", "properties": {"kind": {"const": "cat"}}, "required": ["kind"]},
+                    "Dog": {"type": "object", "properties": {"kind": {"const": "dog"}}, "required": ["kind"]}}}, [], []),
     ],
 )
 def test_degraded_nodes(schema: Any, ts: list[str], py: list[str]) -> None:
