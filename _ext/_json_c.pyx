@@ -68,6 +68,12 @@ cdef extern from *:
     #include <math.h>
     #include <stdint.h>
     #include <string.h>
+    /* For the helpers run once per member by the writers' loop: a call costs as much as their work. */
+    #if defined(__GNUC__) || defined(__clang__)
+    #define DSH_ALWAYS_INLINE inline __attribute__((always_inline))
+    #else
+    #define DSH_ALWAYS_INLINE inline
+    #endif
     /* New empty instances of our frozen subclasses, made by the base type's own
        tp_new: the classes' Python-level __new__ (which validates) is for users. */
     static PyObject *dsh_json_new_dict(PyObject *cls, PyObject *empty) {
@@ -202,8 +208,12 @@ cdef extern from *:
         int e, guess, r, found = 0;
         dsh_u128 cc = 0;
         if (a >= 1.0) {
+            /* floor(log10(a)): a lies in [2**b2, 2**(b2 + 1)) with b2 = 52 - shift, so it is
+               floor(b2 * log10(2)) (78913 / 2**18 is log10(2) to 6 digits, exact for b2 <= 52)
+               or one more, which one integer compare decides. */
             uint64_t ip = (uint64_t)a;
-            for (e = 0; e < 18 && ip >= dsh_json_pow10[e + 1]; e++) {}
+            e = ((52 - shift) * 78913) >> 18;
+            if (ip >= dsh_json_pow10[e + 1]) e++;
         } else {
             e = a >= 0.1 ? -1 : a >= 0.01 ? -2 : a >= 0.001 ? -3 : -4;
         }
@@ -515,7 +525,8 @@ cdef extern from *:
     }
     /* Write the key `k` (an exact str), then `: ` (pretty) or `:`. */
     static int dsh_buf_str(dsh_buf *b, PyObject *s);
-    static inline int dsh_write_key(dsh_buf *b, dsh_keycache *c, PyObject *k, int pretty) {
+    static inline void dsh_copy_small(char *out, const char *data, Py_ssize_t n);
+    static DSH_ALWAYS_INLINE int dsh_write_key(dsh_buf *b, dsh_keycache *c, PyObject *k, int pretty) {
         Py_ssize_t n;
         dsh_key_entry *e;
         if (c != NULL) {
@@ -546,6 +557,22 @@ cdef extern from *:
             return 0;
         }
     uncached:
+        n = PyUnicode_GET_LENGTH(k);
+        if (b->kind == 1 && PyUnicode_IS_ASCII(k)
+                && dsh_json_plain_prefix((const unsigned char *)PyUnicode_DATA(k), n) == n) {
+            /* The common case of a key met once (a wide object): quote, text, quote, colon
+               and the space, written in one reservation. */
+            char *out;
+            if (DSH_RESERVE(b, n + 4) < 0) return -1;
+            out = b->data + b->length;
+            out[0] = 34;  /* quote */
+            dsh_copy_small(out + 1, (const char *)PyUnicode_DATA(k), n);
+            out[n + 1] = 34;
+            out[n + 2] = 58;  /* colon */
+            out[n + 3] = 32;  /* kept only when pretty */
+            b->length += n + 3 + (pretty != 0);
+            return 0;
+        }
         if (dsh_buf_str(b, k) < 0) return -1;
         if (DSH_RESERVE(b, 2) < 0) return -1;
         dsh_putc_r(b, ':');
@@ -572,7 +599,7 @@ cdef extern from *:
         return 0;
     }
     /* `,` when `comma`, then a newline and the indentation of `depth`. */
-    static inline int dsh_separator(dsh_buf *b, int comma, Py_ssize_t depth, Py_ssize_t indent) {
+    static DSH_ALWAYS_INLINE int dsh_separator(dsh_buf *b, int comma, Py_ssize_t depth, Py_ssize_t indent) {
         if (depth <= 16 && indent <= 16 && depth * indent <= 16) {
             Py_ssize_t keep = 1 + depth * indent;
             if (DSH_RESERVE(b, 18) < 0) return -1;
@@ -642,6 +669,28 @@ cdef extern from *:
         }
         return n;
     }
+    /* Copy n bytes: fixed-size moves for short texts (keys, short values) instead of a call. */
+    static inline void dsh_copy_small(char *out, const char *data, Py_ssize_t n) {
+        uint64_t w1, w2;
+        uint32_t h1, h2;
+        if (n >= 8 && n <= 16) {
+            /* Two overlapping 8-byte copies. */
+            memcpy(&w1, data, 8);
+            memcpy(&w2, data + n - 8, 8);
+            memcpy(out, &w1, 8);
+            memcpy(out + n - 8, &w2, 8);
+        } else if (n >= 4 && n < 8) {
+            memcpy(&h1, data, 4);
+            memcpy(&h2, data + n - 4, 4);
+            memcpy(out, &h1, 4);
+            memcpy(out + n - 4, &h2, 4);
+        } else if (n < 4) {
+            Py_ssize_t i;
+            for (i = 0; i < n; i++) out[i] = data[i];
+        } else {
+            memcpy(out, data, (size_t)n);
+        }
+    }
     /* Write the exact str `s` as a JSON string. */
     static int dsh_buf_str(dsh_buf *b, PyObject *s) {
         Py_ssize_t n = PyUnicode_GET_LENGTH(s), i = 0, plain;
@@ -657,24 +706,7 @@ cdef extern from *:
                 if (DSH_RESERVE(b, n + 2) < 0) return -1;
                 out = b->data + b->length;
                 out[0] = 34;  /* quote */
-                if (n <= 16 && n >= 4) {
-                    /* Two overlapping fixed-size copies instead of a call. */
-                    uint64_t w1, w2;
-                    uint32_t h1, h2;
-                    if (n >= 8) {
-                        memcpy(&w1, data, 8);
-                        memcpy(&w2, (const char *)data + n - 8, 8);
-                        memcpy(out + 1, &w1, 8);
-                        memcpy(out + 1 + n - 8, &w2, 8);
-                    } else {
-                        memcpy(&h1, data, 4);
-                        memcpy(&h2, (const char *)data + n - 4, 4);
-                        memcpy(out + 1, &h1, 4);
-                        memcpy(out + 1 + n - 4, &h2, 4);
-                    }
-                } else {
-                    memcpy(out + 1, data, (size_t)n);
-                }
+                dsh_copy_small(out + 1, (const char *)data, n);
                 out[n + 1] = 34;
                 b->length += n + 2;
                 if (b->maxchar < 255 && !PyUnicode_IS_ASCII(s)) b->maxchar = 255;

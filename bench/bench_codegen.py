@@ -196,8 +196,8 @@ print(time.perf_counter() - loaded)
 
 
 def _cold_ours(catalog_file: Path, repeat: int) -> float:
-    """Median first render (import of the codegen layer excluded, jinja2 and templates
-    included) in a fresh interpreter: what the first tools:sdk section of a process costs."""
+    """Median first render (import of the codegen layer excluded, loading the precompiled
+    templates included) in a fresh interpreter: what the first tools:sdk section of a process costs."""
     times = []
     for _ in range(repeat):
         result = subprocess.run([sys.executable, "-c", _COLD_SCRIPT, str(catalog_file)], capture_output=True,
@@ -342,7 +342,7 @@ def main() -> None:
             _library_py(label, catalog, slow)
             _whole_process(label, catalog, catalog_file, schema_file, script, repeat=3)
     print("\n(ratios: below 1.0 is faster than the baseline; interpreter start-up (~15-35 ms) and the imports of"
-          " dsh_codegen and jinja2 are inside the whole-process and cold figures)")
+          " dsh_codegen are inside the whole-process figures; the cold figures load the precompiled templates)")
 
 
 if __name__ == "__main__":

@@ -143,7 +143,7 @@ def test_import_loads_no_template_engine_or_formatter() -> None:
         "print(before, after)\n"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=True)
-    assert result.stdout.strip() == "[] ['jinja2']"
+    assert result.stdout.strip() == "[] []"
 
 
 # Odd nodes the recursive path must bail on or render exactly as the stack walk does.

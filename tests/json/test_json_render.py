@@ -142,6 +142,10 @@ def _float_samples() -> list[float]:
     for exponent in range(-20, 60):
         power = math.ldexp(1.0, exponent)
         samples += [power, math.nextafter(power, 0.0), math.nextafter(power, math.inf)]
+    # The decimal exponent is estimated from the binary one: both kinds of boundary, both sides.
+    for exponent in range(-5, 18):
+        power = 10.0**exponent
+        samples += [power, math.nextafter(power, 0.0), math.nextafter(power, math.inf), power * 9.999999999999999]
     for _ in range(20_000):
         bits = struct.unpack("<d", struct.pack("<Q", rng.getrandbits(64)))[0]
         samples += [bits, rng.uniform(1e-5, 1e17), round(rng.random() * 10 ** rng.randint(-4, 15), rng.randint(0, 17))]

@@ -1,8 +1,8 @@
 # Code generated from templates/python/_declarations.py.jinja by write_compiled() in dsh_codegen/codegen/_environment.py. DO NOT EDIT.
 # mypy: ignore-errors
 # ruff: noqa
-JINJA_VERSION = '3.1.6'
-from jinja2.runtime import LoopContext, Macro, Markup, Namespace, TemplateNotFound, TemplateReference, TemplateRuntimeError, Undefined, escape, identity, internalcode, markup_join, missing, str_join
+# Compiled by Jinja 3.1.6; rendered through dsh_codegen/codegen/_template_runtime.py.
+from dsh_codegen.codegen._template_runtime import ENVIRONMENT as environment, TemplateRuntimeError, Undefined, internalcode, missing
 name = 'python/_declarations.py.jinja'
 
 def root(context, missing=missing):
