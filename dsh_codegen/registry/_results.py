@@ -114,38 +114,6 @@ class ToolFailure:
 ToolExecutionResult: TypeAlias = ToolSuccess | ToolFailure
 
 
-_object_new: Final = object.__new__
-# The slot descriptors' setters: a frozen dataclass forbids attribute assignment,
-# but its slots can still be filled once on a fresh instance.
-_set_value: Final = ToolSuccess.__dict__["value"].__set__
-_set_content: Final = ToolSuccess.__dict__["content"].__set__
-_set_meta: Final = ToolSuccess.__dict__["meta"].__set__
-_set_contexts: Final = ToolSuccess.__dict__["additional_contexts"].__set__
-_set_concludes: Final = ToolSuccess.__dict__["concludes_turn"].__set__
-
-
-def new_success(
-    value: JsonValue,
-    content: Sequence[ContentBlock],
-    meta: JsonValue | Unset,
-    additional_contexts: Sequence[AdditionalContext],
-    concludes_turn: bool,
-) -> ToolSuccess:
-    """``ToolSuccess(...)`` for parts the pipeline has already frozen, without the dataclass ``__init__``.
-
-    The same object as the constructor would make (every field set exactly
-    once); it exists because the frozen dataclass ``__init__`` (one
-    ``object.__setattr__`` per field) is a measurable part of a call.
-    """
-    success: ToolSuccess = _object_new(ToolSuccess)
-    _set_value(success, value)
-    _set_content(success, content)
-    _set_meta(success, meta)
-    _set_contexts(success, additional_contexts)
-    _set_concludes(success, concludes_turn)
-    return success
-
-
 # Decisions -------------------------------------------------------------------
 
 

@@ -106,9 +106,31 @@ def test_153_max_parallel_must_be_a_positive_integer(bad: Any) -> None:
 # -- 154: model order ------------------------------------------------------------
 
 
+def _finishing_after(before: asyncio.Event | None, done: asyncio.Event, value: Any) -> Any:
+    """A body that returns ``value`` only after ``before`` is set, and then sets ``done``."""
+
+    async def body(arguments: Any, signal: AbortSignal) -> Any:
+        if before is not None:
+            # Bounded: a scheduler that failed to overlap the calls fails the test instead of hanging it.
+            await asyncio.wait_for(before.wait(), 10)
+        else:
+            await asyncio.sleep(0)
+        done.set()
+        return value
+
+    return body
+
+
 def test_154_commits_and_result_events_in_model_order_despite_completion_order() -> None:
+    # Completion order is forced, not timed: "mid" finishes only after "fast",
+    # "slow" only after "mid" (each waits for the other's event).
+    fast_done, mid_done, slow_done = asyncio.Event(), asyncio.Event(), asyncio.Event()
     registry = FakeRegistry(
-        {"slow": FakeTool(sleeper(0.03, "slow")), "mid": FakeTool(sleeper(0.015, "mid")), "fast": FakeTool(echo)}
+        {
+            "slow": FakeTool(_finishing_after(mid_done, slow_done, "slow")),
+            "mid": FakeTool(_finishing_after(fast_done, mid_done, "mid")),
+            "fast": FakeTool(_finishing_after(None, fast_done, {})),
+        }
     )
     log = MemorySessionLog()
     results = run(execute_tool_calls(registry, calls("slow", "mid", "fast"), signal=AbortController().signal, log=log))

@@ -83,25 +83,29 @@ async def dispatch_core(call: Call, signal: AbortSignal) -> ToolExecutionResult:
 
 
 def dispatch_started(
-    call: Call, signal: AbortSignal
+    call: Call, signal: AbortSignal, *, at_entry: bool = False
 ) -> ToolExecutionResult | Coroutine[Any, Any, ToolExecutionResult]:
     """:func:`dispatch_core` up to the body's first step: the result, or the coroutine that finishes the body.
 
     A body that never suspends (the common case) is finished here, so the
     caller awaits nothing for it; a body that suspended is finished by
-    awaiting the returned :func:`drive_body` coroutine.
+    awaiting the returned :func:`drive_body` coroutine. ``at_entry``: no
+    code has run since :func:`create_execution` resolved the tool and the
+    pipeline checked the caller's signal (no policy stage ran), so neither
+    can have changed and neither is read again.
     Cancellation: synchronous; see :func:`dispatch_core` for the returned coroutine.
     """
     execution = call.execution
     compiled = call.compiled
-    if compiled is None or call.version != call.registry.version:
-        resolved = _resolve_for_dispatch(call)
-        if isinstance(resolved, ToolFailure):
-            return resolved
-        compiled = resolved
     caller = execution.signal
-    if caller.aborted or (signal is not caller and signal.aborted):
-        return aborted_before_dispatch()
+    if not (at_entry and compiled is not None):
+        if compiled is None or call.version != call.registry.version:
+            resolved = _resolve_for_dispatch(call)
+            if isinstance(resolved, ToolFailure):
+                return resolved
+            compiled = resolved
+        if caller.aborted or (signal is not caller and signal.aborted):
+            return aborted_before_dispatch()
     args = execution.arguments
     validator = compiled.args_validator
     if validator is not None and not validator.is_valid(args):

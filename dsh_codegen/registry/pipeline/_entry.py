@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Hashable
 from typing import TYPE_CHECKING, Any, Final
 
-from dsh_codegen.json import LosslessJsonError, snapshot_json
+from dsh_codegen.json import FrozenJsonObject, LosslessJsonError, snapshot_json
 from dsh_codegen.registry._errors import RUN_CODE_NAME, ToolNotFoundError, error_message
 from dsh_codegen.registry._execution import ToolExecution, ToolExecutionInput, ToolExecutionToken
 from dsh_codegen.registry._materialize import ARGUMENTS_NOT_LOSSLESS
@@ -66,7 +66,13 @@ def create_execution(registry: ToolRegistry, input: ToolExecutionInput) -> tuple
     agent: Hashable | None
     failure: str | None = None
     if type(input) is ToolExecutionInput:
-        call_id, name, raw_arguments, signal, agent, parent, root_call_id = input
+        call_id = input.call_id
+        name = input.name
+        raw_arguments = input.arguments
+        signal = input.signal
+        agent = input.agent
+        parent = input.parent
+        root_call_id = input.root_call_id
     else:  # any object with these attributes, each read exactly once
         values, failure = _read_fields(input)
         call_id, name, raw_arguments, signal, agent, parent, root_call_id = values
@@ -81,14 +87,17 @@ def create_execution(registry: ToolRegistry, input: ToolExecutionInput) -> tuple
     chain = () if agent is None else registry.chain_for(agent)
     arguments: Any = None
     if failure is None:
-        try:
-            arguments = snapshot_json(raw_arguments)
-        except ARGUMENT_SNAPSHOT_ERRORS:
-            failure = ARGUMENTS_NOT_LOSSLESS
-    # tuple.__new__ is what the named tuple's generated __new__ calls (the same object, one frame less).
-    execution: ToolExecution = tuple.__new__(
-        ToolExecution,
-        (ToolExecutionToken(), call_id, name, arguments, signal, agent, parent, root_call_id),
+        if type(raw_arguments) is FrozenJsonObject:
+            # What snapshot_json returns for a frozen container (it reuses it as is): the
+            # common case, arguments parsed by parse_call_arguments.
+            arguments = raw_arguments
+        else:
+            try:
+                arguments = snapshot_json(raw_arguments)
+            except ARGUMENT_SNAPSHOT_ERRORS:
+                failure = ARGUMENTS_NOT_LOSSLESS
+    execution = ToolExecution(
+        ToolExecutionToken(), call_id, name, arguments, signal, agent, parent, root_call_id
     )
     compiled, listeners, guarded, version = registry.entry_view(name, chain)
     return Call(registry, execution, chain, compiled, listeners, guarded, version), failure

@@ -27,7 +27,6 @@ from dsh_codegen.registry._results import (
     ToolFailure,
     ToolSuccess,
     failure_from_exception,
-    new_success,
 )
 from dsh_codegen.registry.pipeline._call import Call, not_found, plain_failure
 
@@ -81,10 +80,10 @@ def normalize_value(
         meta, problems = _project_meta(project, args, frozen, problem)
         if problems:
             return _output_failure(compiled, problems, contexts)
-        return new_success(frozen, content, meta, contexts, concludes_turn)
+        return ToolSuccess(frozen, content, meta, contexts, concludes_turn)
     if problem is not None:
         return _output_failure(compiled, [problem], contexts)
-    return new_success(frozen, content, UNSET, contexts, concludes_turn)
+    return ToolSuccess(frozen, content, UNSET, contexts, concludes_turn)
 
 
 def _invalid_output(

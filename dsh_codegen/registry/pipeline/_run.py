@@ -93,7 +93,7 @@ async def run_pipeline(
             ):
                 # No policy stage has work: the body, with nothing around it, awaited
                 # only if it suspended.
-                outcome = dispatch_started(call, call.execution.signal)
+                outcome = dispatch_started(call, call.execution.signal, at_entry=True)
                 if isinstance(outcome, (ToolSuccess, ToolFailure)):
                     result, skip_post = outcome, False
                 else:
