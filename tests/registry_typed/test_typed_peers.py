@@ -4,9 +4,9 @@ Each case is a function and sample arguments with the verdict we expect; the
 test checks that our compiled schema (validated by the twin in use: both
 passes) gives that verdict, and that the peers' published schemas (validated
 by ``jsonschema``, Draft 2020-12) agree, except where a written divergence
-says why they differ. pydantic-ai and openai-agents are in the ``bench`` extra
-only (pyproject.toml): without them their side is skipped with that reason,
-our side still runs.
+says why they differ. pydantic-ai and openai-agents are test dependencies
+(the ``dev`` extra, which ``make test`` installs); in an environment without
+them their side is skipped with that reason, our side still runs.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from pydantic import BaseModel, Field  # noqa: E402
 
 HAS_PYDANTIC_AI = importlib.util.find_spec("pydantic_ai") is not None
 HAS_AGENTS = importlib.util.find_spec("agents") is not None
-NO_PEER = "is only in the bench extra (pip install -e '.[bench]'); not a test dependency"
+NO_PEER = "is not installed (a test dependency: pip install -e '.[dev]')"
 
 
 class Priority(enum.IntEnum):
