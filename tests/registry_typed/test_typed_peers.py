@@ -178,7 +178,8 @@ CASES: list[tuple[Callable[..., Any], list[tuple[Any, bool]], Divergences]] = [
         [({"path": "p", "edits": []}, True), ({"path": "p", "edits": [{"old": "a", "new": "b", "count": 2}]}, True),
          ({"path": "p", "edits": [{"old": "a", "new": "b"}]}, True), ({"path": "p", "edits": [{"old": "a"}]}, False),
          ({"path": "p", "edits": [{"old": "a", "new": "b", "x": 1}]}, False)],
-        {2: ("agents", STRICT_ALL_REQUIRED)},
+        # (typing.TypedDict: the peers take Edit from Python 3.12 on; before, the case is skipped)
+        {2: ("agents", STRICT_ALL_REQUIRED), 4: ("pydantic_ai", OPEN_NESTED)},
     ),
     (
         send_mail,
