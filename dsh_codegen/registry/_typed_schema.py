@@ -71,6 +71,12 @@ def _json_kind(value: object) -> str | None:
     return {str: "string", int: "integer", bool: "boolean", float: "number"}.get(type(value))
 
 
+def _equality_key(value: object) -> tuple[str | None, object]:
+    """A key under which JSON-equal scalars meet (``1`` and ``1.0`` do; ``true`` and ``1`` do not)."""
+    kind = _json_kind(value)
+    return ("number" if kind == "integer" else kind, value)
+
+
 def _pydantic_attr(name: str) -> Any:
     """``pydantic.<name>`` when pydantic is already imported (it never is because of us), else ``None``."""
     module = sys.modules.get("pydantic")
@@ -200,6 +206,18 @@ class _Member(Converter):
 
     def __call__(self, value: Any) -> Any:
         return self.cls(value)
+
+
+class _Members(Converter):
+    """A ``Literal`` with enum members: the member whose value it is (other values pass as they are)."""
+
+    __slots__ = ("members",)
+
+    def __init__(self, members: dict[tuple[str | None, object], enum.Enum]) -> None:
+        self.members = members
+
+    def __call__(self, value: Any) -> Any:
+        return self.members.get(_equality_key(value), value)
 
 
 class _Branches(Converter):
@@ -338,7 +356,7 @@ class SchemaBuilder:
         elif tp is Any or tp is object:
             pass  # any JSON: {}
         elif origin is Literal:
-            self._literal(node, typing.get_args(tp), where, path)
+            self._literal(slot, typing.get_args(tp), where, path)
         elif origin in _UNION_ORIGINS:
             self._union(slot, typing.get_args(tp), where, path, on_path, stack)
         elif _identical(tp, _BARE_ARRAYS) is not None:
@@ -425,23 +443,39 @@ class SchemaBuilder:
             if not placed:
                 self.fail(where, path, f"constraint {name}={value!r} does not apply to {type_text(tp)}")
 
-    def _literal(self, node: dict[str, Any], values: tuple[Any, ...], where: str, path: str) -> None:
+    def _literal(self, slot: _Slot, values: tuple[Any, ...], where: str, path: str) -> None:
+        """``const`` / ``enum`` of the values; an enum member stands for its value and is given back as itself."""
+        wire: dict[tuple[str | None, object], object] = {}  # JSON equality key -> the Literal value it came from
         kinds: set[str] = set()
         for value in values:
-            kind = _json_kind(value)
-            if kind is None or kind == "number":
-                self.fail(where, path, f"Literal value {value!r} is not a JSON scalar (str, int, bool or None)")
+            member = isinstance(value, enum.Enum)
+            json_value = value.value if member else value
+            kind = _json_kind(json_value)
+            if kind is None or (kind == "number" and not member) or not is_json_value(json_value):
+                what = f"{value!r} (value {json_value!r})" if member else repr(value)
+                self.fail(where, path, f"Literal value {what} is not a JSON scalar (str, int, bool or None)")
+            key = _equality_key(json_value)
+            if key in wire:
+                self.fail(where, path, f"Literal values {wire[key]!r} and {value!r} are the same JSON value {json_value!r}")
+            wire[key] = value
             kinds.add(kind)
-        unique = list(dict.fromkeys((type(v), v) for v in values))
+        node = slot.schema
+        json_values = [key[1] for key in wire]
         if kinds == {"null"}:
             node["type"] = "null"
-            return
-        if len(kinds) == 1:
-            node["type"] = kinds.pop()
-        if len(unique) == 1:
-            node["const"] = unique[0][1]
         else:
-            node["enum"] = [v for _, v in unique]
+            if len(kinds) == 1:
+                node["type"] = kinds.pop()
+            elif kinds == {"integer", "number"}:
+                node["type"] = "number"
+            if len(json_values) == 1:
+                node["const"] = json_values[0]
+            else:
+                node["enum"] = json_values
+        members = {key: value for key, value in wire.items() if isinstance(value, enum.Enum)}
+        if members:
+            slot.converter = _Members(members)
+            self.encodes = True
 
     def _enum(self, slot: _Slot, tp: type[enum.Enum], where: str, path: str) -> None:
         if issubclass(tp, enum.Flag):

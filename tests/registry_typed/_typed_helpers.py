@@ -1,7 +1,14 @@
-"""Builders shared by the ``@tool`` tests."""
+"""Builders and fixture classes shared by the ``@tool`` tests.
+
+bench/bench_typed.py keeps its own copies of the classes it measures: bench/
+never imports tests/, and the benchmark's workload should not move when a
+test's fixtures do.
+"""
 
 from __future__ import annotations
 
+import dataclasses
+import enum
 from typing import Any
 
 from _shared_helpers import async_test
@@ -15,6 +22,28 @@ from dsh_codegen.registry import (
     ToolRegistry,
 )
 from dsh_codegen.registry._typed import tool
+
+
+class Priority(enum.IntEnum):
+    LOW = 1
+    HIGH = 2
+
+
+class Theme(enum.StrEnum):
+    LIGHT = "light"
+    DARK = "dark"
+
+
+@dataclasses.dataclass
+class LineRange:
+    start: int
+    end: int = -1
+
+
+@dataclasses.dataclass
+class Tree:
+    label: str
+    children: list[Tree] = dataclasses.field(default_factory=list)
 
 
 def one_parameter(annotation: Any, returns: Any = None, **options: Any) -> ToolDefinition:

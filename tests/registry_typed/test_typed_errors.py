@@ -34,6 +34,10 @@ class Color(enum.Enum):
     RED = "red"
 
 
+class Level(enum.IntEnum):
+    ONE = 1
+
+
 class Node(TypedDict):
     value: int
     children: list[Node]
@@ -86,7 +90,10 @@ OWNER = 'tool(one_parameter.<locals>.body): parameter "x": '
         (dict[str, bytes], "unsupported type bytes" + SUPPORTED + " (at x{})"),
         (dict[int, str], "unsupported type dict[int, str] (JSON object keys are str)" + SUPPORTED + " (at x)"),
         (tuple[int, bytes], "unsupported type bytes" + SUPPORTED + " (at x[1])"),
-        (Literal[Color.RED], "Literal value <Color.RED: 'red'> is not a JSON scalar (str, int, bool or None) (at x)"),
+        (Literal[Pairs.ORIGIN], "Literal value <Pairs.ORIGIN: (0, 0)> (value (0, 0)) is not a JSON scalar (str, int, bool or None) (at x)"),
+        (Literal[Color.RED, "red"], "Literal values <Color.RED: 'red'> and 'red' are the same JSON value 'red' (at x)"),
+        (Literal[Perm.READ, 1.0], "Literal value 1.0 is not a JSON scalar (str, int, bool or None) (at x)"),
+        (Literal[Perm.READ, Level.ONE], "Literal values <Perm.READ: 1> and <Level.ONE: 1> are the same JSON value 1 (at x)"),
         (Perm, "unsupported type Perm (a Flag combines members; use list[Enum])" + SUPPORTED + " (at x)"),
         (Pairs, "unsupported type Pairs (member value (0, 0) is not a JSON scalar)" + SUPPORTED + " (at x)"),
         (Annotated[str, at.Ge(1)], "constraint ge=1 does not apply to str (at x)"),

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Any, Literal, NotRequired, TypedDict
 
 import pytest
-from _typed_helpers import async_test, error_code, run_tool, text
+from _typed_helpers import Priority, Theme, async_test, error_code, run_tool, text
 
 from dsh_codegen.json import FrozenJsonArray, FrozenJsonObject
 from dsh_codegen.registry import ToolFailure, ToolRunContext, ToolSuccess
@@ -341,3 +341,24 @@ async def test_cancelling_a_plain_function_aborts_its_signal_and_waits_for_the_t
     with pytest.raises(asyncio.CancelledError):
         await task
     assert finished == ["aborted"]  # the thread had returned before execute() ended
+
+
+@tool
+async def pick(theme: Literal[Theme.DARK, "auto"], level: Literal[Priority.HIGH, None] = None) -> Literal[Theme.DARK, "auto"]:
+    """Pick a theme."""
+    seen.append({"theme": theme, "level": level})
+    return theme
+
+
+@async_test
+async def test_literal_enum_members_reach_the_body_as_members() -> None:
+    seen.clear()
+    dark = await run_tool(pick, {"theme": "dark", "level": 2})
+    assert isinstance(dark, ToolSuccess) and dark.value == "dark"  # the returned member is encoded
+    assert seen[-1]["theme"] is Theme.DARK and seen[-1]["level"] is Priority.HIGH
+    auto = await run_tool(pick, {"theme": "auto", "level": None})
+    assert isinstance(auto, ToolSuccess) and auto.value == "auto"
+    assert type(seen[-1]["theme"]) is str and seen[-1]["level"] is None
+    light = await run_tool(pick, {"theme": "light"})
+    assert error_code(light) == "INVALID_ARGS"
+    assert text(light) == 'Error: invalid arguments: "theme" must be one of ["dark","auto"]'

@@ -148,6 +148,13 @@ TABLE: list[tuple[str, Any, Any]] = [
     ("Literal None", Literal[None], {"type": "null"}),
     ("Literal mixed", Literal[1, "a", "b"], {"enum": [1, "a", "b"]}),
     ("Literal bool and int stay apart", Literal[1, True], {"enum": [1, True]}),
+    ("Literal str or None", Literal["a", None], {"enum": ["a", None]}),
+    ("Literal bool, None, int and str", Literal[False, None, 0, ""], {"enum": [False, None, 0, ""]}),
+    # an enum member stands for its value (the body gets the member); the class docstring is not used
+    ("Literal enum member", Literal[Color.RED], {"type": "string", "const": "red"}),
+    ("Literal IntEnum members", Literal[Level.LOW, Level.HIGH], {"type": "integer", "enum": [1, 2]}),
+    ("Literal member and str", Literal[Mode.FAST, "slow"], {"type": "string", "enum": ["fast", "slow"]}),
+    ("Literal member and None", Literal[Level.HIGH, None], {"enum": [2, None]}),
     ("int | None", int | None, {"anyOf": [{"type": "integer"}, {"type": "null"}]}),
     ("Optional[str]", Optional[str], {"anyOf": [{"type": "string"}, {"type": "null"}]}),  # noqa: UP007
     ("Union[str, bool]", Union[str, bool], {"anyOf": [{"type": "string"}, {"type": "boolean"}]}),  # noqa: UP007

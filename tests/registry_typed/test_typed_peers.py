@@ -11,8 +11,6 @@ them their side is skipped with that reason, our side still runs.
 
 from __future__ import annotations
 
-import dataclasses
-import enum
 import importlib.util
 import sys
 from collections.abc import Callable
@@ -21,6 +19,7 @@ from typing import Annotated, Any, Literal, NotRequired, TypedDict
 import annotated_types as at
 import pytest
 import typing_extensions
+from _typed_helpers import LineRange, Priority, Theme, Tree
 
 from dsh_codegen.registry._typed import tool
 from dsh_codegen.schema import compile_validator
@@ -31,28 +30,6 @@ from pydantic import BaseModel, Field  # noqa: E402
 HAS_PYDANTIC_AI = importlib.util.find_spec("pydantic_ai") is not None
 HAS_AGENTS = importlib.util.find_spec("agents") is not None
 NO_PEER = "is not installed (a test dependency: pip install -e '.[dev]')"
-
-
-class Priority(enum.IntEnum):
-    LOW = 1
-    HIGH = 2
-
-
-class Theme(enum.StrEnum):
-    LIGHT = "light"
-    DARK = "dark"
-
-
-@dataclasses.dataclass
-class LineRange:
-    start: int
-    end: int = -1
-
-
-@dataclasses.dataclass
-class Tree:
-    label: str
-    children: list[Tree] = dataclasses.field(default_factory=list)
 
 
 class Edit(TypedDict):
@@ -136,6 +113,11 @@ def set_mode(mode: Literal["fast", "safe"]) -> str:
     return mode
 
 
+def dark_or_auto(theme: Literal[Theme.DARK, "auto"]) -> str:
+    """Pin the theme."""
+    return theme
+
+
 def place(point: tuple[int, int]) -> str:
     """Place a point."""
     return ""
@@ -206,6 +188,7 @@ CASES: list[tuple[Callable[..., Any], list[tuple[Any, bool]], Divergences]] = [
         {0: ("agents", STRICT_ALL_REQUIRED)},
     ),
     (set_mode, [({"mode": "fast"}, True), ({"mode": "slow"}, False)], {}),
+    (dark_or_auto, [({"theme": "dark"}, True), ({"theme": "auto"}, True), ({"theme": "light"}, False)], {}),
     (place, [({"point": [1, 2]}, True), ({"point": [1]}, False), ({"point": [1, 2, 3]}, False),
              ({"point": [1, "2"]}, False)], {}),
     (average, [({"samples": [1.5, 2]}, True), ({"samples": []}, False), ({"samples": ["a"]}, False)], {}),

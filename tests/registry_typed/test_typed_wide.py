@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
-import enum
 from typing import Annotated, Any, TypedDict
 
 import annotated_types as at
 import pytest
-from _typed_helpers import async_test, error_code, run_tool, text
+from _typed_helpers import LineRange, Priority, Theme, Tree, async_test, error_code, run_tool, text
 
 from dsh_codegen.json import FrozenJsonObject
 from dsh_codegen.registry import ToolRegistry, ToolSuccess
@@ -17,28 +16,6 @@ from dsh_codegen.schema import assert_supported_json_schema
 
 pydantic = pytest.importorskip("pydantic", reason="pydantic is not installed (it is optional)")
 from pydantic import BaseModel, Field  # noqa: E402
-
-
-class Theme(enum.StrEnum):
-    LIGHT = "light"
-    DARK = "dark"
-
-
-class Priority(enum.IntEnum):
-    LOW = 1
-    HIGH = 2
-
-
-@dataclasses.dataclass
-class LineRange:
-    start: int
-    end: int = -1
-
-
-@dataclasses.dataclass
-class Tree:
-    label: str
-    children: list[Tree] = dataclasses.field(default_factory=list)
 
 
 class User(BaseModel):
