@@ -84,19 +84,13 @@ def _handlers() -> dict[str, float]:
     """The server-side work alone, in process: our ``tools/call`` handler against ``MCPServer.call_tool``."""
     from types import SimpleNamespace
 
-    from mcp.server.mcpserver import MCPServer
     from mcp.types import CallToolRequestParams
 
     from bench._mcp_servers import _registry
     from dsh_codegen.adapters import McpToolServer
 
     ours = McpToolServer(_registry(1))
-    app = MCPServer("bench-sdk")
-
-    @app.tool(description="Add two integers.")
-    async def add(a: int, b: int) -> int:
-        return a + b
-
+    app = sdk_add_server()
     params = CallToolRequestParams(name="add", arguments={"a": 1, "b": 2})
     ctx = SimpleNamespace(request_id=1)
     loop = asyncio.new_event_loop()
@@ -139,14 +133,9 @@ async def _import() -> tuple[float, float, int]:
     return statistics.median(times), whole, count
 
 
-async def _imported_calls() -> dict[str, float]:
-    import dataclasses
-
-    from mcp import Client
+def sdk_add_server() -> Any:
+    """The SDK's ``MCPServer`` serving ``add`` as an ``async def`` tool (no worker-thread hop)."""
     from mcp.server.mcpserver import MCPServer
-
-    from dsh_codegen import AbortController, ToolExecutionInput, ToolRegistry
-    from dsh_codegen.adapters import import_mcp_tools
 
     app = MCPServer("bench-sdk")
 
@@ -154,7 +143,27 @@ async def _imported_calls() -> dict[str, float]:
     async def add(a: int, b: int) -> int:
         return a + b
 
-    async with Client(app) as client:
+    return app
+
+
+@asynccontextmanager
+async def imported_add() -> AsyncIterator[tuple[Any, Any, Any]]:
+    """``(session, registry, without_seam)`` in process, for the imported-call figures.
+
+    ``session``: a client session to :func:`sdk_add_server` over the SDK's
+    in-memory transport; ``registry``: ``import_mcp_tools`` of it;
+    ``without_seam``: the imported ``add`` re-registered without its
+    ``finalize_content`` (what the import was before it kept media).
+    Also used by ``bench._callgrind_import``.
+    """
+    import dataclasses
+
+    from mcp import Client
+
+    from dsh_codegen import ToolRegistry
+    from dsh_codegen.adapters import import_mcp_tools
+
+    async with Client(sdk_add_server()) as client:
         session = client.session
         registry = ToolRegistry()
         await import_mcp_tools(registry, session)
@@ -162,6 +171,13 @@ async def _imported_calls() -> dict[str, float]:
         definition = registry.get("add")
         assert definition is not None and definition.finalize_content is not None
         without_seam.register(dataclasses.replace(definition, finalize_content=None))
+        yield session, registry, without_seam
+
+
+async def _imported_calls() -> dict[str, float]:
+    from dsh_codegen import AbortController, ToolExecutionInput, ToolRegistry
+
+    async with imported_add() as (session, registry, without_seam):
         signal = AbortController().signal
 
         async def through(target: ToolRegistry) -> None:
