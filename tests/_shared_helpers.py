@@ -1,4 +1,4 @@
-"""Helpers shared by several test folders (the registry's and the Code Mode bridge's).
+"""Helpers shared by several test folders.
 
 Importable as ``_shared_helpers`` from any test module: ``tests/conftest.py``
 has no package ``__init__``, so pytest puts this folder on ``sys.path`` when it
@@ -8,11 +8,19 @@ loads that conftest (as it does each test folder for the folder's own helpers).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
-from collections.abc import Callable, Coroutine
+import os
+import signal
+import subprocess
+from collections.abc import Callable, Coroutine, Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
-__all__ = ["async_test", "render_text"]
+__all__ = ["async_test", "render_text", "run_in_session", "session_process"]
+
+#: Seconds a process group gets between SIGTERM and SIGKILL.
+STOP_GRACE = 5.0
 
 
 def async_test(fn: Callable[..., Coroutine[Any, Any, None]]) -> Callable[..., None]:
@@ -34,3 +42,49 @@ def async_test(fn: Callable[..., Coroutine[Any, Any, None]]) -> Callable[..., No
 def render_text(_args: Any, value: Any) -> list[dict[str, str]]:
     """A ``ToolOutput.render``: one text block (the value itself when it is a string, else its repr)."""
     return [{"type": "text", "text": value if isinstance(value, str) else repr(value)}]
+
+
+def _stop_group(process: subprocess.Popen[Any]) -> None:
+    """SIGTERM the process group, a grace, SIGKILL; then reap the leader (its pipes are drained)."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            # the leader is not reaped yet (a zombie at worst), so its pid still names the group
+            os.killpg(process.pid, sig)
+        except ProcessLookupError:
+            break
+        try:
+            process.communicate(timeout=STOP_GRACE)
+            return
+        except subprocess.TimeoutExpired:
+            continue  # alive, or a process that left the group still holds a pipe
+    process.wait()
+
+
+@contextlib.contextmanager
+def session_process(argv: Sequence[str | Path], **options: Any) -> Iterator[subprocess.Popen[Any]]:
+    """``subprocess.Popen(argv, start_new_session=True, **options)``; on an exception leaving the block,
+    the whole process group (the command and every child it started) is stopped and the command reaped
+    before the exception goes on."""
+    with subprocess.Popen(argv, start_new_session=True, **options) as process:
+        try:
+            yield process
+        except BaseException:
+            _stop_group(process)
+            raise
+
+
+def run_in_session(
+    argv: Sequence[str | Path],
+    *,
+    timeout: float,
+    input: str | bytes | None = None,
+    **options: Any,
+) -> subprocess.CompletedProcess[Any]:
+    """``subprocess.run(argv, capture_output=True, timeout=timeout, ...)`` for commands that start
+    children (``make``, a CLI serving MCP, a pip build): the command runs in a new session, and on the
+    timeout or any other exception its whole process group is stopped (SIGTERM, a grace, SIGKILL) and
+    reaped, where ``subprocess.run`` would kill the command alone and leave its children running."""
+    stdin = subprocess.PIPE if input is not None else subprocess.DEVNULL
+    with session_process(argv, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE, **options) as process:
+        stdout, stderr = process.communicate(input, timeout=timeout)
+    return subprocess.CompletedProcess(list(argv), process.returncode, stdout, stderr)

@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from _shared_helpers import session_process
 
 import dsh_codegen
 from dsh_codegen.cli import EXIT_BROKEN_PIPE
@@ -204,15 +205,13 @@ def _with_closed_stdout(*argv: str, env: dict[str, str] | None = None) -> subpro
     """Run the command with stdout a pipe whose reader is already gone (as after ``| head``)."""
     read_end, write_end = os.pipe()
     os.close(read_end)
+    command = [sys.executable, "-m", "dsh_codegen", *argv]
     try:
-        return subprocess.run(
-            [sys.executable, "-m", "dsh_codegen", *argv],
-            stdin=subprocess.DEVNULL,
-            stdout=write_end,
-            stderr=subprocess.PIPE,
-            env=env or _env(),
-            timeout=TIMEOUT,
-        )
+        # `demo` starts Code Mode program processes: a timeout stops them too (session_process)
+        with session_process(command, stdin=subprocess.DEVNULL, stdout=write_end, stderr=subprocess.PIPE,
+                             env=env or _env()) as process:
+            _, stderr = process.communicate(timeout=TIMEOUT)
+        return subprocess.CompletedProcess(command, process.returncode, None, stderr)
     finally:
         os.close(write_end)
 
@@ -239,17 +238,17 @@ def test_demo_into_head() -> None:
     # `dsh-codegen demo | head -n 1`, built from two processes and a real pipe. Unbuffered,
     # the demo writes each line as it goes, and its later lines come after a 150 ms timeout
     # it demonstrates, long after head has left.
-    demo = subprocess.Popen(
+    with session_process(
         [sys.executable, "-m", "dsh_codegen", "demo"],
         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         env={**_env(), "PYTHONUNBUFFERED": "1"},
-    )
-    assert demo.stdout is not None and demo.stderr is not None
-    head = subprocess.run(["head", "-n", "1"], stdin=demo.stdout, capture_output=True, timeout=TIMEOUT)
-    demo.stdout.close()
-    stderr = demo.stderr.read()
-    demo.stderr.close()
-    code = demo.wait(timeout=TIMEOUT)
+    ) as demo:  # a timeout below stops the demo and its program processes
+        assert demo.stdout is not None and demo.stderr is not None
+        head = subprocess.run(["head", "-n", "1"], stdin=demo.stdout, capture_output=True, timeout=TIMEOUT)
+        demo.stdout.close()
+        stderr = demo.stderr.read()
+        demo.stderr.close()
+        code = demo.wait(timeout=TIMEOUT)
     assert head.stdout.decode().startswith("dsh_codegen demo (backend: ")
     assert head.stdout.count(b"\n") == 1
     # 0 only if head was starved past the demo's last line (a loaded machine): never a traceback.

@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 
 import pytest
+from _shared_helpers import run_in_session
 
 
 @pytest.mark.once
 def test_demo_runs_a_code_mode_program_through_the_pipeline() -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "dsh_codegen", "demo"], capture_output=True, text=True, timeout=300
-    )
+    # the demo starts Code Mode program processes: a timeout stops them too
+    done = run_in_session([sys.executable, "-m", "dsh_codegen", "demo"], text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     out = done.stdout
     assert "--- prompt section tools:sdk (order 150) ---" in out

@@ -17,6 +17,7 @@ import pytest
 from dsh_codegen.cli import _build_parser
 
 from _adapters_helpers import HERE
+from _shared_helpers import run_in_session
 
 ROOT = Path(__file__).resolve().parents[2]
 MANIFEST = ROOT / ".pre-commit-hooks.yaml"
@@ -169,7 +170,8 @@ def _env() -> dict[str, str]:
 
 
 def _run(argv: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(argv, capture_output=True, text=True, timeout=180, cwd=cwd, env=_env())
+    # make -> dsh-codegen -> an MCP server: a timeout stops all of them (run_in_session)
+    return run_in_session(argv, text=True, timeout=180, cwd=cwd, env=_env())
 
 
 @pytest.mark.once

@@ -13,6 +13,7 @@ import pytest
 from dsh_codegen.adapters import to_anthropic_tools, to_mcp_tools, to_openai_tools
 
 from _adapters_helpers import HERE
+from _shared_helpers import run_in_session
 
 SCHEMAS = [
     {
@@ -24,9 +25,8 @@ SCHEMAS = [
 
 
 def dsh(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "dsh_codegen", *args], capture_output=True, text=True, timeout=120, cwd=cwd
-    )
+    # `--mcp` starts a server: a timeout stops it with the CLI (run_in_session)
+    return run_in_session([sys.executable, "-m", "dsh_codegen", *args], text=True, timeout=120, cwd=cwd)
 
 
 @pytest.mark.once

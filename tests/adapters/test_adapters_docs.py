@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import re
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from _shared_helpers import run_in_session
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "adapters.md"
 BLOCKS = re.findall(r"```python\n(.*?)```", DOC.read_text(encoding="utf-8"), re.DOTALL)
@@ -24,7 +24,8 @@ def test_the_page_has_an_example_per_adapter() -> None:
 def test_example_runs(index: int, tmp_path: Path) -> None:
     script = tmp_path / f"example_{index}.py"
     script.write_text(BLOCKS[index], encoding="utf-8")
-    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    # the examples start MCP servers and program processes: a timeout stops them too
+    done = run_in_session([sys.executable, str(script)], text=True, timeout=120, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     if "serve_mcp" in BLOCKS[index]:
         assert "imported ('remote.add',)" in done.stdout

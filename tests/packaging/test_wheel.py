@@ -21,6 +21,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from _shared_helpers import run_in_session
 
 ROOT = Path(__file__).resolve().parents[2]
 _SKIP = shutil.ignore_patterns(
@@ -31,7 +32,8 @@ _TAG = f"cp{sys.version_info.major}{sys.version_info.minor}"
 
 
 def _run(argv: list[str], cwd: Path, env: dict[str, str] | None = None, stdin: bytes = b"") -> str:
-    done = subprocess.run(argv, cwd=cwd, env=env, input=stdin, capture_output=True, timeout=900)
+    # pip builds spawn pip, setuptools and the compiler: a timeout stops them all
+    done = run_in_session(argv, cwd=cwd, env=env, input=stdin, timeout=900)
     stdout, stderr = done.stdout.decode(errors="replace"), done.stderr.decode(errors="replace")
     assert done.returncode == 0, f"{argv} failed:\n{stdout[-4000:]}\n{stderr[-4000:]}"
     return stdout

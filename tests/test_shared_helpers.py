@@ -1,0 +1,70 @@
+"""The shared subprocess helper stops a command's whole process group, not the command alone."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from _shared_helpers import run_in_session, session_process
+
+# The command starts a child that outlives it unless its group is stopped, writes the child's pid, then sleeps.
+PARENT = """
+import os, subprocess, sys, time
+child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+with open(sys.argv[1] + ".tmp", "w") as handle:
+    handle.write(str(child.pid))
+os.replace(sys.argv[1] + ".tmp", sys.argv[1])  # whole, or not at all
+time.sleep(120)
+"""
+
+
+def _gone(pid: int) -> bool:
+    """No such process, or a zombie waiting for its (new) parent to reap it."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+    except FileNotFoundError:
+        return True
+    return state in ("Z", "X")
+
+
+def _wait_gone(pid: int) -> None:
+    deadline = time.monotonic() + 10  # the reparented child is reaped by init, soon
+    while not _gone(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _gone(pid), f"child {pid} outlived its stopped group"
+
+
+@pytest.mark.once
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads process states from /proc")
+def test_a_timeout_stops_the_children_too(tmp_path: Path) -> None:
+    marker = tmp_path / "child.pid"
+    for timeout in (3, 10, 40):  # a longer one only when a loaded machine had not started the child yet
+        with pytest.raises(subprocess.TimeoutExpired):
+            run_in_session([sys.executable, "-c", PARENT, str(marker)], timeout=timeout)
+        if marker.exists():
+            break
+    _wait_gone(int(marker.read_text()))
+
+
+@pytest.mark.once
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads process states from /proc")
+def test_an_exception_in_the_block_stops_the_group(tmp_path: Path) -> None:
+    marker = tmp_path / "child.pid"
+    with pytest.raises(KeyError), session_process([sys.executable, "-c", PARENT, str(marker)]) as parent:
+        deadline = time.monotonic() + 60
+        while not marker.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        raise KeyError("the test body failed")
+    assert parent.returncode == -signal.SIGTERM  # stopped and reaped before the exception left
+    _wait_gone(int(marker.read_text()))
+
+
+def test_a_finished_command_is_reported_like_subprocess_run() -> None:
+    done = run_in_session([sys.executable, "-c", "import sys; print(sys.stdin.read()[::-1]); sys.exit(3)"],
+                          timeout=60, input="abc", text=True, env={**os.environ, "PYTHONIOENCODING": "utf-8"})
+    assert (done.returncode, done.stdout, done.stderr) == (3, "cba\n", "")
