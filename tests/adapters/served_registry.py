@@ -17,6 +17,8 @@ from typing import Any
 from dsh_codegen import ToolOutput, ToolRegistry, define_tool, timeout_policy
 from dsh_codegen.adapters import serve_mcp
 
+from text_tool import text_tool
+
 
 def build_registry() -> ToolRegistry:
     registry = ToolRegistry()
@@ -59,43 +61,10 @@ def build_registry() -> ToolRegistry:
             execute=add,
         )
     )
-    registry.register(
-        define_tool(
-            name="shout",
-            description="Upper-case a text.",
-            parameters={"text": {"type": "string", "required": True}},
-            output=ToolOutput(schema={"type": "string"}, render=lambda args, value: [{"type": "text", "text": value}]),
-            execute=shout,
-        )
-    )
-    registry.register(
-        define_tool(
-            name="slow",
-            description="Sleep, then answer.",
-            parameters={"seconds": {"type": "number", "required": True}},
-            output=ToolOutput(schema={"type": "string"}, render=lambda args, value: [{"type": "text", "text": value}]),
-            execute=slow,
-            timeout_ms=300,
-        )
-    )
-    registry.register(
-        define_tool(
-            name="secret",
-            description="Denied by a guard.",
-            parameters={},
-            output=ToolOutput(schema={"type": "string"}, render=lambda args, value: [{"type": "text", "text": value}]),
-            execute=secret,
-        )
-    )
-    registry.register(
-        define_tool(
-            name="wait",
-            description="Wait until aborted.",
-            parameters={},
-            output=ToolOutput(schema={"type": "string"}, render=lambda args, value: [{"type": "text", "text": value}]),
-            execute=wait,
-        )
-    )
+    registry.register(text_tool("shout", "Upper-case a text.", shout))
+    registry.register(text_tool("slow", "Sleep, then answer.", slow, {"seconds": {"type": "number", "required": True}}, timeout_ms=300))
+    registry.register(text_tool("secret", "Denied by a guard.", secret, {}))
+    registry.register(text_tool("wait", "Wait until aborted.", wait, {}))
     registry.guard(lambda execution: "secret is off limits" if execution.name == "secret" else None)
     timeout_policy(registry)
     registry.on_result(lambda execution, result: print(f"observed {execution.name} {result.is_error}", file=sys.stderr, flush=True))

@@ -125,7 +125,9 @@ def test_each_hook_entry_with_the_documented_args_parses() -> None:
 
 
 TOOLS_MODULE = """\
-from dsh_codegen import ToolOutput, ToolRegistry, define_tool
+from dsh_codegen import ToolRegistry
+
+from myapp.text_tool import text_tool
 
 
 async def echo(args, run):
@@ -133,26 +135,10 @@ async def echo(args, run):
 
 
 registry = ToolRegistry()
-registry.register(
-    define_tool(
-        name="echo",
-        description="Echo a text.",
-        parameters={"text": {"type": "string", "required": True}},
-        output=ToolOutput(schema={"type": "string"}, render=lambda args, value: [{"type": "text", "text": value}]),
-        execute=echo,
-    )
-)
+registry.register(text_tool("echo", "Echo a text.", echo))
 """
 EXTRA_TOOL = """
-registry.register(
-    define_tool(
-        name="shout",
-        description="Upper-case a text.",
-        parameters={"text": {"type": "string", "required": True}},
-        output=ToolOutput(schema={"type": "string"}, render=lambda args, value: [{"type": "text", "text": value}]),
-        execute=echo,
-    )
-)
+registry.register(text_tool("shout", "Upper-case a text.", echo))
 """
 
 
@@ -160,6 +146,7 @@ def _project(tmp_path: Path) -> Path:
     (tmp_path / "myapp").mkdir()
     (tmp_path / "myapp" / "__init__.py").write_text("", encoding="utf-8")
     (tmp_path / "myapp" / "tools.py").write_text(TOOLS_MODULE, encoding="utf-8")
+    shutil.copy(HERE / "text_tool.py", tmp_path / "myapp" / "text_tool.py")
     (tmp_path / "Makefile").write_text(MAKE_RECIPE, encoding="utf-8")
     return tmp_path
 
