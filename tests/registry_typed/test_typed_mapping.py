@@ -14,7 +14,7 @@ from typing import Annotated, Any, Literal, NotRequired, Optional, Required, Typ
 import annotated_types as at
 import pytest
 import typing_extensions
-from _typed_helpers import one_parameter, output_schema, property_schema
+from _typed_helpers import Priority, Theme, one_parameter, output_schema, property_schema
 
 from dsh_codegen.schema import assert_supported_json_schema
 
@@ -73,16 +73,6 @@ class Color(enum.Enum):
 
     RED = "red"
     GREEN = "green"
-
-
-class Level(enum.IntEnum):
-    LOW = 1
-    HIGH = 2
-
-
-class Mode(enum.StrEnum):
-    FAST = "fast"
-    SAFE = "safe"
 
 
 @dataclass
@@ -152,9 +142,9 @@ TABLE: list[tuple[str, Any, Any]] = [
     ("Literal bool, None, int and str", Literal[False, None, 0, ""], {"enum": [False, None, 0, ""]}),
     # an enum member stands for its value (the body gets the member); the class docstring is not used
     ("Literal enum member", Literal[Color.RED], {"type": "string", "const": "red"}),
-    ("Literal IntEnum members", Literal[Level.LOW, Level.HIGH], {"type": "integer", "enum": [1, 2]}),
-    ("Literal member and str", Literal[Mode.FAST, "slow"], {"type": "string", "enum": ["fast", "slow"]}),
-    ("Literal member and None", Literal[Level.HIGH, None], {"enum": [2, None]}),
+    ("Literal IntEnum members", Literal[Priority.LOW, Priority.HIGH], {"type": "integer", "enum": [1, 2]}),
+    ("Literal member and str", Literal[Theme.DARK, "auto"], {"type": "string", "enum": ["dark", "auto"]}),
+    ("Literal member and None", Literal[Priority.HIGH, None], {"enum": [2, None]}),
     ("int | None", int | None, {"anyOf": [{"type": "integer"}, {"type": "null"}]}),
     ("Optional[str]", Optional[str], {"anyOf": [{"type": "string"}, {"type": "null"}]}),  # noqa: UP007
     ("Union[str, bool]", Union[str, bool], {"anyOf": [{"type": "string"}, {"type": "boolean"}]}),  # noqa: UP007
@@ -266,8 +256,8 @@ TABLE: list[tuple[str, Any, Any]] = [
     ),
     ("NewType", typing.NewType("UserId", int), {"type": "integer"}),
     ("Enum", Color, {"type": "string", "enum": ["red", "green"], "description": "A paint colour."}),
-    ("IntEnum", Level, {"type": "integer", "enum": [1, 2]}),
-    ("StrEnum", Mode, {"type": "string", "enum": ["fast", "safe"]}),
+    ("IntEnum", Priority, {"type": "integer", "enum": [1, 2]}),
+    ("StrEnum", Theme, {"type": "string", "enum": ["light", "dark"]}),
     (
         "dataclass",
         Span,
