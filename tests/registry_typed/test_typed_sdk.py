@@ -49,6 +49,8 @@ async def use(t: Tools) -> None:
     await t.annotate({"value": 1.5})  # type: ignore
     await t.set_mode({"mode": "fast"})
     await t.set_mode({"mode": "slow"})  # type: ignore
+    await t.dark_or_auto({"theme": "auto"})
+    await t.dark_or_auto({"theme": "light"})  # type: ignore
     await t.place({"point": (1, 2)})
     await t.place({"point": (1, "2")})  # type: ignore
     total: float = await t.average({"samples": [1.5]})
@@ -75,6 +77,9 @@ export async function use(): Promise<void> {
   // @ts-expect-error
   await tools.draw_tree({ tree: { children: [] } });
   await tools.annotate({ value: "x", note: null });
+  await tools.dark_or_auto({ theme: "dark" });
+  // @ts-expect-error
+  await tools.dark_or_auto({ theme: "light" });
   await tools.place({ point: [1, 2] });
   // @ts-expect-error
   await tools.place({ point: [1, 2, 3] });
