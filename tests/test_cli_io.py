@@ -323,3 +323,6 @@ def test_sdk_from_a_catalog_file_imports_no_mcp_server_and_no_jinja2(tmp_path: P
     assert "dsh_codegen.adapters._catalog_docs" in seen["modules"]
     loaded = [name for name in seen["modules"] if name.split(".")[0] in _NOT_FOR_SDK or name.startswith(_NOT_FOR_SDK)]
     assert loaded == []
+    # Each language's type walker is loaded only by its own renders.
+    other = "dsh_codegen.codegen._py" if lang == "ts" else "dsh_codegen.codegen._ts"
+    assert other not in seen["modules"]
