@@ -14,11 +14,9 @@ so any nesting depth parses (docs/cli.md, "Limits").
 from __future__ import annotations
 
 import argparse
-import difflib
 import importlib
 import os
 import sys
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
@@ -241,14 +239,17 @@ def _registry_catalog(spec: str) -> list[object]:
 
 def _adapted_source(args: argparse.Namespace) -> list[object] | None:
     """``--mcp``, or a ``--catalog`` in a foreign tool format (docs/adapters.md); ``None``: our own catalog."""
-    import asyncio
-    import shlex
-
-    from dsh_codegen.adapters import catalog_from_mcp_command, detect_catalog_format, load_catalog_file
+    # Each branch imports only what it needs: a plain --catalog run never loads asyncio or the MCP client.
+    from dsh_codegen.adapters import detect_catalog_format, load_catalog_file
     from dsh_codegen.codegen import CatalogError
 
     try:
         if args.mcp is not None:
+            import asyncio
+            import shlex
+
+            from dsh_codegen.adapters import catalog_from_mcp_command
+
             return list(asyncio.run(catalog_from_mcp_command(shlex.split(args.mcp))))
         if args.catalog is None or args.format == "catalog":
             return None
@@ -292,6 +293,8 @@ def _write_atomic(path: Path, text: str) -> None:
         umask = os.umask(0)
         os.umask(umask)
         mode = 0o666 & ~umask
+    import tempfile  # only a run that writes a file pays for it (shutil, random, bz2, lzma)
+
     fd, temp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
@@ -326,6 +329,8 @@ def _emit(args: argparse.Namespace, text: str, stdout: TextIO) -> int:
             raise _InputError(f"{out}: cannot read: {error}") from None
         if current == text:
             return EXIT_OK
+        import difflib
+
         diff = difflib.unified_diff(
             [] if current is None else current.splitlines(keepends=True),
             text.splitlines(keepends=True),

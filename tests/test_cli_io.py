@@ -272,3 +272,56 @@ def test_version_names_the_package_the_backend_and_the_python() -> None:
         capture_output=True, env={**_env(), "DSH_CODEGEN_PURE_PYTHON": "1"}, timeout=TIMEOUT,
     )
     assert "(backend: pure; " in pure.stdout.decode() and pure.stderr == b""
+
+
+# --- what a run imports ----------------------------------------------------------------------
+
+# Runs the command as ``python -m dsh_codegen`` would, then writes the names in
+# ``sys.modules`` to the file named by the first argument (after the command's
+# own exit, whatever its code).
+_MODULES_AT_EXIT = """
+import json, runpy, sys
+out = sys.argv[1]
+sys.argv = ["dsh_codegen", *sys.argv[2:]]
+try:
+    runpy.run_module("dsh_codegen", run_name="__main__", alter_sys=True)
+except SystemExit as exit_:
+    code = exit_.code
+else:
+    code = 0
+with open(out, "w", encoding="utf-8") as handle:
+    json.dump({"code": code, "modules": sorted(sys.modules)}, handle)
+"""
+
+# Loaded only for --mcp, serving or rendering with Jinja itself: an sdk run from a file needs none of them.
+_NOT_FOR_SDK = ("dsh_codegen.adapters._mcp_serve", "dsh_codegen.adapters._mcp_import", "dsh_codegen.registry",
+                "mcp", "jinja2", "markupsafe", "asyncio", "black", "libcst")
+
+
+@pytest.mark.once
+@pytest.mark.parametrize("lang", ["ts", "py"])
+@pytest.mark.parametrize("document", ["catalog", "openai"])
+def test_sdk_from_a_catalog_file_imports_no_mcp_server_and_no_jinja2(tmp_path: Path, lang: str, document: str) -> None:
+    tool = {"name": "get_sum", "description": "Add.", "parameters": {
+        "type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]}}
+    if document == "openai":
+        tool = {"type": "function", "function": tool}
+    catalog = tmp_path / "catalog.json"
+    catalog.write_text(json.dumps([tool]), encoding="utf-8")
+    report = tmp_path / "modules.json"
+    done = subprocess.run(
+        [sys.executable, "-c", _MODULES_AT_EXIT, str(report), "sdk", "--catalog", str(catalog), "--lang", lang,
+         "-o", str(tmp_path / f"tools.{lang}")],
+        capture_output=True, env=_env(), timeout=TIMEOUT,
+    )
+    assert done.returncode == 0, done.stderr.decode()[-3000:]
+    seen = json.loads(report.read_text(encoding="utf-8"))
+    assert seen["code"] in (0, None)
+    assert "get_sum" in (tmp_path / f"tools.{lang}").read_text(encoding="utf-8")
+    # The run did go through the catalog-format detection (which lives in the adapters layer).
+    assert "dsh_codegen.adapters._catalog_docs" in seen["modules"]
+    loaded = [name for name in seen["modules"] if name.split(".")[0] in _NOT_FOR_SDK or name.startswith(_NOT_FOR_SDK)]
+    assert loaded == []
+    # Each language's type walker is loaded only by its own renders.
+    other = "dsh_codegen.codegen._py" if lang == "ts" else "dsh_codegen.codegen._ts"
+    assert other not in seen["modules"]

@@ -1,25 +1,63 @@
-"""Layer 6, adapters: foreign schema forms, tool formats, MCP in and out (re-exports only; see docs/adapters.md)."""
+"""Layer 6, adapters: foreign schema forms, tool formats, MCP in and out (re-exports only; see docs/adapters.md).
 
-from dsh_codegen.adapters._catalog_docs import (
-    catalog_from_mcp_command,
-    detect_catalog_format,
-    load_catalog_document,
-    load_catalog_file,
-)
-from dsh_codegen.adapters._formats import (
-    ToolNote,
-    from_anthropic_tools,
-    from_mcp_tools,
-    from_openai_tools,
-    to_anthropic_tools,
-    to_mcp_tools,
-    to_openai_tools,
-)
-from dsh_codegen.adapters._lowering import LoweredSchema, SchemaNote, lower_json_schema
-from dsh_codegen.adapters._mcp_serve import McpToolServer, serve_mcp
-from dsh_codegen.adapters._mcp_import import McpImport, McpToolError, import_mcp_tools
-from dsh_codegen.adapters._schema_tools import render_value_as_text, tool_from_schema
-from dsh_codegen.adapters._strict import StrictSchemaError, relax_strict_arguments
+The names are re-exported lazily, the way ``dsh_codegen/__init__.py`` does it:
+a caller that needs only the catalog-format detection (the command line's
+``--catalog``) does not import the MCP server or the registry layer.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from dsh_codegen.adapters._catalog_docs import (
+        catalog_from_mcp_command,
+        detect_catalog_format,
+        load_catalog_document,
+        load_catalog_file,
+    )
+    from dsh_codegen.adapters._formats import (
+        ToolNote,
+        from_anthropic_tools,
+        from_mcp_tools,
+        from_openai_tools,
+        to_anthropic_tools,
+        to_mcp_tools,
+        to_openai_tools,
+    )
+    from dsh_codegen.adapters._lowering import LoweredSchema, SchemaNote, lower_json_schema
+    from dsh_codegen.adapters._mcp_import import McpImport, McpToolError, import_mcp_tools
+    from dsh_codegen.adapters._mcp_serve import McpToolServer, serve_mcp
+    from dsh_codegen.adapters._schema_tools import render_value_as_text, tool_from_schema
+    from dsh_codegen.adapters._strict import StrictSchemaError, relax_strict_arguments
+
+#: Public name -> the private module that defines it.
+_EXPORTS: dict[str, str] = {
+    "catalog_from_mcp_command": "_catalog_docs",
+    "detect_catalog_format": "_catalog_docs",
+    "load_catalog_document": "_catalog_docs",
+    "load_catalog_file": "_catalog_docs",
+    "ToolNote": "_formats",
+    "from_anthropic_tools": "_formats",
+    "from_mcp_tools": "_formats",
+    "from_openai_tools": "_formats",
+    "to_anthropic_tools": "_formats",
+    "to_mcp_tools": "_formats",
+    "to_openai_tools": "_formats",
+    "LoweredSchema": "_lowering",
+    "SchemaNote": "_lowering",
+    "lower_json_schema": "_lowering",
+    "McpImport": "_mcp_import",
+    "McpToolError": "_mcp_import",
+    "import_mcp_tools": "_mcp_import",
+    "McpToolServer": "_mcp_serve",
+    "serve_mcp": "_mcp_serve",
+    "render_value_as_text": "_schema_tools",
+    "tool_from_schema": "_schema_tools",
+    "StrictSchemaError": "_strict",
+    "relax_strict_arguments": "_strict",
+}
 
 __all__ = [
     "LoweredSchema",
@@ -46,3 +84,16 @@ __all__ = [
     "to_openai_tools",
     "tool_from_schema",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'dsh_codegen.adapters' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"dsh_codegen.adapters.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

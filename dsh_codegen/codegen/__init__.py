@@ -1,13 +1,35 @@
 """Layer 3, code generation: type text, SDK prompt texts, SDK files, catalogs.
 
-Re-exports only (see DESIGN.md and docs/codegen.md).
+Re-exports only (see DESIGN.md and docs/codegen.md), and lazily, the way
+``dsh_codegen/__init__.py`` does it: a TypeScript render does not import the
+Python type walker, nor a Python render the TypeScript one.
 """
 
-from dsh_codegen.codegen._catalog import CatalogError, ToolSchemaEntry, catalog_from_json, load_catalog
-from dsh_codegen.codegen._markdown import render_catalog_markdown
-from dsh_codegen.codegen._py import json_schema_to_py
-from dsh_codegen.codegen._sdk import render_py_sdk, render_sdk_module, render_ts_sdk
-from dsh_codegen.codegen._ts import json_schema_to_ts
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from dsh_codegen.codegen._catalog import CatalogError, ToolSchemaEntry, catalog_from_json, load_catalog
+    from dsh_codegen.codegen._markdown import render_catalog_markdown
+    from dsh_codegen.codegen._py import json_schema_to_py
+    from dsh_codegen.codegen._sdk import render_py_sdk, render_sdk_module, render_ts_sdk
+    from dsh_codegen.codegen._ts import json_schema_to_ts
+
+#: Public name -> the private module that defines it.
+_EXPORTS: dict[str, str] = {
+    "CatalogError": "_catalog",
+    "ToolSchemaEntry": "_catalog",
+    "catalog_from_json": "_catalog",
+    "load_catalog": "_catalog",
+    "render_catalog_markdown": "_markdown",
+    "json_schema_to_py": "_py",
+    "render_py_sdk": "_sdk",
+    "render_sdk_module": "_sdk",
+    "render_ts_sdk": "_sdk",
+    "json_schema_to_ts": "_ts",
+}
 
 __all__ = [
     "CatalogError",
@@ -21,3 +43,16 @@ __all__ = [
     "render_sdk_module",
     "render_ts_sdk",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'dsh_codegen.codegen' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"dsh_codegen.codegen.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

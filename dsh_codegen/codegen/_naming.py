@@ -44,7 +44,10 @@ def ts_key(name: str) -> str:
 
 
 def _is_stable_identifier(name: str) -> bool:
-    return name.isidentifier() and unicodedata.normalize("NFKC", name) == name and name not in _HARD_KEYWORDS
+    if not name.isidentifier() or name in _HARD_KEYWORDS:
+        return False
+    # NFKC maps every ASCII character to itself: only other text needs the normalization.
+    return name.isascii() or unicodedata.normalize("NFKC", name) == name
 
 
 def is_py_method_name(name: str) -> bool:

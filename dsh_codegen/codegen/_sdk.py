@@ -16,9 +16,7 @@ from dsh_codegen.codegen._catalog import ToolSchemaEntry, catalog_sha256, sorted
 from dsh_codegen.codegen._environment import render_template
 from dsh_codegen.codegen._literals import code_string, py_comment, py_docstring, py_file_docstring, py_file_string
 from dsh_codegen.codegen._naming import ClassNamer, camel_case, is_py_method_name
-from dsh_codegen.codegen._py import PyTypes
 from dsh_codegen.codegen._refs import TS_UNGUARDED, Definitions, RefResolver, reaches_itself
-from dsh_codegen.codegen._ts import interface_body, schema_to_ts
 
 __all__ = ["render_py_sdk", "render_sdk_module", "render_ts_sdk"]
 
@@ -138,6 +136,8 @@ def _ts_context(catalog: Iterable[ToolSchemaEntry], export: str) -> dict[str, ob
     # The interface bodies are built by _ts, as one string each: a Jinja loop over
     # the tools cost more than the rest of the template (the layout is the one
     # nested object members have, which _ts owns already).
+    from dsh_codegen.codegen._ts import interface_body, schema_to_ts  # only TypeScript renders load _ts
+
     entries = sorted_catalog(catalog)
     args_rows = []
     output_rows = []
@@ -218,6 +218,8 @@ def _alias(module: str, taken: set[str]) -> str:
 
 
 def _py_context(catalog: Iterable[ToolSchemaEntry], qualify: bool) -> dict[str, object]:
+    from dsh_codegen.codegen._py import PyTypes  # only Python renders load the Python type walker
+
     entries = sorted_catalog(catalog)
     namer = ClassNamer(_PY_MODULE_NAMES)
     # A generated class must not share a name with a member of any class body
