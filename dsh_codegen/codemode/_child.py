@@ -42,6 +42,7 @@ import selectors
 import signal
 import socket
 import sys
+import threading
 import time
 from collections.abc import Callable
 from typing import Any, NoReturn
@@ -52,6 +53,9 @@ _FD_STATUS = 5
 _PR_SET_CHILD_SUBREAPER = 36
 _LOSSY_ARGS = "tool arguments must be lossless JSON (call the tool with an arguments object, e.g. `{}`)"
 _MISSING = object()
+#: Bytes asked of one read: a pipe holds 64 KiB, and a larger request makes each read's buffer a fresh
+#: ``mmap`` (then ``mremap`` and ``munmap``) in a process whose allocator has not grown its threshold.
+_READ_SIZE = 1 << 16
 
 # --- lossless JSON, iterative both ways (a 100,000-deep value needs no recursion) ----------------
 
@@ -250,14 +254,16 @@ class _Channel:
         self.buffer = bytearray()
 
     def open(self, names: list[str], max_log_bytes: int, rest: bytes) -> None:
-        """Bind the run's tools and start reading answers (``rest``: what came after the init frame)."""
+        """Bind the run's tools and start reading answers (``rest``: what came after the init frame).
+
+        Fd 3 stays blocking: the loop reads it once it reports readable, and
+        ``_ProgramSelector`` reads it directly when the loop would only wait for it.
+        """
         self.bindings.update((name, _Binding(self, name)) for name in names)
         self.log_room = max_log_bytes
-        self.buffer += rest
-        os.set_blocking(_FD_IN, False)
-        self.loop.add_reader(_FD_IN, self._readable)
+        self.loop.add_reader(_FD_IN, self.read_answers)
         if rest:
-            self.loop.call_soon(self._readable)
+            self.loop.call_soon(self.take_answers, rest)
 
     def send(self, frame: str) -> None:
         _write_all(_FD_OUT, frame.encode("ascii") + b"\n")
@@ -290,14 +296,16 @@ class _Channel:
         self.log_room -= size
         self.send('{"t":"log","text":%s}' % _ENCODE_STR(text))
 
-    def _readable(self) -> None:
-        try:
-            chunk = os.read(_FD_IN, 1 << 20)
-        except BlockingIOError:
-            return
+    def read_answers(self) -> None:
+        """Read what the host sent (one read: call it when fd 3 is readable, or to wait for an answer)."""
+        chunk = os.read(_FD_IN, _READ_SIZE)
         if not chunk:
             self.loop.remove_reader(_FD_IN)
             return
+        self.take_answers(chunk)
+
+    def take_answers(self, chunk: bytes) -> None:
+        """Settle the calls the complete frames in ``chunk`` (and what came before it) answer."""
         self.buffer += chunk
         while True:
             end = self.buffer.find(b"\n")
@@ -314,6 +322,29 @@ class _Channel:
                 future.set_result(frame["value"])  # type: ignore[index]
             else:
                 future.set_exception(ToolCallError(name, frame["message"]))  # type: ignore[index]
+
+
+class _ProgramSelector(selectors.DefaultSelector):
+    """The program loop's selector: while the loop has nothing to do but wait for a binding's
+    answer, it reads the answer pipe directly (one blocking ``read``) instead of asking epoll
+    first and reading after, so a binding call costs the child one ``write`` and one ``read``.
+
+    Only when nothing else can wake the loop: no timer and no ready callback (``timeout`` is
+    None), no descriptor registered but fd 3 and the loop's own wake-up pipe, and no second
+    thread (whose ``call_soon_threadsafe`` would go unheard). A signal handler added with
+    ``loop.add_signal_handler`` runs after the answer arrives.
+    """
+
+    channel: _Channel | None = None
+
+    def select(self, timeout: float | None = None) -> list[tuple[selectors.SelectorKey, int]]:
+        channel = self.channel
+        if (timeout is None and channel is not None and channel.pending and len(self.get_map()) == 2
+                and _FD_IN in self.get_map() and threading.active_count() == 1):
+            channel.read_answers()
+            return []
+        events: list[tuple[selectors.SelectorKey, int]] = super().select(timeout)
+        return events
 
 
 class _Binding:
@@ -417,9 +448,11 @@ def run_program(ahead: bool) -> None:
     class, the program's builtins) is made before the init frame is read, so a
     fork server's spare child (``ahead``) has it ready when its run arrives.
     """
-    loop = asyncio.new_event_loop()
+    selector = _ProgramSelector()
+    loop = asyncio.SelectorEventLoop(selector)
     asyncio.set_event_loop(loop)
     channel = _Channel(loop)
+    selector.channel = channel
 
     def program_print(*values: object, sep: str | None = " ", end: str | None = "\n", file: object = None,
                       flush: bool = False) -> None:
@@ -445,7 +478,7 @@ def run_program(ahead: bool) -> None:
         loop.run_until_complete(warm["__program__"]())  # type: ignore[operator]
     init = b""
     while not init.endswith(b"\n"):
-        chunk = os.read(_FD_IN, 1 << 20)
+        chunk = os.read(_FD_IN, _READ_SIZE)
         if not chunk:
             os._exit(70)
         init += chunk
