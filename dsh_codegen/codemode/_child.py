@@ -246,7 +246,7 @@ class _Channel:
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
-        self.bindings: dict[str, _Binding] = {}
+        self.bindings = _BINDINGS
         self.pending: dict[int, tuple[str, asyncio.Future[object]]] = {}
         self.next_id = 0
         self.log_room = 0
@@ -361,36 +361,48 @@ class _Binding:
         return f"<tool {self._name!r}>"
 
 
-def _make_tools(channel: _Channel) -> object:
-    bindings = channel.bindings  # filled when the run's init frame names the tools
+class _Tools:
+    """The tool bindings: ``await tools.name(args)`` or ``await tools["name"](args)``."""
 
-    class Tools:
-        """The tool bindings: ``await tools.name(args)`` or ``await tools["name"](args)``."""
+    __slots__ = ()
 
-        __slots__ = ()
+    def __getattr__(self, name: str) -> _Binding:
+        try:
+            return _BINDINGS[name]
+        except KeyError:
+            raise AttributeError(f"no tool named {name!r}") from None
 
-        def __getattr__(self, name: str) -> _Binding:
-            try:
-                return bindings[name]
-            except KeyError:
-                raise AttributeError(f"no tool named {name!r}") from None
+    def __getitem__(self, name: str) -> _Binding:
+        try:
+            return _BINDINGS[name]
+        except (KeyError, TypeError):
+            raise KeyError(name) from None
 
-        def __getitem__(self, name: str) -> _Binding:
-            try:
-                return bindings[name]
-            except (KeyError, TypeError):
-                raise KeyError(name) from None
+    def __contains__(self, name: object) -> bool:
+        return name in _BINDINGS
 
-        def __contains__(self, name: object) -> bool:
-            return name in bindings
+    def __dir__(self) -> list[str]:
+        return sorted(_BINDINGS)
 
-        def __dir__(self) -> list[str]:
-            return sorted(bindings)
+    def __repr__(self) -> str:
+        return f"<tools: {', '.join(sorted(_BINDINGS))}>"
 
-        def __repr__(self) -> str:
-            return f"<tools: {', '.join(sorted(bindings))}>"
 
-    return Tools()
+def _program_print(*values: object, sep: str | None = " ", end: str | None = "\n", file: object = None,
+                   flush: bool = False) -> None:
+    if file is not None or not _LOGS:
+        builtins.print(*values, sep=sep, end=end, file=file, flush=flush)  # type: ignore[call-overload]
+        return
+    _LOGS[0].log((" " if sep is None else sep).join(map(str, values)))
+
+
+# One process runs one program, so its bindings, its ``tools`` and its copy of the builtins
+# (``print`` replaced, so the program's globals hold exactly the two bindings) are made once,
+# at import: in the zygote, shared by every child, which only fills ``_BINDINGS`` and ``_LOGS``.
+_BINDINGS: dict[str, _Binding] = {}
+_LOGS: list[_Channel] = []  # the channel ``print`` writes to, once the program process has one
+_TOOLS = _Tools()
+_PROGRAM_BUILTINS = dict(builtins.__dict__, print=_program_print)
 
 
 def _compile_program(code: str) -> Any:
@@ -454,20 +466,11 @@ def run_program(ahead: bool) -> None:
     channel = _Channel(loop)
     selector.channel = channel
 
-    def program_print(*values: object, sep: str | None = " ", end: str | None = "\n", file: object = None,
-                      flush: bool = False) -> None:
-        if file is not None:
-            builtins.print(*values, sep=sep, end=end, file=file, flush=flush)  # type: ignore[call-overload]
-            return
-        channel.log((" " if sep is None else sep).join(map(str, values)))
-
-    # ``print`` is replaced in the program's own copy of the builtins, so its globals hold
-    # exactly the two bindings.
-    program_builtins = dict(builtins.__dict__, print=program_print)
+    _LOGS.append(channel)
     namespace: dict[str, object] = {
         "__name__": "__program__",
-        "__builtins__": program_builtins,
-        "tools": _make_tools(channel),
+        "__builtins__": _PROGRAM_BUILTINS,
+        "tools": _TOOLS,
         "ToolCallError": ToolCallError,
     }
     if ahead:
@@ -701,7 +704,7 @@ def _warm_up(rounds: int = 10) -> None:
         loop = asyncio.SelectorEventLoop(selector)
         channel = _Channel(loop)
         selector.channel = channel
-        namespace: dict[str, object] = {"__builtins__": dict(builtins.__dict__), "tools": _make_tools(channel)}
+        namespace: dict[str, object] = {"__builtins__": _PROGRAM_BUILTINS, "tools": _TOOLS}
         exec(_compile_program("return [1, 'a', {'b': None}]"), namespace)  # noqa: S102 (a fixed program of ours)
         value = loop.run_until_complete(namespace["__program__"]())  # type: ignore[operator]
         load(dump(value))
