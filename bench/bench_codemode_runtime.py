@@ -17,9 +17,10 @@ the order flipping every round, and the figure is the median of the per-round
 ratios or differences), because the machine is shared and its load drifts
 between minutes: empty fork-server run against a bare spawn; a binding call as
 (100 sequential calls - one call) / 99 against the floor; 50 concurrent empty
-runs against one. The CPU time of an empty run, summed over every process it
-involves (host, fork server, child), is printed beside them: it does not depend
-on the load, and on 2 cores 50 runs cannot finish faster than 25 times it.
+runs against one. The CPU time of an empty run and of one binding call, summed
+over every process they involve (host, fork server, child), is printed beside
+them: it depends on the load far less than wall time, and on 2 cores 50 runs
+cannot finish faster than 25 times an empty run's.
 """
 
 from __future__ import annotations
@@ -194,6 +195,8 @@ async def _targets() -> list[str]:
     cpu = await _cpu_per_empty_run(100)
     lines.append(f"CPU per empty fork-server run, all processes: {format_seconds(cpu)}"
                  f" (so 50 runs need at least {format_seconds(cpu * 25)} on 2 cores)")
+    lines.append(f"CPU per binding call, all processes: {format_seconds(await _cpu_per_call(10, 100))}"
+                 " (runs of 100 sequential calls minus empty runs)")
     return lines
 
 
@@ -213,6 +216,19 @@ async def _cpu_per_empty_run(runs: int) -> float:
         return _cpu_seconds() - before
 
     return (await session(runs + 1) - await session(1)) / runs
+
+
+async def _cpu_per_call(runs: int, calls: int) -> float:
+    """CPU seconds per binding call, all processes: ``runs`` runs of ``calls`` sequential calls minus as many empty runs."""
+    async def session(code: str) -> float:
+        before = _cpu_seconds()
+        async with PythonSubprocessRuntime(start="fork-server") as runtime:
+            for _ in range(runs):
+                await runtime.run(_request(code))
+        return _cpu_seconds() - before
+
+    code = f"for i in range({calls}):\n    await tools.echo({{'n': i}})"
+    return (await session(code) - await session("pass")) / (runs * calls)
 
 
 def _preflight_cost() -> tuple[float, int, int]:

@@ -42,6 +42,7 @@ import selectors
 import signal
 import socket
 import sys
+import threading
 import time
 from collections.abc import Callable
 from typing import Any, NoReturn
@@ -52,6 +53,9 @@ _FD_STATUS = 5
 _PR_SET_CHILD_SUBREAPER = 36
 _LOSSY_ARGS = "tool arguments must be lossless JSON (call the tool with an arguments object, e.g. `{}`)"
 _MISSING = object()
+#: Bytes asked of one read: a pipe holds 64 KiB, and a larger request makes each read's buffer a fresh
+#: ``mmap`` (then ``mremap`` and ``munmap``) in a process whose allocator has not grown its threshold.
+_READ_SIZE = 1 << 16
 
 # --- lossless JSON, iterative both ways (a 100,000-deep value needs no recursion) ----------------
 
@@ -242,7 +246,7 @@ class _Channel:
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
-        self.bindings: dict[str, _Binding] = {}
+        self.bindings = _BINDINGS
         self.pending: dict[int, tuple[str, asyncio.Future[object]]] = {}
         self.next_id = 0
         self.log_room = 0
@@ -250,14 +254,16 @@ class _Channel:
         self.buffer = bytearray()
 
     def open(self, names: list[str], max_log_bytes: int, rest: bytes) -> None:
-        """Bind the run's tools and start reading answers (``rest``: what came after the init frame)."""
+        """Bind the run's tools and start reading answers (``rest``: what came after the init frame).
+
+        Fd 3 stays blocking: the loop reads it once it reports readable, and
+        ``_ProgramSelector`` reads it directly when the loop would only wait for it.
+        """
         self.bindings.update((name, _Binding(self, name)) for name in names)
         self.log_room = max_log_bytes
-        self.buffer += rest
-        os.set_blocking(_FD_IN, False)
-        self.loop.add_reader(_FD_IN, self._readable)
+        self.loop.add_reader(_FD_IN, self.read_answers)
         if rest:
-            self.loop.call_soon(self._readable)
+            self.loop.call_soon(self.take_answers, rest)
 
     def send(self, frame: str) -> None:
         _write_all(_FD_OUT, frame.encode("ascii") + b"\n")
@@ -290,14 +296,16 @@ class _Channel:
         self.log_room -= size
         self.send('{"t":"log","text":%s}' % _ENCODE_STR(text))
 
-    def _readable(self) -> None:
-        try:
-            chunk = os.read(_FD_IN, 1 << 20)
-        except BlockingIOError:
-            return
+    def read_answers(self) -> None:
+        """Read what the host sent (one read: call it when fd 3 is readable, or to wait for an answer)."""
+        chunk = os.read(_FD_IN, _READ_SIZE)
         if not chunk:
             self.loop.remove_reader(_FD_IN)
             return
+        self.take_answers(chunk)
+
+    def take_answers(self, chunk: bytes) -> None:
+        """Settle the calls the complete frames in ``chunk`` (and what came before it) answer."""
         self.buffer += chunk
         while True:
             end = self.buffer.find(b"\n")
@@ -316,6 +324,29 @@ class _Channel:
                 future.set_exception(ToolCallError(name, frame["message"]))  # type: ignore[index]
 
 
+class _ProgramSelector(selectors.DefaultSelector):
+    """The program loop's selector: while the loop has nothing to do but wait for a binding's
+    answer, it reads the answer pipe directly (one blocking ``read``) instead of asking epoll
+    first and reading after, so a binding call costs the child one ``write`` and one ``read``.
+
+    Only when nothing else can wake the loop: no timer and no ready callback (``timeout`` is
+    None), no descriptor registered but fd 3 and the loop's own wake-up pipe, and no second
+    thread (whose ``call_soon_threadsafe`` would go unheard). A signal handler added with
+    ``loop.add_signal_handler`` runs after the answer arrives.
+    """
+
+    channel: _Channel | None = None
+
+    def select(self, timeout: float | None = None) -> list[tuple[selectors.SelectorKey, int]]:
+        channel = self.channel
+        if (timeout is None and channel is not None and channel.pending and len(self.get_map()) == 2
+                and _FD_IN in self.get_map() and threading.active_count() == 1):
+            channel.read_answers()
+            return []
+        events: list[tuple[selectors.SelectorKey, int]] = super().select(timeout)
+        return events
+
+
 class _Binding:
     __slots__ = ("_channel", "_name")
 
@@ -330,36 +361,48 @@ class _Binding:
         return f"<tool {self._name!r}>"
 
 
-def _make_tools(channel: _Channel) -> object:
-    bindings = channel.bindings  # filled when the run's init frame names the tools
+class _Tools:
+    """The tool bindings: ``await tools.name(args)`` or ``await tools["name"](args)``."""
 
-    class Tools:
-        """The tool bindings: ``await tools.name(args)`` or ``await tools["name"](args)``."""
+    __slots__ = ()
 
-        __slots__ = ()
+    def __getattr__(self, name: str) -> _Binding:
+        try:
+            return _BINDINGS[name]
+        except KeyError:
+            raise AttributeError(f"no tool named {name!r}") from None
 
-        def __getattr__(self, name: str) -> _Binding:
-            try:
-                return bindings[name]
-            except KeyError:
-                raise AttributeError(f"no tool named {name!r}") from None
+    def __getitem__(self, name: str) -> _Binding:
+        try:
+            return _BINDINGS[name]
+        except (KeyError, TypeError):
+            raise KeyError(name) from None
 
-        def __getitem__(self, name: str) -> _Binding:
-            try:
-                return bindings[name]
-            except (KeyError, TypeError):
-                raise KeyError(name) from None
+    def __contains__(self, name: object) -> bool:
+        return name in _BINDINGS
 
-        def __contains__(self, name: object) -> bool:
-            return name in bindings
+    def __dir__(self) -> list[str]:
+        return sorted(_BINDINGS)
 
-        def __dir__(self) -> list[str]:
-            return sorted(bindings)
+    def __repr__(self) -> str:
+        return f"<tools: {', '.join(sorted(_BINDINGS))}>"
 
-        def __repr__(self) -> str:
-            return f"<tools: {', '.join(sorted(bindings))}>"
 
-    return Tools()
+def _program_print(*values: object, sep: str | None = " ", end: str | None = "\n", file: object = None,
+                   flush: bool = False) -> None:
+    if file is not None or not _LOGS:
+        builtins.print(*values, sep=sep, end=end, file=file, flush=flush)  # type: ignore[call-overload]
+        return
+    _LOGS[0].log((" " if sep is None else sep).join(map(str, values)))
+
+
+# One process runs one program, so its bindings, its ``tools`` and its copy of the builtins
+# (``print`` replaced, so the program's globals hold exactly the two bindings) are made once,
+# at import: in the zygote, shared by every child, which only fills ``_BINDINGS`` and ``_LOGS``.
+_BINDINGS: dict[str, _Binding] = {}
+_LOGS: list[_Channel] = []  # the channel ``print`` writes to, once the program process has one
+_TOOLS = _Tools()
+_PROGRAM_BUILTINS = dict(builtins.__dict__, print=_program_print)
 
 
 def _compile_program(code: str) -> Any:
@@ -417,24 +460,17 @@ def run_program(ahead: bool) -> None:
     class, the program's builtins) is made before the init frame is read, so a
     fork server's spare child (``ahead``) has it ready when its run arrives.
     """
-    loop = asyncio.new_event_loop()
+    selector = _ProgramSelector()
+    loop = asyncio.SelectorEventLoop(selector)
     asyncio.set_event_loop(loop)
     channel = _Channel(loop)
+    selector.channel = channel
 
-    def program_print(*values: object, sep: str | None = " ", end: str | None = "\n", file: object = None,
-                      flush: bool = False) -> None:
-        if file is not None:
-            builtins.print(*values, sep=sep, end=end, file=file, flush=flush)  # type: ignore[call-overload]
-            return
-        channel.log((" " if sep is None else sep).join(map(str, values)))
-
-    # ``print`` is replaced in the program's own copy of the builtins, so its globals hold
-    # exactly the two bindings.
-    program_builtins = dict(builtins.__dict__, print=program_print)
+    _LOGS.append(channel)
     namespace: dict[str, object] = {
         "__name__": "__program__",
-        "__builtins__": program_builtins,
-        "tools": _make_tools(channel),
+        "__builtins__": _PROGRAM_BUILTINS,
+        "tools": _TOOLS,
         "ToolCallError": ToolCallError,
     }
     if ahead:
@@ -445,7 +481,7 @@ def run_program(ahead: bool) -> None:
         loop.run_until_complete(warm["__program__"]())  # type: ignore[operator]
     init = b""
     while not init.endswith(b"\n"):
-        chunk = os.read(_FD_IN, 1 << 20)
+        chunk = os.read(_FD_IN, _READ_SIZE)
         if not chunk:
             os._exit(70)
         init += chunk
@@ -617,8 +653,8 @@ def _fork_program(fds: tuple[int, int, int], closing: tuple[int, ...], ahead: bo
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         signal.pthread_sigmask(signal.SIG_SETMASK, set())
         signal.set_wakeup_fd(-1)
-        sys.stdout = open(1, "w", closefd=False)  # noqa: SIM115
-        sys.stderr = open(2, "w", closefd=False)  # noqa: SIM115
+        # ``sys.stdout`` and ``sys.stderr`` are kept: they write to fds 1 and 2, now the raw pipe
+        # (the zygote and the keeper never write to them, so nothing of theirs is buffered there).
         run_program(ahead)
     finally:
         os._exit(71)
@@ -657,9 +693,29 @@ def keeper() -> None:
     os._exit(0)
 
 
+def _warm_up(rounds: int = 10) -> None:
+    """Run a child's own code paths here a few times, on a fixed program of ours, before any fork.
+
+    CPython 3.11+ rewrites a function's bytecode in place (specializes it) over its first
+    calls; done here, the children share those pages instead of each writing its own copy.
+    """
+    for _ in range(rounds):
+        selector = _ProgramSelector()
+        loop = asyncio.SelectorEventLoop(selector)
+        channel = _Channel(loop)
+        selector.channel = channel
+        namespace: dict[str, object] = {"__builtins__": _PROGRAM_BUILTINS, "tools": _TOOLS}
+        exec(_compile_program("return [1, 'a', {'b': None}]"), namespace)  # noqa: S102 (a fixed program of ours)
+        value = loop.run_until_complete(namespace["__program__"]())  # type: ignore[operator]
+        load(dump(value))
+        loop.close()
+
+
 def zygote() -> None:
     """The fork server: requests on the socket at fd 3; never runs user code itself."""
     _become_subreaper()
+    asyncio.get_event_loop_policy()  # made once here, not in every child's ``set_event_loop``
+    _warm_up()
     gc.freeze()  # what the zygote imported stays shared with its children (no copy-on-write by the collector)
     control = socket.socket(fileno=_FD_IN)
     wake_r, wake_w = os.pipe()

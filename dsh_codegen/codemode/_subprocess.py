@@ -50,6 +50,8 @@ _FRAME_SLACK: Final = 64 * 1024
 #: Raw writes to fds 1 and 2 are read and dropped; this much is kept for a worker-exit message.
 _RAW_KEEP: Final = 2048
 _EXIT_GRACE_S: Final = 2.0
+#: Bytes asked of one read: what a pipe holds (a larger request only costs a larger buffer per read).
+_READ_SIZE: Final = 1 << 16
 _LOG_MARKER: Final = "[output truncated: the program printed more than {} bytes]"
 _INVALID_COMPLETION: Final = "program completion must be lossless JSON"
 
@@ -430,7 +432,7 @@ class _Run:
 
     def _on_frames(self, fd: int) -> None:
         try:
-            chunk = os.read(fd, 1 << 20)
+            chunk = os.read(fd, _READ_SIZE)
         except BlockingIOError:
             return
         except OSError:

@@ -7,7 +7,7 @@ import os
 from typing import Any
 
 import pytest
-from _runtime_helpers import STARTS, FakeTools, request, run_code, run_sync
+from _runtime_helpers import STARTS, TOOL_NAMES, FakeTools, request, run_code, run_sync
 
 from dsh_codegen.codemode import PythonSubprocessRuntime
 from dsh_codegen.registry._code_runtime import CodeRunFailure, CodeRunSuccess
@@ -240,3 +240,42 @@ def test_runs_share_one_runtime_concurrently(start: str) -> None:
             ))
 
     assert run_sync(main) == [CodeRunSuccess((), i) for i in range(count)]
+
+
+class HoldTools(FakeTools):
+    """``hold`` settles only once ``release`` is called: a program that waits on anything else
+    while a ``hold`` is outstanding must still have its loop woken by that other thing."""
+
+    def dispatch(self, name: str, args: Any) -> asyncio.Future[Any]:
+        if name == "hold":
+            future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+            self.pending.append(future)
+            return future
+        if name == "release":
+            for held in self.pending:
+                held.set_result("released")
+        return super().dispatch("echo", args)
+
+
+WAITS_WHILE_A_CALL_IS_OUT = {
+    "a thread": "v = await asyncio.to_thread(lambda: 5)",
+    "a timer": "await asyncio.sleep(0.01)\nv = 5",
+    "a ready callback": "e = asyncio.Event()\nasyncio.get_running_loop().call_soon(e.set)\nawait e.wait()\nv = 5",
+    "another descriptor": (
+        "import os\nr, w = os.pipe()\nos.write(w, b'5')\nloop = asyncio.get_running_loop()\nf = loop.create_future()\n"
+        "loop.add_reader(r, lambda: f.done() or f.set_result(int(os.read(r, 1))))\nv = await f\nloop.remove_reader(r)"
+    ),
+}
+
+
+@pytest.mark.parametrize("wait", sorted(WAITS_WHILE_A_CALL_IS_OUT))
+def test_the_loop_hears_other_wake_ups_while_a_call_is_out(start: str, wait: str) -> None:
+    # The child reads a binding's answer with a bare blocking read only when nothing else can
+    # wake its loop; each of these would hang there (the run would time out) if it did otherwise.
+    code = f"import asyncio\nh = tools.hold({{}})\n{WAITS_WHILE_A_CALL_IS_OUT[wait]}\nawait tools.release({{}})\nreturn [v, await h]"
+
+    async def main() -> Any:
+        async with PythonSubprocessRuntime(start=start, wall_timeout_s=10.0) as runtime:  # type: ignore[arg-type]
+            return await runtime.run(request(code, HoldTools(), names=(*TOOL_NAMES, "hold", "release")))
+
+    assert run_sync(main) == CodeRunSuccess((), [5, "released"])
