@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import inspect
 import logging
-from collections.abc import Callable, Hashable, Iterable, Sequence
+from collections.abc import Callable, Coroutine, Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
@@ -836,11 +836,32 @@ class ToolRegistry(_Surface):
 
     # --- execution -------------------------------------------------------------------
 
-    #: ``await registry.execute(input, *, gate=None)``: run one call through the whole
-    #: pipeline and return its frozen result. The method is the pipeline function itself
-    #: (its docstring, with the cancellation contract, is ``execute.__doc__``): one frame
-    #: less per call than a method that calls it.
-    execute = run_pipeline
+    def execute(
+        self, input: ToolExecutionInput, *, gate: PipelineGate | None = None
+    ) -> Coroutine[Any, Any, ToolExecutionResult]:
+        """Run one call through the whole pipeline and return its frozen result.
+
+        Never raises for tool, policy or argument failures (they are results);
+        raises ``TypeError`` for a malformed ``input`` (not a call description).
+        ``gate`` lets a scheduler order policy and commits (see ``PipelineGate``).
+
+        Cancellation: the caller's ``input.signal`` aborting is cooperative and
+        yields ``ABORTED_BEFORE_DISPATCH`` (body not started) or ``ABORTED``
+        (replacing only a success). If the awaiting task is cancelled while a
+        body runs, the ``CancelledError`` never reaches the body (the registry
+        steps the body itself and waits for its futures through proxies): the
+        registry aborts the body's signal (an ``AbortError``), waits until the
+        body settles (absorbing further cancellations), records ``ABORTED``
+        (or the body's own failure, which is more specific), runs
+        ``finalize_content`` and ``on_result`` exactly once, and re-raises the
+        ``CancelledError``, so ``asyncio.timeout()`` and ``TaskGroup`` work as
+        usual. A cancellation arriving in a policy stage (listeners, wrappers,
+        the gate) is delivered there; the call then records
+        ``ABORTED_BEFORE_DISPATCH`` (or ``ABORTED`` if a body already ran).
+
+        (A plain method returning the pipeline coroutine: one frame less per call.)
+        """
+        return run_pipeline(self, input, gate)
 
     def execution_mode(self, input: ToolExecutionInput) -> Literal["parallel", "exclusive"]:
         """``"parallel"`` only when the visible tool's ``is_concurrency_safe(args)`` returns exactly ``True``.

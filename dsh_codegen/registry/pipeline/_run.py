@@ -62,29 +62,11 @@ PIPELINE_STAGES: Final = (
 
 
 async def run_pipeline(
-    registry: ToolRegistry, input: ToolExecutionInput, *, gate: PipelineGate | None = None
+    registry: ToolRegistry, input: ToolExecutionInput, gate: PipelineGate | None
 ) -> ToolExecutionResult:
     """Run every stage in order and return the one frozen result that observers saw.
 
-    This is ``ToolRegistry.execute`` (the method is this function). Never
-    raises for tool, policy or argument failures (they are results); raises
-    ``TypeError`` for a malformed ``input`` (not a call description).
-    ``gate`` lets a scheduler order policy and commits (see ``PipelineGate``).
-
-    Cancellation: the caller's ``input.signal`` aborting is cooperative and
-    yields ``ABORTED_BEFORE_DISPATCH`` (body not started) or ``ABORTED``
-    (replacing only a success). If the awaiting task is cancelled while a
-    body runs, the ``CancelledError`` never reaches the body (the registry
-    steps the body itself and waits for its futures through proxies): the
-    registry aborts the body's signal (an ``AbortError``), waits until the
-    body settles (absorbing further cancellations), records ``ABORTED``
-    (or the body's own failure, which is more specific), runs
-    ``finalize_content`` and ``on_result`` exactly once, and re-raises the
-    ``CancelledError``, so ``asyncio.timeout()`` and ``TaskGroup`` work as
-    usual. A cancellation arriving in a policy stage (listeners, wrappers,
-    the gate) is delivered there; the call then records
-    ``ABORTED_BEFORE_DISPATCH`` (or ``ABORTED`` if a body already ran). In
-    terms of the stages: a ``CancelledError`` from any
+    Cancellation: see ``ToolRegistry.execute``. A ``CancelledError`` from any
     awaiting stage ends the policy/dispatch stages; a body has settled by
     then (the trampoline waits for it). The call then records the settled
     body's outcome (a success becomes ``ABORTED``) or ``ABORTED`` /
