@@ -2339,3 +2339,38 @@ DICT_TABLE_READ = bool(DSH_DICT_TABLE_READ)
 #: ``object snapshot(object value)`` (``snapshot_json`` with its defaults) for other compiled
 #: modules, without the Python call; see ``_ext/_pipeline_c.pyx``.
 SNAPSHOT_CAPSULE = PyCapsule_New(<void*>capsule_snapshot, b"dsh_codegen._json_c.snapshot", NULL)
+
+
+# --- content blocks (the registry's rendering check) ----------------------------------------
+
+
+cdef str TYPE_KEY = "type"
+
+
+def snapshot_content(value):
+    """Return ``snapshot_json(value)`` if it is a list of content blocks, else ``None``.
+
+    A content block is an object whose ``"type"`` is a string (a tool's
+    rendered content, CONTRACT.md §3). One call instead of a snapshot and a
+    separate check: the registry runs it on every rendering. ``None`` means
+    lossless JSON of another shape (the snapshot is dropped).
+
+    Raised errors: those of ``snapshot_json(value)`` with its defaults
+    (:class:`LosslessJsonError`, :class:`JsonBudgetError`).
+    """
+    cdef PyObject* block
+    cdef PyObject* kind
+    cdef Py_ssize_t i
+    frozen = walk(value, True, False, True, DEFAULT_MAX_NODES)
+    cdef PyObject* root = <PyObject*>frozen
+    if type_of(root) != FROZEN_ARRAY_T:
+        return None
+    for i in range(PyList_GET_SIZE(root)):
+        block = PyList_GET_ITEM(root, i)
+        if type_of(block) != FROZEN_OBJECT_T:
+            return None
+        # A snapshot's keys are exact str: the lookup runs no user code and cannot fail.
+        kind = PyDict_GetItemWithError(block, <PyObject*>TYPE_KEY)
+        if kind == NULL or type_of(kind) != STR_T:
+            return None
+    return frozen

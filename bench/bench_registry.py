@@ -262,5 +262,39 @@ def main() -> None:
                 print(f"  {ours} / {peer}: {timed[ours] / timed[peer]:.2f}x")
 
 
+def callgrind(variant: str, count: int) -> None:
+    """``count`` calls of one variant (plus one warm-up) in one event loop, for instruction counts.
+
+    ``python -m bench.bench_registry VARIANT N`` under ``valgrind --tool=callgrind``;
+    per-call instructions are the difference of two runs with different N,
+    divided by the difference of N (start-up and imports cancel out). VARIANT
+    is ``execute``, ``hooks`` (five hooks), ``loop`` (``execute_tool_calls``,
+    one call), ``openai`` or ``pydantic``.
+    """
+    loop = asyncio.new_event_loop()
+    try:
+        if variant in ("openai", "pydantic"):
+            peer = (_openai_agents if variant == "openai" else _pydantic_ai)(loop)
+            if isinstance(peer, str):
+                raise SystemExit(f"{variant}: {peer}")
+            one = peer
+        else:
+            names = {"execute": "dsh execute", "hooks": "dsh execute + 5 hooks", "loop": "dsh execute_tool_calls, 1 call"}
+            one = {name: run for name, run, _ in _dsh_variants(loop)}[names[variant]]
+
+        async def calls() -> None:
+            for _ in range(count + 1):
+                await one()
+
+        loop.run_until_complete(calls())
+    finally:
+        loop.close()
+
+
 if __name__ == "__main__":
-    main()
+    import sys
+
+    if len(sys.argv) == 3:
+        callgrind(sys.argv[1], int(sys.argv[2]))
+    else:
+        main()

@@ -20,6 +20,9 @@ __all__ = [
     "render_json_pretty",
     "snapshot_json",
 ]
+# Not public (not in the package's ``__all__``): the registry's rendering check, twinned
+# because it runs on every call.
+__all__ += ["snapshot_content"]
 
 _c = load_compiled("_json_c")
 
@@ -33,6 +36,7 @@ if TYPE_CHECKING or _c is None:
         is_json_value,
         parse_json,
         render_json_pretty,
+        snapshot_content,
         snapshot_json,
     )
 else:
@@ -44,4 +48,5 @@ else:
     is_json_value = _c.is_json_value
     parse_json = _c.parse_json
     render_json_pretty = _c.render_json_pretty
+    snapshot_content = _c.snapshot_content
     snapshot_json = _c.snapshot_json

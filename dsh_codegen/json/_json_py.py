@@ -517,3 +517,26 @@ def dump_canonical_json(
     nodes = budget_option("max_nodes", max_nodes)
     chars = budget_option("max_chars", max_chars)
     return _write(value, 0, 0, bool(sort_keys), nodes, chars)
+
+
+# --- content blocks (the registry's rendering check) ----------------------------------------
+
+
+def snapshot_content(value: object) -> FrozenJsonArray | None:
+    """Return ``snapshot_json(value)`` if it is a list of content blocks, else ``None``.
+
+    A content block is an object whose ``"type"`` is a string (a tool's
+    rendered content, CONTRACT.md §3). One call instead of a snapshot and a
+    separate check: the registry runs it on every rendering. ``None`` means
+    lossless JSON of another shape (the snapshot is dropped).
+
+    Raised errors: those of ``snapshot_json(value)`` with its defaults
+    (:class:`LosslessJsonError`, :class:`JsonBudgetError`).
+    """
+    frozen = snapshot_json(value)
+    if type(frozen) is not FrozenJsonArray:
+        return None
+    for block in frozen:
+        if type(block) is not FrozenJsonObject or type(dict.get(block, "type")) is not str:
+            return None
+    return frozen

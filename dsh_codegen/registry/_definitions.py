@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
-from dsh_codegen.json import LosslessJsonError, snapshot_json
+from dsh_codegen.json import FrozenJsonObject, LosslessJsonError, snapshot_json
 from dsh_codegen.registry._errors import RUN_CODE_NAME
 from dsh_codegen.registry._results import ContentBlock, JsonValue, ToolExecutionResult
 from dsh_codegen.schema import (
@@ -141,12 +141,16 @@ def soft_arguments(definition: ToolDefinition, arguments: object) -> Any:
         frozen = snapshot_json(arguments)
     except (LosslessJsonError, RecursionError, TypeError, ValueError):
         return _MALFORMED
-    if not compiled_for(definition).args_validator_is_valid(frozen):
+    if not compiled_for(definition).arguments_valid(frozen):
         return _MALFORMED
     return frozen
 
 
 # --- compiled form ----------------------------------------------------------------------
+
+
+#: How many valid frozen argument objects a tool remembers (more than a pool runs at once).
+_VALID_ARGUMENTS_KEPT: Final = 64
 
 
 class CompiledTool:
@@ -167,6 +171,7 @@ class CompiledTool:
         "parameters",
         "presentation_meta",
         "render",
+        "valid_arguments",
         "__weakref__",
     )
 
@@ -185,10 +190,32 @@ class CompiledTool:
         self.render = output.render
         self.presentation_meta = output.presentation_meta
         self.finalize_content = definition.finalize_content
+        # id -> the frozen arguments arguments_valid found valid (the pipeline reads it).
+        self.valid_arguments: dict[int, object] = {}
 
-    def args_validator_is_valid(self, arguments: object) -> bool:
+    def arguments_valid(self, arguments: object) -> bool:
+        """Whether ``arguments`` pass the argument schema (always, for raw definitions).
+
+        Arguments found valid that are already a frozen snapshot (a
+        ``FrozenJsonObject`` never changes) are remembered by identity in
+        :attr:`valid_arguments`, and the pipeline does not validate that same
+        object again. So a call that ``registry.execution_mode`` classified
+        (the loop helper and the Code Mode bridge classify calls, then execute
+        the same inputs, several at a time) has its arguments validated once.
+        """
         validator = self.args_validator
-        return True if validator is None else validator.is_valid(arguments)
+        if validator is None:
+            return True
+        valid = self.valid_arguments
+        if valid.get(id(arguments)) is arguments:
+            return True
+        if not validator.is_valid(arguments):
+            return False
+        if type(arguments) is FrozenJsonObject:
+            if len(valid) >= _VALID_ARGUMENTS_KEPT:
+                valid.clear()  # a bound, not a cache policy: a forgotten object is validated again
+            valid[id(arguments)] = arguments  # held: its id cannot be reused while it is here
+        return True
 
 
 _compiled: weakref.WeakKeyDictionary[ToolDefinition, CompiledTool] = weakref.WeakKeyDictionary()

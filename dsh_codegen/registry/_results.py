@@ -82,7 +82,16 @@ class ToolError:
     info: ToolErrorInfo | None = None
 
 
-@dataclass(frozen=True, slots=True)
+# The two results are frozen dataclasses (equality, hash, repr, ``dataclasses.replace``
+# and pickling as generated; assignment and deletion raise ``FrozenInstanceError``)
+# with their own ``__init__``: it stores every field in one write of the instance's
+# attribute dict, where the generated frozen ``__init__`` makes one
+# ``object.__setattr__`` call per field (a result is built once per call, and those
+# calls were the most expensive statement of a plain ``execute``). Not slotted, so
+# that the one write exists.
+
+
+@dataclass(frozen=True, init=False)
 class ToolSuccess:
     """A successful outcome: the canonical ``value`` and its model-facing ``content``.
 
@@ -98,8 +107,28 @@ class ToolSuccess:
 
     is_error: ClassVar[Literal[False]] = False
 
+    def __init__(
+        self,
+        value: JsonValue,
+        content: Sequence[ContentBlock],
+        meta: JsonValue | Unset = UNSET,
+        additional_contexts: Sequence[AdditionalContext] = (),
+        concludes_turn: bool = False,
+    ) -> None:
+        object.__setattr__(
+            self,
+            "__dict__",
+            {
+                "value": value,
+                "content": content,
+                "meta": meta,
+                "additional_contexts": additional_contexts,
+                "concludes_turn": concludes_turn,
+            },
+        )
 
-@dataclass(frozen=True, slots=True)
+
+@dataclass(frozen=True, init=False)
 class ToolFailure:
     """A failed outcome: never has a ``value``; ``content`` is what the model sees."""
 
@@ -109,6 +138,24 @@ class ToolFailure:
     additional_contexts: Sequence[AdditionalContext] = ()
 
     is_error: ClassVar[Literal[True]] = True
+
+    def __init__(
+        self,
+        error: ToolError,
+        content: Sequence[ContentBlock],
+        meta: JsonValue | Unset = UNSET,
+        additional_contexts: Sequence[AdditionalContext] = (),
+    ) -> None:
+        object.__setattr__(
+            self,
+            "__dict__",
+            {
+                "error": error,
+                "content": content,
+                "meta": meta,
+                "additional_contexts": additional_contexts,
+            },
+        )
 
 
 ToolExecutionResult: TypeAlias = ToolSuccess | ToolFailure

@@ -108,8 +108,11 @@ def dispatch_started(
             return aborted_before_dispatch()
     args = execution.arguments
     validator = compiled.args_validator
-    if validator is not None and not validator.is_valid(args):
-        return _invalid_arguments(validator, args)
+    if validator is not None:
+        # Arguments execution_mode() has found valid (the same frozen object) are not validated again.
+        valid = compiled.valid_arguments
+        if not (valid and valid.get(id(args)) is args) and not validator.is_valid(args):
+            return _invalid_arguments(validator, args)
     run = ToolRunContext._following(execution, caller if signal is caller else (caller, signal))
     call.run = run
     steps = None

@@ -9,9 +9,10 @@ message is made here.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from dsh_codegen.json import LosslessJsonError, snapshot_json
+from dsh_codegen.json._json import snapshot_content
 from dsh_codegen.registry._errors import ToolNotFoundError, ToolOutputError, error_message
 from dsh_codegen.registry._materialize import (
     RESULT_NOT_LOSSLESS,
@@ -34,6 +35,8 @@ if TYPE_CHECKING:
     from dsh_codegen.registry._definitions import CompiledTool
 
 __all__ = ["normalize_authored", "normalize_value"]
+
+_NOT_BLOCKS: Final = "output.render must return a list of content blocks"
 
 
 def normalize_value(
@@ -72,9 +75,12 @@ def normalize_value(
         problem = f"output.render failed: {error_message(exc)}"
     else:
         try:
-            content = check_content(snapshot_json(rendered))
+            content = snapshot_content(rendered)
         except Exception as exc:
             problem = _content_problem(exc)
+        else:
+            if content is None:
+                problem = _NOT_BLOCKS
     project = compiled.presentation_meta
     if project is not None and execution.parent is None:
         meta, problems = _project_meta(project, args, frozen, problem)
@@ -98,7 +104,7 @@ def _content_problem(exc: Exception) -> str:
     if isinstance(exc, LosslessJsonError):
         return "output.render returned non-lossless JSON"
     if isinstance(exc, ContentShapeError):
-        return "output.render must return a list of content blocks"
+        return _NOT_BLOCKS
     return f"output.render failed: {error_message(exc)}"
 
 
