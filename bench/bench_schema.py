@@ -7,7 +7,8 @@ objects, and 10 / 100 / 1,000 / 100,000-deep schemas; compile is timed on the
 catalog, the corpus, the wide objects and the deep schemas. fastjsonschema
 compiles with ``use_default=False`` so it never writes defaults into the
 shared argument sets. Both twins of ours run in the same process (the compiled one imported
-directly), so the tables do not depend on ``DSH_CODEGEN_PURE_PYTHON``. Every
+directly; the pure rows compile with ``_compile_py`` uncompiled), so the
+tables do not depend on ``DSH_CODEGEN_PURE_PYTHON``. Every
 figure is a median per call (``bench._util.median_time``); ratios are against
 ``jsonschema-rs``. The deep-schema probe runs each peer in a subprocess (a
 native stack overflow would otherwise end the run) and reports the first depth
@@ -26,7 +27,7 @@ from types import ModuleType
 from typing import Any
 
 from bench._util import median_time, ratio_table
-from dsh_codegen.schema import _validator_py
+from dsh_codegen.schema import _compile_py, _validator_py
 from dsh_codegen.schema._compile import compile_program
 
 __all__ = ["main"]
@@ -55,7 +56,8 @@ def _ours_compiled(schema: Any) -> Any:
 
 
 def _ours_pure(schema: Any) -> Any:
-    return _validator_py.CompiledValidator(compile_program(schema))
+    # both halves of the pure twin: the uncompiled dialect check and the Python validator
+    return _validator_py.CompiledValidator(_compile_py.compile_program(schema))
 
 
 def _fast_is_valid(schema: Any) -> Callable[[Any], bool]:

@@ -18,6 +18,7 @@ LAYERS = {
     "_json_c": 1,
     "schema": 2,
     "_schema_c": 2,
+    "_compile_c": 2,
     "codegen": 3,
     "templates": 3,
     "registry": 4,

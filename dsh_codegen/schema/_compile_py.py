@@ -1,0 +1,1060 @@
+"""The tool-schema dialect check and its compilation to a flat node table (cold code, both twins).
+
+One walk with an explicit stack checks every node and, when the schema is
+supported, builds the :class:`~dsh_codegen.schema._shared.Program` the
+validator twins run. A schema object reused in several places (sibling reuse)
+is checked and compiled once, at its first path; a schema object that contains
+itself is reported as ``<path> is circular``. ``$ref`` targets are resolved
+after the walk (anchors are known only then) and compiled where they are.
+
+Every keyword has one small checker in :data:`_ORDER`, one ordered table;
+a node whose keywords all belong to the seed's subset keeps that subset's node
+kinds (the twins' fast walks run such programs), any other node is a
+``DIALECT`` node and makes the whole program run on the dialect walk.
+
+This file is the pure twin and also Cython source: ``_ext/_compile_c.pyx``
+compiles this very source (``include``), so the twins cannot disagree on a
+verdict or a message. Hence no ``from __future__`` import, and only Python
+syntax Cython compiles unchanged.
+"""
+
+from collections.abc import Callable
+from fractions import Fraction
+from typing import Any, Final
+from urllib.parse import unquote
+
+from dsh_codegen._backend import load_compiled
+from dsh_codegen.json._paths import format_path, quote_path
+from dsh_codegen.schema._ecma import PatternError, compile_pattern
+from dsh_codegen.schema._errors import JsonSchemaError
+from dsh_codegen.schema._formats import FORMAT_CHECKERS
+from dsh_codegen.schema._shared import (
+    ALL_KINDS,
+    ARRAY,
+    BOOLEAN,
+    DIALECT,
+    INTEGER,
+    JSON_ANY,
+    KIND_OF_TYPE,
+    NULL,
+    NUMBER,
+    OBJECT,
+    ONE_OF,
+    STRING,
+    V_EXCLUSIVE_MAXIMUM,
+    V_EXCLUSIVE_MINIMUM,
+    V_FORMAT,
+    V_MAX_ITEMS,
+    V_MAX_LENGTH,
+    V_MAX_PROPERTIES,
+    V_MAXIMUM,
+    V_MIN_ITEMS,
+    V_MIN_LENGTH,
+    V_MIN_PROPERTIES,
+    V_MINIMUM,
+    V_MULTIPLE_OF,
+    V_PATTERN,
+    V_UNIQUE,
+    ChainPath,
+    ExactContainers,
+    Node,
+    Program,
+    Violation,
+    chain_segments,
+    frozen_types,
+    is_lossless_json,
+    json_key,
+    kind_of_value,
+    scalar_fits,
+    type_names_text,
+)
+
+__all__ = ["assert_object_json_schema", "assert_supported_json_schema", "compile_program", "schema_violations"]
+
+_MISSING: Final = object()
+_SCALARS: Final = frozenset({NULL, BOOLEAN, INTEGER, NUMBER, STRING})
+_SCALAR_KIND: Final = {name: kind for name, kind in KIND_OF_TYPE.items() if kind in _SCALARS}
+_LEAF_KEYS: Final = frozenset({"type", "description", "title"})
+_TYPE_LIST_TEXT: Final = "/".join(KIND_OF_TYPE)
+_ARTICLE: Final = {"integer": "an integer", "object": "an object", "array": "an array"}
+_NUMBERS: Final = 1 << INTEGER | 1 << NUMBER
+
+#: The meta-schema URIs a ``$schema`` may name (with or without the trailing ``#``).
+SCHEMA_URIS: Final = frozenset(
+    uri + tail
+    for uri in (
+        "https://json-schema.org/draft/2020-12/schema",
+        "https://json-schema.org/draft/2019-09/schema",
+        "http://json-schema.org/draft-07/schema",
+    )
+    for tail in ("", "#")
+)
+
+#: Constructs outside the dialect, each with the reason given in its violation.
+REJECTED: Final[dict[str, str]] = {
+    "not": "negation is outside the tool-schema dialect",
+    "if": "conditional schemas are outside the tool-schema dialect",
+    "then": "conditional schemas are outside the tool-schema dialect",
+    "else": "conditional schemas are outside the tool-schema dialect",
+    "dependentSchemas": "dependentSchemas is outside the tool-schema dialect (dependentRequired is supported)",
+    "unevaluatedProperties": "unevaluated keywords are outside the tool-schema dialect (use additionalProperties)",
+    "unevaluatedItems": "unevaluated keywords are outside the tool-schema dialect (use items)",
+    "$dynamicRef": "dynamic references are not supported",
+    "$dynamicAnchor": "dynamic references are not supported",
+    "$recursiveRef": "dynamic references are not supported",
+    "$recursiveAnchor": "dynamic references are not supported",
+    "patternProperties": "patternProperties is outside the tool-schema dialect (use propertyNames)",
+    "dependencies": "draft-07 dependencies is not supported (use dependentRequired)",
+    "additionalItems": "draft-07 additionalItems is not supported (use prefixItems and items)",
+    "$vocabulary": "$vocabulary belongs to meta-schemas",
+}
+
+_DISCRIMINATOR_KEYS: Final = frozenset(("propertyName", "mapping"))
+
+#: Keywords of the seed's subset: a node using only these (rightly) keeps the subset's node kinds.
+_SUBSET: Final = frozenset(
+    ("type", "oneOf", "properties", "required", "additionalProperties", "items", "enum", "const")
+)
+#: Annotations: never constrain a value (so a node may carry them and still be a subset node).
+_ANNOTATIONS: Final = frozenset(
+    (
+        "$schema",
+        "$id",
+        "$comment",
+        "$defs",
+        "definitions",
+        "$anchor",
+        "title",
+        "description",
+        "default",
+        "examples",
+        "deprecated",
+        "readOnly",
+        "writeOnly",
+        "format",
+        "contentMediaType",
+        "discriminator",
+        "contentEncoding",
+    )
+)
+#: The JSON types each type-specific keyword applies to.
+_APPLIES: Final[dict[str, int]] = {
+    **{kw: _NUMBERS for kw in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")},
+    **{kw: 1 << STRING for kw in ("minLength", "maxLength", "pattern")},
+    **{
+        kw: 1 << ARRAY
+        for kw in ("items", "prefixItems", "minItems", "maxItems", "uniqueItems", "contains", "minContains", "maxContains")
+    },
+    **{
+        kw: 1 << OBJECT
+        for kw in (
+            "properties",
+            "required",
+            "additionalProperties",
+            "minProperties",
+            "maxProperties",
+            "propertyNames",
+            "dependentRequired",
+        )
+    },
+}
+_ANCHOR_NAME: Final = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._")
+
+# The compiled twin's copy of the property loop (``None`` when the pure twin runs): the
+# loop is most of compiling a typical tool schema, which is mostly plain leaves.
+_c = load_compiled("_schema_c")
+_fill_props: Callable[..., bool] | None = None if _c is None else _c.fill_props
+
+# A child to visit: (schema, path, slot); the slot says where its node index goes:
+# a property name, ("field", None) for a single-child field, ("field", i) for a list field.
+_Child = tuple[Any, ChainPath, Any]
+_ITEMS: Final = ("items", None)
+_ADDITIONAL: Final = ("additional", None)
+_CONTAINS: Final = ("contains", None)
+_NAMES: Final = ("property_names", None)
+_NOWHERE: Final = ("", None)  # $defs members: checked and compiled, referenced only by $ref
+
+
+class _Checker(ExactContainers):
+    """One dialect-check walk; ``build`` also compiles the node table."""
+
+    __slots__ = (
+        "violations",
+        "nodes",
+        "lists",
+        "leaves",
+        "with_required",
+        "root",
+        "formats",
+        "memo",
+        "on_path",
+        "stack",
+        "refs",
+        "anchors",
+        "root_id",
+        "dialect",
+        "ref_paths",
+    )
+
+    def __init__(self, root: object, formats: bool) -> None:
+        super().__init__()
+        self.violations: list[Violation] = []
+        self.nodes: list[Node] = []
+        self.lists: dict[tuple[int, str], list[int]] = {}
+        self.leaves: dict[int, int] = {}  # scalar kind -> its shared plain-leaf node
+        self.with_required: list[Node] = []
+        self.root = root
+        self.formats = formats
+        self.memo: dict[int, int] = {}
+        self.on_path: set[int] = set()
+        self.stack: list[tuple[Any, int, ChainPath]] = []
+        self.refs: list[tuple[int, str, ChainPath]] = []  # (node index, $ref text, path of the node)
+        self.anchors: dict[str, int] = {}
+        self.root_id: str | None = None
+        self.dialect = False
+        self.ref_paths: dict[int, ChainPath] = {}
+
+    def _report(self, path: ChainPath, keyword: str | None, text: str) -> None:
+        segments = chain_segments(path)
+        if keyword is not None:
+            segments += (keyword,)
+        where = format_path(segments, "schema")
+        self.violations.append(Violation(segments, keyword or "schema", f"{where} {text}"))
+
+    # --- the walk ------------------------------------------------------------------------
+
+    def run(self) -> None:
+        """Walk the schema depth first, in document order, then resolve every ``$ref``."""
+        self.nodes.append(Node(JSON_ANY))
+        self.memo[id(self.root)] = 0
+        self.stack.append((self.root, 0, None))
+        self._walk()
+        self._resolve_refs()
+
+    def _walk(self) -> None:
+        nodes = self.nodes
+        memo = self.memo
+        on_path = self.on_path
+        stack = self.stack
+        pop = stack.pop
+        push = stack.append
+        check_node = self._check_node
+        while stack:
+            node_schema, index, path = pop()
+            if index < 0:  # exit marker: node_schema's subtree is done
+                on_path.discard(~index)
+                continue
+            try:
+                children = check_node(node_schema, nodes[index], index, path)
+            except Exception:
+                # A key that is not an exact str ran its own __hash__/__eq__ during a
+                # keyword lookup and raised: the node is not a plain schema object.
+                self._report(path, None, "must be a schema object")
+                continue
+            if not children:
+                continue
+            ident = id(node_schema)
+            on_path.add(ident)
+            push((None, ~ident, None))  # ids are non-negative, so ~id < 0 marks an exit
+            node = nodes[index]
+            for child, child_path, slot in reversed(children):
+                child_id = id(child)
+                if child_id in on_path and type(child) is not bool:
+                    self._report(child_path, None, "is circular")
+                    continue
+                child_index = memo.get(child_id)
+                if child_index is None:
+                    child_index = len(nodes)
+                    nodes.append(Node(JSON_ANY))
+                    memo[child_id] = child_index
+                    push((child, child_index, child_path))
+                self._attach(node, index, slot, child_index)
+
+    def _attach(self, node: Node, index: int, slot: Any, child_index: int) -> None:
+        """Point the parent's ``slot`` at ``child_index``."""
+        if type(slot) is str:
+            node.props[slot] = child_index << 1  # type: ignore[index]
+            return
+        field, position = slot
+        if position is None:
+            if field == "items":
+                node.items = child_index
+            elif field:
+                setattr(node, field, child_index)
+        else:
+            self.lists[(index, field)][position] = child_index
+
+    def _plain_leaf(self, child: Any) -> int:
+        """The node index of a plain scalar leaf (``{"type": "string", "description": ...}``), else -1.
+
+        The commonest child by far: it can report nothing and has nothing to walk,
+        so it is compiled in place, and every plain leaf of one kind shares one node.
+        """
+        if type(child) is not dict:
+            return -1
+        for key in child:  # exact str keys first: the lookups below then run no user code
+            if type(key) is not str or key not in _LEAF_KEYS:
+                return -1
+        declared = child.get("type")
+        if type(declared) is not str:
+            return -1
+        kind = _SCALAR_KIND.get(declared)
+        if kind is None:
+            return -1
+        if len(child) > 1 and (
+            type(child.get("description", "")) is not str or type(child.get("title", "")) is not str
+        ):
+            return -1
+        index = self.leaves.get(kind)
+        if index is None:
+            index = self.leaves[kind] = len(self.nodes)
+            self.nodes.append(_leaf_node(kind))
+        return index
+
+    # --- one node ------------------------------------------------------------------------
+
+    def _check_node(self, schema: Any, node: Node, index: int, path: ChainPath) -> list[_Child] | None:
+        """Check one node, fill ``node`` and return its children with their slots."""
+        if type(schema) is bool:
+            if schema:
+                node.trivial = True
+            else:
+                node.kind = DIALECT
+                node.false = True
+                node.shape = 0
+                self.dialect = True
+            return None
+        if not self._is_object(schema):
+            self._report(path, None, "must be a schema object")
+            return None
+        for key in schema:
+            if type(key) is not str:
+                self._report(path, None, "must be a schema object")
+                return None
+        mask = self._types(schema, node, path)
+        subset = True
+        ranked: list[int] = []
+        for key in schema:
+            if key in _TEXT_ANNOTATIONS and type(schema[key]) is str:
+                continue  # a well-formed text annotation: its checker would report nothing
+            rank = _RANK.get(key)
+            if rank is not None:
+                ranked.append(rank)
+                if key not in _SUBSET_OR_ANNOTATION:
+                    subset = False
+                if mask:
+                    applies = _APPLIES.get(key)
+                    if applies is not None and not applies & mask:
+                        self._report(path, key, f"is not supported on type {type_names_text(mask)}")
+            elif key.startswith("x-"):
+                if not is_lossless_json(schema[key]):
+                    self._report(path, key, "annotation must be lossless JSON data")
+            elif key in REJECTED:
+                self._report(path, key, f"is not supported: {REJECTED[key]}")
+            else:
+                self._report(path, key, "is not a supported keyword")
+        if len(ranked) > 1:
+            ranked.sort()
+        children: list[_Child] = []
+        for rank in ranked:
+            keyword, checker = _ORDER[rank]
+            checker(self, schema[keyword], schema, node, index, path, children)
+        if subset and (node.str_checks or not self._subset_node(schema, node, mask)):  # str_checks: an asserted format
+            subset = False
+        if not subset:
+            node.kind = DIALECT
+            self.dialect = True
+        elif "oneOf" in schema:
+            node.kind = ONE_OF
+        elif mask:
+            node.kind = (mask & -mask).bit_length() - 1
+            node.inline = node.kind in _SCALARS
+        return children
+
+    def _types(self, schema: Any, node: Node, path: ChainPath) -> int:
+        declared = schema.get("type", _MISSING)
+        if declared is _MISSING:
+            return 0
+        mask = 0
+        if self._is_array(declared):
+            for name in declared:
+                kind = KIND_OF_TYPE.get(name) if type(name) is str else None
+                if kind is None or mask & (1 << kind):
+                    mask = 0
+                    break
+                mask |= 1 << kind
+            if not mask:
+                self._report(path, "type", f"must be a non-empty array of distinct type names ({_TYPE_LIST_TEXT})")
+                return 0
+        else:
+            kind = KIND_OF_TYPE.get(declared) if type(declared) is str else None
+            if kind is None:
+                self._report(path, "type", f"must be one of {_TYPE_LIST_TEXT}")
+                return 0
+            mask = 1 << kind
+        node.types = mask
+        node.admit = mask | (1 << INTEGER if mask & (1 << NUMBER) else 0)
+        node.shape = node.admit
+        return mask
+
+    def _subset_node(self, schema: Any, node: Node, mask: int) -> bool:
+        """Whether ``node`` is what the seed's subset would compile (the fast walks' node kinds)."""
+        if "oneOf" in schema:
+            branches = schema["oneOf"]
+            return "type" not in schema and self._is_array(branches) and len(branches) >= 2 and _SUBSET.isdisjoint(
+                key for key in schema if key != "oneOf"
+            )
+        if mask and mask & (mask - 1):
+            return False  # a type array
+        if not mask:
+            return _SUBSET.isdisjoint(schema)
+        if mask == 1 << OBJECT:
+            if "additionalProperties" in schema and type(schema["additionalProperties"]) is not bool:
+                return False
+            props = node.props or {}
+            return all(name in props for name in node.required)
+        if mask == 1 << ARRAY:
+            return True
+        if "enum" in schema and node.enum is None:
+            return False  # an enum holding values outside the declared type
+        return "const" not in schema or node.has_const
+
+    # --- references ----------------------------------------------------------------------
+
+    def _resolve_refs(self) -> None:
+        """Resolve every ``$ref`` (anchors first known now), compiling targets met for the first time."""
+        done = 0
+        while done < len(self.refs):
+            index, ref, path = self.refs[done]
+            done += 1
+            target = self._ref_target(ref, path)
+            if target is None:
+                continue
+            node = self.nodes[index]
+            if isinstance(target, int):
+                node.ref = target
+            else:
+                schema, target_path = target
+                target_index = self.memo.get(id(schema))
+                if target_index is None:
+                    target_index = len(self.nodes)
+                    self.nodes.append(Node(JSON_ANY))
+                    self.memo[id(schema)] = target_index
+                    self.stack.append((schema, target_index, target_path))
+                    self._walk()  # may add refs; the loop picks them up
+                node.ref = target_index
+            node.kind = DIALECT
+            node.trivial = False
+            self.dialect = True
+            self.ref_paths[index] = path
+
+
+    def _ref_target(self, ref: str, path: ChainPath) -> int | tuple[Any, ChainPath] | None:
+        """The node index (anchor) or (schema, path) a ``$ref`` names; None after reporting why not."""
+        base, hash_, fragment = ref.partition("#")
+        if base and base != self.root_id:
+            self._report(path, "$ref", f"{quote_path(ref)} is a remote reference (only local references are supported)")
+            return None
+        if not hash_ and not base:
+            self._report(path, "$ref", f"{quote_path(ref)} does not resolve")
+            return None
+        fragment = unquote(fragment)
+        if fragment and not fragment.startswith("/"):
+            found = self.anchors.get(fragment)
+            if found is None:
+                self._report(path, "$ref", f"{quote_path(ref)} does not resolve (no such $anchor)")
+            return found
+        here: Any = self.root
+        target_path: ChainPath = None
+        if fragment:
+            for raw in fragment[1:].split("/"):
+                segment = raw.replace("~1", "/").replace("~0", "~")
+                if self._is_object(here) and segment in here:
+                    here = here[segment]
+                elif self._is_array(here) and segment.isdigit() and (segment == "0" or segment[0] != "0") and int(segment) < len(here):
+                    here = here[int(segment)]
+                else:
+                    self._report(path, "$ref", f"{quote_path(ref)} does not resolve")
+                    return None
+                target_path = (target_path, segment)
+        if type(here) is not bool and not self._is_object(here):
+            self._report(path, "$ref", f"{quote_path(ref)} does not point to a schema")
+            return None
+        return here, target_path
+
+    # --- value helpers -------------------------------------------------------------------
+
+    def _count(self, value: Any, path: ChainPath, keyword: str) -> int | None:
+        if type(value) is int or (type(value) is float and value.is_integer()):
+            if value >= 0:
+                return int(value)
+        self._report(path, keyword, "must be a non-negative integer")
+        return None
+
+    def _number(self, value: Any, path: ChainPath, keyword: str) -> bool:
+        kind = kind_of_value(value, None, None)
+        if kind == INTEGER or kind == NUMBER:
+            return True
+        if type(value) is bool and keyword in ("exclusiveMinimum", "exclusiveMaximum"):
+            self._report(path, keyword, "must be a number (draft-04's boolean form is not supported)")
+        else:
+            self._report(path, keyword, "must be a number")
+        return False
+
+    def _schemas(self, value: Any, path: ChainPath, keyword: str, field: str, index: int, children: list[_Child]) -> int:
+        """Queue a non-empty array of schemas as children of list ``field``; return their count."""
+        if not self._is_array(value) or not value:
+            self._report(path, keyword, "must be a non-empty array of schemas")
+            return 0
+        self.lists[(index, field)] = [0] * len(value)
+        base = (path, keyword)
+        children.extend((branch, (base, position), (field, position)) for position, branch in enumerate(value))
+        return len(value)
+
+
+def _leaf_node(kind: int) -> Node:
+    leaf = Node(kind)
+    leaf.inline = True
+    leaf.types = 1 << kind
+    leaf.admit = leaf.shape = leaf.types | (1 << INTEGER if kind == NUMBER else 0)
+    return leaf
+
+
+# --- one checker per keyword, in the order they are visited -------------------------------
+# Each checker is (checker, keyword value, schema, node, node index, path, children) -> None.
+
+_Checker_ = _Checker
+
+
+def _ignore(c: _Checker_, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
+    return None
+
+
+def _string_annotation(keyword: str) -> Callable[..., None]:
+    def check(c: _Checker_, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
+        if type(value) is not str:
+            c._report(path, keyword, "must be a string")
+
+    return check
+
+
+def _bool_annotation(keyword: str) -> Callable[..., None]:
+    def check(c: _Checker_, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
+        if type(value) is not bool:
+            c._report(path, keyword, "must be a boolean")
+
+    return check
+
+
+def _data_annotation(keyword: str) -> Callable[..., None]:
+    def check(c: _Checker_, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
+        if not is_lossless_json(value):
+            c._report(path, keyword, "annotation must be lossless JSON data")
+
+    return check
+
+
+def _check_schema_uri(c: _Checker_, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
+    if path is not None:
+        c._report(path, "$schema", "is only allowed at the root")
+    elif type(value) is not str or value not in SCHEMA_URIS:
+        c._report(path, "$schema", "must be the 2020-12, 2019-09 or draft-07 meta-schema URI")
+
+
+def _check_id(c: _Checker_, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
+    if path is not None or schema is not c.root:
+        c._report(path, "$id", "is not supported: a nested $id starts another schema resource (only the root may declare one)")
+    elif type(value) is not str:
+        c._report(path, "$id", "must be a string")
+    else:
+        c.root_id = value.split("#", 1)[0]
+
+
+def _check_defs(keyword: str) -> Callable[..., None]:
+    def check(c: _Checker_, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
+        if not c._is_object(value) or any(type(name) is not str for name in value):
+            c._report(path, keyword, "must be an object of schemas")
+            return
+        base = (path, keyword)
+        children.extend((member, (base, name), _NOWHERE) for name, member in value.items())
+
+    return check
+
+
+def _check_anchor(c: _Checker_, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
+    if type(value) is not str or not value or not (value[0].isascii() and (value[0].isalpha() or value[0] == "_")) or not _ANCHOR_NAME.issuperset(value):
+        c._report(path, "$anchor", "must be a name (a letter or _, then letters, digits, -, _ or .)")
+    elif value in c.anchors:
+        c._report(path, "$anchor", f"{quote_path(value)} is declared twice")
+    else:
+        c.anchors[value] = index
+
+
+def _check_format(c: _Checker_, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
+    if type(value) is not str:
+        c._report(path, "format", "must be a string")
+        return
+    checker = FORMAT_CHECKERS.get(value) if c.formats else None
+    if checker is not None:
+        node.str_checks += ((V_FORMAT, (checker, value)),)
+
+
+def _check_discriminator(c: _Checker_, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
+    """pydantic's (OpenAPI's) hint for a discriminated union: an annotation, so only its shape is checked."""
+    if "oneOf" not in schema and "anyOf" not in schema:
+        c._report(path, "discriminator", "is only allowed beside oneOf or anyOf (it annotates a discriminated union)")
+        return
+    shaped = c._is_object(value) and all(type(key) is str and key in _DISCRIMINATOR_KEYS for key in value)
+    if not shaped or type(value.get("propertyName")) is not str:
+        c._report(path, "discriminator", "must be an object with a string propertyName and an optional mapping")
+        return
+    mapping = value.get("mapping", _MISSING)
+    if mapping is not _MISSING and (
+        not c._is_object(mapping) or any(type(key) is not str or type(target) is not str for key, target in mapping.items())
+    ):
+        c._report(path, "discriminator", "mapping must be an object of strings")
+
+
+def _check_ref(c: _Checker_, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
+    if type(value) is not str:
+        c._report(path, "$ref", "must be a string")
+        return
+    c.refs.append((index, value, path))
+
+
+def _check_type(c: _Checker_, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
+    return None  # read first, by _Checker._types
+
+
+def _check_enum(c: _Checker_, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
+    if not c._is_array(value) or not value:
+        c._report(path, "enum", "must be a non-empty array")
+        return
+    if not is_lossless_json(value):
+        c._report(path, "enum", "must hold lossless JSON values")
+        return
+    mask = node.admit
+    if mask and not all(_fits(mask, member) for member in value):
+        c._report(path, "enum", f"must be a non-empty array of {_types_word(node.types)} values")
+        return
+    node.enum_keys = frozenset(json_key(member) for member in value)
+    kind = (node.types & -node.types).bit_length() - 1
+    if node.types and not node.types & (node.types - 1) and kind in _SCALARS:
+        node.enum_values = tuple(value)
+        node.enum = frozenset(value)
+    else:
+        node.enum_values = tuple(value)
+
+
+def _check_const(c: _Checker_, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
+    if not is_lossless_json(value):
+        c._report(path, "const", "must be lossless JSON")
+        return
+    if node.admit and not _fits(node.admit, value):
+        c._report(path, "const", f"must be {_ARTICLE.get(_types_word(node.types), 'a ' + _types_word(node.types))} value")
+        return
+    key = json_key(value)
+    node.has_const_key = True
+    node.const_key = key
+    node.const = value
+    kind = (node.types & -node.types).bit_length() - 1
+    node.has_const = bool(node.types) and not node.types & (node.types - 1) and kind in _SCALARS
+    if node.enum_keys is not None and key not in node.enum_keys:
+        where = format_path(chain_segments(path) + ("enum",), "schema")
+        c._report(path, "const", f"must be one of {where} when both are declared")
+
+
+def _fits(mask: int, value: Any) -> bool:
+    kind = kind_of_value(value, None, None)
+    return kind >= 0 and bool(mask & (1 << kind))
+
+
+def _types_word(types: int) -> str:
+    return "/".join(name for name, kind in KIND_OF_TYPE.items() if types & (1 << kind))
+
+
+def _bound(code: int, keyword: str) -> Callable[..., None]:
+    def check(c: _Checker_, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
+        if c._number(value, path, keyword):
+            node.num_checks += ((code, value),)
+
+    return check
+
+
+def _check_multiple_of(c: _Checker_, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
+    if not c._number(value, path, "multipleOf"):
+        return
+    if value <= 0:
+        c._report(path, "multipleOf", "must be a number greater than 0")
+        return
+    node.num_checks += ((V_MULTIPLE_OF, (value, Fraction(repr(value)) if type(value) is float else Fraction(value))),)
+
+
+def _length(code: int, keyword: str, field: str) -> Callable[..., None]:
+    def check(c: _Checker_, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
+        count = c._count(value, path, keyword)
+        if count is not None:
+            setattr(node, field, getattr(node, field) + ((code, count),))
+
+    return check
+
+
+def _check_pattern(c: _Checker_, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
+    if type(value) is not str:
+        c._report(path, "pattern", "must be a string")
+        return
+    try:
+        compiled = compile_pattern(value)
+    except PatternError as exc:
+        c._report(path, "pattern", f"{quote_path(value)} {exc}")
+        return
+    node.str_checks += ((V_PATTERN, (compiled.search, value)),)
+
+
+def _check_items(c: _Checker_, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
+    if c._is_array(value):
+        c._report(path, "items", "must be a schema (the array form is draft-07's; use prefixItems)")
+        return
+    leaf = c._plain_leaf(value)
+    if leaf >= 0:
+        node.items = leaf
+    else:
+        children.append((value, (path, "items"), _ITEMS))
+
+
+def _check_prefix_items(c: _Checker_, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
+    c._schemas(value, path, "prefixItems", "prefix", index, children)
+
+
+def _check_unique(c: _Checker_, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
+    if type(value) is not bool:
+        c._report(path, "uniqueItems", "must be a boolean")
+    elif value:
+        node.arr_checks += ((V_UNIQUE, True),)
+
+
+def _check_contains(c: _Checker_, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
+    children.append((value, (path, "contains"), _CONTAINS))
+
+
+def _check_contains_count(keyword: str) -> Callable[..., None]:
+    def check(c: _Checker_, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
+        count = c._count(value, path, keyword)
+        if count is None:
+            return
+        if "contains" not in schema:
+            return  # without contains, minContains/maxContains mean nothing (2020-12)
+        if keyword == "minContains":
+            node.min_contains = count
+        else:
+            node.max_contains = count
+
+    return check
+
+
+def _check_properties(c: _Checker_, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
+    props: dict[str, int] = {}
+    node.props = props
+    declared = value
+    if type(declared) is dict and _fill_props is not None:
+        # the compiled twin's copy of the loop below (same table, same order)
+        if _fill_props(declared, props, children, (path, "properties"), c.nodes, c.leaves):
+            declared = None
+        else:
+            children.clear()
+    elif c._is_object(declared):
+        props_path = (path, "properties")
+        plain_leaf = c._plain_leaf
+        for name, child in declared.items():
+            if type(name) is not str:
+                break
+            leaf = plain_leaf(child)
+            if leaf >= 0:
+                props[name] = leaf << 1
+            else:
+                props[name] = 0
+                children.append((child, (props_path, name), name))
+        else:
+            declared = None  # every key was a str
+    if declared is not None:
+        c._report(path, "properties", "must be an object of schemas")
+        props.clear()
+        node.props = None
+
+
+def _check_required(c: _Checker_, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
+    if not c._is_array(value) or any(type(name) is not str for name in value):
+        c._report(path, "required", "must be an array of strings")
+        return
+    props = node.props
+    closed = schema.get("additionalProperties") is False
+    seen: set[str] = set()
+    required: list[str] = []
+    for name in value:
+        if name in seen:
+            continue
+        seen.add(name)
+        if closed and (props is None or name not in props) and ("properties" not in schema or props is not None):
+            c._report(path, "required", f"names {quote_path(name)} which is not in properties")
+            continue
+        required.append(name)
+    node.required = tuple(required)
+    if required and props:
+        c.with_required.append(node)
+
+
+def _check_additional(c: _Checker_, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
+    if type(value) is bool:
+        node.closed = value is False
+        return
+    if not c._is_object(value):
+        c._report(path, "additionalProperties", "must be a boolean or a schema")
+        return
+    children.append((value, (path, "additionalProperties"), _ADDITIONAL))
+
+
+def _check_property_names(c: _Checker_, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
+    children.append((value, (path, "propertyNames"), _NAMES))
+
+
+def _check_dependent_required(c: _Checker_, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
+    if c._is_object(value) and all(type(name) is str for name in value):
+        entries: list[tuple[str, tuple[str, ...]]] = []
+        for name, names in value.items():
+            if not c._is_array(names) or any(type(other) is not str for other in names):
+                break
+            entries.append((name, tuple(dict.fromkeys(names))))
+        else:
+            node.dependent = tuple(entries)
+            return
+    c._report(path, "dependentRequired", "must be an object of arrays of strings")
+
+
+def _combinator(keyword: str, field: str) -> Callable[..., None]:
+    def check(c: _Checker_, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
+        c._schemas(value, path, keyword, field, index, children)
+
+    return check
+
+
+def _only_schema(keyword: str) -> Callable[..., None]:
+    def check(c: _Checker_, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
+        return None
+
+    return check
+
+
+#: Every keyword of the dialect with its checker, in visiting order (children follow this order).
+_ORDER: Final[tuple[tuple[str, Callable[..., None]], ...]] = (
+    ("$schema", _check_schema_uri),
+    ("$id", _check_id),
+    ("$anchor", _check_anchor),
+    ("$ref", _check_ref),
+    ("type", _check_type),
+    ("enum", _check_enum),
+    ("const", _check_const),
+    ("minimum", _bound(V_MINIMUM, "minimum")),
+    ("maximum", _bound(V_MAXIMUM, "maximum")),
+    ("exclusiveMinimum", _bound(V_EXCLUSIVE_MINIMUM, "exclusiveMinimum")),
+    ("exclusiveMaximum", _bound(V_EXCLUSIVE_MAXIMUM, "exclusiveMaximum")),
+    ("multipleOf", _check_multiple_of),
+    ("minLength", _length(V_MIN_LENGTH, "minLength", "str_checks")),
+    ("maxLength", _length(V_MAX_LENGTH, "maxLength", "str_checks")),
+    ("pattern", _check_pattern),
+    ("format", _check_format),
+    ("properties", _check_properties),
+    ("required", _check_required),
+    ("dependentRequired", _check_dependent_required),
+    ("additionalProperties", _check_additional),
+    ("propertyNames", _check_property_names),
+    ("minProperties", _length(V_MIN_PROPERTIES, "minProperties", "obj_checks")),
+    ("maxProperties", _length(V_MAX_PROPERTIES, "maxProperties", "obj_checks")),
+    ("prefixItems", _check_prefix_items),
+    ("items", _check_items),
+    ("minItems", _length(V_MIN_ITEMS, "minItems", "arr_checks")),
+    ("maxItems", _length(V_MAX_ITEMS, "maxItems", "arr_checks")),
+    ("uniqueItems", _check_unique),
+    ("contains", _check_contains),
+    ("minContains", _check_contains_count("minContains")),
+    ("maxContains", _check_contains_count("maxContains")),
+    ("allOf", _combinator("allOf", "all_of")),
+    ("anyOf", _combinator("anyOf", "any_of")),
+    ("oneOf", _combinator("oneOf", "one_of")),
+    ("discriminator", _check_discriminator),
+    ("$defs", _check_defs("$defs")),
+    ("definitions", _check_defs("definitions")),
+    ("$comment", _string_annotation("$comment")),
+    ("title", _string_annotation("title")),
+    ("description", _string_annotation("description")),
+    ("default", _data_annotation("default")),
+    ("examples", _data_annotation("examples")),
+    ("deprecated", _bool_annotation("deprecated")),
+    ("readOnly", _bool_annotation("readOnly")),
+    ("writeOnly", _bool_annotation("writeOnly")),
+    ("contentMediaType", _string_annotation("contentMediaType")),
+    ("contentEncoding", _string_annotation("contentEncoding")),
+)
+_RANK: Final[dict[str, int]] = {keyword: rank for rank, (keyword, _) in enumerate(_ORDER)}
+_SUBSET_OR_ANNOTATION: Final = _SUBSET | _ANNOTATIONS
+#: Annotations whose only check is "a string": the node loop skips well-formed ones (the commonest keys).
+_TEXT_ANNOTATIONS: Final = frozenset(("title", "description", "$comment"))
+
+
+
+
+# --- finishing ---------------------------------------------------------------------------------
+
+
+def _same_value_edges(node: Node) -> list[int]:
+    edges = list(node.all_of) + list(node.any_of) + list(node.one_of)
+    if node.ref >= 0:
+        edges.append(node.ref)
+    return edges
+
+
+def _all_edges(node: Node) -> list[int]:
+    edges = _same_value_edges(node)
+    if node.props:
+        edges.extend(code >> 1 for code in node.props.values())
+    for child in (node.items, node.additional, node.contains, node.property_names):
+        if child >= 0:
+            edges.append(child)
+    edges.extend(node.prefix)
+    return edges
+
+
+def _find_cycle(nodes: list[Node], edges_of: Callable[[Node], list[int]]) -> list[int] | None:
+    """A cycle of the node graph as a list of node indices, or None (iterative colouring DFS)."""
+    colour = [0] * len(nodes)  # 0 new, 1 on the current path, 2 done
+    for start in range(len(nodes)):
+        if colour[start]:
+            continue
+        path: list[int] = [start]
+        iters = [iter(edges_of(nodes[start]))]
+        colour[start] = 1
+        while iters:
+            nxt = next(iters[-1], None)
+            if nxt is None:
+                colour[path.pop()] = 2
+                iters.pop()
+                continue
+            if colour[nxt] == 1:
+                return path[path.index(nxt) :]
+            if colour[nxt] == 0:
+                colour[nxt] = 1
+                path.append(nxt)
+                iters.append(iter(edges_of(nodes[nxt])))
+    return None
+
+
+def _finish(checker: _Checker) -> Program:
+    """Fill list fields, mark required properties, find recursion, once every index is known."""
+    nodes = checker.nodes
+    for (index, field), members in checker.lists.items():
+        setattr(nodes[index], field, tuple(members))
+        if field == "one_of":
+            nodes[index].branches = tuple(members)
+    for node in checker.with_required:
+        props = node.props
+        assert props is not None
+        for name in node.required:
+            if name in props:
+                props[name] |= 1
+    for kind, index in checker.leaves.items():  # the compiled twin's property loop makes bare leaves
+        nodes[index] = _leaf_node(kind)
+    for node in nodes:
+        if node.kind == JSON_ANY:
+            node.trivial = True  # the class default is False
+        if node.ref >= 0 or node.all_of or node.any_of or node.one_of:
+            node.obj_members = bool(node.props) or node.additional >= 0 or node.closed or node.property_names >= 0
+            node.arr_members = bool(node.prefix) or node.items >= 0
+    program = Program(nodes, dialect=checker.dialect)
+    if checker.dialect:
+        if checker.refs:
+            program.recursive = _find_cycle(nodes, _all_edges) is not None
+        for node in nodes:
+            if node.ref >= 0:  # what a $ref can match is what its target can match
+                target, hops = node.ref, 0
+                while target >= 0 and hops < 64:
+                    node.shape &= nodes[target].shape
+                    target, hops = nodes[target].ref, hops + 1
+    return program
+
+
+def _check(schema: object, formats: bool) -> _Checker:
+    checker = _Checker(schema, formats)
+    checker.run()
+    if not checker.violations and checker.refs:
+        cycle = _find_cycle(checker.nodes, _same_value_edges)
+        if cycle is not None:
+            at = next((index for index in cycle if index in checker.ref_paths), cycle[0])
+            checker._report(
+                checker.ref_paths.get(at), "$ref", "loops back to itself without descending into the value"
+            )
+    return checker
+
+
+def schema_violations(schema: object) -> list[Violation]:
+    """Every reason ``schema`` is outside the tool-schema dialect, in walk order (``[]`` when supported)."""
+    return _check(schema, False).violations
+
+
+def compile_program(schema: object, formats: bool = False) -> Program:
+    """Check ``schema`` and compile it to a flat node table (``formats``: assert ``format``).
+
+    Raised errors: :class:`JsonSchemaError` listing every violation when the
+    schema is outside the tool-schema dialect.
+    """
+    checker = _check(schema, formats)
+    if checker.violations:
+        raise JsonSchemaError(checker.violations)
+    return _finish(checker)
+
+
+def assert_supported_json_schema(schema: object) -> None:
+    """Return when ``schema`` is inside the tool-schema dialect (DESIGN.md).
+
+    Raised errors: :class:`JsonSchemaError` (``UNSUPPORTED_SCHEMA``) listing every
+    violation in walk order, rooted at ``schema``.
+    """
+    violations = schema_violations(schema)
+    if violations:
+        raise JsonSchemaError(violations)
+
+
+def _root_type(schema: Any) -> Any:
+    """The root's ``type``, looked up through a root ``$ref`` chain of local JSON pointers (pydantic's shape)."""
+    here = schema
+    for _ in range(64):
+        if "type" in here or type(here.get("$ref")) is not str or not here["$ref"].startswith("#/"):
+            return here.get("type")
+        target: Any = schema
+        for raw in unquote(here["$ref"][2:]).split("/"):
+            segment = raw.replace("~1", "/").replace("~0", "~")
+            if type(target) is not dict or segment not in target:
+                return None
+            target = target[segment]
+        if type(target) is not dict:
+            return None
+        here = target
+    return None
+
+
+def assert_object_json_schema(schema: object) -> None:
+    """Like :func:`assert_supported_json_schema`, and the root must declare ``type: "object"``.
+
+    A root ``$ref`` (``{"$ref": "#/$defs/Model", "$defs": ...}``) counts when its
+    target declares ``type: "object"``.
+
+    Raised errors: :class:`JsonSchemaError`; the object-root violation
+    (``schema.type must be "object" (structured output is object-rooted)``)
+    comes first.
+    """
+    violations = schema_violations(schema)
+    fobj, _ = frozen_types()
+    if (type(schema) is dict or (fobj is not None and type(schema) is fobj)) and _root_type(schema) != "object":
+        violations.insert(
+            0, Violation(("type",), "type", 'schema.type must be "object" (structured output is object-rooted)')
+        )
+    if violations:
+        raise JsonSchemaError(violations)

@@ -1,0 +1,105 @@
+"""The two twins of the dialect check (``_compile_py`` and ``_compile_c``, one source) give the same result.
+
+Imports both directly, so it does not depend on the active twin and runs once
+(in the compiled pass): the same node tables for accepted schemas, the same
+violations, in the same order, for rejected ones.
+"""
+
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from dsh_codegen.schema import _compile_py
+from dsh_codegen.schema._errors import JsonSchemaError
+from tests.corpus import corpus
+
+pytestmark = pytest.mark.once
+
+
+def _compiled() -> ModuleType:
+    try:
+        return importlib.import_module("dsh_codegen._compile_c")
+    except ImportError:
+        pytest.skip("dsh_codegen._compile_c is not built (no compiler at install time); nothing to compare")
+
+
+def _table(twin: Any, schema: Any, formats: bool = False) -> tuple[bool, bool, list[dict[str, Any]]]:
+    program = twin.compile_program(schema, formats)
+    return program.dialect, program.recursive, [vars(node) for node in program.nodes]
+
+
+def _violations(twin: Any, schema: Any) -> list[tuple[Any, str, str]]:
+    return [(v.path, v.keyword, v.message) for v in twin.schema_violations(schema)]
+
+
+def test_the_compiled_twin_is_this_source_compiled() -> None:
+    compiled = _compiled()
+    assert type(compiled.compile_program).__name__ == "cython_function_or_method"
+    assert compiled.__all__ == _compile_py.__all__
+
+
+@pytest.mark.parametrize("formats", [False, True])
+def test_same_tables_for_the_corpus(formats: bool) -> None:
+    compiled = _compiled()
+    cases = corpus()
+    assert len(cases) >= 100
+    for name, schema, _valid, _invalid in cases:
+        assert _table(compiled, schema, formats) == _table(_compile_py, schema, formats), name
+
+
+def _self_containing() -> dict[str, Any]:
+    schema: dict[str, Any] = {"type": "object", "properties": {}}
+    schema["properties"]["me"] = schema
+    return schema
+
+
+def _deep(depth: int) -> dict[str, Any]:
+    schema: dict[str, Any] = {"type": "string", "maxLength": 3}
+    for _ in range(depth):
+        schema = {"type": "array", "items": schema}
+    return schema
+
+
+REJECTED: list[Any] = [
+    {"type": "object", "requried": ["a"]},
+    {"type": "strin"},
+    {"type": ["string", "string"]},
+    {"not": {"type": "string"}, "if": {}, "then": {}, "patternProperties": {}},
+    {"type": "object", "properties": {"a": {"$ref": "#/$defs/missing"}}},
+    {"$ref": "https://example.com/schema"},
+    {"$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"$ref": "#/$defs/a"}}, "$ref": "#/$defs/a"},
+    {"type": "string", "pattern": "\\p{L}+"},
+    {"type": "number", "exclusiveMinimum": True, "multipleOf": 0},
+    {"type": "string", "minimum": 1, "maxLength": -1, "minLength": 2.5},
+    {"type": "object", "properties": {"a": {}}, "required": ["a", "b"], "additionalProperties": False},
+    {"enum": [], "const": float("nan")},
+    {"type": "integer", "enum": ["x"]},
+    {"properties": {"x": {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": "x"}}},
+    {"anyOf": [], "oneOf": "x", "allOf": [{"type": 3}]},
+    {"x-vendor": {1, 2}, "default": -0.0},
+    {1: "not a str key"},
+    [{"type": "string"}],
+    _self_containing(),
+    _deep(2_000),
+    {"items": _deep(2_000) | {"minItems": "two"}},
+]
+
+
+@pytest.mark.parametrize("index", range(len(REJECTED)))
+def test_same_violations_for_rejected_schemas(index: int) -> None:
+    compiled = _compiled()
+    schema = REJECTED[index]
+    expected = _violations(_compile_py, schema)
+    assert _violations(compiled, schema) == expected
+    if expected:
+        with pytest.raises(JsonSchemaError) as pure_error:
+            _compile_py.compile_program(schema)
+        with pytest.raises(JsonSchemaError) as compiled_error:
+            compiled.compile_program(schema)
+        assert str(compiled_error.value) == str(pure_error.value)
+    else:  # the deep schema is accepted: then the tables must agree
+        assert _table(compiled, schema) == _table(_compile_py, schema)
