@@ -39,6 +39,9 @@ from dsh_codegen.schema._shared import (
     V_ONE_OF,
     V_REQUIRED,
     any_code,
+    dependent_suffix,
+    dialect_keyword,
+    dialect_suffix,
     frozen_types,
     int_is_lossless,
     mismatch_code,
@@ -71,14 +74,6 @@ cdef extern from "Python.h":
     int PyUnicode_KIND(PyObject* o)
     void* PyUnicode_DATA(PyObject* o)
     object PyLong_FromVoidPtr(PyObject* p)
-    int PyObject_GenericSetAttr(object o, object name, object value) except -1
-    ctypedef struct PyMemberDef:
-        const char* name
-        int type
-        Py_ssize_t offset
-    ctypedef struct PyMemberDescrObject:
-        PyMemberDef* d_member
-    int T_OBJECT_EX
     Py_ssize_t PyDict_Size(PyObject* p)
     int PyUnicode_Compare(PyObject* left, PyObject* right)
     int PyObject_RichCompareBool(PyObject* a, PyObject* b, int op)
@@ -89,9 +84,6 @@ cdef extern from "Python.h":
     Py_UCS4 PyUnicode_READ_CHAR(PyObject* o, Py_ssize_t index)
     Py_ssize_t PyUnicode_CopyCharacters(object to, Py_ssize_t to_start, PyObject* from_,
                                         Py_ssize_t from_start, Py_ssize_t how_many) except -1
-    ctypedef PyObject* (*allocfunc)(PyTypeObject* t, Py_ssize_t n)
-    ctypedef struct _AllocType "PyTypeObject":
-        allocfunc tp_alloc
 
 # The dialect walk (programs of the wider tool-schema dialect): the shared source, compiled here.
 include "../dsh_codegen/schema/_dialect_py.py"
@@ -437,6 +429,10 @@ cdef int C_MULTIPLE_OF = V_MULTIPLE_OF, C_MIN_LENGTH = V_MIN_LENGTH, C_MAX_LENGT
 cdef int C_PATTERN = V_PATTERN
 cdef int C_MIN_ITEMS = V_MIN_ITEMS, C_MAX_ITEMS = V_MAX_ITEMS
 cdef int C_MIN_PROPERTIES = V_MIN_PROPERTIES, C_MAX_PROPERTIES = V_MAX_PROPERTIES
+cdef int C_ENUM = V_ENUM, C_CONST = V_CONST, C_TYPE = V_TYPE, C_TYPES = V_TYPES, C_FALSE = V_FALSE
+cdef int C_REQUIRED = V_REQUIRED, C_DEPENDENT = V_DEPENDENT, C_ADDITIONAL = V_ADDITIONAL
+cdef int C_PROPERTY_NAME = V_PROPERTY_NAME, C_ANY_OF = V_ANY_OF, C_ONE_OF = V_ONE_OF
+cdef int C_MIN_CONTAINS = V_MIN_CONTAINS, C_MAX_CONTAINS = V_MAX_CONTAINS
 
 
 cdef struct Check:
@@ -550,6 +546,7 @@ cdef class _DialectTable:
     cdef list _keep
     cdef bint _recursive
     cdef set _ancestors   # for the lossless walk's cycle check
+    cdef dict _texts      # the report's message suffixes, per (code, node, check or extra), made on first use
 
     def __cinit__(self):
         self._nodes = NULL
@@ -731,60 +728,68 @@ cdef class _DialectTable:
         pair = <tuple>k.pair
         return _number_ok(code, pair[1], <object>v)
 
+    cdef int _enum_code(self, DNode* d, PyObject* v, int kind) except -1:
+        """0 when ``v`` passes the node's enum and const, else ``V_ENUM`` or ``V_CONST``."""
+        cdef object key
+        if d.enum_keys == NULL and not d.has_const_key:
+            return 0
+        if kind == K_STRING or kind == K_INTEGER or kind == K_NUMBER or kind == K_NULL:
+            key = <object>v  # its own key (json_key)
+        else:
+            key = _value_key(<object>v, kind)
+        if d.enum_keys != NULL and key not in <frozenset>d.enum_keys:
+            return C_ENUM
+        if d.has_const_key and not key == <object>d.const_key:
+            return C_CONST
+        return 0
+
+    cdef bint _check_ok(self, Check* k, PyObject* v, int kind) except -1:
+        """Whether ``v`` (of ``kind``, the kind the check is for) passes one check."""
+        cdef Py_ssize_t size
+        if kind == K_STRING:
+            if k.code == C_MIN_LENGTH:
+                return PyUnicode_GET_LENGTH(v) >= k.count
+            if k.code == C_MAX_LENGTH:
+                return PyUnicode_GET_LENGTH(v) <= k.count
+            if k.search != NULL:
+                return (<object>k.search)(<object>v) is not None
+            return _string_ok(k.code, (<tuple>k.pair)[1], <object>v)
+        if kind == K_INTEGER or kind == K_NUMBER:
+            return self._number_check(k, v)
+        if kind == K_ARRAY:
+            size = _array_size(v)
+            if k.code == C_MIN_ITEMS:
+                return size >= k.count
+            if k.code == C_MAX_ITEMS:
+                return size <= k.count
+            return _scalars_unique(v, size) or _unique(<object>v)
+        size = PyDict_Size(v)  # K_OBJECT
+        if k.code == C_MIN_PROPERTIES:
+            return size >= k.count
+        return size <= k.count
+
     cdef bint _own_ok(self, DNode* d, PyObject* v, int kind) except -1:
         """The node's keywords on ``v`` itself (enum, const, the checks of ``kind``)."""
-        cdef Check* k
-        cdef Py_ssize_t j, size
-        cdef object key
-        if d.enum_keys != NULL or d.has_const_key:
-            if kind == K_STRING or kind == K_INTEGER or kind == K_NUMBER or kind == K_NULL:
-                key = <object>v  # its own key (json_key)
-            else:
-                key = _value_key(<object>v, kind)
-            if d.enum_keys != NULL and key not in <frozenset>d.enum_keys:
+        cdef Py_ssize_t j, first, n
+        if self._enum_code(d, v, kind):
+            return False
+        first, n = self._checks_of(d, kind)
+        for j in range(first, first + n):
+            if not self._check_ok(&self._checks[j], v, kind):
                 return False
-            if d.has_const_key and not key == <object>d.const_key:
-                return False
-        if kind == K_STRING:
-            for j in range(d.n_str):
-                k = &self._checks[d.first_check + d.n_num + j]
-                if k.code == C_MIN_LENGTH:
-                    if PyUnicode_GET_LENGTH(v) < k.count:
-                        return False
-                elif k.code == C_MAX_LENGTH:
-                    if PyUnicode_GET_LENGTH(v) > k.count:
-                        return False
-                elif k.search != NULL:
-                    if (<object>k.search)(<object>v) is None:
-                        return False
-                elif not _string_ok(k.code, (<tuple>k.pair)[1], <object>v):
-                    return False
-        elif kind == K_INTEGER or kind == K_NUMBER:
-            for j in range(d.n_num):
-                if not self._number_check(&self._checks[d.first_check + j], v):
-                    return False
-        elif kind == K_ARRAY:
-            size = _array_size(v)
-            for j in range(d.n_arr):
-                k = &self._checks[d.first_check + d.n_num + d.n_str + j]
-                if k.code == C_MIN_ITEMS:
-                    if size < k.count:
-                        return False
-                elif k.code == C_MAX_ITEMS:
-                    if size > k.count:
-                        return False
-                elif not _scalars_unique(v, size) and not _unique(<object>v):
-                    return False
-        elif kind == K_OBJECT:
-            size = PyDict_Size(v)
-            for j in range(d.n_obj):
-                k = &self._checks[d.first_check + d.n_num + d.n_str + d.n_arr + j]
-                if k.code == C_MIN_PROPERTIES:
-                    if size < k.count:
-                        return False
-                elif size > k.count:
-                    return False
         return True
+
+    cdef inline (Py_ssize_t, Py_ssize_t) _checks_of(self, DNode* d, int kind) noexcept:
+        """The first index and the number of the node's checks that apply to a value of ``kind``."""
+        if kind == K_STRING:
+            return d.first_check + d.n_num, d.n_str
+        if kind == K_INTEGER or kind == K_NUMBER:
+            return d.first_check, d.n_num
+        if kind == K_ARRAY:
+            return d.first_check + d.n_num + d.n_str, d.n_arr
+        if kind == K_OBJECT:
+            return d.first_check + d.n_num + d.n_str + d.n_arr, d.n_obj
+        return d.first_check, 0
 
     cdef inline bint _simple_ok(self, DNode* d, PyObject* v) except -1:
         cdef int kind = self._kind(v)
@@ -1226,7 +1231,6 @@ cdef inline tuple _segment(object segment):
     return <tuple>found
 
 
-cdef object _object_new = object.__new__
 cdef object _ANY_NODE = _PyNode(0)  # what unconstrained values are checked against
 
 # Objects with at most this many declared properties find a key by scanning their
@@ -1432,53 +1436,9 @@ cdef inline int _spush(VStack* s, PyObject* value, int node, int tag, Py_ssize_t
     return 0
 
 
-cdef Py_ssize_t _PATH_AT = -1, _KEYWORD_AT = -1, _MESSAGE_AT = -1
-
-
-cdef Py_ssize_t _slot_offset(str name) except -2:
-    """The byte offset of a ``Violation`` slot (its member descriptor says), or -1."""
-    descriptor = _Violation.__dict__.get(name)
-    if type(descriptor) is not _MEMBER_DESCRIPTOR:
-        return -1
-    cdef PyMemberDef* member = (<PyMemberDescrObject*>descriptor).d_member
-    return member.offset if member.type == T_OBJECT_EX else -1
-
-
-from types import MemberDescriptorType as _MEMBER_DESCRIPTOR  # what a __slots__ entry becomes
-_PATH_AT = _slot_offset("path")
-_KEYWORD_AT = _slot_offset("keyword")
-_MESSAGE_AT = _slot_offset("message")
-
-
-cdef inline void _put(object owner, Py_ssize_t offset, object value) noexcept:
-    Py_INCREF(value)
-    (<PyObject**>((<char*><PyObject*>owner) + offset))[0] = <PyObject*>value
-
-
-cdef PyTypeObject* _VIOLATION_TYPE = <PyTypeObject*>_Violation
-
-
 cdef inline object _new_violation(tuple path, str keyword, str message):
-    # What _shared.new_violation does, minus the Python calls. The frozen slotted dataclass
-    # has no __post_init__, so writing the three slots of a fresh instance is construction;
-    # the instance comes from the type's own allocator (what object.__new__ ends in, without
-    # the call and its argument checks), zero-filled, so the slots start out empty.
-    cdef PyObject* raw
-    if _PATH_AT >= 0 and _KEYWORD_AT >= 0 and _MESSAGE_AT >= 0:
-        raw = (<_AllocType*>_VIOLATION_TYPE).tp_alloc(_VIOLATION_TYPE, 0)
-        if raw == NULL:
-            raise MemoryError()
-        violation = <object>raw  # a second reference ...
-        Py_DECREF(violation)     # ... so that only the variable's remains
-        _put(violation, _PATH_AT, path)
-        _put(violation, _KEYWORD_AT, keyword)
-        _put(violation, _MESSAGE_AT, message)
-    else:  # an unexpected layout: go through object's own setter
-        violation = _object_new(_Violation)
-        PyObject_GenericSetAttr(violation, "path", path)
-        PyObject_GenericSetAttr(violation, "keyword", keyword)
-        PyObject_GenericSetAttr(violation, "message", message)
-    return violation
+    # The dataclass's own constructor: a Violation is built the one ordinary way.
+    return _Violation(path, keyword, message)
 
 
 cdef class CompiledValidator:
