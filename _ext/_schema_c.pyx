@@ -1486,8 +1486,13 @@ cdef int _scan_child(_DialectTable t, VStack* s, Paths* p, int child, object ite
     The verdict is asked only in the first PRECHECK_DEPTH levels (it walks the
     member's whole subtree, so asking at every level would be quadratic).
     """
-    if _depth(p, at) < PRECHECK_DEPTH:
-        if child < 0 or t._nodes[child].trivial:
+    cdef int container = 0
+    cdef DNode* c = &t._nodes[child] if child >= 0 else NULL
+    if _leaf(<PyObject*>item, &container):  # a JSON scalar: a type test here, or the scan's own visit
+        if c == NULL or c.trivial or (c.simple and t._simple_ok(c, <PyObject*>item)):
+            return 0
+    elif container and _depth(p, at) < PRECHECK_DEPTH:
+        if c == NULL or c.trivial:
             if t._lossless_value(<PyObject*>item):
                 return 0
         elif _verdict(t, child, <PyObject*>item, budget):
@@ -1701,14 +1706,15 @@ cdef int _scan_dialect(_DialectTable t, object value, Recs* recs, Paths* p) exce
 cdef str _dialect_suffix_of(_DialectTable t, Rec* rec):
     """The message after the path: per node and check (or type mask, or trigger) made once and kept."""
     cdef int code = rec.code
-    node = t._py_nodes[rec.node]
+    cdef Py_ssize_t key
     if code == C_ONE_OF or code == C_MIN_CONTAINS or code == C_MAX_CONTAINS:
-        return dialect_suffix(code, node, rec.extra)  # a match count: not worth keeping
+        return dialect_suffix(code, t._py_nodes[rec.node], rec.extra)  # a match count: not worth keeping
     if t._texts is None:
         t._texts = {}
-    key = (code, rec.node, rec.extra)
+    key = (rec.extra * 64 + code) * t._n + rec.node  # code < 64, extra >= 0: one int per (code, node, extra)
     text = t._texts.get(key)
     if text is None:
+        node = t._py_nodes[rec.node]
         if code == C_DEPENDENT:
             text = dependent_suffix((<tuple>node.dependent)[rec.extra][0])
         elif _IS_CHECK[code]:
