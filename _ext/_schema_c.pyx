@@ -39,6 +39,9 @@ from dsh_codegen.schema._shared import (
     V_ONE_OF,
     V_REQUIRED,
     any_code,
+    dependent_suffix,
+    dialect_keyword,
+    dialect_suffix,
     frozen_types,
     int_is_lossless,
     mismatch_code,
@@ -71,14 +74,6 @@ cdef extern from "Python.h":
     int PyUnicode_KIND(PyObject* o)
     void* PyUnicode_DATA(PyObject* o)
     object PyLong_FromVoidPtr(PyObject* p)
-    int PyObject_GenericSetAttr(object o, object name, object value) except -1
-    ctypedef struct PyMemberDef:
-        const char* name
-        int type
-        Py_ssize_t offset
-    ctypedef struct PyMemberDescrObject:
-        PyMemberDef* d_member
-    int T_OBJECT_EX
     Py_ssize_t PyDict_Size(PyObject* p)
     int PyUnicode_Compare(PyObject* left, PyObject* right)
     int PyObject_RichCompareBool(PyObject* a, PyObject* b, int op)
@@ -89,9 +84,6 @@ cdef extern from "Python.h":
     Py_UCS4 PyUnicode_READ_CHAR(PyObject* o, Py_ssize_t index)
     Py_ssize_t PyUnicode_CopyCharacters(object to, Py_ssize_t to_start, PyObject* from_,
                                         Py_ssize_t from_start, Py_ssize_t how_many) except -1
-    ctypedef PyObject* (*allocfunc)(PyTypeObject* t, Py_ssize_t n)
-    ctypedef struct _AllocType "PyTypeObject":
-        allocfunc tp_alloc
 
 # The dialect walk (programs of the wider tool-schema dialect): the shared source, compiled here.
 include "../dsh_codegen/schema/_dialect_py.py"
@@ -437,6 +429,10 @@ cdef int C_MULTIPLE_OF = V_MULTIPLE_OF, C_MIN_LENGTH = V_MIN_LENGTH, C_MAX_LENGT
 cdef int C_PATTERN = V_PATTERN
 cdef int C_MIN_ITEMS = V_MIN_ITEMS, C_MAX_ITEMS = V_MAX_ITEMS
 cdef int C_MIN_PROPERTIES = V_MIN_PROPERTIES, C_MAX_PROPERTIES = V_MAX_PROPERTIES
+cdef int C_ENUM = V_ENUM, C_CONST = V_CONST, C_TYPE = V_TYPE, C_TYPES = V_TYPES, C_FALSE = V_FALSE
+cdef int C_REQUIRED = V_REQUIRED, C_DEPENDENT = V_DEPENDENT, C_ADDITIONAL = V_ADDITIONAL
+cdef int C_PROPERTY_NAME = V_PROPERTY_NAME, C_ANY_OF = V_ANY_OF, C_ONE_OF = V_ONE_OF
+cdef int C_MIN_CONTAINS = V_MIN_CONTAINS, C_MAX_CONTAINS = V_MAX_CONTAINS
 
 
 cdef struct Check:
@@ -550,6 +546,7 @@ cdef class _DialectTable:
     cdef list _keep
     cdef bint _recursive
     cdef set _ancestors   # for the lossless walk's cycle check
+    cdef dict _texts      # the report's message suffixes, per (code, node, check or extra), made on first use
 
     def __cinit__(self):
         self._nodes = NULL
@@ -731,6 +728,51 @@ cdef class _DialectTable:
         pair = <tuple>k.pair
         return _number_ok(code, pair[1], <object>v)
 
+    cdef int _enum_code(self, DNode* d, PyObject* v, int kind) except -1:
+        """0 when ``v`` passes the node's enum and const, else ``V_ENUM`` or ``V_CONST``."""
+        cdef object key
+        if d.enum_keys == NULL and not d.has_const_key:
+            return 0
+        if kind == K_STRING or kind == K_INTEGER or kind == K_NUMBER or kind == K_NULL:
+            key = <object>v  # its own key (json_key)
+        else:
+            key = _value_key(<object>v, kind)
+        if d.enum_keys != NULL and key not in <frozenset>d.enum_keys:
+            return C_ENUM
+        if d.has_const_key and not key == <object>d.const_key:
+            return C_CONST
+        return 0
+
+    cdef bint _check_ok(self, Check* k, PyObject* v, int kind) except -1:
+        """Whether ``v`` (of ``kind``, the kind the check is for) passes one check (the report scan's test).
+
+        ``_own_ok`` runs the same tests inline, on the verdict walk's path (a call per
+        check there cost about 6 % of the corpus's ``is_valid``); the twin-differential
+        tests hold the two to the same verdicts.
+        """
+        cdef Py_ssize_t size
+        if kind == K_STRING:
+            if k.code == C_MIN_LENGTH:
+                return PyUnicode_GET_LENGTH(v) >= k.count
+            if k.code == C_MAX_LENGTH:
+                return PyUnicode_GET_LENGTH(v) <= k.count
+            if k.search != NULL:
+                return (<object>k.search)(<object>v) is not None
+            return _string_ok(k.code, (<tuple>k.pair)[1], <object>v)
+        if kind == K_INTEGER or kind == K_NUMBER:
+            return self._number_check(k, v)
+        if kind == K_ARRAY:
+            size = _array_size(v)
+            if k.code == C_MIN_ITEMS:
+                return size >= k.count
+            if k.code == C_MAX_ITEMS:
+                return size <= k.count
+            return _scalars_unique(v, size) or _unique(<object>v)
+        size = PyDict_Size(v)  # K_OBJECT
+        if k.code == C_MIN_PROPERTIES:
+            return size >= k.count
+        return size <= k.count
+
     cdef bint _own_ok(self, DNode* d, PyObject* v, int kind) except -1:
         """The node's keywords on ``v`` itself (enum, const, the checks of ``kind``)."""
         cdef Check* k
@@ -785,6 +827,18 @@ cdef class _DialectTable:
                 elif size > k.count:
                     return False
         return True
+
+    cdef inline (Py_ssize_t, Py_ssize_t) _checks_of(self, DNode* d, int kind) noexcept:
+        """The first index and the number of the node's checks that apply to a value of ``kind``."""
+        if kind == K_STRING:
+            return d.first_check + d.n_num, d.n_str
+        if kind == K_INTEGER or kind == K_NUMBER:
+            return d.first_check, d.n_num
+        if kind == K_ARRAY:
+            return d.first_check + d.n_num + d.n_str, d.n_arr
+        if kind == K_OBJECT:
+            return d.first_check + d.n_num + d.n_str + d.n_arr, d.n_obj
+        return d.first_check, 0
 
     cdef inline bint _simple_ok(self, DNode* d, PyObject* v) except -1:
         cdef int kind = self._kind(v)
@@ -1226,7 +1280,6 @@ cdef inline tuple _segment(object segment):
     return <tuple>found
 
 
-cdef object _object_new = object.__new__
 cdef object _ANY_NODE = _PyNode(0)  # what unconstrained values are checked against
 
 # Objects with at most this many declared properties find a key by scanning their
@@ -1432,53 +1485,344 @@ cdef inline int _spush(VStack* s, PyObject* value, int node, int tag, Py_ssize_t
     return 0
 
 
-cdef Py_ssize_t _PATH_AT = -1, _KEYWORD_AT = -1, _MESSAGE_AT = -1
-
-
-cdef Py_ssize_t _slot_offset(str name) except -2:
-    """The byte offset of a ``Violation`` slot (its member descriptor says), or -1."""
-    descriptor = _Violation.__dict__.get(name)
-    if type(descriptor) is not _MEMBER_DESCRIPTOR:
-        return -1
-    cdef PyMemberDef* member = (<PyMemberDescrObject*>descriptor).d_member
-    return member.offset if member.type == T_OBJECT_EX else -1
-
-
-from types import MemberDescriptorType as _MEMBER_DESCRIPTOR  # what a __slots__ entry becomes
-_PATH_AT = _slot_offset("path")
-_KEYWORD_AT = _slot_offset("keyword")
-_MESSAGE_AT = _slot_offset("message")
-
-
-cdef inline void _put(object owner, Py_ssize_t offset, object value) noexcept:
-    Py_INCREF(value)
-    (<PyObject**>((<char*><PyObject*>owner) + offset))[0] = <PyObject*>value
-
-
-cdef PyTypeObject* _VIOLATION_TYPE = <PyTypeObject*>_Violation
-
-
 cdef inline object _new_violation(tuple path, str keyword, str message):
-    # What _shared.new_violation does, minus the Python calls. The frozen slotted dataclass
-    # has no __post_init__, so writing the three slots of a fresh instance is construction;
-    # the instance comes from the type's own allocator (what object.__new__ ends in, without
-    # the call and its argument checks), zero-filled, so the slots start out empty.
-    cdef PyObject* raw
-    if _PATH_AT >= 0 and _KEYWORD_AT >= 0 and _MESSAGE_AT >= 0:
-        raw = (<_AllocType*>_VIOLATION_TYPE).tp_alloc(_VIOLATION_TYPE, 0)
-        if raw == NULL:
-            raise MemoryError()
-        violation = <object>raw  # a second reference ...
-        Py_DECREF(violation)     # ... so that only the variable's remains
-        _put(violation, _PATH_AT, path)
-        _put(violation, _KEYWORD_AT, keyword)
-        _put(violation, _MESSAGE_AT, message)
-    else:  # an unexpected layout: go through object's own setter
-        violation = _object_new(_Violation)
-        PyObject_GenericSetAttr(violation, "path", path)
-        PyObject_GenericSetAttr(violation, "keyword", keyword)
-        PyObject_GenericSetAttr(violation, "message", message)
-    return violation
+    # The dataclass's own constructor: a Violation is built the one ordinary way.
+    return _Violation(path, keyword, message)
+
+
+# --- the dialect's reporting scan: the report walk over _DialectTable, rendered afterwards ----
+
+cdef enum:
+    # Containers the scan of a recursive program visits before it hands the value to the
+    # Python walk, which tracks the containers on the path: only a cyclic value gets there.
+    SCAN_BUDGET = 1000000
+
+# the codes whose record holds the index of the failed check (its argument is in the message)
+cdef bint _IS_CHECK[64]
+for _code in range(64):
+    _IS_CHECK[_code] = _code in (V_MINIMUM, V_MAXIMUM, V_EXCLUSIVE_MINIMUM, V_EXCLUSIVE_MAXIMUM, V_MULTIPLE_OF,
+                                 V_MIN_LENGTH, V_MAX_LENGTH, V_PATTERN, V_FORMAT, V_MIN_ITEMS, V_MAX_ITEMS,
+                                 V_UNIQUE, V_MIN_PROPERTIES, V_MAX_PROPERTIES)
+cdef tuple _DIALECT_KEYWORD_BY_CODE = tuple(
+    dialect_keyword(code) if code in KEYWORD_OF_CODE or code in _sh.DIALECT_KEYWORD else "" for code in range(64))
+
+
+cdef inline void _vreverse(VStack* s, Py_ssize_t base) noexcept:
+    """Reverse the frames from ``base`` up: members pushed in document order pop in it."""
+    cdef Py_ssize_t lo = base, hi = s.size - 1
+    cdef VFrame tmp
+    while lo < hi:
+        tmp = s.items[lo]
+        s.items[lo] = s.items[hi]
+        s.items[hi] = tmp
+        lo += 1
+        hi -= 1
+
+
+cdef bint _verdict(_DialectTable t, int index, PyObject* v, long* budget) except -1:
+    """``valid_from`` on the scan's container budget; a spent budget (``budget`` < 0) ends the scan.
+
+    Each verdict of a recursive program would otherwise spend a budget of its own
+    on a cyclic member, once per level above it.
+    """
+    return t._walk(index, v, None, budget) == 1
+
+
+cdef int _scan_child(_DialectTable t, VStack* s, Paths* p, int child, object item, Py_ssize_t at,
+                     PyObject* key, Py_ssize_t index, long* budget) except -1:
+    """``DialectWalker._push_child``: push a member to report on, unless the verdict walk accepts it.
+
+    The verdict is asked only in the first PRECHECK_DEPTH levels (it walks the
+    member's whole subtree, so asking at every level would be quadratic).
+    """
+    cdef int container = 0
+    cdef DNode* c = &t._nodes[child] if child >= 0 else NULL
+    if _leaf(<PyObject*>item, &container):  # a JSON scalar: a type test here, or the scan's own visit
+        if c == NULL or c.trivial or (c.simple and t._simple_ok(c, <PyObject*>item)):
+            return 0
+    elif container and _depth(p, at) < PRECHECK_DEPTH:
+        if c == NULL or c.trivial:
+            if t._lossless_value(<PyObject*>item):
+                return 0
+        elif _verdict(t, child, <PyObject*>item, budget):
+            return 0
+    _vpush(s, <PyObject*>item, child, T_VISIT, _path_add(p, at, key, index))
+    return 0
+
+
+cdef int _scan_object_own(_DialectTable t, Recs* recs, Paths* p, VFrame* f, DNode* d) except -1:
+    """``DialectWalker._collect_object_own`` up to the checks: missing required and dependent names."""
+    cdef PyObject* v = f.value
+    cdef Py_ssize_t i = 0
+    for name in <tuple>d.required:
+        if PyDict_GetItemWithError(v, <PyObject*>name) == NULL:  # exact str keys: no user code
+            _rec_add(recs, C_REQUIRED, f.node, _path_add(p, f.path, <PyObject*>name, 0), 0)
+    for name, others in <tuple>d.dependent:
+        if PyDict_GetItemWithError(v, <PyObject*>name) != NULL:
+            for other in <tuple>others:
+                if PyDict_GetItemWithError(v, <PyObject*>other) == NULL:
+                    _rec_add(recs, C_DEPENDENT, f.node, _path_add(p, f.path, <PyObject*>other, 0), i)
+        i += 1
+    return 0
+
+
+cdef int _scan_parts(_DialectTable t, Recs* recs, Paths* p, VFrame* f, DNode* d, int kind,
+                     long* budget) except -1:
+    """After the checks: propertyNames (objects) or contains (arrays)."""
+    cdef PyObject* v = f.value
+    cdef PyObject* key
+    cdef PyObject* item
+    cdef Py_ssize_t pos = 0, i, matches = 0
+    if kind == K_OBJECT and d.property_names >= 0:
+        while PyDict_Next(v, &pos, &key, &item):
+            key_obj = <object>key
+            if not _verdict(t, d.property_names, key, budget):
+                _rec_add(recs, C_PROPERTY_NAME, f.node, _path_add(p, f.path, key, 0), 0)
+    elif kind == K_ARRAY and d.contains >= 0:
+        for i in range(_array_size(v)):
+            item_obj = <object>_array_item(v, i)
+            if _verdict(t, d.contains, <PyObject*>item_obj, budget):
+                matches += 1
+        if matches < d.min_contains:
+            _rec_add(recs, C_MIN_CONTAINS, f.node, f.path, matches)
+        elif d.max_contains >= 0 and matches > d.max_contains:
+            _rec_add(recs, C_MAX_CONTAINS, f.node, f.path, matches)
+    return 0
+
+
+cdef int _scan_combinator(_DialectTable t, Recs* recs, VFrame* f, Py_ssize_t first, Py_ssize_t n, int code,
+                          int kind, long* budget) except -2:
+    """``DialectWalker._combinator``: record an anyOf/oneOf miss; the one branch to descend into, else -1."""
+    cdef Py_ssize_t j
+    cdef int branch, only = -1, possible = 0, mask = 0, shape, matched = 0
+    for j in range(n):
+        branch = t._indices[first + j]
+        shape = t._py_nodes[branch].shape
+        mask |= shape
+        if (shape >> kind) & 1:
+            possible += 1
+            only = branch
+    if possible == 1:
+        return only
+    if possible == 0 and mask:
+        if mask & (1 << K_NUMBER):
+            mask &= ~(1 << K_INTEGER)  # integer is part of number
+        _rec_add(recs, C_TYPES, f.node, f.path, mask)
+        return -1
+    for j in range(n):
+        branch = t._indices[first + j]
+        if (t._py_nodes[branch].shape >> kind) & 1 and _verdict(t, branch, f.value, budget):
+            matched += 1
+            if code == C_ANY_OF:
+                break
+    if code == C_ANY_OF and not matched:
+        _rec_add(recs, C_ANY_OF, f.node, f.path, 0)
+    elif code == C_ONE_OF and matched != 1:
+        _rec_add(recs, C_ONE_OF, f.node, f.path, matched)
+    return -1
+
+
+cdef int _scan_children(_DialectTable t, VStack* s, Paths* p, VFrame* f, DNode* d, int kind,
+                        long* budget) except -1:
+    """``DialectWalker._object_children`` / ``_array_children``: push the members to report on."""
+    cdef PyObject* v = f.value
+    cdef PyObject* key
+    cdef PyObject* code
+    cdef PyObject* item
+    cdef Py_ssize_t pos = 0, i, base
+    cdef int child
+    if kind == K_OBJECT:
+        _vpush(s, v, f.node, T_EXTRAS, f.path)  # the undeclared keys, after the declared members
+        if d.props == NULL:
+            return 0
+        base = s.size
+        while PyDict_Next(d.props, &pos, &key, &code):
+            item = PyDict_GetItemWithError(v, key)
+            if item != NULL:
+                _scan_child(t, s, p, PyLong_AsLong(code) >> 1, <object>item, f.path, key, 0, budget)
+        _vreverse(s, base)
+        return 0
+    for i in range(_array_size(v) - 1, -1, -1):
+        child = t._indices[d.first_prefix + i] if i < d.n_prefix else d.items
+        _scan_child(t, s, p, child, <object>_array_item(v, i), f.path, NULL, i, budget)
+    return 0
+
+
+cdef int _scan_extras(_DialectTable t, VStack* s, Recs* recs, Paths* p, VFrame* f, long* budget) except -1:
+    """``DialectWalker._collect_extras``: the undeclared keys (closed) or their values (open)."""
+    cdef DNode* d = &t._nodes[f.node]
+    cdef PyObject* key
+    cdef PyObject* item
+    cdef Py_ssize_t pos = 0, base = s.size
+    while PyDict_Next(f.value, &pos, &key, &item):
+        if d.props != NULL and PyDict_GetItemWithError(d.props, key) != NULL:
+            continue
+        if d.closed:
+            _rec_add(recs, C_ADDITIONAL, f.node, _path_add(p, f.path, key, 0), 0)
+        else:
+            _scan_child(t, s, p, d.additional, <object>item, f.path, key, 0, budget)
+    _vreverse(s, base)
+    return 0
+
+
+cdef int _scan_dialect(_DialectTable t, object value, Recs* recs, Paths* p) except -1:
+    """``DialectWalker._collect`` over the C table: record every violation, in its order; 1 when done.
+
+    Returns 0 to hand the value to the Python walk: a part that is not plain
+    JSON (only that walk classifies it), or a recursive program's value past
+    the container budget (a cycle, which only that walk reports). Frames own
+    their values: the checks run Python code (patterns, big numbers).
+    """
+    cdef VFrame inline_frames[INLINE_FRAMES]
+    cdef VStack s
+    cdef VFrame f
+    cdef DNode* d
+    cdef PyObject* v
+    cdef Py_ssize_t j, first, n
+    cdef int kind, code, descend_any, descend_one, container = 0
+    cdef long budget = SCAN_BUDGET
+    cdef int result = 1
+    cdef object held
+    s.items = inline_frames
+    s.size = 0
+    s.cap = INLINE_FRAMES
+    s.heap = False
+    try:
+        _vpush(&s, <PyObject*>value, 0, T_VISIT, -1)
+        while s.size > 0:
+            s.size -= 1
+            f = s.items[s.size]
+            held = <object>f.value  # takes a reference of its own ...
+            Py_DECREF(held)         # ... so the frame's can go
+            v = f.value
+            if budget < 0:
+                result = 0  # a cycle, or an enormous value: the Python walk tracks the path
+                break
+            if f.tag == T_EXTRAS:
+                _scan_extras(t, &s, recs, p, &f, &budget)
+                continue
+            if f.node < 0 or t._nodes[f.node].trivial:
+                if not t._lossless_value(v):
+                    result = 0
+                    break
+                continue
+            d = &t._nodes[f.node]
+            if t._recursive and (Py_TYPE(v) == &PyDict_Type or not _leaf(v, &container)):
+                budget -= 1
+            if d.false_:
+                _rec_add(recs, C_FALSE, f.node, f.path, 0)
+                continue
+            kind = t._kind(v)
+            if kind < 0:
+                result = 0
+                break
+            if d.admit and not (d.admit >> kind) & 1:
+                _rec_add(recs, C_TYPE, f.node, f.path, 0)
+                continue
+            code = t._enum_code(d, v, kind)
+            if code:
+                _rec_add(recs, code, f.node, f.path, 0)
+                continue
+            if kind == K_OBJECT:
+                _scan_object_own(t, recs, p, &f, d)
+            first, n = t._checks_of(d, kind)
+            for j in range(first, first + n):
+                if not t._check_ok(&t._checks[j], v, kind):
+                    _rec_add(recs, t._checks[j].code, f.node, f.path, j)
+            _scan_parts(t, recs, p, &f, d, kind, &budget)
+            descend_any = _scan_combinator(t, recs, &f, d.first_any, d.n_any, C_ANY_OF, kind, &budget) if d.n_any else -1
+            descend_one = _scan_combinator(t, recs, &f, d.first_one, d.n_one, C_ONE_OF, kind, &budget) if d.n_one else -1
+            # reported after the node's members: allOf, $ref, then the one possible branch of each combinator
+            if descend_one >= 0:
+                _vpush(&s, v, descend_one, T_VISIT, f.path)
+            if descend_any >= 0:
+                _vpush(&s, v, descend_any, T_VISIT, f.path)
+            if d.ref >= 0:
+                _vpush(&s, v, d.ref, T_VISIT, f.path)
+            for j in range(d.n_all - 1, -1, -1):
+                _vpush(&s, v, t._indices[d.first_all + j], T_VISIT, f.path)
+            if (kind == K_OBJECT and d.obj_members) or (kind == K_ARRAY and d.arr_members):
+                _scan_children(t, &s, p, &f, d, kind, &budget)
+    finally:
+        while s.size > 0:
+            s.size -= 1
+            Py_DECREF(<object>s.items[s.size].value)
+        if s.heap:
+            free(s.items)
+    return result
+
+
+cdef str _dialect_suffix_of(_DialectTable t, Rec* rec):
+    """The message after the path: per node and check (or type mask, or trigger) made once and kept."""
+    cdef int code = rec.code
+    cdef Py_ssize_t key
+    if code == C_ONE_OF or code == C_MIN_CONTAINS or code == C_MAX_CONTAINS:
+        return dialect_suffix(code, t._py_nodes[rec.node], rec.extra)  # a match count: not worth keeping
+    if t._texts is None:
+        t._texts = {}
+    key = (rec.extra * 64 + code) * t._n + rec.node  # code < 64, extra >= 0: one int per (code, node, extra)
+    text = t._texts.get(key)
+    if text is None:
+        node = t._py_nodes[rec.node]
+        if code == C_DEPENDENT:
+            text = dependent_suffix((<tuple>node.dependent)[rec.extra][0])
+        elif _IS_CHECK[code]:
+            text = dialect_suffix(code, node, (<tuple>t._checks[rec.extra].pair)[1])
+        else:
+            text = dialect_suffix(code, node, rec.extra)
+        t._texts[key] = text
+    return <str>text
+
+
+cdef list _render_dialect(_DialectTable t, Recs* recs, Paths* p, _Render r):
+    """The recorded violations as ``Violation``s, in record order (``dialect_violation``'s texts)."""
+    cdef list out = []
+    cdef Rec* rec
+    cdef Py_ssize_t i
+    cdef int code
+    cdef str message
+    for i in range(recs.size):
+        rec = &recs.items[i]
+        code = rec.code
+        if code == C_REQUIRED:
+            message = r.where_at(p, rec.path, "missing required property ", "")
+        elif code == C_DEPENDENT:
+            message = r.where_at(p, rec.path, "missing required property ", _dialect_suffix_of(t, rec))
+        else:
+            message = r.where_at(p, rec.path, "", _dialect_suffix_of(t, rec))
+        out.append(_new_violation(_segments_of(p, rec.path), <str>_DIALECT_KEYWORD_BY_CODE[code], message))
+    return out
+
+
+cdef list _report_dialect(_DialectTable t, object walker, object value, str root, str alias):
+    """Every violation of a dialect program: the C scan when it can tell, else ``walker``'s Python walk."""
+    cdef Rec inline_recs[INLINE_RECS]
+    cdef PathSeg inline_segs[INLINE_SEGS]
+    cdef Recs recs
+    cdef Paths p
+    cdef Py_ssize_t i
+    if t.valid_from(0, <PyObject*>value):
+        return []
+    recs.items = inline_recs
+    recs.size = 0
+    recs.cap = INLINE_RECS
+    recs.heap = False
+    p.items = inline_segs
+    p.size = 0
+    p.cap = INLINE_SEGS
+    p.heap = False
+    try:
+        if _scan_dialect(t, value, &recs, &p) and recs.size:
+            return _render_dialect(t, &recs, &p, _render_for(root, alias))
+    finally:
+        for i in range(p.size):
+            if p.items[i].key != NULL:
+                Py_DECREF(<object>p.items[i].key)
+        if p.heap:
+            free(p.items)
+        if recs.heap:
+            free(recs.items)
+    return walker._collect(value, root, alias)
 
 
 cdef class CompiledValidator:
@@ -1891,13 +2235,13 @@ cdef class CompiledValidator:
         Never raises for any ``value``.
         """
         if self._dialect is not None:
-            return self._dialect.violations(value, path, path)
+            return _report_dialect(self._dtable, self._dialect, value, path, path)
         return self._report(value, path, path)
 
     def validate_args(self, object args):
         """Violations of tool arguments: ``"arguments"`` names the root, children are unrooted."""
         if self._dialect is not None:
-            return self._dialect.violations(args, "", "arguments")
+            return _report_dialect(self._dtable, self._dialect, args, "", "arguments")
         return self._report(args, "", "arguments")
 
     cdef list _report(self, object value, str root, str alias):

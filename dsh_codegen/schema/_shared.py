@@ -720,22 +720,52 @@ def dialect_violation(
     alias: str,
     extra: Any = None,
 ) -> Violation:
-    """Render a violation of the dialect walk (new codes here, the subset's through :func:`make_violation`).
+    """Render a violation of the dialect walk (the message is path text, then :func:`dialect_suffix`).
 
     ``extra`` is the failing check's argument (a bound, a pattern), the missing
-    name, a match count or a type mask, per code.
+    name, a ``(name, trigger)`` pair (``V_DEPENDENT``), a match count or a type
+    mask, per code.
     """
-    if code < V_MINIMUM:
-        if code == V_TYPE and node.kind == DIALECT:
-            code, extra = V_TYPES, node.types
-        else:
-            return make_violation(code, node, segments, root, alias, extra)
+    if code == V_REQUIRED:
+        path = segments + (extra,)
+        return new_violation(path, "required", "missing required property " + _path_text(path, root, alias))
     if code == V_DEPENDENT:
         name, trigger = extra
         path = segments + (name,)
-        text = _path_text(path, root, alias)
-        return new_violation(path, "dependentRequired", f"missing required property {text} (required when {quote_path(trigger)} is present)")
-    where = _path_text(segments, root, alias)
+        text = "missing required property " + _path_text(path, root, alias) + dependent_suffix(trigger)
+        return new_violation(path, "dependentRequired", text)
+    return new_violation(segments, dialect_keyword(code), _path_text(segments, root, alias) + dialect_suffix(code, node, extra))
+
+
+def dialect_keyword(code: int) -> str:
+    """The ``Violation.keyword`` of a dialect-walk violation code."""
+    return KEYWORD_OF_CODE[code] if code < V_MINIMUM else DIALECT_KEYWORD[code]
+
+
+def dependent_suffix(trigger: str) -> str:
+    """What follows the missing name's path in a ``dependentRequired`` message."""
+    return f" (required when {quote_path(trigger)} is present)"
+
+
+def dialect_suffix(code: int, node: Node, extra: Any = None) -> str:
+    """The text after the path of a dialect-walk violation (``V_REQUIRED`` and ``V_DEPENDENT`` aside).
+
+    Both twins render through it: the pure walk per violation, the compiled
+    scan once per node and check where the text depends on nothing else.
+    """
+    if code < V_MINIMUM:
+        if code == V_TYPE:
+            if node.kind == DIALECT:
+                return " must be " + type_mask_text(node.types)
+            return TYPE_SUFFIX[node.kind]
+        fixed = FIXED_SUFFIX.get(code)
+        if fixed is not None:
+            return fixed
+        if code == V_ONE_OF:
+            return f" must match exactly one oneOf branch (matched {extra})"
+        if code == V_ENUM or code == V_CONST:
+            return node_suffix(code, node)
+        raise AssertionError(code)  # pragma: no cover - every code is listed above
     if code == V_TYPES:
         suffix = " must be " + type_mask_text(extra)
     elif code == V_MINIMUM:
@@ -780,4 +810,4 @@ def dialect_violation(
         suffix = " is not allowed (no schema admits an item at this position)"
     else:  # pragma: no cover - every code is listed above
         raise AssertionError(code)
-    return new_violation(segments, DIALECT_KEYWORD[code], where + suffix)
+    return suffix
