@@ -29,6 +29,7 @@ Frames are JSON lines (UTF-8, ASCII-escaped by the writer here). Child to host:
 
 from __future__ import annotations
 
+import _signal
 import ast
 import asyncio
 import builtins
@@ -44,7 +45,7 @@ import socket
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any, NoReturn
 
 _FD_IN = 3
@@ -453,13 +454,21 @@ def _apply_limits(limits: dict[str, object]) -> None:
         resource.setrlimit(resource.RLIMIT_NPROC, (processes, processes))
 
 
-def run_program(ahead: bool) -> None:
+def run_program(workdir: str | None) -> None:
     """The program process: set up before its run is known, then init frame in, frames out, ``os._exit``.
 
     Everything that does not depend on the run (the event loop, the bindings'
-    class, the program's builtins) is made before the init frame is read, so a
-    fork server's spare child (``ahead``) has it ready when its run arrives.
+    class, the program's builtins, for a fork server's spare its ``workdir``
+    too) is made before the init frame is read, so a spare has it ready when
+    its run arrives.
     """
+    ahead = workdir is not None
+    unconfined: OSError | None = None
+    if workdir is not None:
+        try:
+            _enter(workdir)
+        except OSError as error:  # reported when the run arrives
+            unconfined = error
     selector = _ProgramSelector()
     loop = asyncio.SelectorEventLoop(selector)
     asyncio.set_event_loop(loop)
@@ -490,10 +499,11 @@ def run_program(ahead: bool) -> None:
     code: str = config["code"]  # type: ignore[index]
     limits: dict[str, object] = config["limits"]  # type: ignore[index]
     cwd = limits.get("cwd")
-    if type(cwd) is str:
-        os.chdir(cwd)
-        os.environ["HOME"] = os.environ["TMPDIR"] = cwd
     try:
+        if unconfined is not None:
+            raise unconfined
+        if type(cwd) is str:
+            _enter(cwd)
         _apply_limits(limits)
         if limits.get("network") is False:
             _isolate_network()
@@ -519,6 +529,12 @@ def run_program(ahead: bool) -> None:
     if len(text) > int(limits["max_output_bytes"]) * 6 + 64:  # type: ignore[call-overload]
         _complete('{"t":"fail","kind":"output-limit"}')  # ASCII escapes at most 6x the UTF-8 size
     _complete('{"t":"done","result":' + text + "}")
+
+
+def _enter(workdir: str) -> None:
+    """Make ``workdir`` the program's working, home and temporary directory."""
+    os.chdir(workdir)
+    os.environ["HOME"] = os.environ["TMPDIR"] = workdir
 
 
 def _complete(frame: str) -> NoReturn:
@@ -568,7 +584,7 @@ def _children() -> list[int]:
     return [int(pid) for pid in data.split()]
 
 
-def _reap_strays(live: set[int]) -> None:
+def _reap_strays(live: Collection[int]) -> None:
     """Reap every exited child that is not the leader of a live run."""
     for pid in _children():
         if pid not in live:
@@ -602,7 +618,7 @@ def _status_text(status: int, cpu: float) -> str:
     return '{"code":%d,"cpu":%s}' % (os.waitstatus_to_exitcode(status), float.__repr__(cpu))
 
 
-def _sweep(group: int, live_sessions: set[int], deadline_s: float = 2.0) -> None:
+def _sweep(group: int, live_sessions: Collection[int], deadline_s: float = 2.0) -> None:
     """Kill ``group`` and every orphan of ours outside a live run; reap until it is gone."""
     stop = time.monotonic() + deadline_s
     while True:
@@ -632,8 +648,13 @@ def _sweep(group: int, live_sessions: set[int], deadline_s: float = 2.0) -> None
         time.sleep(0.0005)
 
 
-def _fork_program(fds: tuple[int, int, int], closing: tuple[int, ...], ahead: bool) -> int:
-    """Fork the program process onto fds 3 (in), 4 (out) and 1/2 (raw output); ``ahead``: before its run is known."""
+def _fork_program(fds: tuple[int, int, int], closing: tuple[int, ...], workdir: str | None) -> int:
+    """Fork the program process onto fds 3 (in), 4 (out) and 1/2 (raw output).
+
+    ``workdir``: a fork server's spare, forked before its run is known, in the
+    working directory the zygote made for it; ``None``: the keeper's child, told
+    its directory by the init frame.
+    """
     pid = os.fork()
     if pid:
         return pid
@@ -649,13 +670,15 @@ def _fork_program(fds: tuple[int, int, int], closing: tuple[int, ...], ahead: bo
         os.dup2(frames_in, _FD_IN)
         os.dup2(frames_out, _FD_OUT)
         os.closerange(_FD_OUT + 1, 1 << 16)
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-        signal.pthread_sigmask(signal.SIG_SETMASK, set())
-        signal.set_wakeup_fd(-1)
+        # The C functions under ``signal``'s wrappers: the wrappers convert every old handler
+        # and mask to enums, Python code whose first run in a fresh fork is page faults.
+        _signal.signal(_signal.SIGTERM, _signal.SIG_DFL)
+        _signal.signal(_signal.SIGCHLD, _signal.SIG_DFL)
+        _signal.pthread_sigmask(_signal.SIG_SETMASK, ())
+        _signal.set_wakeup_fd(-1)
         # ``sys.stdout`` and ``sys.stderr`` are kept: they write to fds 1 and 2, now the raw pipe
         # (the zygote and the keeper never write to them, so nothing of theirs is buffered there).
-        run_program(ahead)
+        run_program(workdir)
     finally:
         os._exit(71)
 
@@ -678,7 +701,7 @@ def keeper() -> None:
     signal.signal(signal.SIGTERM, stop)
     # A stop request arriving around the fork waits until the program's pid is known.
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
-    pid = _fork_program((_FD_IN, _FD_OUT, 1), (), ahead=False)
+    pid = _fork_program((_FD_IN, _FD_OUT, 1), (), None)
     for fd in (_FD_IN, _FD_OUT, 0, 1, 2):
         os.close(fd)
     try:
@@ -711,8 +734,37 @@ def _warm_up(rounds: int = 10) -> None:
         loop.close()
 
 
-def zygote() -> None:
-    """The fork server: requests on the socket at fd 3; never runs user code itself."""
+def _make_workdir(parent: str) -> str:
+    """A new private directory under ``parent`` for one run (a fresh random name; never an existing one)."""
+    for _ in range(100):
+        path = os.path.join(parent, "dsh-run-" + os.urandom(6).hex())
+        try:
+            os.mkdir(path, 0o700)
+        except FileExistsError:
+            continue
+        return path
+    raise FileExistsError(f"no free run directory name under {parent}")
+
+
+def _remove_workdir(path: str) -> None:
+    try:
+        os.rmdir(path)  # the common case: the program left nothing behind
+    except FileNotFoundError:
+        pass
+    except OSError:
+        import shutil  # only for a program that left files behind
+
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def zygote(tmp: str) -> None:
+    """The fork server: requests on the socket at fd 3; never runs user code itself.
+
+    Each child's working directory is made here, under ``tmp``, before the
+    child is forked (so neither the host nor the run waits for a ``mkdir``), and
+    removed here once the child and its group are reaped: when the zygote has
+    nothing else to do, and at the latest before it exits.
+    """
     _become_subreaper()
     asyncio.get_event_loop_policy()  # made once here, not in every child's ``set_event_loop``
     _warm_up()
@@ -723,7 +775,8 @@ def zygote() -> None:
     signal.set_wakeup_fd(wake_w)
     signal.signal(signal.SIGCHLD, lambda signum, frame: None)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    live: set[int] = set()
+    live: dict[int, str] = {}  # a live run's leader -> its working directory
+    removals: list[str] = []  # working directories of reaped runs, not removed yet
     selector = selectors.DefaultSelector()
     selector.register(control, selectors.EVENT_READ)
     selector.register(wake_r, selectors.EVENT_READ)
@@ -737,44 +790,57 @@ def zygote() -> None:
     def spare(request_id: int) -> None:
         """Fork a child for a future run on three new pipes, and hand the host its ends of them."""
         pipes: list[int] = []
+        workdir = None
         try:
+            workdir = _make_workdir(tmp)
             for _ in range(3):
                 pipes.extend(os.pipe())
             frames_in, host_in, host_out, frames_out, host_raw, raw = pipes
             pid = _fork_program((frames_in, frames_out, raw), (control.fileno(), wake_r, wake_w, host_in, host_out,
-                                                                host_raw), ahead=True)
+                                                                host_raw), workdir)
         except OSError as error:  # EMFILE, EAGAIN and friends: this request fails, the server stays
+            if workdir is not None:
+                _remove_workdir(workdir)
             reply('{"op":"failed","id":%d,"message":%s}' % (request_id, _ENCODE_STR(str(error))))
         else:
-            live.add(pid)
+            live[pid] = workdir
+            # The host's ends are non-blocking for the host's loop (a flag of the host's side of each pipe only).
+            for fd in (host_in, host_out, host_raw):
+                os.set_blocking(fd, False)
             reply('{"op":"forked","id":%d,"pid":%d}' % (request_id, pid), (host_in, host_out, host_raw))
         finally:
             for fd in pipes:
                 os.close(fd)
 
-    def finish(pid: int) -> None:
+    def finish(pid: int) -> str:
         report = _collect(pid)
-        live.discard(pid)
+        removals.append(live.pop(pid))
         _sweep(pid, live)
-        reply('{"op":"exit","pid":%d,"status":%s}' % (pid, report))
+        return report
 
     while True:
-        for key, _events in selector.select():
+        events = selector.select(0 if removals else None)
+        if removals and (not events or len(removals) > 64):  # idle (or far behind): one removal
+            _remove_workdir(removals.pop())
+            continue
+        for key, _events in events:
             if key.fileobj is wake_r:
                 os.read(wake_r, 4096)
                 for pid in [pid for pid in live if _has_exited(pid)]:
-                    finish(pid)
+                    reply('{"op":"exit","pid":%d,"status":%s}' % (pid, finish(pid)))
                 _reap_strays(live)
                 continue
             try:
                 message, fds, _flags, _addr = socket.recv_fds(control, 1 << 16, 3)
             except InterruptedError:
                 continue
+            except OSError:  # ECONNRESET: the host closed its end with replies unread; the same as EOF
+                message, fds = b"", []
             if not message:
                 for pid in list(live):
-                    _collect(pid)
-                    live.discard(pid)
-                    _sweep(pid, live)
+                    finish(pid)
+                for workdir in removals:
+                    _remove_workdir(workdir)
                 os._exit(0)
             for fd in fds:  # no request carries descriptors
                 os.close(fd)
@@ -789,11 +855,13 @@ def zygote() -> None:
 
 
 if __name__ == "__main__":
+    # ``zygote TMP SITE...`` or ``keeper SITE...``: SITE the site-packages, added without running site's .pth hooks.
     role = sys.argv[1] if len(sys.argv) > 1 else ""
-    sys.path.extend(sys.argv[2:])  # site-packages, without running site's .pth hooks
-    if role == "zygote":
-        zygote()
+    if role == "zygote" and len(sys.argv) > 2:
+        sys.path.extend(sys.argv[3:])
+        zygote(sys.argv[2])
     elif role == "keeper":
+        sys.path.extend(sys.argv[2:])
         keeper()
     else:
-        sys.exit("usage: _child.py zygote|keeper")
+        sys.exit("usage: _child.py zygote TMP [SITE...] | keeper [SITE...]")

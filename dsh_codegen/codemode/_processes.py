@@ -8,8 +8,8 @@ everything the program started.
 
 - :class:`ForkServer`: one pristine ``python -I _child.py zygote`` per runtime,
   asked over a ``SOCK_SEQPACKET`` socket to fork children; each answer carries
-  the host's ends of the child's three pipes (``SCM_RIGHTS``). The host asks one
-  child ahead, so a run usually finds a spare already set up and waiting for
+  the host's ends of the child's three pipes (``SCM_RIGHTS``). The host asks
+  children ahead, so a run usually finds a spare already set up and waiting for
   its init frame (each child still serves exactly one run).
 - :func:`spawn_keeper`: ``python -I _child.py keeper`` per run, which forks the
   program and reports its exit on a status pipe.
@@ -38,8 +38,10 @@ __all__ = ["CHILD_SCRIPT", "Child", "ExitReport", "ForkServer", "RunPipes", "for
 #: The child-side script (stdlib only), run as a file so the package is never imported there.
 CHILD_SCRIPT: Final = str(Path(__file__).with_name("_child.py"))
 _GRACE_S: Final = 2.0
-#: Children the fork server keeps forked ahead of the runs waiting for one.
-_SPARES: Final = 1
+#: Children the fork server keeps forked ahead of the runs waiting for one. A run takes one and
+#: asks for its replacement when it ends (so the fork and the new child's set-up do not compete
+#: with the run for the CPU); the second spare serves a run that starts right after another.
+_SPARES: Final = 2
 
 
 def _site_dirs() -> list[str]:
@@ -250,13 +252,15 @@ class ForkServer:
     """A pristine zygote process that forks one child per run (see ``_child.py``).
 
     Children are asked for ahead: besides one per run waiting, ``_SPARES`` more
-    are kept forked, set up and blocked on their init frame, so a run that finds
-    one pays neither the fork nor the child's set-up.
+    are kept forked, set up (in the working directory the zygote made for each)
+    and blocked on their init frame, so a run that finds one pays neither the
+    fork, nor the child's set-up, nor a ``mkdir``.
     """
 
-    def __init__(self, python: str, env: dict[str, str]) -> None:
+    def __init__(self, python: str, env: dict[str, str], tmp: str) -> None:
         self._python = python
         self._env = env
+        self._tmp = tmp  # where the zygote makes (and removes) each child's working directory
         self._sock: socket.socket | None = None
         self._process: _Watched | None = None
         self._next_id = 0
@@ -275,7 +279,8 @@ class ForkServer:
         loop = asyncio.get_running_loop()
         host, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
-            pid = _spawn([self._python, "-I", "-S", CHILD_SCRIPT, "zygote", *_site_dirs()], {3: child.fileno()}, self._env)
+            pid = _spawn([self._python, "-I", "-S", CHILD_SCRIPT, "zygote", self._tmp, *_site_dirs()],
+                         {3: child.fileno()}, self._env)
         except BaseException:
             host.close()
             raise
@@ -301,6 +306,10 @@ class ForkServer:
                 sock.send(message)
             finally:
                 sock.setblocking(False)
+
+    def replenish(self) -> None:
+        """A run has ended: ask for the children that keep the spares full (see ``_SPARES``)."""
+        self._top_up()
 
     def _top_up(self) -> None:
         """Ask for as many children as the waiting runs need, plus the spares."""
@@ -398,14 +407,13 @@ class ForkServer:
         if not self.running:
             self._start()
         assert self._loop is not None
-        if self._ready:
+        if self._ready:  # its replacement is asked for when the run ends (``replenish``)
             pid, pipes = self._ready.popleft()
         else:
             waiter: asyncio.Future[tuple[int, RunPipes]] = self._loop.create_future()
             self._waiters.append(waiter)
             self._top_up()
             pid, pipes = await waiter
-        self._top_up()
         return self._child(pid), pipes
 
     def _child(self, pid: int) -> Child:

@@ -175,7 +175,7 @@ class PythonSubprocessRuntime:
         if self.start == "spawn":
             return await spawn_keeper(self._python, self._env)
         if self._server is None:
-            self._server = ForkServer(self._python, self._env)
+            self._server = ForkServer(self._python, self._env, tempfile.gettempdir())
         return await self._server.fork()
 
     def _remove_after(self, child: Child, workdir: str) -> None:
@@ -273,6 +273,8 @@ class _Run:
             else:
                 await _finish(asyncio.ensure_future(self._cleanup()))
             self.runtime._runs.discard(self)
+            if self.runtime._server is not None:
+                self.runtime._server.replenish()
         return result
 
     def stop(self, failure: CodeRunFailure) -> None:
@@ -281,7 +283,8 @@ class _Run:
 
     async def _drive(self) -> CodeRunResult:
         runtime = self.runtime
-        self.workdir = tempfile.mkdtemp(prefix="dsh-run-")
+        if runtime.start == "spawn":  # a fork server's child comes in a directory its zygote made
+            self.workdir = tempfile.mkdtemp(prefix="dsh-run-")
         try:
             self.child, pipes = await runtime._launch()
         except OSError as error:  # no process to run the program in (fork or spawn refused)
@@ -289,8 +292,9 @@ class _Run:
         out_r, raw_r = pipes.from_child, pipes.raw
         self.host_fds = [pipes.to_child, out_r, raw_r]
         self.write_fd = pipes.to_child
-        for fd in self.host_fds:
-            os.set_blocking(fd, False)
+        if runtime.start == "spawn":  # a fork server hands its pipes over non-blocking already
+            for fd in self.host_fds:
+                os.set_blocking(fd, False)
         self._send(self._init_frame())  # what the child (perhaps set up and waiting already) starts from
         self.loop.add_reader(out_r, self._on_frames, out_r)
         self.loop.add_reader(raw_r, self._on_raw, raw_r)
