@@ -29,7 +29,7 @@ Frames are JSON lines (UTF-8, ASCII-escaped by the writer here). Child to host:
 
 from __future__ import annotations
 
-import _signal
+import _signal  # type: ignore[import-not-found]  # no stub: the C module under ``signal``
 import ast
 import asyncio
 import builtins

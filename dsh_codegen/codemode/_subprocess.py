@@ -273,7 +273,7 @@ class _Run:
             else:
                 await _finish(asyncio.ensure_future(self._cleanup()))
             self.runtime._runs.discard(self)
-            if self.runtime._server is not None:
+            if self.runtime._server is not None and not self.runtime._closed:
                 self.runtime._server.replenish()
         return result
 
@@ -435,6 +435,13 @@ class _Run:
             del self.raw[:-_RAW_KEEP]
 
     def _on_frames(self, fd: int) -> None:
+        self._read_frames(fd)
+        if self.completion is not None and not self.frames_eof and not self.outcome.done():
+            # The child closes its frame stream right after its completion: that end of file is
+            # usually there already, and reading it now saves the run a turn of the loop.
+            self._read_frames(fd)
+
+    def _read_frames(self, fd: int) -> None:
         try:
             chunk = os.read(fd, _READ_SIZE)
         except BlockingIOError:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import os
+import tempfile
+import time
 from typing import Any
 
 import pytest
@@ -187,6 +189,24 @@ def test_environment_is_scrubbed_and_the_workdir_fresh_and_removed(start: str) -
                                                          "LC_CTYPE"}
     assert sorted(listing) == ["scratch.txt", "sub"]
     assert not os.path.exists(cwd)
+
+
+def test_no_working_directory_outlives_the_runtime(start: str, tmp_path: Any, monkeypatch: Any) -> None:
+    # The runs' directories (the fork server's spares' too) live under the host's temporary directory;
+    # the host blocks between runs, so the fork server's replies are still unread when it closes.
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+
+    async def main() -> list[Any]:
+        async with PythonSubprocessRuntime(start=start) as runtime:  # type: ignore[arg-type]
+            results = []
+            for _ in range(3):
+                results.append(await runtime.run(request("import os\nopen('f', 'w')\nreturn os.getcwd()", FakeTools())))
+                time.sleep(0.05)
+            return results
+
+    cwds = [result.result for result in run_sync(main)]
+    assert len(set(cwds)) == 3 and all(os.path.dirname(cwd) == str(tmp_path) for cwd in cwds)
+    assert os.listdir(tmp_path) == []
 
 
 def test_every_run_gets_a_process_no_other_run_used(start: str) -> None:
