@@ -7,8 +7,9 @@ program does not need, and it is small enough to read whole. Three roles:
 ``zygote``  the fork server. Imports everything a program run needs, then
             waits on the control socket (fd 3, ``SOCK_SEQPACKET``) for ``fork``
             requests; forks one child per request on three new pipes whose far
-            ends it hands to the host (a child never runs twice; the zygote never
-            runs user code), and reports each child's exit. The host asks
+            ends it hands to the host, in a working directory it makes for it and
+            removes after it (a child never runs twice; the zygote never runs user
+            code), and reports each child's exit. The host asks
             ahead, so a spare child waits, set up, for its run's init frame.
             It is a child subreaper: everything a program spawned ends up its
             child, is killed with the run's process group and session, and is
