@@ -808,7 +808,8 @@ def zygote(tmp: str) -> None:
             # The host's ends are non-blocking for the host's loop (a flag of the host's side of each pipe only).
             for fd in (host_in, host_out, host_raw):
                 os.set_blocking(fd, False)
-            reply('{"op":"forked","id":%d,"pid":%d}' % (request_id, pid), (host_in, host_out, host_raw))
+            reply('{"op":"forked","id":%d,"pid":%d,"cwd":%s}' % (request_id, pid, _ENCODE_STR(workdir)),
+                  (host_in, host_out, host_raw))
         finally:
             for fd in pipes:
                 os.close(fd)

@@ -24,6 +24,7 @@ import asyncio
 import contextlib
 import json
 import os
+import shutil
 import signal
 import site
 import socket
@@ -269,6 +270,9 @@ class ForkServer:
         self._waiters: deque[asyncio.Future[tuple[int, RunPipes]]] = deque()
         self._exits: dict[int, asyncio.Future[ExitReport]] = {}
         self._early_exits: dict[int, ExitReport] = {}
+        #: Working directories of the zygote's children not reported exited: the zygote removes them,
+        #: the host only if the zygote died without doing so.
+        self._workdirs: dict[int, str] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
 
     @property
@@ -341,6 +345,9 @@ class ForkServer:
                 op = None
             if op == "forked" and len(fds) == 3:
                 self._asked -= 1
+                workdir = reply.get("cwd")
+                if isinstance(workdir, str) and os.path.dirname(workdir) == self._tmp:
+                    self._workdirs[int(reply["pid"])] = workdir
                 self._arrived(int(reply["pid"]), RunPipes(fds[0], fds[1], fds[2]))
                 continue
             for fd in fds:
@@ -357,6 +364,7 @@ class ForkServer:
                     waiter.set_exception(error)
             elif op == "exit":
                 pid = int(reply["pid"])
+                self._workdirs.pop(pid, None)
                 report = _parse_report(reply.get("status"))
                 exit_waiter = self._exits.pop(pid, None)
                 if exit_waiter is None:
@@ -387,8 +395,15 @@ class ForkServer:
             self._ready.popleft()[1].close()
 
     def _lost(self) -> None:
-        """The zygote is gone: every outstanding run ends as a killed worker."""
+        """The zygote is gone: every outstanding run ends as a killed worker.
+
+        The working directories of its children are its to remove, and it does
+        before it exits; a zygote that was killed leaves them to the host.
+        """
         self._detach()
+        for workdir in self._workdirs.values():
+            shutil.rmtree(workdir, ignore_errors=True)
+        self._workdirs.clear()
         lost = ExitReport(None, signal.SIGKILL, 0.0)
         while (waiter := self._next_waiter()) is not None:
             waiter.set_exception(ConnectionError("the fork server exited"))

@@ -321,3 +321,34 @@ def test_a_run_cancelled_while_its_process_is_on_the_way_leaves_nothing_and_the_
     results = run_sync(main)
     assert all(isinstance(result, CodeRunSuccess) for result in results), results
     assert len({result.result for result in results}) == 3
+
+
+def test_a_killed_fork_server_leaves_no_directory_and_the_next_run_works(start: str, tmp_path: Any,
+                                                                         monkeypatch: Any) -> None:
+    if start != "fork-server":
+        pytest.skip("the spawn strategy has no fork server")
+    import os
+    import signal
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+
+    async def main() -> tuple[list[str], list[str], Any]:
+        async with PythonSubprocessRuntime(start="fork-server") as runtime:
+            await runtime.run(request("pass", FakeTools()))
+            await asyncio.sleep(0.2)  # the spares' replies arrive
+            spares = os.listdir(tmp_path)
+            server = runtime._server
+            assert server is not None and server._process is not None
+            os.kill(server._process.pid, signal.SIGKILL)
+            for _ in range(200):
+                if not server.running:
+                    break
+                await asyncio.sleep(0.01)
+            left = os.listdir(tmp_path)
+            again = await runtime.run(request("return 2", FakeTools()))
+        return spares, left, again
+
+    spares, left, again = run_sync(main)
+    assert len(spares) == 2 and left == [] and again == CodeRunSuccess((), 2)
+    assert os.listdir(tmp_path) == []
