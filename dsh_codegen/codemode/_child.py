@@ -747,12 +747,19 @@ def _make_workdir(parent: str) -> str:
     raise FileExistsError(f"no free run directory name under {parent}")
 
 
-def _remove_workdir(path: str) -> None:
+def _remove_workdir(path: str) -> bool:
+    """Remove a run's directory if it is empty (the common case); False if the program left something in it."""
     try:
-        os.rmdir(path)  # the common case: the program left nothing behind
+        os.rmdir(path)
     except FileNotFoundError:
         pass
     except OSError:
+        return False
+    return True
+
+
+def _remove_tree(path: str) -> None:
+    if not _remove_workdir(path):
         import shutil  # only for a program that left files behind
 
         shutil.rmtree(path, ignore_errors=True)
@@ -778,15 +785,17 @@ def zygote(tmp: str) -> None:
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     live: dict[int, str] = {}  # a live run's leader -> its working directory
     removals: list[str] = []  # working directories of reaped runs, not removed yet
+    handed: list[str] = []  # non-empty ones left to the host, removed here again on the way out (if a reply was lost)
     selector = selectors.DefaultSelector()
     selector.register(control, selectors.EVENT_READ)
     selector.register(wake_r, selectors.EVENT_READ)
 
-    def reply(text: str, fds: tuple[int, ...] = ()) -> None:
+    def reply(text: str, fds: tuple[int, ...] = ()) -> bool:
         try:
             socket.send_fds(control, [text.encode("ascii")], fds)
         except OSError:
-            pass  # the host is gone: the socket's end of file, read next, stops everything
+            return False  # the host is gone: the socket's end of file, read next, stops everything
+        return True
 
     def spare(request_id: int) -> None:
         """Fork a child for a future run on three new pipes, and hand the host its ends of them."""
@@ -823,7 +832,11 @@ def zygote(tmp: str) -> None:
     while True:
         events = selector.select(0 if removals else None)
         if removals and (not events or len(removals) > 64):  # idle (or far behind): one removal
-            _remove_workdir(removals.pop())
+            workdir = removals.pop()
+            # A tree the program left behind could take long: the host removes it in a worker thread.
+            if not _remove_workdir(workdir):
+                handed.append(workdir)
+                reply('{"op":"leftover","cwd":%s}' % _ENCODE_STR(workdir))
             continue
         for key, _events in events:
             if key.fileobj is wake_r:
@@ -841,8 +854,8 @@ def zygote(tmp: str) -> None:
             if not message:
                 for pid in list(live):
                     finish(pid)
-                for workdir in removals:
-                    _remove_workdir(workdir)
+                for workdir in removals + handed:
+                    _remove_tree(workdir)
                 os._exit(0)
             for fd in fds:  # no request carries descriptors
                 os.close(fd)

@@ -30,6 +30,7 @@ import site
 import socket
 import sys
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -258,10 +259,11 @@ class ForkServer:
     fork, nor the child's set-up, nor a ``mkdir``.
     """
 
-    def __init__(self, python: str, env: dict[str, str], tmp: str) -> None:
+    def __init__(self, python: str, env: dict[str, str], tmp: str, remove: Callable[[str], None]) -> None:
         self._python = python
         self._env = env
         self._tmp = tmp  # where the zygote makes (and removes) each child's working directory
+        self._remove = remove  # removes a directory the zygote leaves to the host, off the loop
         self._sock: socket.socket | None = None
         self._process: _Watched | None = None
         self._next_id = 0
@@ -362,6 +364,10 @@ class ForkServer:
                 waiter = self._next_waiter()
                 if waiter is not None:
                     waiter.set_exception(error)
+            elif op == "leftover":  # a run's directory the program left files in
+                workdir = reply.get("cwd")
+                if isinstance(workdir, str) and os.path.dirname(workdir) == self._tmp:
+                    self._remove(workdir)
             elif op == "exit":
                 pid = int(reply["pid"])
                 self._workdirs.pop(pid, None)

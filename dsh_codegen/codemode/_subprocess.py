@@ -175,7 +175,7 @@ class PythonSubprocessRuntime:
         if self.start == "spawn":
             return await spawn_keeper(self._python, self._env)
         if self._server is None:
-            self._server = ForkServer(self._python, self._env, tempfile.gettempdir())
+            self._server = ForkServer(self._python, self._env, tempfile.gettempdir(), self._remove_later)
         return await self._server.fork()
 
     def _remove_after(self, child: Child, workdir: str) -> None:

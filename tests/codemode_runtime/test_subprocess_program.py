@@ -196,16 +196,24 @@ def test_no_working_directory_outlives_the_runtime(start: str, tmp_path: Any, mo
     # the host blocks between runs, so the fork server's replies are still unread when it closes.
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
 
-    async def main() -> list[Any]:
+    async def main() -> tuple[list[Any], bool]:
         async with PythonSubprocessRuntime(start=start) as runtime:  # type: ignore[arg-type]
             results = []
             for _ in range(3):
                 results.append(await runtime.run(request("import os\nopen('f', 'w')\nreturn os.getcwd()", FakeTools())))
                 time.sleep(0.05)
-            return results
+            # A used directory (with the program's file in it) goes while the runtime lives on, too.
+            for _ in range(500):
+                gone = not any(os.path.exists(str(result.result)) for result in results)
+                if gone:
+                    break
+                await asyncio.sleep(0.01)
+            return results, gone
 
-    cwds = [result.result for result in run_sync(main)]
+    results, gone_while_open = run_sync(main)
+    cwds = [result.result for result in results]
     assert len(set(cwds)) == 3 and all(os.path.dirname(cwd) == str(tmp_path) for cwd in cwds)
+    assert gone_while_open
     assert os.listdir(tmp_path) == []
 
 
