@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+from collections.abc import Hashable
 from types import CoroutineType
 from typing import TYPE_CHECKING, Any, Final
 
@@ -25,14 +26,18 @@ from dsh_codegen.registry._results import (
     ToolErrorInfo,
     ToolExecutionResult,
     ToolFailure,
+    JsonValue,
     ToolSuccess,
     error_content,
     failure_from_exception,
 )
 
+from dsh_codegen.registry._execution import ToolExecution, ToolExecutionToken
+
 if TYPE_CHECKING:
     from dsh_codegen.registry._definitions import CompiledTool
-    from dsh_codegen.registry._execution import ToolExecution, ToolRunContext
+    from dsh_codegen.registry._execution import ToolRunContext
+    from dsh_codegen.registry.cancel import AbortSignal
     from dsh_codegen.registry._registry import ListenerSnapshot, ToolRegistry, ToolScope
 
 __all__ = [
@@ -79,19 +84,26 @@ class Call:
     """The mutable state of one call while the pipeline runs it."""
 
     __slots__ = (
+        "_execution",
+        "agent",
+        "arguments",
+        "call_id",
         "cancel_exc",
         "cancel_task",
         "cancelling",
         "chain",
         "compiled",
-        "execution",
         "finalize",
         "guarded",
         "listeners",
+        "name",
+        "parent",
         "produced",
         "registry",
+        "root_call_id",
         "run",
         "settled",
+        "signal",
         "value",
         "version",
     )
@@ -99,7 +111,13 @@ class Call:
     def __init__(
         self,
         registry: ToolRegistry,
-        execution: ToolExecution,
+        call_id: str,
+        name: str,
+        arguments: JsonValue,
+        signal: AbortSignal,
+        agent: Hashable | None,
+        parent: ToolExecutionToken | None,
+        root_call_id: str | None,
         chain: tuple[ToolScope, ...],
         compiled: CompiledTool | None,
         listeners: ListenerSnapshot,
@@ -107,7 +125,17 @@ class Call:
         version: int,
     ) -> None:
         self.registry = registry
-        self.execution = execution
+        # The fields of the call's ToolExecution (arguments already snapshotted); the
+        # execution itself (and its token) is made when a listener, a wrapper or the
+        # body first needs it: most calls never do.
+        self.call_id = call_id
+        self.name = name
+        self.arguments = arguments
+        self.signal = signal
+        self.agent = agent
+        self.parent = parent
+        self.root_call_id = root_call_id
+        self._execution: ToolExecution | None = None
         self.chain = chain
         # The tool resolved at entry, reused while the registry's version is unchanged.
         self.compiled = compiled
@@ -132,6 +160,23 @@ class Call:
         self.cancelling = 0
         # The body's return value (written by the trampoline's steps, read right after).
         self.value: Any = None
+
+    @property
+    def execution(self) -> ToolExecution:
+        """The call's immutable view (with its token), made on first read and the same object after."""
+        execution = self._execution
+        if execution is None:
+            execution = self._execution = ToolExecution(
+                ToolExecutionToken(),
+                self.call_id,
+                self.name,
+                self.arguments,
+                self.signal,
+                self.agent,
+                self.parent,
+                self.root_call_id,
+            )
+        return execution
 
 
 def record_cancellation(call: Call, exc: asyncio.CancelledError) -> None:

@@ -145,7 +145,7 @@ def apply_post_decision(
     if value is not UNSET:
         if not isinstance(result, ToolSuccess):
             return plain_failure(_FAILED_VALUE, kept)
-        name = call.execution.name
+        name = call.name
         compiled = call.registry.resolve(name, call.chain)
         if compiled is None:
             return not_found(ToolNotFoundError.unknown(name), contexts)
@@ -204,7 +204,7 @@ def settle_cancellation(
     """
     if not isinstance(result, ToolSuccess):
         return result
-    if not (task_cancelled or call.execution.signal.aborted):
+    if not (task_cancelled or call.signal.aborted):
         return result
     if call.run is not None:  # the body started
         return aborted(result.additional_contexts)
