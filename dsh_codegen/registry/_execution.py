@@ -145,10 +145,9 @@ class ToolDispatchExecution(_ExecutionFields):
 
 
 class ExecutionSource(Protocol):
-    """Whatever holds a call's execution (the pipeline's call state makes it on first read)."""
+    """Whatever holds a call's execution (the pipeline's call state, which may make it on first use)."""
 
-    @property
-    def execution(self) -> ToolExecution: ...
+    def made_execution(self) -> ToolExecution: ...
 
 
 class ToolRunContext(_ExecutionFields):
@@ -175,7 +174,7 @@ class ToolRunContext(_ExecutionFields):
     def _following(
         cls, source: ExecutionSource, follows: AbortSignal | tuple[AbortSignal, ...]
     ) -> ToolRunContext:
-        """The registry's run context: its execution is ``source.execution`` and its fused signal follows ``follows``, each made on first use.
+        """The registry's run context: its execution is ``source.made_execution()`` and its fused signal follows ``follows``, each made on first use.
 
         Most bodies never look at ``run.signal`` or the execution fields; they
         cost neither. The signal made later is the one an eager fused signal
@@ -199,7 +198,7 @@ class ToolRunContext(_ExecutionFields):
         if execution is None:
             source = self._source
             assert source is not None  # one of the two is set by construction
-            execution = self._execution = source.execution
+            execution = self._execution = source.made_execution()
         return execution
 
     @property

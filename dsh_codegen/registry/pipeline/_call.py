@@ -84,7 +84,6 @@ class Call:
     """The mutable state of one call while the pipeline runs it."""
 
     __slots__ = (
-        "_execution",
         "agent",
         "arguments",
         "call_id",
@@ -93,6 +92,7 @@ class Call:
         "cancelling",
         "chain",
         "compiled",
+        "execution",
         "finalize",
         "guarded",
         "listeners",
@@ -123,11 +123,10 @@ class Call:
         listeners: ListenerSnapshot,
         guarded: bool,
         version: int,
+        gated: bool,
     ) -> None:
         self.registry = registry
-        # The fields of the call's ToolExecution (arguments already snapshotted); the
-        # execution itself (and its token) is made when a listener, a wrapper or the
-        # body first needs it: most calls never do.
+        # The fields of the call's ToolExecution (arguments already snapshotted).
         self.call_id = call_id
         self.name = name
         self.arguments = arguments
@@ -135,7 +134,6 @@ class Call:
         self.agent = agent
         self.parent = parent
         self.root_call_id = root_call_id
-        self._execution: ToolExecution | None = None
         self.chain = chain
         # The tool resolved at entry, reused while the registry's version is unchanged.
         self.compiled = compiled
@@ -145,6 +143,14 @@ class Call:
         # Snapshotted now: it still applies if the tool is disposed mid-pipeline.
         self.finalize = None if compiled is None else compiled.finalize_content
         self.listeners = listeners
+        # The call's ToolExecution (and its token). A call with a listener, a guard, a gate
+        # or a finalizer makes it now, and its stages read this attribute; a plain call
+        # makes it only if its body asks (made_execution()): most bodies never do.
+        self.execution: ToolExecution | None = (
+            ToolExecution(ToolExecutionToken(), call_id, name, arguments, signal, agent, parent, root_call_id)
+            if gated or guarded or listeners.any or self.finalize is not None
+            else None
+        )
         # The run context of the latest body invocation (its deferred contexts survive
         # cancellation); ``None`` until a body starts, so it also says whether one started.
         self.run: ToolRunContext | None = None
@@ -161,12 +167,11 @@ class Call:
         # The body's return value (written by the trampoline's steps, read right after).
         self.value: Any = None
 
-    @property
-    def execution(self) -> ToolExecution:
-        """The call's immutable view (with its token), made on first read and the same object after."""
-        execution = self._execution
+    def made_execution(self) -> ToolExecution:
+        """The call's immutable view (with its token): made on the first call, the same object after."""
+        execution = self.execution
         if execution is None:
-            execution = self._execution = ToolExecution(
+            execution = self.execution = ToolExecution(
                 ToolExecutionToken(),
                 self.call_id,
                 self.name,

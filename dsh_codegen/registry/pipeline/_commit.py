@@ -182,7 +182,8 @@ async def run_post_execute(call: Call, result: ToolExecutionResult) -> ToolExecu
     """
     entries = call.listeners.post
     try:
-        decision = await _post_waterfall(entries, 0, call.execution, result)
+        execution = call.execution or call.made_execution()
+        decision = await _post_waterfall(entries, 0, execution, result)
     except Exception as exc:
         return failure_from_exception(exc, additional_contexts=result.additional_contexts)
     if decision is _ACCEPT:
@@ -226,7 +227,7 @@ def run_finalize(call: Call, result: ToolExecutionResult) -> ToolExecutionResult
     if finalize is None:
         return result
     try:
-        replaced = finalize(call.execution, result)
+        replaced = finalize(call.execution or call.made_execution(), result)
     except Exception as exc:
         return failure_from_exception(exc, additional_contexts=result.additional_contexts)
     if replaced is None:
@@ -259,7 +260,7 @@ def notify_result(call: Call, result: ToolExecutionResult) -> Coroutine[Any, Any
     Cancellation: contained as described, then reported to the caller.
     """
     entries = call.listeners.observers
-    execution = call.execution
+    execution = call.execution or call.made_execution()
     cancelled = False
     for index, entry in enumerate(entries):
         if not entry.alive:
@@ -295,7 +296,7 @@ async def _notify_rest(
     cancelled: bool,
 ) -> bool:
     """Await ``pending`` (observer ``index``'s outcome), then run the observers after it."""
-    execution = call.execution
+    execution = call.execution or call.made_execution()
     entry = entries[index]
     while True:
         try:

@@ -286,7 +286,7 @@ async def run_dispatch(call: Call) -> tuple[ToolExecutionResult, bool]:
     """
     if not call.listeners.wrappers:
         return await dispatch_core(call, call.signal), False
-    execution = call.execution
+    execution = call.execution or call.made_execution()
     resolved = call.compiled
     if resolved is None or call.version != call.registry.version:
         try:

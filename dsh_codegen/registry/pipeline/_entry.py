@@ -52,9 +52,14 @@ def _read_fields(input: object) -> tuple[list[Any], str | None]:
     return values, failure
 
 
-def create_execution(registry: ToolRegistry, input: ToolExecutionInput) -> tuple[Call, str | None]:
+def create_execution(
+    registry: ToolRegistry, input: ToolExecutionInput, gated: bool
+) -> tuple[Call, str | None]:
     """Read every input field exactly once, snapshot the arguments and the listeners.
 
+    ``gated``: the call runs under a gate (the loop helper's ordering). A
+    call with a gate, a listener, a guard or a finalizer gets its
+    ``ToolExecution`` now; a plain call only when its body first asks.
     Returns the call and the entry failure's message (or ``None``): lossy
     arguments, or a field of a duck-typed description that raised on read.
     ``finalize_content`` is taken from the tool the calling scope resolves
@@ -111,6 +116,7 @@ def create_execution(registry: ToolRegistry, input: ToolExecutionInput) -> tuple
         listeners,
         guarded,
         version,
+        gated,
     )
     return call, failure
 

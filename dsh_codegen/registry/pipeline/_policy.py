@@ -85,7 +85,7 @@ async def _pre_waterfall(
 
 def _run_guards(call: Call) -> str | None:
     """The first guard reason: the global layer (live: guards added meanwhile run too), then the chain."""
-    execution = call.execution
+    execution = call.execution or call.made_execution()
     registry = call.registry
     snapshot = registry.guards_of(None)
     done: set[int] | None = None
@@ -125,7 +125,7 @@ def _guard_reason(value: object) -> str | None:
 
 async def _approve(call: Call, reason: str | None) -> ToolFailure | None:
     """Service an ``Ask``: ``None`` when approved, else the denial (or cancellation) result."""
-    execution = call.execution
+    execution = call.execution or call.made_execution()
     name = execution.name
     approval = call.registry.approval
     if approval is None:
@@ -179,7 +179,7 @@ async def run_policy(call: Call) -> tuple[ToolExecutionResult | None, bool]:
     ``ABORTED_BEFORE_DISPATCH``. The registry waits for every listener to settle.
     Cancellation: a ``CancelledError`` propagates to :func:`run_pipeline`.
     """
-    execution = call.execution
+    execution = call.execution or call.made_execution()
     listeners = call.listeners
     try:
         decision = await _pre_waterfall(listeners.pre, 0, execution) if listeners.pre else ALLOW

@@ -74,7 +74,7 @@ async def run_pipeline(
     observers once (inside ``gate.commit()`` unless entering it is cancelled
     too), and the original ``CancelledError`` is re-raised.
     """
-    call, failure = create_execution(registry, input)
+    call, failure = create_execution(registry, input, gate is not None)
     listeners = call.listeners
     result: ToolExecutionResult | None
     if failure is None and not call.chain and registry.mode != "code" and not call.signal.aborted:
