@@ -205,7 +205,7 @@ def settle_cancellation(
     """
     if not isinstance(result, ToolSuccess):
         return result
-    if not (task_cancelled or call.signal.aborted):
+    if not (task_cancelled or call.signal.is_aborted()):
         return result
     if call.run is not None:  # the body started
         return aborted(result.additional_contexts)

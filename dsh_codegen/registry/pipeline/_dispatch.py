@@ -14,7 +14,7 @@ from types import CoroutineType
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from dsh_codegen.registry._errors import ToolNotFoundError
-from dsh_codegen.registry._execution import ToolDispatchExecution, ToolRunContext
+from dsh_codegen.registry._execution import ToolDispatchExecution, ToolRunContext, following_run
 from dsh_codegen.registry._results import (
     ToolExecutionResult,
     ToolFailure,
@@ -103,7 +103,7 @@ def dispatch_started(
             if isinstance(resolved, ToolFailure):
                 return resolved
             compiled = resolved
-        if caller.aborted or (signal is not caller and signal.aborted):
+        if caller.is_aborted() or (signal is not caller and signal.is_aborted()):
             return aborted_before_dispatch()
     args = call.arguments
     validator = compiled.args_validator
@@ -112,7 +112,7 @@ def dispatch_started(
         valid = compiled.valid_arguments
         if not (valid and valid.get(id(args)) is args) and not validator.is_valid(args):
             return _invalid_arguments(validator, args)
-    run = ToolRunContext._following(call, caller if signal is caller else (caller, signal))
+    run = following_run(call, caller if signal is caller else (caller, signal))
     call.run = run
     steps = None
     try:
@@ -171,7 +171,7 @@ def body_failure(call: Call, run: ToolRunContext, exc: Exception, driven: bool) 
     contexts = run_contexts(run)
     caller = call.signal
     cancelled = driven and call.cancel_exc is not None
-    if caller.aborted and exc is caller.reason:
+    if caller.is_aborted() and exc is caller.reason:
         outcome = aborted(contexts)
     elif cancelled and run._signal is not None and exc is run._signal.reason:
         outcome = aborted(contexts)  # the body re-raised the cancellation's abort reason
@@ -257,7 +257,7 @@ async def _wrap_chain(
     while index < len(wrappers):
         entry = wrappers[index]
         if entry.alive:
-            if call.signal.aborted:
+            if call.signal.is_aborted():
                 # The caller cancelled while an outer wrapper was still deciding.
                 return aborted_before_dispatch()
             returned = entry.fn(dispatch, _WrapNext(call, index + 1, dispatch))

@@ -151,7 +151,7 @@ def entry_outcome(call: Call, failure: str | None) -> ToolFailure | None:
     """
     if failure is not None:
         return plain_failure(failure)
-    if call.signal.aborted:
+    if call.signal.is_aborted():
         return aborted_before_dispatch()
     name = call.name
     registry = call.registry

@@ -141,7 +141,7 @@ async def _approve(call: Call, reason: str | None) -> ToolFailure | None:
             ApprovalRequest(execution.agent, name, execution.call_id, reason, execution.signal)
         )
     )
-    if execution.signal.aborted and answer != "rejected":
+    if execution.signal.is_aborted() and answer != "rejected":
         return aborted_before_dispatch()
     if answer == "allowed-once":
         return None
@@ -194,7 +194,7 @@ async def run_policy(call: Call) -> tuple[ToolExecutionResult | None, bool]:
         return failure_from_exception(exc), True
     if reason is not None:
         return plain_failure(reason), False
-    if execution.signal.aborted:
+    if execution.signal.is_aborted():
         return aborted_before_dispatch(), False
     return None, False
 

@@ -77,7 +77,7 @@ async def run_pipeline(
     call, failure = create_execution(registry, input, gate is not None)
     listeners = call.listeners
     result: ToolExecutionResult | None
-    if failure is None and not call.chain and registry.mode != "code" and not call.signal.aborted:
+    if failure is None and not call.chain and registry.mode != "code" and not call.signal.is_aborted():
         result = None  # what entry_outcome() would say
     else:
         result = entry_outcome(call, failure)
@@ -108,7 +108,7 @@ async def run_pipeline(
     if gate is None:
         if listeners.post or listeners.observers:
             result, cancelled = await _commit(call, result, skip_post, cancelled)
-        elif cancelled or call.finalize is not None or call.signal.aborted:
+        elif cancelled or call.finalize is not None or call.signal.is_aborted():
             result = _settle_and_finalize(call, result, cancelled)
     else:
         committed = False
@@ -176,7 +176,7 @@ def _settle_and_finalize(
     call: Call, result: ToolExecutionResult, cancelled: bool
 ) -> ToolExecutionResult:
     """Stages 6-7 (each entered only when it can change something)."""
-    if type(result) is ToolSuccess and (cancelled or call.signal.aborted):
+    if type(result) is ToolSuccess and (cancelled or call.signal.is_aborted()):
         result = settle_cancellation(call, result, cancelled)
     if call.finalize is not None:
         result = run_finalize(call, result)
