@@ -22,6 +22,26 @@ each pays for JSON parsing:
   ``FunctionToolset.call_tool`` with a ``RunContext`` whose model is the
   never-called ``TestModel`` (the lightest public path without an agent run).
 
+``dsh execute`` returns the result already rendered for the model (the
+``ToolSuccess`` carries the content blocks made by the tool's ``render``);
+both peers' calls above return the body's raw value, and their frameworks
+turn it into model-facing text later in the run loop. So each peer has a
+second row, the same call plus that peer's own rendering of the returned
+value, done by the peer's code exactly as its run loop does it:
+
+- ``openai-agents function_tool + output item``: ``ItemHelpers.tool_call_output_item``
+  (what ``agents/run_internal/tool_execution.py`` calls with the tool's
+  ``output_json_schema`` / output type adapter, both ``None`` here): the
+  ``function_call_output`` item whose ``output`` is ``str(value)``;
+- ``pydantic-ai FunctionToolset + ToolReturnPart text``: the
+  ``ToolReturnPart`` its tool execution builds from the value
+  (``_tool_execution.py``), then ``model_response_str()``, the JSON text its
+  model adapters send as the tool result.
+
+The rendered rows compare the same output form as ``dsh execute`` (a return
+value turned into what the model is sent); the plain rows compare a call that
+stops earlier than ours.
+
 Timing: each sample runs a batch of 200 calls inside one event loop
 (``asyncio`` loop entry is paid once per batch, not per call). The variants
 are sampled round-robin, one batch of each per round, 61 rounds, and the
@@ -176,10 +196,15 @@ def _dsh_variants(loop: asyncio.AbstractEventLoop) -> list[tuple[str, Callable[[
     ]
 
 
-def _openai_agents(loop: asyncio.AbstractEventLoop) -> Callable[[], Awaitable[Any]] | str:
+def _openai_agents(
+    loop: asyncio.AbstractEventLoop, render: bool = False
+) -> Callable[[], Awaitable[Any]] | str:
+    """The peer's call; with ``render``, followed by its run loop's output item for the value."""
     try:
         from agents import function_tool, set_tracing_disabled
+        from agents.items import ItemHelpers
         from agents.tool_context import ToolContext
+        from openai.types.responses import ResponseFunctionToolCall
     except ImportError as exc:  # pragma: no cover - optional peer
         return f"not installed ({exc.name})"
     set_tracing_disabled(True)
@@ -192,16 +217,36 @@ def _openai_agents(loop: asyncio.AbstractEventLoop) -> Callable[[], Awaitable[An
     context: Any = ToolContext(context=None, tool_name="echo5", tool_call_id="c1", tool_arguments=RAW)
     result = loop.run_until_complete(echo5.on_invoke_tool(context, RAW))
     assert result == {"a": "hello", "n": 45}, result
+    if not render:
 
-    def one() -> Awaitable[Any]:
-        return echo5.on_invoke_tool(context, RAW)
+        def one() -> Awaitable[Any]:
+            return echo5.on_invoke_tool(context, RAW)
 
-    return one
+        return one
+
+    # The model's call item, as the run loop holds it (made once, like RAW).
+    tool_call = ResponseFunctionToolCall(arguments=RAW, call_id="c1", name="echo5", type="function_call")
+    schema = echo5.output_json_schema
+    adapter = echo5._output_type_adapter
+
+    async def rendered() -> Any:
+        value = await echo5.on_invoke_tool(context, RAW)
+        return ItemHelpers.tool_call_output_item(
+            tool_call, value, output_json_schema=schema, output_type_adapter=adapter
+        )
+
+    item = loop.run_until_complete(rendered())
+    assert item["output"] == "{'a': 'hello', 'n': 45}", item
+    return rendered
 
 
-def _pydantic_ai(loop: asyncio.AbstractEventLoop) -> Callable[[], Awaitable[Any]] | str:
+def _pydantic_ai(
+    loop: asyncio.AbstractEventLoop, render: bool = False
+) -> Callable[[], Awaitable[Any]] | str:
+    """The peer's call; with ``render``, followed by its ``ToolReturnPart``'s model-facing text."""
     try:
         from pydantic_ai import RunContext
+        from pydantic_ai.messages import ToolReturnPart
         from pydantic_ai.models.test import TestModel
         from pydantic_ai.toolsets import FunctionToolset
         from pydantic_ai.usage import RunUsage
@@ -222,7 +267,26 @@ def _pydantic_ai(loop: asyncio.AbstractEventLoop) -> Callable[[], Awaitable[Any]
 
     result = loop.run_until_complete(one())
     assert result == {"a": "hello", "n": 45}, result
-    return one
+    if not render:
+        return one
+
+    async def rendered() -> Any:
+        args = tool.args_validator.validate_json(RAW)
+        value = await toolset.call_tool("echo5", args, context, tool)
+        return ToolReturnPart(tool_name="echo5", content=value, tool_call_id="c1").model_response_str()
+
+    text = loop.run_until_complete(rendered())
+    assert text == '{"a":"hello","n":45}', text
+    return rendered
+
+
+#: The peer rows: each peer's call alone, and the call plus the peer's own rendering for the model.
+PEERS: list[tuple[str, Callable[[asyncio.AbstractEventLoop, bool], Callable[[], Awaitable[Any]] | str], bool]] = [
+    ("openai-agents function_tool", _openai_agents, False),
+    ("openai-agents function_tool + output item", _openai_agents, True),
+    ("pydantic-ai FunctionToolset", _pydantic_ai, False),
+    ("pydantic-ai FunctionToolset + ToolReturnPart text", _pydantic_ai, True),
+]
 
 
 def main() -> None:
@@ -240,11 +304,8 @@ def main() -> None:
         for name, one, calls_each in _dsh_variants(loop):
             runners[name] = _batch_runner(loop, one)
             per_batch[name] = BATCH * calls_each
-        for name, make in (
-            ("openai-agents function_tool", _openai_agents),
-            ("pydantic-ai FunctionToolset", _pydantic_ai),
-        ):
-            peer = make(loop)
+        for name, make, render in PEERS:
+            peer = make(loop, render)
             if isinstance(peer, str):
                 missing[name] = peer
             else:
@@ -256,7 +317,7 @@ def main() -> None:
     rows: list[tuple[str, float | str]] = [(name, value) for name, value in timed.items()]
     rows.extend(missing.items())
     print(ratio_table("registry: per-call time, trivial 5-property tool (median, round-robin)", rows, baseline="bare body"))
-    for peer in ("openai-agents function_tool", "pydantic-ai FunctionToolset"):
+    for peer, _make, _render in PEERS:
         if peer in timed:
             for ours in ("dsh execute", "dsh execute + 5 hooks"):
                 print(f"  {ours} / {peer}: {timed[ours] / timed[peer]:.2f}x")
@@ -269,12 +330,15 @@ def callgrind(variant: str, count: int) -> None:
     per-call instructions are the difference of two runs with different N,
     divided by the difference of N (start-up and imports cancel out). VARIANT
     is ``execute``, ``hooks`` (five hooks), ``loop`` (``execute_tool_calls``,
-    one call), ``openai`` or ``pydantic``.
+    one call), ``openai`` or ``pydantic`` (the peer's call), ``openai-render``
+    or ``pydantic-render`` (the call plus the peer's own rendering).
     """
     loop = asyncio.new_event_loop()
     try:
-        if variant in ("openai", "pydantic"):
-            peer = (_openai_agents if variant == "openai" else _pydantic_ai)(loop)
+        peers = {"openai": _openai_agents, "pydantic": _pydantic_ai}
+        if variant.removesuffix("-render") in peers:
+            make = peers[variant.removesuffix("-render")]
+            peer = make(loop, variant.endswith("-render"))
             if isinstance(peer, str):
                 raise SystemExit(f"{variant}: {peer}")
             one = peer

@@ -10,7 +10,7 @@
 from __future__ import annotations
 
 from collections.abc import Hashable
-from typing import TYPE_CHECKING, Any, NamedTuple, final
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, final
 
 from dsh_codegen.registry._materialize import snapshot_context
 from dsh_codegen.registry._results import AdditionalContext, JsonValue
@@ -25,6 +25,7 @@ __all__ = [
     "ToolExecutionInput",
     "ToolExecutionToken",
     "ToolRunContext",
+    "following_run",
 ]
 
 
@@ -87,7 +88,11 @@ class _ExecutionFields:
     """Read-only call fields delegated to the wrapped :class:`ToolExecution`."""
 
     __slots__ = ()
-    execution: ToolExecution
+
+    if TYPE_CHECKING:  # an attribute of ToolDispatchExecution, a property of ToolRunContext
+
+        @property
+        def execution(self) -> ToolExecution: ...
 
     @property
     def token(self) -> ToolExecutionToken:
@@ -127,6 +132,7 @@ class ToolDispatchExecution(_ExecutionFields):
     """
 
     __slots__ = ("definition", "execution", "signal")
+    execution: ToolExecution
 
     def __init__(
         self,
@@ -139,6 +145,12 @@ class ToolDispatchExecution(_ExecutionFields):
         self.definition = definition
 
 
+class ExecutionSource(Protocol):
+    """Whatever holds a call's execution (the pipeline's call state, which may make it on first use)."""
+
+    def made_execution(self) -> ToolExecution: ...
+
+
 class ToolRunContext(_ExecutionFields):
     """What a tool body receives as ``run``: the execution, the fused signal, and two effects.
 
@@ -149,33 +161,25 @@ class ToolRunContext(_ExecutionFields):
     ``concludes_turn=True``.
     """
 
-    __slots__ = ("_concluded", "_deferred", "_follows", "_signal", "execution")
+    __slots__ = ("_concluded", "_deferred", "_execution", "_follows", "_signal", "_source")
 
     def __init__(self, execution: ToolExecution, signal: AbortSignal) -> None:
-        self.execution = execution
+        self._execution: ToolExecution | None = execution
+        self._source: ExecutionSource | None = None
         self._signal: AbortSignal | None = signal
         self._follows: AbortSignal | tuple[AbortSignal, ...] | None = None
         self._deferred: list[AdditionalContext] | None = None
         self._concluded = False
 
-    @classmethod
-    def _following(
-        cls, execution: ToolExecution, follows: AbortSignal | tuple[AbortSignal, ...]
-    ) -> ToolRunContext:
-        """The registry's run context: its fused signal follows ``follows`` and is made on first use.
-
-        Most bodies never look at ``run.signal``; they cost no signal. The
-        signal made later is the one an eager fused signal would be by then:
-        following ``follows`` until :meth:`_release`, and after it a pending
-        signal with no sources (an eager one nobody polled never aborted).
-        """
-        run: ToolRunContext = object.__new__(cls)
-        run.execution = execution
-        run._signal = None
-        run._follows = follows
-        run._deferred = None
-        run._concluded = False
-        return run
+    @property
+    def execution(self) -> ToolExecution:
+        """The call's execution (the same object its listeners see)."""
+        execution = self._execution
+        if execution is None:
+            source = self._source
+            assert source is not None  # one of the two is set by construction
+            execution = self._execution = source.made_execution()
+        return execution
 
     @property
     def signal(self) -> AbortSignal:
@@ -215,3 +219,26 @@ class ToolRunContext(_ExecutionFields):
     def conclude_turn(self) -> None:
         """Mark the result as concluding the agent's turn (kept only if the call succeeds)."""
         self._concluded = True
+
+
+def following_run(
+    source: ExecutionSource, follows: AbortSignal | tuple[AbortSignal, ...]
+) -> ToolRunContext:
+    """The registry's run context: its execution is ``source.made_execution()`` and its fused signal follows ``follows``, each made on first use.
+
+    Most bodies never look at ``run.signal`` or the execution fields; they
+    cost neither. The signal made later is the one an eager fused signal
+    would be by then: following ``follows`` until ``run._release()``, and
+    after it a pending signal with no sources (an eager one nobody polled
+    never aborted). A plain function rather than a classmethod: the pipeline
+    makes one per body invocation, and the bound-method step is a third of
+    the cost.
+    """
+    run: ToolRunContext = object.__new__(ToolRunContext)
+    run._execution = None
+    run._source = source
+    run._signal = None
+    run._follows = follows
+    run._deferred = None
+    run._concluded = False
+    return run

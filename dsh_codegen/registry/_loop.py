@@ -274,7 +274,7 @@ class _Batch:
     def _follow_caller(self) -> None:
         """Make the calls' signal follow the caller's (``_unfollow()`` detaches it)."""
         caller = self.signal
-        if caller.aborted:
+        if caller.is_aborted():
             abort_signal(self.call_signal, caller.reason)
             self._unfollow = _noop
         else:
@@ -306,7 +306,7 @@ class _Batch:
         """
         count = len(self.calls)
         in_flight = self.in_flight
-        while self.next_start < count and not self.signal.aborted:
+        while self.next_start < count and not self.signal.is_aborted():
             self._raise_failure()
             if len(in_flight) >= self.max_parallel:
                 # Nothing can start whatever the next call is; classify it

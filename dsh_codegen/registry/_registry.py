@@ -148,7 +148,7 @@ class _Layer:
 class ListenerSnapshot:
     """The listeners one call runs, fixed when the call starts (guards excepted)."""
 
-    __slots__ = ("observers", "post", "pre", "wrappers")
+    __slots__ = ("any", "observers", "post", "pre", "wrappers")
 
     def __init__(
         self,
@@ -161,6 +161,8 @@ class ListenerSnapshot:
         self.wrappers = wrappers
         self.post = post
         self.observers = observers
+        # Whether there is any listener at all (a call without one makes no execution up front).
+        self.any = bool(pre or wrappers or post or observers)
 
 
 _METHOD_OF: Final = {

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import gc
 from typing import Any
 
 import pytest
@@ -95,6 +96,56 @@ async def test_each_call_mints_its_own_token() -> None:
     for _ in range(3):
         await registry.execute(call())
     assert len({id(token) for token in tokens}) == 3
+
+
+@async_test
+async def test_the_body_and_the_observers_share_one_execution_even_after_the_call() -> None:
+    # The execution is made on first use (here by the observer, after the body ran);
+    # a run context the body kept still reads that same object once the call is over.
+    kept: list[ToolRunContext] = []
+
+    async def body(args: Any, run: ToolRunContext) -> str:
+        kept.append(run)
+        return "ok"
+
+    observed: list[ToolExecution] = []
+    registry = registry_with(echo_tool(execute=body))
+    registry.on_result(lambda execution, result: observed.append(execution))
+    request = call(call_id="c7")
+    await registry.execute(request)
+    [run] = kept
+    assert run.execution is observed[0]
+    assert (run.call_id, run.name, run.arguments, run.execution.signal) == (
+        "c7",
+        "echo",
+        {"text": "hi"},
+        request.signal,
+    )
+
+
+@async_test
+async def test_a_plain_call_leaves_no_cyclic_garbage() -> None:
+    # The call's state and its run context point at each other while the call runs;
+    # the pipeline drops that link when it returns, so reference counting frees both.
+    kept: list[ToolRunContext] = []
+
+    async def body(args: Any, run: ToolRunContext) -> str:
+        if not kept:
+            kept.append(run)
+        return "ok"
+
+    registry = registry_with(echo_tool(execute=body))
+    await registry.execute(call())
+    gc.collect()
+    gc.disable()
+    try:
+        for _ in range(5):
+            assert text(await registry.execute(call())) == "ok"
+        unreachable = gc.collect()
+    finally:
+        gc.enable()
+    assert unreachable == 0
+    assert kept[0].token is kept[0].execution.token  # the first call's kept context still reads
 
 
 @async_test

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+from collections.abc import Hashable
 from types import CoroutineType
 from typing import TYPE_CHECKING, Any, Final
 
@@ -25,14 +26,18 @@ from dsh_codegen.registry._results import (
     ToolErrorInfo,
     ToolExecutionResult,
     ToolFailure,
+    JsonValue,
     ToolSuccess,
     error_content,
     failure_from_exception,
 )
 
+from dsh_codegen.registry._execution import ToolExecution, ToolExecutionToken
+
 if TYPE_CHECKING:
     from dsh_codegen.registry._definitions import CompiledTool
-    from dsh_codegen.registry._execution import ToolExecution, ToolRunContext
+    from dsh_codegen.registry._execution import ToolRunContext
+    from dsh_codegen.registry.cancel import AbortSignal
     from dsh_codegen.registry._registry import ListenerSnapshot, ToolRegistry, ToolScope
 
 __all__ = [
@@ -79,6 +84,9 @@ class Call:
     """The mutable state of one call while the pipeline runs it."""
 
     __slots__ = (
+        "agent",
+        "arguments",
+        "call_id",
         "cancel_exc",
         "cancel_task",
         "cancelling",
@@ -88,10 +96,14 @@ class Call:
         "finalize",
         "guarded",
         "listeners",
+        "name",
+        "parent",
         "produced",
         "registry",
+        "root_call_id",
         "run",
         "settled",
+        "signal",
         "value",
         "version",
     )
@@ -99,15 +111,29 @@ class Call:
     def __init__(
         self,
         registry: ToolRegistry,
-        execution: ToolExecution,
+        call_id: str,
+        name: str,
+        arguments: JsonValue,
+        signal: AbortSignal,
+        agent: Hashable | None,
+        parent: ToolExecutionToken | None,
+        root_call_id: str | None,
         chain: tuple[ToolScope, ...],
         compiled: CompiledTool | None,
         listeners: ListenerSnapshot,
         guarded: bool,
         version: int,
+        gated: bool,
     ) -> None:
         self.registry = registry
-        self.execution = execution
+        # The fields of the call's ToolExecution (arguments already snapshotted).
+        self.call_id = call_id
+        self.name = name
+        self.arguments = arguments
+        self.signal = signal
+        self.agent = agent
+        self.parent = parent
+        self.root_call_id = root_call_id
         self.chain = chain
         # The tool resolved at entry, reused while the registry's version is unchanged.
         self.compiled = compiled
@@ -117,6 +143,14 @@ class Call:
         # Snapshotted now: it still applies if the tool is disposed mid-pipeline.
         self.finalize = None if compiled is None else compiled.finalize_content
         self.listeners = listeners
+        # The call's ToolExecution (and its token). A call with a listener, a guard, a gate
+        # or a finalizer makes it now, and its stages read this attribute; a plain call
+        # makes it only if its body asks (made_execution()): most bodies never do.
+        self.execution: ToolExecution | None = (
+            ToolExecution(ToolExecutionToken(), call_id, name, arguments, signal, agent, parent, root_call_id)
+            if gated or guarded or listeners.any or self.finalize is not None
+            else None
+        )
         # The run context of the latest body invocation (its deferred contexts survive
         # cancellation); ``None`` until a body starts, so it also says whether one started.
         self.run: ToolRunContext | None = None
@@ -132,6 +166,22 @@ class Call:
         self.cancelling = 0
         # The body's return value (written by the trampoline's steps, read right after).
         self.value: Any = None
+
+    def made_execution(self) -> ToolExecution:
+        """The call's immutable view (with its token): made on the first call, the same object after."""
+        execution = self.execution
+        if execution is None:
+            execution = self.execution = ToolExecution(
+                ToolExecutionToken(),
+                self.call_id,
+                self.name,
+                self.arguments,
+                self.signal,
+                self.agent,
+                self.parent,
+                self.root_call_id,
+            )
+        return execution
 
 
 def record_cancellation(call: Call, exc: asyncio.CancelledError) -> None:

@@ -145,7 +145,7 @@ def apply_post_decision(
     if value is not UNSET:
         if not isinstance(result, ToolSuccess):
             return plain_failure(_FAILED_VALUE, kept)
-        name = call.execution.name
+        name = call.name
         compiled = call.registry.resolve(name, call.chain)
         if compiled is None:
             return not_found(ToolNotFoundError.unknown(name), contexts)
@@ -182,7 +182,8 @@ async def run_post_execute(call: Call, result: ToolExecutionResult) -> ToolExecu
     """
     entries = call.listeners.post
     try:
-        decision = await _post_waterfall(entries, 0, call.execution, result)
+        execution = call.execution or call.made_execution()
+        decision = await _post_waterfall(entries, 0, execution, result)
     except Exception as exc:
         return failure_from_exception(exc, additional_contexts=result.additional_contexts)
     if decision is _ACCEPT:
@@ -204,7 +205,7 @@ def settle_cancellation(
     """
     if not isinstance(result, ToolSuccess):
         return result
-    if not (task_cancelled or call.execution.signal.aborted):
+    if not (task_cancelled or call.signal.is_aborted()):
         return result
     if call.run is not None:  # the body started
         return aborted(result.additional_contexts)
@@ -226,7 +227,7 @@ def run_finalize(call: Call, result: ToolExecutionResult) -> ToolExecutionResult
     if finalize is None:
         return result
     try:
-        replaced = finalize(call.execution, result)
+        replaced = finalize(call.execution or call.made_execution(), result)
     except Exception as exc:
         return failure_from_exception(exc, additional_contexts=result.additional_contexts)
     if replaced is None:
@@ -259,7 +260,7 @@ def notify_result(call: Call, result: ToolExecutionResult) -> Coroutine[Any, Any
     Cancellation: contained as described, then reported to the caller.
     """
     entries = call.listeners.observers
-    execution = call.execution
+    execution = call.execution or call.made_execution()
     cancelled = False
     for index, entry in enumerate(entries):
         if not entry.alive:
@@ -295,7 +296,7 @@ async def _notify_rest(
     cancelled: bool,
 ) -> bool:
     """Await ``pending`` (observer ``index``'s outcome), then run the observers after it."""
-    execution = call.execution
+    execution = call.execution or call.made_execution()
     entry = entries[index]
     while True:
         try:

@@ -14,7 +14,7 @@ from types import CoroutineType
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from dsh_codegen.registry._errors import ToolNotFoundError
-from dsh_codegen.registry._execution import ToolDispatchExecution, ToolRunContext
+from dsh_codegen.registry._execution import ToolDispatchExecution, ToolRunContext, following_run
 from dsh_codegen.registry._results import (
     ToolExecutionResult,
     ToolFailure,
@@ -95,25 +95,24 @@ def dispatch_started(
     can have changed and neither is read again.
     Cancellation: synchronous; see :func:`dispatch_core` for the returned coroutine.
     """
-    execution = call.execution
     compiled = call.compiled
-    caller = execution.signal
+    caller = call.signal
     if not (at_entry and compiled is not None):
         if compiled is None or call.version != call.registry.version:
             resolved = _resolve_for_dispatch(call)
             if isinstance(resolved, ToolFailure):
                 return resolved
             compiled = resolved
-        if caller.aborted or (signal is not caller and signal.aborted):
+        if caller.is_aborted() or (signal is not caller and signal.is_aborted()):
             return aborted_before_dispatch()
-    args = execution.arguments
+    args = call.arguments
     validator = compiled.args_validator
     if validator is not None:
         # Arguments execution_mode() has found valid (the same frozen object) are not validated again.
         valid = compiled.valid_arguments
         if not (valid and valid.get(id(args)) is args) and not validator.is_valid(args):
             return _invalid_arguments(validator, args)
-    run = ToolRunContext._following(execution, caller if signal is caller else (caller, signal))
+    run = following_run(call, caller if signal is caller else (caller, signal))
     call.run = run
     steps = None
     try:
@@ -147,7 +146,7 @@ def dispatch_started(
 
 def _resolve_for_dispatch(call: Call) -> CompiledTool | ToolFailure:
     """The tool the calling scope resolves now (the registry changed since entry), or the failure."""
-    name = call.execution.name
+    name = call.name
     try:
         compiled = call.registry.resolve(name, call.chain)
     except Exception as exc:  # e.g. run_code for an unknown runtime language
@@ -170,9 +169,9 @@ def body_failure(call: Call, run: ToolRunContext, exc: Exception, driven: bool) 
     the call and re-raises the cancellation.
     """
     contexts = run_contexts(run)
-    caller = call.execution.signal
+    caller = call.signal
     cancelled = driven and call.cancel_exc is not None
-    if caller.aborted and exc is caller.reason:
+    if caller.is_aborted() and exc is caller.reason:
         outcome = aborted(contexts)
     elif cancelled and run._signal is not None and exc is run._signal.reason:
         outcome = aborted(contexts)  # the body re-raised the cancellation's abort reason
@@ -258,7 +257,7 @@ async def _wrap_chain(
     while index < len(wrappers):
         entry = wrappers[index]
         if entry.alive:
-            if call.execution.signal.aborted:
+            if call.signal.is_aborted():
                 # The caller cancelled while an outer wrapper was still deciding.
                 return aborted_before_dispatch()
             returned = entry.fn(dispatch, _WrapNext(call, index + 1, dispatch))
@@ -286,12 +285,12 @@ async def run_dispatch(call: Call) -> tuple[ToolExecutionResult, bool]:
     stands, as it would under plain asyncio.
     """
     if not call.listeners.wrappers:
-        return await dispatch_core(call, call.execution.signal), False
-    execution = call.execution
+        return await dispatch_core(call, call.signal), False
+    execution = call.execution or call.made_execution()
     resolved = call.compiled
     if resolved is None or call.version != call.registry.version:
         try:
-            resolved = call.registry.resolve(execution.name, call.chain)
+            resolved = call.registry.resolve(call.name, call.chain)
         except Exception:
             resolved = None  # dispatch_core reports the error as the result
     dispatch = ToolDispatchExecution(

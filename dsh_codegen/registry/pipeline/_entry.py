@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from dsh_codegen.json import FrozenJsonObject, LosslessJsonError, snapshot_json
 from dsh_codegen.registry._errors import RUN_CODE_NAME, ToolNotFoundError, error_message
-from dsh_codegen.registry._execution import ToolExecution, ToolExecutionInput, ToolExecutionToken
+from dsh_codegen.registry._execution import ToolExecutionInput, ToolExecutionToken
 from dsh_codegen.registry._materialize import ARGUMENTS_NOT_LOSSLESS
 from dsh_codegen.registry._results import ToolFailure
 from dsh_codegen.registry.cancel import AbortSignal
@@ -52,9 +52,14 @@ def _read_fields(input: object) -> tuple[list[Any], str | None]:
     return values, failure
 
 
-def create_execution(registry: ToolRegistry, input: ToolExecutionInput) -> tuple[Call, str | None]:
-    """Read every input field exactly once, mint the token, snapshot the arguments and the listeners.
+def create_execution(
+    registry: ToolRegistry, input: ToolExecutionInput, gated: bool
+) -> tuple[Call, str | None]:
+    """Read every input field exactly once, snapshot the arguments and the listeners.
 
+    ``gated``: the call runs under a gate (the loop helper's ordering). A
+    call with a gate, a listener, a guard or a finalizer gets its
+    ``ToolExecution`` now; a plain call only when its body first asks.
     Returns the call and the entry failure's message (or ``None``): lossy
     arguments, or a field of a duck-typed description that raised on read.
     ``finalize_content`` is taken from the tool the calling scope resolves
@@ -96,11 +101,24 @@ def create_execution(registry: ToolRegistry, input: ToolExecutionInput) -> tuple
                 arguments = snapshot_json(raw_arguments)
             except ARGUMENT_SNAPSHOT_ERRORS:
                 failure = ARGUMENTS_NOT_LOSSLESS
-    execution = ToolExecution(
-        ToolExecutionToken(), call_id, name, arguments, signal, agent, parent, root_call_id
-    )
     compiled, listeners, guarded, version = registry.entry_view(name, chain)
-    return Call(registry, execution, chain, compiled, listeners, guarded, version), failure
+    call = Call(
+        registry,
+        call_id,
+        name,
+        arguments,
+        signal,
+        agent,
+        parent,
+        root_call_id,
+        chain,
+        compiled,
+        listeners,
+        guarded,
+        version,
+        gated,
+    )
+    return call, failure
 
 
 def input_type_error(
@@ -133,14 +151,13 @@ def entry_outcome(call: Call, failure: str | None) -> ToolFailure | None:
     """
     if failure is not None:
         return plain_failure(failure)
-    execution = call.execution
-    if execution.signal.aborted:
+    if call.signal.is_aborted():
         return aborted_before_dispatch()
-    name = execution.name
+    name = call.name
     registry = call.registry
     chain = call.chain
     if (
-        execution.parent is None
+        call.parent is None
         and name != RUN_CODE_NAME
         and (chain or registry.mode == "code")
         and registry.presentation(chain) == "code"

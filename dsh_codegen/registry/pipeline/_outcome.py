@@ -65,8 +65,7 @@ def normalize_value(
         return _output_failure(compiled, [f"value snapshot failed: {error_message(exc)}"], contexts)
     if not compiled.output_validator.is_valid(frozen):
         return _invalid_output(compiled, frozen, contexts)
-    execution = call.execution
-    args = execution.arguments
+    args = call.arguments
     problem: str | None = None
     content: Any = None
     try:
@@ -82,7 +81,7 @@ def normalize_value(
             if content is None:
                 problem = _NOT_BLOCKS
     project = compiled.presentation_meta
-    if project is not None and execution.parent is None:
+    if project is not None and call.parent is None:
         meta, problems = _project_meta(project, args, frozen, problem)
         if problems:
             return _output_failure(compiled, problems, contexts)
@@ -157,7 +156,7 @@ def normalize_authored(call: Call, returned: object) -> ToolExecutionResult:
             contexts = snapshot_contexts(returned.additional_contexts, "tools/execute")
         except (ValueError, TypeError, RecursionError):
             return plain_failure(RESULT_NOT_LOSSLESS)
-        name = call.execution.name
+        name = call.name
         compiled = call.registry.resolve(name, call.chain)
         if compiled is None:
             return not_found(ToolNotFoundError.unknown(name), contexts)

@@ -85,7 +85,7 @@ async def _pre_waterfall(
 
 def _run_guards(call: Call) -> str | None:
     """The first guard reason: the global layer (live: guards added meanwhile run too), then the chain."""
-    execution = call.execution
+    execution = call.execution or call.made_execution()
     registry = call.registry
     snapshot = registry.guards_of(None)
     done: set[int] | None = None
@@ -125,7 +125,7 @@ def _guard_reason(value: object) -> str | None:
 
 async def _approve(call: Call, reason: str | None) -> ToolFailure | None:
     """Service an ``Ask``: ``None`` when approved, else the denial (or cancellation) result."""
-    execution = call.execution
+    execution = call.execution or call.made_execution()
     name = execution.name
     approval = call.registry.approval
     if approval is None:
@@ -141,7 +141,7 @@ async def _approve(call: Call, reason: str | None) -> ToolFailure | None:
             ApprovalRequest(execution.agent, name, execution.call_id, reason, execution.signal)
         )
     )
-    if execution.signal.aborted and answer != "rejected":
+    if execution.signal.is_aborted() and answer != "rejected":
         return aborted_before_dispatch()
     if answer == "allowed-once":
         return None
@@ -179,7 +179,7 @@ async def run_policy(call: Call) -> tuple[ToolExecutionResult | None, bool]:
     ``ABORTED_BEFORE_DISPATCH``. The registry waits for every listener to settle.
     Cancellation: a ``CancelledError`` propagates to :func:`run_pipeline`.
     """
-    execution = call.execution
+    execution = call.execution or call.made_execution()
     listeners = call.listeners
     try:
         decision = await _pre_waterfall(listeners.pre, 0, execution) if listeners.pre else ALLOW
@@ -194,7 +194,7 @@ async def run_policy(call: Call) -> tuple[ToolExecutionResult | None, bool]:
         return failure_from_exception(exc), True
     if reason is not None:
         return plain_failure(reason), False
-    if execution.signal.aborted:
+    if execution.signal.is_aborted():
         return aborted_before_dispatch(), False
     return None, False
 

@@ -4,7 +4,7 @@
 calls them. Each stage's contract (inputs, what its return means, failure and
 cancellation behaviour) is the docstring of the function of that name:
 
-1. ``create_execution``    (:mod:`._entry`)    read the input once, mint the token, snapshot ``finalize_content``, the arguments and the listeners
+1. ``create_execution``    (:mod:`._entry`)    read the input once, snapshot ``finalize_content``, the arguments and the listeners
 2. ``entry_outcome``       (:mod:`._entry`)    entry failure, pre-aborted entry, Code Mode collapse (all skip 3-5)
 3. ``run_policy``          (:mod:`._policy`)   pre-execute waterfall, approval, guards, cancellation recheck (inside ``gate.policy()``)
 4. ``run_dispatch``        (:mod:`._dispatch`) around-dispatch wrappers around the body (:mod:`._trampoline`) and the output normalization (:mod:`._outcome`)
@@ -74,10 +74,10 @@ async def run_pipeline(
     observers once (inside ``gate.commit()`` unless entering it is cancelled
     too), and the original ``CancelledError`` is re-raised.
     """
-    call, failure = create_execution(registry, input)
+    call, failure = create_execution(registry, input, gate is not None)
     listeners = call.listeners
     result: ToolExecutionResult | None
-    if failure is None and not call.chain and registry.mode != "code" and not call.execution.signal.aborted:
+    if failure is None and not call.chain and registry.mode != "code" and not call.signal.is_aborted():
         result = None  # what entry_outcome() would say
     else:
         result = entry_outcome(call, failure)
@@ -93,7 +93,7 @@ async def run_pipeline(
             ):
                 # No policy stage has work: the body, with nothing around it, awaited
                 # only if it suspended.
-                outcome = dispatch_started(call, call.execution.signal, at_entry=True)
+                outcome = dispatch_started(call, call.signal, at_entry=True)
                 if isinstance(outcome, (ToolSuccess, ToolFailure)):
                     result, skip_post = outcome, False
                 else:
@@ -108,7 +108,7 @@ async def run_pipeline(
     if gate is None:
         if listeners.post or listeners.observers:
             result, cancelled = await _commit(call, result, skip_post, cancelled)
-        elif cancelled or call.finalize is not None or call.execution.signal.aborted:
+        elif cancelled or call.finalize is not None or call.signal.is_aborted():
             result = _settle_and_finalize(call, result, cancelled)
     else:
         committed = False
@@ -123,6 +123,10 @@ async def run_pipeline(
             cancel_exc = cancel_exc or exc
             _task_cancelled(call)
             result, cancelled = await _commit(call, result, True, True)
+    # The run context reads its execution from the call (made on first use), so the two
+    # point at each other: drop the call's side now, and reference counting frees both
+    # (no cycle left for the collector).
+    call.run = None
     if cancelled:
         raise cancel_exc if cancel_exc is not None else asyncio.CancelledError()
     return result
@@ -146,7 +150,7 @@ async def _policy_and_dispatch(
     # nothing has been awaited since.
     if listeners.wrappers:
         return await run_dispatch(call)
-    return await dispatch_core(call, call.execution.signal), False
+    return await dispatch_core(call, call.signal), False
 
 
 async def _commit(
@@ -172,7 +176,7 @@ def _settle_and_finalize(
     call: Call, result: ToolExecutionResult, cancelled: bool
 ) -> ToolExecutionResult:
     """Stages 6-7 (each entered only when it can change something)."""
-    if type(result) is ToolSuccess and (cancelled or call.execution.signal.aborted):
+    if type(result) is ToolSuccess and (cancelled or call.signal.is_aborted()):
         result = settle_cancellation(call, result, cancelled)
     if call.finalize is not None:
         result = run_finalize(call, result)
