@@ -11,6 +11,7 @@ type tags and the ``Violation`` class come from ``dsh_codegen.schema._shared``,
 so both twins render identical texts.
 """
 
+cimport cython
 from cpython.object cimport PyObject, PyObject_GenericSetAttr, PyTypeObject
 from cpython.pycapsule cimport PyCapsule_New
 from cpython.ref cimport Py_INCREF, Py_DECREF, Py_XDECREF
@@ -533,6 +534,7 @@ cdef bint _scalars_unique(PyObject* v, Py_ssize_t size) except -1:
     return True
 
 
+@cython.final
 cdef class _DialectTable:
     """The dialect program's nodes as C structs, and the verdict walk over them."""
 
@@ -728,7 +730,7 @@ cdef class _DialectTable:
         pair = <tuple>k.pair
         return _number_ok(code, pair[1], <object>v)
 
-    cdef int _enum_code(self, DNode* d, PyObject* v, int kind) except -1:
+    cdef inline int _enum_code(self, DNode* d, PyObject* v, int kind) except -1:
         """0 when ``v`` passes the node's enum and const, else ``V_ENUM`` or ``V_CONST``."""
         cdef object key
         if d.enum_keys == NULL and not d.has_const_key:
@@ -743,12 +745,11 @@ cdef class _DialectTable:
             return C_CONST
         return 0
 
-    cdef bint _check_ok(self, Check* k, PyObject* v, int kind) except -1:
-        """Whether ``v`` (of ``kind``, the kind the check is for) passes one check (the report scan's test).
+    cdef inline bint _check_ok(self, Check* k, PyObject* v, int kind) except -1:
+        """Whether ``v`` (of ``kind``, the kind the check is for) passes one check.
 
-        ``_own_ok`` runs the same tests inline, on the verdict walk's path (a call per
-        check there cost about 6 % of the corpus's ``is_valid``); the twin-differential
-        tests hold the two to the same verdicts.
+        The verdict walk (through ``_own_ok``) and the report scan share it; inline on
+        a final class, so the verdict walk pays no call per check.
         """
         cdef Py_ssize_t size
         if kind == K_STRING:
@@ -775,57 +776,13 @@ cdef class _DialectTable:
 
     cdef bint _own_ok(self, DNode* d, PyObject* v, int kind) except -1:
         """The node's keywords on ``v`` itself (enum, const, the checks of ``kind``)."""
-        cdef Check* k
-        cdef Py_ssize_t j, size
-        cdef object key
-        if d.enum_keys != NULL or d.has_const_key:
-            if kind == K_STRING or kind == K_INTEGER or kind == K_NUMBER or kind == K_NULL:
-                key = <object>v  # its own key (json_key)
-            else:
-                key = _value_key(<object>v, kind)
-            if d.enum_keys != NULL and key not in <frozenset>d.enum_keys:
+        cdef Py_ssize_t j, first, n
+        if self._enum_code(d, v, kind):
+            return False
+        first, n = self._checks_of(d, kind)
+        for j in range(first, first + n):
+            if not self._check_ok(&self._checks[j], v, kind):
                 return False
-            if d.has_const_key and not key == <object>d.const_key:
-                return False
-        if kind == K_STRING:
-            for j in range(d.n_str):
-                k = &self._checks[d.first_check + d.n_num + j]
-                if k.code == C_MIN_LENGTH:
-                    if PyUnicode_GET_LENGTH(v) < k.count:
-                        return False
-                elif k.code == C_MAX_LENGTH:
-                    if PyUnicode_GET_LENGTH(v) > k.count:
-                        return False
-                elif k.search != NULL:
-                    if (<object>k.search)(<object>v) is None:
-                        return False
-                elif not _string_ok(k.code, (<tuple>k.pair)[1], <object>v):
-                    return False
-        elif kind == K_INTEGER or kind == K_NUMBER:
-            for j in range(d.n_num):
-                if not self._number_check(&self._checks[d.first_check + j], v):
-                    return False
-        elif kind == K_ARRAY:
-            size = _array_size(v)
-            for j in range(d.n_arr):
-                k = &self._checks[d.first_check + d.n_num + d.n_str + j]
-                if k.code == C_MIN_ITEMS:
-                    if size < k.count:
-                        return False
-                elif k.code == C_MAX_ITEMS:
-                    if size > k.count:
-                        return False
-                elif not _scalars_unique(v, size) and not _unique(<object>v):
-                    return False
-        elif kind == K_OBJECT:
-            size = PyDict_Size(v)
-            for j in range(d.n_obj):
-                k = &self._checks[d.first_check + d.n_num + d.n_str + d.n_arr + j]
-                if k.code == C_MIN_PROPERTIES:
-                    if size < k.count:
-                        return False
-                elif size > k.count:
-                    return False
         return True
 
     cdef inline (Py_ssize_t, Py_ssize_t) _checks_of(self, DNode* d, int kind) noexcept:
@@ -1471,6 +1428,30 @@ cdef int _rec_add(Recs* r, int code, int node, Py_ssize_t path, Py_ssize_t extra
     return 0
 
 
+cdef inline void _buffers_open(Recs* recs, Rec* inline_recs, Paths* p, PathSeg* inline_segs) noexcept:
+    """Start the record and path buffers in the caller's inline arrays (they move to the heap when full)."""
+    recs.items = inline_recs
+    recs.size = 0
+    recs.cap = INLINE_RECS
+    recs.heap = False
+    p.items = inline_segs
+    p.size = 0
+    p.cap = INLINE_SEGS
+    p.heap = False
+
+
+cdef void _buffers_close(Recs* recs, Paths* p) noexcept:
+    """Drop the path keys the arena references, and the heap copies of either buffer."""
+    cdef Py_ssize_t i
+    for i in range(p.size):
+        if p.items[i].key != NULL:
+            Py_DECREF(<object>p.items[i].key)
+    if p.heap:
+        free(p.items)
+    if recs.heap:
+        free(recs.items)
+
+
 cdef inline int _spush(VStack* s, PyObject* value, int node, int tag, Py_ssize_t path) except -1:
     """``_vpush`` without the reference: the scan runs no Python code, so borrowing is safe."""
     if s.size == s.cap:
@@ -1809,28 +1790,14 @@ cdef list _report_dialect(_DialectTable t, object walker, object value, str root
     cdef PathSeg inline_segs[INLINE_SEGS]
     cdef Recs recs
     cdef Paths p
-    cdef Py_ssize_t i
     if t.valid_from(0, <PyObject*>value):
         return []
-    recs.items = inline_recs
-    recs.size = 0
-    recs.cap = INLINE_RECS
-    recs.heap = False
-    p.items = inline_segs
-    p.size = 0
-    p.cap = INLINE_SEGS
-    p.heap = False
+    _buffers_open(&recs, inline_recs, &p, inline_segs)
     try:
         if _scan_dialect(t, value, &recs, &p) and recs.size:
             return _render_dialect(t, &recs, &p, _render_for(root, alias))
     finally:
-        for i in range(p.size):
-            if p.items[i].key != NULL:
-                Py_DECREF(<object>p.items[i].key)
-        if p.heap:
-            free(p.items)
-        if recs.heap:
-            free(recs.items)
+        _buffers_close(&recs, &p)
     return walker._collect(value, root, alias)
 
 
@@ -2259,16 +2226,8 @@ cdef class CompiledValidator:
         cdef PathSeg inline_segs[INLINE_SEGS]
         cdef Recs recs
         cdef Paths p
-        cdef Py_ssize_t i
         cdef int done
-        recs.items = inline_recs
-        recs.size = 0
-        recs.cap = INLINE_RECS
-        recs.heap = False
-        p.items = inline_segs
-        p.size = 0
-        p.cap = INLINE_SEGS
-        p.heap = False
+        _buffers_open(&recs, inline_recs, &p, inline_segs)
         try:
             done = self._scan(<PyObject*>value, &recs, &p)
             if done and recs.size == 0:
@@ -2276,13 +2235,7 @@ cdef class CompiledValidator:
             if done:
                 return self._render(&recs, &p, _render_for(root, alias))
         finally:
-            for i in range(p.size):
-                if p.items[i].key != NULL:
-                    Py_DECREF(<object>p.items[i].key)
-            if p.heap:
-                free(p.items)
-            if recs.heap:
-                free(recs.items)
+            _buffers_close(&recs, &p)
         # something only Python can classify (a non-JSON value): the general walk reports it
         if self._valid_from(0, <PyObject*>value):
             return []
