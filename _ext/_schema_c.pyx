@@ -777,13 +777,26 @@ cdef class _DialectTable:
     cdef bint _own_ok(self, DNode* d, PyObject* v, int kind) except -1:
         """The node's keywords on ``v`` itself (enum, const, the checks of ``kind``)."""
         cdef Py_ssize_t j, first, n
-        if self._enum_code(d, v, kind):
+        if (d.enum_keys != NULL or d.has_const_key) and self._enum_code(d, v, kind):
             return False
         first, n = self._checks_of(d, kind)
         for j in range(first, first + n):
             if not self._check_ok(&self._checks[j], v, kind):
                 return False
         return True
+
+    cdef inline bint _flat(self, DNode* d) noexcept:
+        """No allOf, anyOf, oneOf or ``$ref`` (and not ``false``): a scalar is decided without a frame."""
+        return not (d.false_ or d.n_all or d.n_any or d.n_one or d.ref >= 0)
+
+    cdef bint _scalar_ok(self, DNode* d, PyObject* v) except -1:
+        """``_visit``'s verdict for the JSON scalar ``v`` and a ``_flat`` node ``d``, in place.
+
+        Type, enum, const and the checks of its kind: all a scalar meets in a node
+        without parts (``contains`` and members apply to containers only).
+        """
+        cdef int kind = self._kind(v)
+        return kind >= 0 and (not d.admit or (d.admit >> kind) & 1) and self._own_ok(d, v, kind)
 
     cdef inline (Py_ssize_t, Py_ssize_t) _checks_of(self, DNode* d, int kind) noexcept:
         """The first index and the number of the node's checks that apply to a value of ``kind``."""
@@ -920,8 +933,10 @@ cdef class _DialectTable:
             if c.simple:
                 return self._simple_ok(c, item)
             if not c.trivial:
-                if on_path is not None and not _leaf(item, &container) and container \
-                        and on_path.get(PyLong_FromVoidPtr(item)):
+                if _leaf(item, &container):
+                    if self._flat(c):
+                        return self._scalar_ok(c, item)  # a leaf check: no frame
+                elif on_path is not None and container and on_path.get(PyLong_FromVoidPtr(item)):
                     return 0  # a container inside itself
                 _opush(s, item, child, D_VISIT)
                 return 1
@@ -940,21 +955,19 @@ cdef class _DialectTable:
         _opush(s, v, -1, D_EXIT)
 
     cdef bint _object_frames(self, Stack* s, DNode* d, PyObject* v, object on_path) except -1:
-        cdef Py_ssize_t pos = 0, base
+        cdef Py_ssize_t pos = 0, base, present = 0
         cdef PyObject* key
         cdef PyObject* item
         cdef PyObject* found
+        cdef long code
         cdef int child
-        for name in <tuple>d.required:
-            if PyDict_GetItemWithError(v, <PyObject*>name) == NULL:  # exact str keys: no user code
-                return False
         for name, others in <tuple>d.dependent:
-            if PyDict_GetItemWithError(v, <PyObject*>name) != NULL:
+            if PyDict_GetItemWithError(v, <PyObject*>name) != NULL:  # exact str keys: no user code
                 for other in <tuple>others:
                     if PyDict_GetItemWithError(v, <PyObject*>other) == NULL:
                         return False
         if not d.obj_members:
-            return True
+            return self._has_required(d, v)
         if on_path is not None:
             self._open(s, v, on_path)
         if d.property_names >= 0:
@@ -969,11 +982,22 @@ cdef class _DialectTable:
                     return False
                 child = d.additional
             else:
-                child = PyLong_AsLong(found) >> 1
+                code = PyLong_AsLong(found)
+                present += code & 1  # a declared required property
+                child = code >> 1
             if not self._child(s, child, item, on_path):
                 return False
+        # the required names are all declared and all here, or some need looking up
+        if present < PyTuple_GET_SIZE(d.required) and not self._has_required(d, v):
+            return False
         if s.size - base > 1:
             _reverse(s, base)  # members in document order: an early error is found first
+        return True
+
+    cdef bint _has_required(self, DNode* d, PyObject* v) except -1:
+        for name in <tuple>d.required:
+            if PyDict_GetItemWithError(v, <PyObject*>name) == NULL:  # exact str keys: no user code
+                return False
         return True
 
     cdef bint _array_frames(self, Stack* s, DNode* d, PyObject* v, object on_path) except -1:
@@ -1519,22 +1543,21 @@ cdef bint _verdict(_DialectTable t, int index, PyObject* v, long* budget) except
 
 
 cdef int _scan_child(_DialectTable t, VStack* s, Paths* p, int child, object item, Py_ssize_t at,
-                     PyObject* key, Py_ssize_t index, long* budget) except -1:
-    """``DialectWalker._push_child``: push a member to report on, unless the verdict walk accepts it.
+                     PyObject* key, Py_ssize_t index) except -1:
+    """``DialectWalker._push_child``: push a member to report on, unless it is a scalar its node accepts.
 
-    The verdict is asked only in the first PRECHECK_DEPTH levels (it walks the
-    member's whole subtree, so asking at every level would be quadratic).
+    A JSON scalar under a ``_flat`` node is decided in place, so a valid one costs
+    no frame and no path entry. A container is always pushed: the scan itself tells
+    a valid one (it records nothing), where a verdict walk first would walk every
+    invalid member twice, and once more per level above it.
     """
     cdef int container = 0
-    cdef DNode* c = &t._nodes[child] if child >= 0 else NULL
-    if _leaf(<PyObject*>item, &container):  # a JSON scalar: a type test here, or the scan's own visit
-        if c == NULL or c.trivial or (c.simple and t._simple_ok(c, <PyObject*>item)):
+    cdef DNode* c
+    if _leaf(<PyObject*>item, &container):
+        if child < 0:
             return 0
-    elif container and _depth(p, at) < PRECHECK_DEPTH:
-        if c == NULL or c.trivial:
-            if t._lossless_value(<PyObject*>item):
-                return 0
-        elif _verdict(t, child, <PyObject*>item, budget):
+        c = &t._nodes[child]
+        if c.trivial or (t._flat(c) and t._scalar_ok(c, <PyObject*>item)):
             return 0
     _vpush(s, <PyObject*>item, child, T_VISIT, _path_add(p, at, key, index))
     return 0
@@ -1612,33 +1635,33 @@ cdef int _scan_combinator(_DialectTable t, Recs* recs, VFrame* f, Py_ssize_t fir
     return -1
 
 
-cdef int _scan_children(_DialectTable t, VStack* s, Paths* p, VFrame* f, DNode* d, int kind,
-                        long* budget) except -1:
+cdef int _scan_children(_DialectTable t, VStack* s, Paths* p, VFrame* f, DNode* d, int kind) except -1:
     """``DialectWalker._object_children`` / ``_array_children``: push the members to report on."""
     cdef PyObject* v = f.value
     cdef PyObject* key
     cdef PyObject* code
     cdef PyObject* item
-    cdef Py_ssize_t pos = 0, i, base
+    cdef Py_ssize_t pos = 0, i, base, declared = 0
     cdef int child
     if kind == K_OBJECT:
-        _vpush(s, v, f.node, T_EXTRAS, f.path)  # the undeclared keys, after the declared members
-        if d.props == NULL:
-            return 0
         base = s.size
-        while PyDict_Next(d.props, &pos, &key, &code):
-            item = PyDict_GetItemWithError(v, key)
-            if item != NULL:
-                _scan_child(t, s, p, PyLong_AsLong(code) >> 1, <object>item, f.path, key, 0, budget)
+        if d.props != NULL:
+            while PyDict_Next(d.props, &pos, &key, &code):
+                item = PyDict_GetItemWithError(v, key)
+                if item != NULL:
+                    declared += 1
+                    _scan_child(t, s, p, PyLong_AsLong(code) >> 1, <object>item, f.path, key, 0)
+        if declared < PyDict_Size(v):
+            _vpush(s, v, f.node, T_EXTRAS, f.path)  # the undeclared keys, after the declared members
         _vreverse(s, base)
         return 0
     for i in range(_array_size(v) - 1, -1, -1):
         child = t._indices[d.first_prefix + i] if i < d.n_prefix else d.items
-        _scan_child(t, s, p, child, <object>_array_item(v, i), f.path, NULL, i, budget)
+        _scan_child(t, s, p, child, <object>_array_item(v, i), f.path, NULL, i)
     return 0
 
 
-cdef int _scan_extras(_DialectTable t, VStack* s, Recs* recs, Paths* p, VFrame* f, long* budget) except -1:
+cdef int _scan_extras(_DialectTable t, VStack* s, Recs* recs, Paths* p, VFrame* f) except -1:
     """``DialectWalker._collect_extras``: the undeclared keys (closed) or their values (open)."""
     cdef DNode* d = &t._nodes[f.node]
     cdef PyObject* key
@@ -1650,7 +1673,7 @@ cdef int _scan_extras(_DialectTable t, VStack* s, Recs* recs, Paths* p, VFrame* 
         if d.closed:
             _rec_add(recs, C_ADDITIONAL, f.node, _path_add(p, f.path, key, 0), 0)
         else:
-            _scan_child(t, s, p, d.additional, <object>item, f.path, key, 0, budget)
+            _scan_child(t, s, p, d.additional, <object>item, f.path, key, 0)
     _vreverse(s, base)
     return 0
 
@@ -1689,7 +1712,7 @@ cdef int _scan_dialect(_DialectTable t, object value, Recs* recs, Paths* p) exce
                 result = 0  # a cycle, or an enormous value: the Python walk tracks the path
                 break
             if f.tag == T_EXTRAS:
-                _scan_extras(t, &s, recs, p, &f, &budget)
+                _scan_extras(t, &s, recs, p, &f)
                 continue
             if f.node < 0 or t._nodes[f.node].trivial:
                 if not t._lossless_value(v):
@@ -1732,7 +1755,9 @@ cdef int _scan_dialect(_DialectTable t, object value, Recs* recs, Paths* p) exce
             for j in range(d.n_all - 1, -1, -1):
                 _vpush(&s, v, t._indices[d.first_all + j], T_VISIT, f.path)
             if (kind == K_OBJECT and d.obj_members) or (kind == K_ARRAY and d.arr_members):
-                _scan_children(t, &s, p, &f, d, kind, &budget)
+                _scan_children(t, &s, p, &f, d, kind)
+        if budget < 0:
+            result = 0  # spent by the last frame's verdicts: their False may be the budget's
     finally:
         while s.size > 0:
             s.size -= 1
@@ -1785,20 +1810,24 @@ cdef list _render_dialect(_DialectTable t, Recs* recs, Paths* p, _Render r):
 
 
 cdef list _report_dialect(_DialectTable t, object walker, object value, str root, str alias):
-    """Every violation of a dialect program: the C scan when it can tell, else ``walker``'s Python walk."""
+    """Every violation of a dialect program: the C scan when it can tell, else ``walker``'s Python walk.
+
+    No verdict walk first: the scan visits what it would (and records nothing for a
+    valid value), so asking it first cost a second walk of every invalid value.
+    """
     cdef Rec inline_recs[INLINE_RECS]
     cdef PathSeg inline_segs[INLINE_SEGS]
     cdef Recs recs
     cdef Paths p
-    if t.valid_from(0, <PyObject*>value):
-        return []
     _buffers_open(&recs, inline_recs, &p, inline_segs)
     try:
-        if _scan_dialect(t, value, &recs, &p) and recs.size:
+        if _scan_dialect(t, value, &recs, &p):
+            if recs.size == 0:
+                return []
             return _render_dialect(t, &recs, &p, _render_for(root, alias))
     finally:
         _buffers_close(&recs, &p)
-    return walker._collect(value, root, alias)
+    return walker.violations(value, root, alias)
 
 
 cdef class CompiledValidator:
