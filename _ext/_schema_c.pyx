@@ -56,6 +56,7 @@ cdef extern from "Python.h":
     PyTypeObject PyDict_Type
     PyTypeObject PyList_Type
     PyTypeObject PyTuple_Type
+    PyTypeObject PyBaseObject_Type
     PyObject* Py_None
     PyTypeObject* Py_TYPE(PyObject* o)
     int PyDict_Next(PyObject* p, Py_ssize_t* ppos, PyObject** pkey, PyObject** pvalue)
@@ -1464,7 +1465,7 @@ cdef inline void _buffers_open(Recs* recs, Rec* inline_recs, Paths* p, PathSeg* 
     p.heap = False
 
 
-cdef void _buffers_close(Recs* recs, Paths* p) noexcept:
+cdef inline void _buffers_close(Recs* recs, Paths* p) noexcept:
     """Drop the path keys the arena references, and the heap copies of either buffer."""
     cdef Py_ssize_t i
     for i in range(p.size):
@@ -1490,14 +1491,16 @@ cdef inline int _spush(VStack* s, PyObject* value, int node, int tag, Py_ssize_t
     return 0
 
 
-cdef object _object_new = object.__new__
+cdef tuple _NO_ARGS = ()
 
 
 cdef inline object _new_violation(tuple path, str keyword, str message):
     # What the pure twin's _shared.new_violation does, without its Python frame: a new
     # Violation, then object.__setattr__ of each field by name (the frozen dataclass's own
     # __init__ does the same three calls as bytecode, about 5,000 instructions a violation).
-    violation = _object_new(_Violation)
+    # object.__new__ through its C slot: called as a Python method it first builds an
+    # argument tuple and checks the type (about 400 instructions a violation).
+    violation = PyBaseObject_Type.tp_new(<type>_Violation, <PyObject*>_NO_ARGS, NULL)
     PyObject_GenericSetAttr(violation, "path", path)
     PyObject_GenericSetAttr(violation, "keyword", keyword)
     PyObject_GenericSetAttr(violation, "message", message)
