@@ -11,6 +11,7 @@ type tags and the ``Violation`` class come from ``dsh_codegen.schema._shared``,
 so both twins render identical texts.
 """
 
+cimport cython
 from cpython.object cimport PyObject, PyObject_GenericSetAttr, PyTypeObject
 from cpython.pycapsule cimport PyCapsule_New
 from cpython.ref cimport Py_INCREF, Py_DECREF, Py_XDECREF
@@ -55,6 +56,7 @@ cdef extern from "Python.h":
     PyTypeObject PyDict_Type
     PyTypeObject PyList_Type
     PyTypeObject PyTuple_Type
+    PyTypeObject PyBaseObject_Type
     PyObject* Py_None
     PyTypeObject* Py_TYPE(PyObject* o)
     int PyDict_Next(PyObject* p, Py_ssize_t* ppos, PyObject** pkey, PyObject** pvalue)
@@ -533,6 +535,7 @@ cdef bint _scalars_unique(PyObject* v, Py_ssize_t size) except -1:
     return True
 
 
+@cython.final
 cdef class _DialectTable:
     """The dialect program's nodes as C structs, and the verdict walk over them."""
 
@@ -728,7 +731,7 @@ cdef class _DialectTable:
         pair = <tuple>k.pair
         return _number_ok(code, pair[1], <object>v)
 
-    cdef int _enum_code(self, DNode* d, PyObject* v, int kind) except -1:
+    cdef inline int _enum_code(self, DNode* d, PyObject* v, int kind) except -1:
         """0 when ``v`` passes the node's enum and const, else ``V_ENUM`` or ``V_CONST``."""
         cdef object key
         if d.enum_keys == NULL and not d.has_const_key:
@@ -743,12 +746,11 @@ cdef class _DialectTable:
             return C_CONST
         return 0
 
-    cdef bint _check_ok(self, Check* k, PyObject* v, int kind) except -1:
-        """Whether ``v`` (of ``kind``, the kind the check is for) passes one check (the report scan's test).
+    cdef inline bint _check_ok(self, Check* k, PyObject* v, int kind) except -1:
+        """Whether ``v`` (of ``kind``, the kind the check is for) passes one check.
 
-        ``_own_ok`` runs the same tests inline, on the verdict walk's path (a call per
-        check there cost about 6 % of the corpus's ``is_valid``); the twin-differential
-        tests hold the two to the same verdicts.
+        The verdict walk (through ``_own_ok``) and the report scan share it; inline on
+        a final class, so the verdict walk pays no call per check.
         """
         cdef Py_ssize_t size
         if kind == K_STRING:
@@ -775,58 +777,27 @@ cdef class _DialectTable:
 
     cdef bint _own_ok(self, DNode* d, PyObject* v, int kind) except -1:
         """The node's keywords on ``v`` itself (enum, const, the checks of ``kind``)."""
-        cdef Check* k
-        cdef Py_ssize_t j, size
-        cdef object key
-        if d.enum_keys != NULL or d.has_const_key:
-            if kind == K_STRING or kind == K_INTEGER or kind == K_NUMBER or kind == K_NULL:
-                key = <object>v  # its own key (json_key)
-            else:
-                key = _value_key(<object>v, kind)
-            if d.enum_keys != NULL and key not in <frozenset>d.enum_keys:
+        cdef Py_ssize_t j, first, n
+        if (d.enum_keys != NULL or d.has_const_key) and self._enum_code(d, v, kind):
+            return False
+        first, n = self._checks_of(d, kind)
+        for j in range(first, first + n):
+            if not self._check_ok(&self._checks[j], v, kind):
                 return False
-            if d.has_const_key and not key == <object>d.const_key:
-                return False
-        if kind == K_STRING:
-            for j in range(d.n_str):
-                k = &self._checks[d.first_check + d.n_num + j]
-                if k.code == C_MIN_LENGTH:
-                    if PyUnicode_GET_LENGTH(v) < k.count:
-                        return False
-                elif k.code == C_MAX_LENGTH:
-                    if PyUnicode_GET_LENGTH(v) > k.count:
-                        return False
-                elif k.search != NULL:
-                    if (<object>k.search)(<object>v) is None:
-                        return False
-                elif not _string_ok(k.code, (<tuple>k.pair)[1], <object>v):
-                    return False
-        elif kind == K_INTEGER or kind == K_NUMBER:
-            for j in range(d.n_num):
-                if not self._number_check(&self._checks[d.first_check + j], v):
-                    return False
-        elif kind == K_ARRAY:
-            size = _array_size(v)
-            for j in range(d.n_arr):
-                k = &self._checks[d.first_check + d.n_num + d.n_str + j]
-                if k.code == C_MIN_ITEMS:
-                    if size < k.count:
-                        return False
-                elif k.code == C_MAX_ITEMS:
-                    if size > k.count:
-                        return False
-                elif not _scalars_unique(v, size) and not _unique(<object>v):
-                    return False
-        elif kind == K_OBJECT:
-            size = PyDict_Size(v)
-            for j in range(d.n_obj):
-                k = &self._checks[d.first_check + d.n_num + d.n_str + d.n_arr + j]
-                if k.code == C_MIN_PROPERTIES:
-                    if size < k.count:
-                        return False
-                elif size > k.count:
-                    return False
         return True
+
+    cdef inline bint _flat(self, DNode* d) noexcept:
+        """No allOf, anyOf, oneOf or ``$ref`` (and not ``false``): a scalar is decided without a frame."""
+        return not (d.false_ or d.n_all or d.n_any or d.n_one or d.ref >= 0)
+
+    cdef bint _scalar_ok(self, DNode* d, PyObject* v) except -1:
+        """``_visit``'s verdict for the JSON scalar ``v`` and a ``_flat`` node ``d``, in place.
+
+        Type, enum, const and the checks of its kind: all a scalar meets in a node
+        without parts (``contains`` and members apply to containers only).
+        """
+        cdef int kind = self._kind(v)
+        return kind >= 0 and (not d.admit or (d.admit >> kind) & 1) and self._own_ok(d, v, kind)
 
     cdef inline (Py_ssize_t, Py_ssize_t) _checks_of(self, DNode* d, int kind) noexcept:
         """The first index and the number of the node's checks that apply to a value of ``kind``."""
@@ -963,8 +934,10 @@ cdef class _DialectTable:
             if c.simple:
                 return self._simple_ok(c, item)
             if not c.trivial:
-                if on_path is not None and not _leaf(item, &container) and container \
-                        and on_path.get(PyLong_FromVoidPtr(item)):
+                if _leaf(item, &container):
+                    if self._flat(c):
+                        return self._scalar_ok(c, item)  # a leaf check: no frame
+                elif on_path is not None and container and on_path.get(PyLong_FromVoidPtr(item)):
                     return 0  # a container inside itself
                 _opush(s, item, child, D_VISIT)
                 return 1
@@ -983,21 +956,19 @@ cdef class _DialectTable:
         _opush(s, v, -1, D_EXIT)
 
     cdef bint _object_frames(self, Stack* s, DNode* d, PyObject* v, object on_path) except -1:
-        cdef Py_ssize_t pos = 0, base
+        cdef Py_ssize_t pos = 0, base, present = 0
         cdef PyObject* key
         cdef PyObject* item
         cdef PyObject* found
+        cdef long code
         cdef int child
-        for name in <tuple>d.required:
-            if PyDict_GetItemWithError(v, <PyObject*>name) == NULL:  # exact str keys: no user code
-                return False
         for name, others in <tuple>d.dependent:
-            if PyDict_GetItemWithError(v, <PyObject*>name) != NULL:
+            if PyDict_GetItemWithError(v, <PyObject*>name) != NULL:  # exact str keys: no user code
                 for other in <tuple>others:
                     if PyDict_GetItemWithError(v, <PyObject*>other) == NULL:
                         return False
         if not d.obj_members:
-            return True
+            return self._has_required(d, v)
         if on_path is not None:
             self._open(s, v, on_path)
         if d.property_names >= 0:
@@ -1012,11 +983,22 @@ cdef class _DialectTable:
                     return False
                 child = d.additional
             else:
-                child = PyLong_AsLong(found) >> 1
+                code = PyLong_AsLong(found)
+                present += code & 1  # a declared required property
+                child = code >> 1
             if not self._child(s, child, item, on_path):
                 return False
+        # the required names are all declared and all here, or some need looking up
+        if present < PyTuple_GET_SIZE(d.required) and not self._has_required(d, v):
+            return False
         if s.size - base > 1:
             _reverse(s, base)  # members in document order: an early error is found first
+        return True
+
+    cdef bint _has_required(self, DNode* d, PyObject* v) except -1:
+        for name in <tuple>d.required:
+            if PyDict_GetItemWithError(v, <PyObject*>name) == NULL:  # exact str keys: no user code
+                return False
         return True
 
     cdef bint _array_frames(self, Stack* s, DNode* d, PyObject* v, object on_path) except -1:
@@ -1471,6 +1453,30 @@ cdef int _rec_add(Recs* r, int code, int node, Py_ssize_t path, Py_ssize_t extra
     return 0
 
 
+cdef inline void _buffers_open(Recs* recs, Rec* inline_recs, Paths* p, PathSeg* inline_segs) noexcept:
+    """Start the record and path buffers in the caller's inline arrays (they move to the heap when full)."""
+    recs.items = inline_recs
+    recs.size = 0
+    recs.cap = INLINE_RECS
+    recs.heap = False
+    p.items = inline_segs
+    p.size = 0
+    p.cap = INLINE_SEGS
+    p.heap = False
+
+
+cdef inline void _buffers_close(Recs* recs, Paths* p) noexcept:
+    """Drop the path keys the arena references, and the heap copies of either buffer."""
+    cdef Py_ssize_t i
+    for i in range(p.size):
+        if p.items[i].key != NULL:
+            Py_DECREF(<object>p.items[i].key)
+    if p.heap:
+        free(p.items)
+    if recs.heap:
+        free(recs.items)
+
+
 cdef inline int _spush(VStack* s, PyObject* value, int node, int tag, Py_ssize_t path) except -1:
     """``_vpush`` without the reference: the scan runs no Python code, so borrowing is safe."""
     if s.size == s.cap:
@@ -1485,14 +1491,16 @@ cdef inline int _spush(VStack* s, PyObject* value, int node, int tag, Py_ssize_t
     return 0
 
 
-cdef object _object_new = object.__new__
+cdef tuple _NO_ARGS = ()
 
 
 cdef inline object _new_violation(tuple path, str keyword, str message):
     # What the pure twin's _shared.new_violation does, without its Python frame: a new
     # Violation, then object.__setattr__ of each field by name (the frozen dataclass's own
     # __init__ does the same three calls as bytecode, about 5,000 instructions a violation).
-    violation = _object_new(_Violation)
+    # object.__new__ through its C slot: called as a Python method it first builds an
+    # argument tuple and checks the type (about 400 instructions a violation).
+    violation = PyBaseObject_Type.tp_new(<type>_Violation, <PyObject*>_NO_ARGS, NULL)
     PyObject_GenericSetAttr(violation, "path", path)
     PyObject_GenericSetAttr(violation, "keyword", keyword)
     PyObject_GenericSetAttr(violation, "message", message)
@@ -1538,22 +1546,21 @@ cdef bint _verdict(_DialectTable t, int index, PyObject* v, long* budget) except
 
 
 cdef int _scan_child(_DialectTable t, VStack* s, Paths* p, int child, object item, Py_ssize_t at,
-                     PyObject* key, Py_ssize_t index, long* budget) except -1:
-    """``DialectWalker._push_child``: push a member to report on, unless the verdict walk accepts it.
+                     PyObject* key, Py_ssize_t index) except -1:
+    """``DialectWalker._push_child``: push a member to report on, unless it is a scalar its node accepts.
 
-    The verdict is asked only in the first PRECHECK_DEPTH levels (it walks the
-    member's whole subtree, so asking at every level would be quadratic).
+    A JSON scalar under a ``_flat`` node is decided in place, so a valid one costs
+    no frame and no path entry. A container is always pushed: the scan itself tells
+    a valid one (it records nothing), where a verdict walk first would walk every
+    invalid member twice, and once more per level above it.
     """
     cdef int container = 0
-    cdef DNode* c = &t._nodes[child] if child >= 0 else NULL
-    if _leaf(<PyObject*>item, &container):  # a JSON scalar: a type test here, or the scan's own visit
-        if c == NULL or c.trivial or (c.simple and t._simple_ok(c, <PyObject*>item)):
+    cdef DNode* c
+    if _leaf(<PyObject*>item, &container):
+        if child < 0:
             return 0
-    elif container and _depth(p, at) < PRECHECK_DEPTH:
-        if c == NULL or c.trivial:
-            if t._lossless_value(<PyObject*>item):
-                return 0
-        elif _verdict(t, child, <PyObject*>item, budget):
+        c = &t._nodes[child]
+        if c.trivial or (t._flat(c) and t._scalar_ok(c, <PyObject*>item)):
             return 0
     _vpush(s, <PyObject*>item, child, T_VISIT, _path_add(p, at, key, index))
     return 0
@@ -1631,33 +1638,33 @@ cdef int _scan_combinator(_DialectTable t, Recs* recs, VFrame* f, Py_ssize_t fir
     return -1
 
 
-cdef int _scan_children(_DialectTable t, VStack* s, Paths* p, VFrame* f, DNode* d, int kind,
-                        long* budget) except -1:
+cdef int _scan_children(_DialectTable t, VStack* s, Paths* p, VFrame* f, DNode* d, int kind) except -1:
     """``DialectWalker._object_children`` / ``_array_children``: push the members to report on."""
     cdef PyObject* v = f.value
     cdef PyObject* key
     cdef PyObject* code
     cdef PyObject* item
-    cdef Py_ssize_t pos = 0, i, base
+    cdef Py_ssize_t pos = 0, i, base, declared = 0
     cdef int child
     if kind == K_OBJECT:
-        _vpush(s, v, f.node, T_EXTRAS, f.path)  # the undeclared keys, after the declared members
-        if d.props == NULL:
-            return 0
         base = s.size
-        while PyDict_Next(d.props, &pos, &key, &code):
-            item = PyDict_GetItemWithError(v, key)
-            if item != NULL:
-                _scan_child(t, s, p, PyLong_AsLong(code) >> 1, <object>item, f.path, key, 0, budget)
+        if d.props != NULL:
+            while PyDict_Next(d.props, &pos, &key, &code):
+                item = PyDict_GetItemWithError(v, key)
+                if item != NULL:
+                    declared += 1
+                    _scan_child(t, s, p, PyLong_AsLong(code) >> 1, <object>item, f.path, key, 0)
+        if declared < PyDict_Size(v):
+            _vpush(s, v, f.node, T_EXTRAS, f.path)  # the undeclared keys, after the declared members
         _vreverse(s, base)
         return 0
     for i in range(_array_size(v) - 1, -1, -1):
         child = t._indices[d.first_prefix + i] if i < d.n_prefix else d.items
-        _scan_child(t, s, p, child, <object>_array_item(v, i), f.path, NULL, i, budget)
+        _scan_child(t, s, p, child, <object>_array_item(v, i), f.path, NULL, i)
     return 0
 
 
-cdef int _scan_extras(_DialectTable t, VStack* s, Recs* recs, Paths* p, VFrame* f, long* budget) except -1:
+cdef int _scan_extras(_DialectTable t, VStack* s, Recs* recs, Paths* p, VFrame* f) except -1:
     """``DialectWalker._collect_extras``: the undeclared keys (closed) or their values (open)."""
     cdef DNode* d = &t._nodes[f.node]
     cdef PyObject* key
@@ -1669,7 +1676,7 @@ cdef int _scan_extras(_DialectTable t, VStack* s, Recs* recs, Paths* p, VFrame* 
         if d.closed:
             _rec_add(recs, C_ADDITIONAL, f.node, _path_add(p, f.path, key, 0), 0)
         else:
-            _scan_child(t, s, p, d.additional, <object>item, f.path, key, 0, budget)
+            _scan_child(t, s, p, d.additional, <object>item, f.path, key, 0)
     _vreverse(s, base)
     return 0
 
@@ -1708,7 +1715,7 @@ cdef int _scan_dialect(_DialectTable t, object value, Recs* recs, Paths* p) exce
                 result = 0  # a cycle, or an enormous value: the Python walk tracks the path
                 break
             if f.tag == T_EXTRAS:
-                _scan_extras(t, &s, recs, p, &f, &budget)
+                _scan_extras(t, &s, recs, p, &f)
                 continue
             if f.node < 0 or t._nodes[f.node].trivial:
                 if not t._lossless_value(v):
@@ -1751,7 +1758,9 @@ cdef int _scan_dialect(_DialectTable t, object value, Recs* recs, Paths* p) exce
             for j in range(d.n_all - 1, -1, -1):
                 _vpush(&s, v, t._indices[d.first_all + j], T_VISIT, f.path)
             if (kind == K_OBJECT and d.obj_members) or (kind == K_ARRAY and d.arr_members):
-                _scan_children(t, &s, p, &f, d, kind, &budget)
+                _scan_children(t, &s, p, &f, d, kind)
+        if budget < 0:
+            result = 0  # spent by the last frame's verdicts: their False may be the budget's
     finally:
         while s.size > 0:
             s.size -= 1
@@ -1804,34 +1813,24 @@ cdef list _render_dialect(_DialectTable t, Recs* recs, Paths* p, _Render r):
 
 
 cdef list _report_dialect(_DialectTable t, object walker, object value, str root, str alias):
-    """Every violation of a dialect program: the C scan when it can tell, else ``walker``'s Python walk."""
+    """Every violation of a dialect program: the C scan when it can tell, else ``walker``'s Python walk.
+
+    No verdict walk first: the scan visits what it would (and records nothing for a
+    valid value), so asking it first cost a second walk of every invalid value.
+    """
     cdef Rec inline_recs[INLINE_RECS]
     cdef PathSeg inline_segs[INLINE_SEGS]
     cdef Recs recs
     cdef Paths p
-    cdef Py_ssize_t i
-    if t.valid_from(0, <PyObject*>value):
-        return []
-    recs.items = inline_recs
-    recs.size = 0
-    recs.cap = INLINE_RECS
-    recs.heap = False
-    p.items = inline_segs
-    p.size = 0
-    p.cap = INLINE_SEGS
-    p.heap = False
+    _buffers_open(&recs, inline_recs, &p, inline_segs)
     try:
-        if _scan_dialect(t, value, &recs, &p) and recs.size:
+        if _scan_dialect(t, value, &recs, &p):
+            if recs.size == 0:
+                return []
             return _render_dialect(t, &recs, &p, _render_for(root, alias))
     finally:
-        for i in range(p.size):
-            if p.items[i].key != NULL:
-                Py_DECREF(<object>p.items[i].key)
-        if p.heap:
-            free(p.items)
-        if recs.heap:
-            free(recs.items)
-    return walker._collect(value, root, alias)
+        _buffers_close(&recs, &p)
+    return walker.violations(value, root, alias)
 
 
 cdef class CompiledValidator:
@@ -2259,16 +2258,8 @@ cdef class CompiledValidator:
         cdef PathSeg inline_segs[INLINE_SEGS]
         cdef Recs recs
         cdef Paths p
-        cdef Py_ssize_t i
         cdef int done
-        recs.items = inline_recs
-        recs.size = 0
-        recs.cap = INLINE_RECS
-        recs.heap = False
-        p.items = inline_segs
-        p.size = 0
-        p.cap = INLINE_SEGS
-        p.heap = False
+        _buffers_open(&recs, inline_recs, &p, inline_segs)
         try:
             done = self._scan(<PyObject*>value, &recs, &p)
             if done and recs.size == 0:
@@ -2276,13 +2267,7 @@ cdef class CompiledValidator:
             if done:
                 return self._render(&recs, &p, _render_for(root, alias))
         finally:
-            for i in range(p.size):
-                if p.items[i].key != NULL:
-                    Py_DECREF(<object>p.items[i].key)
-            if p.heap:
-                free(p.items)
-            if recs.heap:
-                free(recs.items)
+            _buffers_close(&recs, &p)
         # something only Python can classify (a non-JSON value): the general walk reports it
         if self._valid_from(0, <PyObject*>value):
             return []
