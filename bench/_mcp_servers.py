@@ -40,6 +40,20 @@ def _registry(count: int, **options: Any) -> Any:
     return registry
 
 
+def sdk_add_server() -> Any:
+    """The SDK's ``MCPServer`` serving ``add`` as an ``async def`` tool (no worker-thread hop): the ``sdk``
+    mode serves it over stdio, and ``bench_adapters`` calls it in process."""
+    from mcp.server.mcpserver import MCPServer
+
+    app = MCPServer("bench-sdk")
+
+    @app.tool(description="Add two integers.")
+    async def add(a: int, b: int) -> int:
+        return a + b
+
+    return app
+
+
 async def _lowlevel() -> None:
     """The floor: the SDK's low-level Server answering add with no validation at all."""
     from mcp.server.lowlevel import Server
@@ -63,15 +77,7 @@ async def _lowlevel() -> None:
 
 def main(mode: str) -> None:
     if mode == "sdk":
-        from mcp.server.mcpserver import MCPServer
-
-        app = MCPServer("bench-sdk")
-
-        @app.tool(description="Add two integers.")
-        async def add(a: int, b: int) -> int:
-            return a + b
-
-        app.run("stdio")
+        sdk_add_server().run("stdio")
         return
     if mode == "lowlevel":
         asyncio.run(_lowlevel())

@@ -86,7 +86,7 @@ def _handlers() -> dict[str, float]:
 
     from mcp.types import CallToolRequestParams
 
-    from bench._mcp_servers import _registry
+    from bench._mcp_servers import _registry, sdk_add_server
     from dsh_codegen.adapters import McpToolServer
 
     ours = McpToolServer(_registry(1))
@@ -133,24 +133,11 @@ async def _import() -> tuple[float, float, int]:
     return statistics.median(times), whole, count
 
 
-def sdk_add_server() -> Any:
-    """The SDK's ``MCPServer`` serving ``add`` as an ``async def`` tool (no worker-thread hop)."""
-    from mcp.server.mcpserver import MCPServer
-
-    app = MCPServer("bench-sdk")
-
-    @app.tool(description="Add two integers.")
-    async def add(a: int, b: int) -> int:
-        return a + b
-
-    return app
-
-
 @asynccontextmanager
 async def imported_add() -> AsyncIterator[tuple[Any, Any, Any]]:
     """``(session, registry, without_seam)`` in process, for the imported-call figures.
 
-    ``session``: a client session to :func:`sdk_add_server` over the SDK's
+    ``session``: a client session to ``bench._mcp_servers.sdk_add_server()`` over the SDK's
     in-memory transport; ``registry``: ``import_mcp_tools`` of it;
     ``without_seam``: the imported ``add`` re-registered without its
     ``finalize_content`` (what the import was before it kept media).
@@ -160,6 +147,7 @@ async def imported_add() -> AsyncIterator[tuple[Any, Any, Any]]:
 
     from mcp import Client
 
+    from bench._mcp_servers import sdk_add_server
     from dsh_codegen import ToolRegistry
     from dsh_codegen.adapters import import_mcp_tools
 

@@ -10,10 +10,10 @@ layer's ``__all__``.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from dsh_codegen._backend import backend
+from dsh_codegen._lazy import lazy_exports
 from dsh_codegen._version import __version__
 
 if TYPE_CHECKING:
@@ -312,17 +312,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    layer = _EXPORTS.get(name)
-    if layer is not None:
-        value = getattr(importlib.import_module(f"dsh_codegen.{layer}"), name)
-    elif name in _LAYERS:
-        value = importlib.import_module(f"dsh_codegen.{name}")
-    else:
-        raise AttributeError(f"module 'dsh_codegen' has no attribute {name!r}")
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_exports(globals(), _EXPORTS, _LAYERS)

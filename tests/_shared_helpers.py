@@ -10,14 +10,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import importlib
 import os
 import signal
 import subprocess
 from collections.abc import Callable, Coroutine, Iterator, Sequence
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
-__all__ = ["async_test", "render_text", "run_in_session", "session_process"]
+import pytest
+
+__all__ = ["async_test", "compiled_twin", "render_text", "require_compiled_twin", "run_in_session", "session_process"]
 
 #: Seconds a process group gets between SIGTERM and SIGKILL.
 STOP_GRACE = 5.0
@@ -37,6 +41,24 @@ def async_test(fn: Callable[..., Coroutine[Any, Any, None]]) -> Callable[..., No
         asyncio.run(main())
 
     return wrapper
+
+
+def compiled_twin(name: str) -> Any:
+    """The compiled twin ``dsh_codegen.<name>`` (``"_json_c"``, ``"_schema_c"``, ...), loaded whatever
+    ``DSH_CODEGEN_PURE_PYTHON`` says, or None when the extension is not built (no compiler at install time).
+    Typed ``Any``: the extension has no stubs, and the tests read its names."""
+    try:
+        return importlib.import_module(f"dsh_codegen.{name}")
+    except ImportError:
+        return None
+
+
+def require_compiled_twin(name: str) -> ModuleType:
+    """:func:`compiled_twin`, or skip the calling test when it is not built: nothing to compare."""
+    twin: ModuleType | None = compiled_twin(name)
+    if twin is None:
+        pytest.skip(f"dsh_codegen.{name} is not built (no compiler at install time); nothing to compare")
+    return twin
 
 
 def render_text(_args: Any, value: Any) -> list[dict[str, str]]:

@@ -1,4 +1,5 @@
-"""The shared subprocess helper stops a command's whole process group, not the command alone."""
+"""The shared helpers: the subprocess helper stops a command's whole process group, not the command alone;
+the twin loader finds a built extension and reports a missing one."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from _shared_helpers import run_in_session, session_process
+from _shared_helpers import compiled_twin, require_compiled_twin, run_in_session, session_process
 
 # The command starts a child that outlives it unless its group is stopped, writes the child's pid, then sleeps.
 PARENT = """
@@ -68,3 +69,13 @@ def test_a_finished_command_is_reported_like_subprocess_run() -> None:
     done = run_in_session([sys.executable, "-c", "import sys; print(sys.stdin.read()[::-1]); sys.exit(3)"],
                           timeout=60, input="abc", text=True, env={**os.environ, "PYTHONIOENCODING": "utf-8"})
     assert (done.returncode, done.stdout, done.stderr) == (3, "cba\n", "")
+
+
+def test_the_twin_loader_finds_a_built_twin_and_reports_a_missing_one() -> None:
+    from dsh_codegen import _backend
+
+    if _backend._all_built():
+        assert compiled_twin("_json_c").__name__ == "dsh_codegen._json_c"
+    assert compiled_twin("_no_such_twin_c") is None
+    with pytest.raises(pytest.skip.Exception, match=r"dsh_codegen\._no_such_twin_c is not built"):
+        require_compiled_twin("_no_such_twin_c")

@@ -7,8 +7,9 @@ a caller that needs only the catalog-format detection (the command line's
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from dsh_codegen._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from dsh_codegen.adapters._catalog_docs import (
@@ -86,14 +87,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'dsh_codegen.adapters' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"dsh_codegen.adapters.{module}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_exports(globals(), _EXPORTS)

@@ -7,8 +7,9 @@ Python type walker, nor a Python render the TypeScript one.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from dsh_codegen._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from dsh_codegen.codegen._catalog import CatalogError, ToolSchemaEntry, catalog_from_json, load_catalog
@@ -45,14 +46,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'dsh_codegen.codegen' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"dsh_codegen.codegen.{module}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_exports(globals(), _EXPORTS)

@@ -10,8 +10,9 @@ module (a circular import).
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from dsh_codegen._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from dsh_codegen.json._json import (
@@ -39,13 +40,4 @@ __all__: list[str] = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    if name not in __all__:
-        raise AttributeError(f"module 'dsh_codegen.json' has no attribute {name!r}")
-    value = getattr(importlib.import_module("dsh_codegen.json._json"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_exports(globals(), dict.fromkeys(__all__, "_json"))

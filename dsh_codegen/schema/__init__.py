@@ -9,8 +9,9 @@ the twin selector for that half-initialised module) would make importing
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from dsh_codegen._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from dsh_codegen.schema._compile import assert_object_json_schema, assert_supported_json_schema
@@ -72,14 +73,4 @@ __all__: list[str] = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    home = _HOME.get(name)
-    if home is None:
-        raise AttributeError(f"module 'dsh_codegen.schema' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"dsh_codegen.schema.{home}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_exports(globals(), _HOME)

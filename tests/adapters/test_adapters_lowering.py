@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from dsh_codegen.adapters import lower_json_schema
-from dsh_codegen.schema import JsonSchemaError
+from dsh_codegen.schema import JsonSchemaError, compile_validator
 
 
 def notes(schema: Any) -> list[str]:
@@ -82,6 +82,27 @@ def test_nested_positions_and_document_order() -> None:
 def test_children_of_a_wrapped_node_are_lowered_too() -> None:
     schema = {"allOf": [{"type": "string", "nullable": True}], "nullable": True}
     assert lower_json_schema(schema).schema == {"anyOf": [{"allOf": [{"type": ["string", "null"]}]}, {"type": "null"}]}
+
+
+def test_a_wrapped_node_keeps_the_dialect_annotations_outside_and_its_discriminator_inside() -> None:
+    # The outside keys are the compiler's annotation table: $defs stays where "#/$defs/..." points.
+    pet = {"type": "object", "properties": {"kind": {"const": "cat"}}, "required": ["kind"]}
+    source = {
+        "$defs": {"pet": pet},
+        "$comment": "c",
+        "oneOf": [{"$ref": "#/$defs/pet"}],
+        "discriminator": {"propertyName": "kind"},
+        "nullable": True,
+    }
+    lowered = lower_json_schema(source).schema
+    assert lowered == {
+        "anyOf": [{"oneOf": [{"$ref": "#/$defs/pet"}], "discriminator": {"propertyName": "kind"}}, {"type": "null"}],
+        "$defs": {"pet": pet},
+        "$comment": "c",
+    }
+    validator = compile_validator(lowered)
+    assert validator.is_valid(None) and validator.is_valid({"kind": "cat"})
+    assert not validator.is_valid({"kind": "dog"})
 
 
 def test_what_cannot_be_kept_is_an_error_naming_each_construct() -> None:

@@ -10,13 +10,13 @@ the end compares both twins directly.
 
 from __future__ import annotations
 
-import importlib
 from types import ModuleType
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from _shared_helpers import require_compiled_twin
 
 from dsh_codegen.json import (
     JsonBudgetError,
@@ -181,10 +181,7 @@ def test_budget_errors_pickle() -> None:
 
 
 def _compiled() -> ModuleType:
-    try:
-        return importlib.import_module("dsh_codegen._json_c")
-    except ImportError:
-        pytest.skip("dsh_codegen._json_c is not built")
+    return require_compiled_twin("_json_c")
 
 
 def _outcome(fn: Any, *args: Any, **kwargs: Any) -> tuple[Any, ...]:

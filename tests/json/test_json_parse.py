@@ -7,7 +7,6 @@ differential tests at the end compare both twins directly in one pass.
 
 from __future__ import annotations
 
-import importlib
 import json
 import json.scanner
 import math
@@ -20,6 +19,7 @@ from typing import Any
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
+from _shared_helpers import require_compiled_twin
 
 from dsh_codegen.json import FrozenJsonArray, FrozenJsonObject, LosslessJsonError, parse_json, snapshot_json
 from dsh_codegen.json import _parse_py
@@ -447,10 +447,7 @@ def test_100000_deep_errors_name_their_position() -> None:
 
 
 def _compiled() -> ModuleType:
-    try:
-        return importlib.import_module("dsh_codegen._json_c")
-    except ImportError:
-        pytest.skip("dsh_codegen._json_c is not built (no compiler at install time); nothing to compare")
+    return require_compiled_twin("_json_c")
 
 
 @pytest.mark.once

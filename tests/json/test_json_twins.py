@@ -6,7 +6,6 @@ once (in the compiled pass).
 
 from __future__ import annotations
 
-import importlib
 import json
 from types import ModuleType
 from typing import Any
@@ -14,6 +13,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from _shared_helpers import require_compiled_twin
 
 from dsh_codegen.json import _json_py
 from json_strategies import any_values, lossless_values, surrogate_free
@@ -22,10 +22,7 @@ pytestmark = pytest.mark.once
 
 
 def _compiled() -> ModuleType:
-    try:
-        return importlib.import_module("dsh_codegen._json_c")
-    except ImportError:
-        pytest.skip("dsh_codegen._json_c is not built (no compiler at install time); nothing to compare")
+    return require_compiled_twin("_json_c")
 
 
 def _outcome(fn: Any, *args: Any, **kwargs: Any) -> tuple[str, Any]:

@@ -76,10 +76,10 @@ def test_package_init_files_only_re_export() -> None:
         for node in ast.parse(path.read_text(encoding="utf-8")).body:
             allowed = (ast.Import, ast.ImportFrom, ast.Assign, ast.AnnAssign, ast.AugAssign)
             is_docstring = isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
-            # The top-level package re-exports lazily (PEP 562) and imports for type checkers.
-            is_lazy_hook = isinstance(node, ast.FunctionDef) and node.name in {"__getattr__", "__dir__"}
+            # Lazy re-exports (PEP 562) bind the hooks dsh_codegen._lazy builds (an assignment, no def)
+            # and import the same names for type checkers.
             is_type_only = isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING"
-            if not (isinstance(node, allowed) or is_docstring or is_lazy_hook or is_type_only):
+            if not (isinstance(node, allowed) or is_docstring or is_type_only):
                 offences.append(f"{path}:{node.lineno}: {type(node).__name__}")
     assert offences == []
 
@@ -112,3 +112,17 @@ def test_lazy_top_level_table_matches_the_layers() -> None:
         assert getattr(dsh_codegen, symbol) is getattr(importlib.import_module(f"dsh_codegen.{layer}"), symbol)
     with pytest.raises(AttributeError, match="no_such_name"):
         getattr(dsh_codegen, "no_such_name")
+
+
+@pytest.mark.once
+@pytest.mark.parametrize("package", ["dsh_codegen", "dsh_codegen.json", "dsh_codegen.schema", "dsh_codegen.codegen",
+                                     "dsh_codegen.adapters"])
+def test_lazy_packages_list_resolve_and_refuse_names_as_a_module_does(package: str) -> None:
+    module = importlib.import_module(package)
+    assert set(module.__all__) <= set(dir(module)) and dir(module) == sorted(dir(module))
+    with pytest.raises(AttributeError) as caught:
+        getattr(module, "no_such_name")
+    assert str(caught.value) == f"module {package!r} has no attribute 'no_such_name'"
+    name = module.__all__[-1]
+    value = getattr(module, name)
+    assert vars(module)[name] is value  # resolved once, then a plain attribute

@@ -6,11 +6,11 @@ once (in the compiled pass).
 
 from __future__ import annotations
 
-import importlib
 from types import ModuleType
 from typing import Any
 
 import pytest
+from _shared_helpers import require_compiled_twin
 
 from dsh_codegen.json import FrozenJsonArray, FrozenJsonObject, LosslessJsonError, _json_py
 
@@ -18,10 +18,7 @@ pytestmark = pytest.mark.once
 
 
 def _compiled() -> ModuleType:
-    try:
-        return importlib.import_module("dsh_codegen._json_c")
-    except ImportError:
-        pytest.skip("dsh_codegen._json_c is not built (no compiler at install time); nothing to compare")
+    return require_compiled_twin("_json_c")
 
 
 def _outcome(fn: Any, value: Any) -> tuple[str, Any]:

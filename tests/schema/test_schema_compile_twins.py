@@ -7,11 +7,11 @@ violations, in the same order, for rejected ones.
 
 from __future__ import annotations
 
-import importlib
 from types import ModuleType
 from typing import Any
 
 import pytest
+from _shared_helpers import require_compiled_twin
 
 from dsh_codegen.schema import _compile_py
 from dsh_codegen.schema._errors import JsonSchemaError
@@ -21,10 +21,7 @@ pytestmark = pytest.mark.once
 
 
 def _compiled() -> ModuleType:
-    try:
-        return importlib.import_module("dsh_codegen._compile_c")
-    except ImportError:
-        pytest.skip("dsh_codegen._compile_c is not built (no compiler at install time); nothing to compare")
+    return require_compiled_twin("_compile_c")
 
 
 def _table(twin: Any, schema: Any, formats: bool = False) -> tuple[bool, bool, list[dict[str, Any]]]:

@@ -7,19 +7,16 @@ house-style texts the scan renders from its per-node cache.
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
 import pytest
+from _shared_helpers import compiled_twin
 
 from dsh_codegen.schema import _validator_py
 from dsh_codegen.schema._compile import compile_program
 from dsh_codegen.schema._shared import Violation
 
-try:
-    _schema_c: Any = importlib.import_module("dsh_codegen._schema_c")
-except ImportError:  # pragma: no cover - the compiled pass always has it
-    _schema_c = None
+_schema_c = compiled_twin("_schema_c")
 
 pytestmark = [
     pytest.mark.once,

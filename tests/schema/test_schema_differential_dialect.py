@@ -9,21 +9,18 @@ only ASCII constructs, where Python's ``re`` (jsonschema's) and ECMA-262 agree.
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
 import jsonschema
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from _shared_helpers import compiled_twin
 
 from dsh_codegen.schema import _validator_py
 from dsh_codegen.schema._compile import compile_program
 
-try:
-    _schema_c: Any = importlib.import_module("dsh_codegen._schema_c")
-except ImportError:  # pragma: no cover - the compiled pass always has it
-    _schema_c = None
+_schema_c = compiled_twin("_schema_c")
 
 pytestmark = [
     pytest.mark.once,

@@ -9,21 +9,18 @@ values that only Python can classify (the fallback walk).
 
 from __future__ import annotations
 
-import importlib
 from decimal import Decimal
 from typing import Any
 
 import pytest
+from _shared_helpers import compiled_twin
 
 from dsh_codegen.json._paths import format_path, quote_path
 from dsh_codegen.schema import Violation, compile_validator
 from dsh_codegen.schema import _validator_py
 from dsh_codegen.schema._compile import compile_program
 
-try:
-    _schema_c: Any = importlib.import_module("dsh_codegen._schema_c")
-except ImportError:  # pragma: no cover - the compiled pass always has it
-    _schema_c = None
+_schema_c = compiled_twin("_schema_c")
 
 KEYS = ["plain", "é", "日本", "\U0001f600", "a b", 'quote"d', "back\\slash", "tab\tkey", "0", "", "$x", "\ud800"]
 
