@@ -173,8 +173,25 @@ cdef extern from *:
     static inline dsh_u128 dsh_json_p10(int k) {
         return k < 20 ? (dsh_u128)dsh_json_pow10[k] : (dsh_u128)dsh_json_pow10[19] * dsh_json_pow10[k - 19];
     }
+    /* dsh_json_probe's arithmetic in 64-bit words, for shift <= 61 and k <= 19 (every
+       float from about 0.002 up, at 16-17 digits): r < 2**61, so 4 * r, 2 * (2**shift - r)
+       and 10**k all fit; only the product M * 10**k needs 128 bits. */
+    static DSH_ALWAYS_INLINE int dsh_json_probe64(uint64_t M, int shift, int narrow_below, int k, dsh_u128 *c) {
+        const uint64_t one = (uint64_t)1 << shift, mask = one - 1, p10 = dsh_json_pow10[k];
+        const dsh_u128 num = (dsh_u128)M * p10;
+        uint64_t r = (uint64_t)num & mask, up = one - r;
+        uint64_t lo = narrow_below ? 4 * r : 2 * r, hi = 2 * up;
+        int even = (M & 1) == 0;
+        int ok_lo = lo < p10 || (lo == p10 && even);
+        int ok_hi = hi < p10 || (hi == p10 && even);
+        if (!ok_lo && !ok_hi) return 0;
+        if (ok_lo && ok_hi && r == up) return 2;
+        *c = (num >> shift) + ((ok_lo && (!ok_hi || r < up)) ? 0 : 1);
+        return 1;
+    }
     /* 1 and the decimal in *c when some c * 10**-k reads back as x; 2 for a tie. */
-    static inline int dsh_json_probe(uint64_t M, int shift, int narrow_below, int k, dsh_u128 *c) {
+    static DSH_ALWAYS_INLINE int dsh_json_probe(uint64_t M, int shift, int narrow_below, int k, dsh_u128 *c) {
+        if (shift <= 61 && k <= 19) return dsh_json_probe64(M, shift, narrow_below, k, c);
         const dsh_u128 one = (dsh_u128)1 << shift, mask = one - 1, p10 = dsh_json_p10(k);
         const dsh_u128 num = (dsh_u128)M * p10;
         dsh_u128 r = num & mask, up = one - r;

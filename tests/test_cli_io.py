@@ -296,6 +296,9 @@ with open(out, "w", encoding="utf-8") as handle:
 # Loaded only for --mcp, serving or rendering with Jinja itself: an sdk run from a file needs none of them.
 _NOT_FOR_SDK = ("dsh_codegen.adapters._mcp_serve", "dsh_codegen.adapters._mcp_import", "dsh_codegen.registry",
                 "mcp", "jinja2", "markupsafe", "asyncio", "black", "libcst")
+# Loaded only to convert a foreign tool list (OpenAI, Anthropic, MCP): our own catalog format needs none of them
+# (the schema layer is loaded either way: `sdk` checks every schema it renders).
+_FOREIGN_ONLY = ("dsh_codegen.adapters._formats", "dsh_codegen.adapters._lowering", "dsh_codegen.adapters._strict")
 
 
 @pytest.mark.once
@@ -322,6 +325,12 @@ def test_sdk_from_a_catalog_file_imports_no_mcp_server_and_no_jinja2(tmp_path: P
     assert "dsh_codegen.adapters._catalog_docs" in seen["modules"]
     loaded = [name for name in seen["modules"] if name.split(".")[0] in _NOT_FOR_SDK or name.startswith(_NOT_FOR_SDK)]
     assert loaded == []
+    foreign = [name for name in seen["modules"] if name.startswith(_FOREIGN_ONLY)]
+    if document == "catalog":
+        assert foreign == []
+    else:
+        # The OpenAI list went through the converters (so the check above is not vacuous).
+        assert "dsh_codegen.adapters._formats" in foreign
     # Each language's type walker is loaded only by its own renders.
     other = "dsh_codegen.codegen._py" if lang == "ts" else "dsh_codegen.codegen._ts"
     assert other not in seen["modules"]

@@ -13,11 +13,12 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from dsh_codegen.adapters._formats import ToolNote, from_anthropic_tools, from_mcp_tools, from_openai_tools
 from dsh_codegen.codegen import CatalogError, ToolSchemaEntry, catalog_from_json
-from dsh_codegen.schema import JsonSchemaError
+
+if TYPE_CHECKING:
+    from dsh_codegen.adapters._formats import ToolNote, ToolSchema
 
 __all__ = ["CatalogFormat", "catalog_from_mcp_command", "detect_catalog_format", "load_catalog_document", "load_catalog_file"]
 
@@ -88,22 +89,34 @@ def load_catalog_document(
         kind = detect_catalog_format(data) if format == "auto" else format
         if kind == "catalog":
             return catalog_from_json(data, source=source)
-        if kind == "mcp":
-            schemas = from_mcp_tools(data if isinstance(data, Mapping) else _list(data), notes=notes)
-        elif kind == "openai":
-            schemas = from_openai_tools(_list(data), notes=notes)
-        else:
-            schemas = from_anthropic_tools(_list(data), notes=notes)
+        schemas = _foreign_schemas(kind, data, notes, source)
     except CatalogError:
         raise
-    except JsonSchemaError as error:
-        raise CatalogError(source, error.message) from None
     except (ValueError, TypeError) as error:
         raise CatalogError(source, str(error)) from None
     return [
         ToolSchemaEntry(schema["name"], schema["description"], schema["parameters"], schema.get("output_schema"))
         for schema in schemas
     ]
+
+
+def _foreign_schemas(kind: str, data: object, notes: list[ToolNote] | None, source: str) -> list[ToolSchema]:
+    """The tool schemas of an MCP, OpenAI or Anthropic document, lowered to the dialect.
+
+    The format converters (lowering, strict mode, the schema layer) are imported
+    here, on first use: a run on our own catalog format loads none of them.
+    """
+    from dsh_codegen.adapters._formats import from_anthropic_tools, from_mcp_tools, from_openai_tools
+    from dsh_codegen.schema import JsonSchemaError
+
+    try:
+        if kind == "mcp":
+            return from_mcp_tools(data if isinstance(data, Mapping) else _list(data), notes=notes)
+        if kind == "openai":
+            return from_openai_tools(_list(data), notes=notes)
+        return from_anthropic_tools(_list(data), notes=notes)
+    except JsonSchemaError as error:
+        raise CatalogError(source, error.message) from None
 
 
 def _first_leaf(error: BaseException) -> BaseException:

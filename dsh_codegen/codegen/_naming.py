@@ -83,7 +83,7 @@ def camel_case(name: str) -> str:
     if name.isascii():
         # For ASCII, identifier characters other than "_" are exactly [A-Za-z0-9],
         # and NFKC changes nothing: the same result without a call per character.
-        joined = "".join(part[0].upper() + part[1:] for part in _ASCII_PARTS.findall(name))
+        joined = "".join([part[0].upper() + part[1:] for part in _ASCII_PARTS.findall(name)])
         return "Tool" + joined if not joined or joined[0].isdigit() else joined
     return _camel_case_general(name)
 
