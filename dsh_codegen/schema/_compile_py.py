@@ -214,6 +214,16 @@ class _Checker(ExactContainers):
         self.dialect = False
         self.ref_paths: dict[int, ChainPath] = {}
 
+    # ExactContainers' two tests, again here: compiled with this file they are C calls, where
+    # the inherited ones run as Python bytecode (the walk asks them several times per node).
+    def _is_object(self, value: object) -> bool:
+        t = type(value)
+        return t is dict or (self._fobj is not None and t is self._fobj)
+
+    def _is_array(self, value: object) -> bool:
+        t = type(value)
+        return t is list or t is tuple or (self._farr is not None and t is self._farr)
+
     def _report(self, path: ChainPath, keyword: str | None, text: str) -> None:
         segments = chain_segments(path)
         if keyword is not None:
@@ -333,19 +343,18 @@ class _Checker(ExactContainers):
                 return None
         mask = self._types(schema, node, path)
         subset = True
-        ranked: list[int] = []
+        ranked: list[_Keyword] = []
         for key in schema:
-            if key in _TEXT_ANNOTATIONS and type(schema[key]) is str:
-                continue  # a well-formed text annotation: its checker would report nothing
-            rank = _RANK.get(key)
-            if rank is not None:
-                ranked.append(rank)
-                if key not in _SUBSET_OR_ANNOTATION:
+            entry = _KEYWORDS.get(key)
+            if entry is not None:
+                if entry[4] and type(schema[key]) is str:
+                    continue  # a well-formed text annotation: its checker would report nothing
+                if not entry[3]:
                     subset = False
-                if mask:
-                    applies = _APPLIES.get(key)
-                    if applies is not None and not applies & mask:
-                        self._report(path, key, f"is not supported on type {type_names_text(mask)}")
+                if mask and not entry[2] & mask:
+                    self._report(path, key, f"is not supported on type {type_names_text(mask)}")
+                if entry[1] is not None:
+                    ranked.append(entry)
             elif key.startswith("x-"):
                 if not is_lossless_json(schema[key]):
                     self._report(path, key, "annotation must be lossless JSON data")
@@ -354,10 +363,9 @@ class _Checker(ExactContainers):
             else:
                 self._report(path, key, "is not a supported keyword")
         if len(ranked) > 1:
-            ranked.sort()
+            ranked.sort()  # by rank: the entries' first items are distinct
         children: list[_Child] = []
-        for rank in ranked:
-            keyword, checker = _ORDER[rank]
+        for rank, checker, _applies, _subset, _text, keyword in ranked:
             checker(self, schema[keyword], schema, node, index, path, children)
         if subset and (node.str_checks or not self._subset_node(schema, node, mask)):  # str_checks: an asserted format
             subset = False
@@ -894,10 +902,24 @@ _ORDER: Final[tuple[tuple[str, Callable[..., None]], ...]] = (
     ("contentMediaType", _string_annotation("contentMediaType")),
     ("contentEncoding", _string_annotation("contentEncoding")),
 )
-_RANK: Final[dict[str, int]] = {keyword: rank for rank, (keyword, _) in enumerate(_ORDER)}
 _SUBSET_OR_ANNOTATION: Final = _SUBSET | _ANNOTATIONS
 #: Annotations whose only check is "a string": the node loop skips well-formed ones (the commonest keys).
 _TEXT_ANNOTATIONS: Final = frozenset(("title", "description", "$comment"))
+#: (rank, checker or None, the types it applies to, subset or annotation, text annotation, keyword):
+#: everything the node loop asks about a key, in one lookup. ``type`` has no checker to call
+#: (``_Checker._types`` reads it first).
+_Keyword = tuple[int, Any, int, bool, bool, str]
+_KEYWORDS: Final[dict[str, _Keyword]] = {
+    keyword: (
+        rank,
+        None if checker is _check_type else checker,
+        _APPLIES.get(keyword, ALL_KINDS),
+        keyword in _SUBSET_OR_ANNOTATION,
+        keyword in _TEXT_ANNOTATIONS,
+        keyword,
+    )
+    for rank, (keyword, checker) in enumerate(_ORDER)
+}
 
 
 
