@@ -197,7 +197,7 @@ class _Checker(ExactContainers):
     )
 
     def __init__(self, root: object, formats: bool) -> None:
-        super().__init__()
+        self._fobj, self._farr = frozen_types()  # ExactContainers.__init__, without a call into bytecode
         self.violations: list[Violation] = []
         self.nodes: list[Node] = []
         self.lists: dict[tuple[int, str], list[int]] = {}
@@ -377,6 +377,8 @@ class _Checker(ExactContainers):
         elif mask:
             node.kind = (mask & -mask).bit_length() - 1
             node.inline = node.kind in _SCALARS
+        else:
+            node.trivial = True  # stays JSON_ANY: annotations only (a $ref resolved later undoes this)
         return children
 
     def _types(self, schema: Any, node: Node, path: ChainPath) -> int:
@@ -556,6 +558,9 @@ def _bool_annotation(keyword: str) -> Callable[..., None]:
 
 def _data_annotation(keyword: str) -> Callable[..., None]:
     def check(c: _Checker_, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
+        t = type(value)
+        if t is str or t is bool or value is None:
+            return  # lossless JSON, without the general walk
         if not is_lossless_json(value):
             c._report(path, keyword, "annotation must be lossless JSON data")
 
@@ -638,24 +643,30 @@ def _check_enum(c: _Checker_, value: Any, schema: Any, node: Node, index: int, p
     if not c._is_array(value) or not value:
         c._report(path, "enum", "must be a non-empty array")
         return
-    if not is_lossless_json(value):
+    # An enum of strings (the common case) is lossless JSON, of one kind, its own keys.
+    strings = True
+    for member in value:
+        if type(member) is not str:
+            strings = False
+            break
+    if not strings and not is_lossless_json(value):
         c._report(path, "enum", "must hold lossless JSON values")
         return
     mask = node.admit
-    if mask and not all(_fits(mask, member) for member in value):
+    if mask and not (mask & (1 << STRING) if strings else all(_fits(mask, member) for member in value)):
         c._report(path, "enum", f"must be a non-empty array of {_types_word(node.types)} values")
         return
-    node.enum_keys = frozenset(json_key(member) for member in value)
+    node.enum_keys = frozenset(value) if strings else frozenset(json_key(member) for member in value)
     kind = (node.types & -node.types).bit_length() - 1
     if node.types and not node.types & (node.types - 1) and kind in _SCALARS:
         node.enum_values = tuple(value)
-        node.enum = frozenset(value)
+        node.enum = node.enum_keys if strings else frozenset(value)  # a string is its own key
     else:
         node.enum_values = tuple(value)
 
 
 def _check_const(c: _Checker_, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
-    if not is_lossless_json(value):
+    if type(value) is not str and not is_lossless_json(value):
         c._report(path, "const", "must be lossless JSON")
         return
     if node.admit and not _fits(node.admit, value):
@@ -927,6 +938,9 @@ _KEYWORDS: Final[dict[str, _Keyword]] = {
 # --- finishing ---------------------------------------------------------------------------------
 
 
+_SAME_VALUE_FIELDS: Final = frozenset(("all_of", "any_of", "one_of"))
+
+
 def _same_value_edges(node: Node) -> list[int]:
     edges = list(node.all_of) + list(node.any_of) + list(node.one_of)
     if node.ref >= 0:
@@ -984,22 +998,22 @@ def _finish(checker: _Checker) -> Program:
                 props[name] |= 1
     for kind, index in checker.leaves.items():  # the compiled twin's property loop makes bare leaves
         nodes[index] = _leaf_node(kind)
-    for node in nodes:
-        if node.kind == JSON_ANY:
-            node.trivial = True  # the class default is False
-        if node.ref >= 0 or node.all_of or node.any_of or node.one_of:
-            node.obj_members = bool(node.props) or node.additional >= 0 or node.closed or node.property_names >= 0
-            node.arr_members = bool(node.prefix) or node.items >= 0
+    # Only nodes that hand their value on (combinators, $ref) have members to leave to others.
+    linked = [index for index, field in checker.lists if field in _SAME_VALUE_FIELDS]
+    linked.extend(index for index, _ref, _path in checker.refs)
+    for index in linked:
+        node = nodes[index]
+        node.obj_members = bool(node.props) or node.additional >= 0 or node.closed or node.property_names >= 0
+        node.arr_members = bool(node.prefix) or node.items >= 0
     program = Program(nodes, dialect=checker.dialect)
-    if checker.dialect:
-        if checker.refs:
-            program.recursive = _find_cycle(nodes, _all_edges) is not None
-        for node in nodes:
-            if node.ref >= 0:  # what a $ref can match is what its target can match
-                target, hops = node.ref, 0
-                while target >= 0 and hops < 64:
-                    node.shape &= nodes[target].shape
-                    target, hops = nodes[target].ref, hops + 1
+    if checker.dialect and checker.refs:
+        program.recursive = _find_cycle(nodes, _all_edges) is not None
+        for index in sorted(index for index, _ref, _path in checker.refs):  # a $ref matches what its target matches
+            node = nodes[index]
+            target, hops = node.ref, 0
+            while target >= 0 and hops < 64:
+                node.shape &= nodes[target].shape
+                target, hops = nodes[target].ref, hops + 1
     return program
 
 
