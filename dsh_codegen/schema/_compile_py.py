@@ -942,7 +942,7 @@ _SAME_VALUE_FIELDS: Final = frozenset(("all_of", "any_of", "one_of"))
 
 
 def _same_value_edges(node: Node) -> list[int]:
-    edges = list(node.all_of) + list(node.any_of) + list(node.one_of)
+    edges = [*node.all_of, *node.any_of, *node.one_of]
     if node.ref >= 0:
         edges.append(node.ref)
     return edges
@@ -950,8 +950,10 @@ def _same_value_edges(node: Node) -> list[int]:
 
 def _all_edges(node: Node) -> list[int]:
     edges = _same_value_edges(node)
-    if node.props:
-        edges.extend(code >> 1 for code in node.props.values())
+    props = node.props
+    if props:
+        for code in props.values():
+            edges.append(code >> 1)
     for child in (node.items, node.additional, node.contains, node.property_names):
         if child >= 0:
             edges.append(child)
@@ -959,10 +961,16 @@ def _all_edges(node: Node) -> list[int]:
     return edges
 
 
-def _find_cycle(nodes: list[Node], edges_of: Callable[[Node], list[int]]) -> list[int] | None:
-    """A cycle of the node graph as a list of node indices, or None (iterative colouring DFS)."""
+def _find_cycle(
+    nodes: list[Node], edges_of: Callable[[Node], list[int]], starts: list[int] | None = None
+) -> list[int] | None:
+    """A cycle of the node graph as a list of node indices, or None (iterative colouring DFS).
+
+    ``starts``: the nodes to search from (default: every node, in index order); any
+    cycle through one of them, or reachable from one, is found.
+    """
     colour = [0] * len(nodes)  # 0 new, 1 on the current path, 2 done
-    for start in range(len(nodes)):
+    for start in range(len(nodes)) if starts is None else starts:
         if colour[start]:
             continue
         path: list[int] = [start]
@@ -1007,7 +1015,10 @@ def _finish(checker: _Checker) -> Program:
         node.arr_members = bool(node.prefix) or node.items >= 0
     program = Program(nodes, dialect=checker.dialect)
     if checker.dialect and checker.refs:
-        program.recursive = _find_cycle(nodes, _all_edges) is not None
+        # Without $ref the walk's edges form no cycle (a schema that contains itself is
+        # rejected), so every cycle passes through a $ref target: search from those alone.
+        targets = [nodes[index].ref for index, _ref, _path in checker.refs]
+        program.recursive = _find_cycle(nodes, _all_edges, targets) is not None
         for index in sorted(index for index, _ref, _path in checker.refs):  # a $ref matches what its target matches
             node = nodes[index]
             target, hops = node.ref, 0
