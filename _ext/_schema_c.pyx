@@ -565,6 +565,8 @@ cdef class _DialectTable:
         cdef list nodes = list(program.nodes)
         cdef Py_ssize_t n = len(nodes), i, n_checks = 0, n_indices = 0, c = 0, x = 0
         cdef DNode* d
+        cdef tuple lists
+        cdef list node_lists = []  # per node, its eight list fields: each read once
         fobj, farr = frozen_types()
         self._fobj = <PyTypeObject*>fobj if fobj is not None else NULL
         self._farr = <PyTypeObject*>farr if farr is not None else NULL
@@ -573,8 +575,11 @@ cdef class _DialectTable:
         self._recursive = program.recursive
         self._ancestors = set()
         for node in nodes:
-            n_checks += len(node.num_checks) + len(node.str_checks) + len(node.arr_checks) + len(node.obj_checks)
-            n_indices += len(node.prefix) + len(node.all_of) + len(node.any_of) + len(node.one_of)
+            lists = (node.num_checks, node.str_checks, node.arr_checks, node.obj_checks,
+                     node.prefix, node.all_of, node.any_of, node.one_of)
+            node_lists.append(lists)
+            n_checks += len(<tuple>lists[0]) + len(<tuple>lists[1]) + len(<tuple>lists[2]) + len(<tuple>lists[3])
+            n_indices += len(<tuple>lists[4]) + len(<tuple>lists[5]) + len(<tuple>lists[6]) + len(<tuple>lists[7])
         self._nodes = <DNode*>malloc(max(n, 1) * sizeof(DNode))
         self._checks = <Check*>malloc(max(n_checks, 1) * sizeof(Check))
         self._indices = <int*>malloc(max(n_indices, 1) * sizeof(int))
@@ -583,6 +588,7 @@ cdef class _DialectTable:
         self._n = n
         for i in range(n):
             node = nodes[i]
+            lists = <tuple>node_lists[i]
             d = &self._nodes[i]
             d.trivial = node.trivial
             d.false_ = node.false
@@ -599,33 +605,33 @@ cdef class _DialectTable:
             d.required = <PyObject*>node.required
             d.dependent = <PyObject*>node.dependent
             d.first_check = c
-            for pair in node.num_checks:
+            for pair in <tuple>lists[0]:
                 self._fill_check(&self._checks[c], pair)
                 c += 1
             d.n_num = c - d.first_check
-            for pair in node.str_checks:
+            for pair in <tuple>lists[1]:
                 self._fill_check(&self._checks[c], pair)
                 c += 1
             d.n_str = c - d.first_check - d.n_num
-            for pair in node.arr_checks:
+            for pair in <tuple>lists[2]:
                 self._fill_check(&self._checks[c], pair)
                 c += 1
             d.n_arr = c - d.first_check - d.n_num - d.n_str
-            for pair in node.obj_checks:
+            for pair in <tuple>lists[3]:
                 self._fill_check(&self._checks[c], pair)
                 c += 1
             d.n_obj = c - d.first_check - d.n_num - d.n_str - d.n_arr
             d.first_prefix = x
-            x = self._fill_indices(x, node.prefix)
+            x = self._fill_indices(x, lists[4])
             d.n_prefix = x - d.first_prefix
             d.first_all = x
-            x = self._fill_indices(x, node.all_of)
+            x = self._fill_indices(x, lists[5])
             d.n_all = x - d.first_all
             d.first_any = x
-            x = self._fill_indices(x, node.any_of)
+            x = self._fill_indices(x, lists[6])
             d.n_any = x - d.first_any
             d.first_one = x
-            x = self._fill_indices(x, node.one_of)
+            x = self._fill_indices(x, lists[7])
             d.n_one = x - d.first_one
             d.items = node.items
             d.additional = node.additional

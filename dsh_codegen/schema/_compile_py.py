@@ -197,7 +197,7 @@ class _Checker(ExactContainers):
     )
 
     def __init__(self, root: object, formats: bool) -> None:
-        super().__init__()
+        self._fobj, self._farr = frozen_types()  # ExactContainers.__init__, without a call into bytecode
         self.violations: list[Violation] = []
         self.nodes: list[Node] = []
         self.lists: dict[tuple[int, str], list[int]] = {}
@@ -213,6 +213,16 @@ class _Checker(ExactContainers):
         self.root_id: str | None = None
         self.dialect = False
         self.ref_paths: dict[int, ChainPath] = {}
+
+    # ExactContainers' two tests, again here: compiled with this file they are C calls, where
+    # the inherited ones run as Python bytecode (the walk asks them several times per node).
+    def _is_object(self, value: object) -> bool:
+        t = type(value)
+        return t is dict or (self._fobj is not None and t is self._fobj)
+
+    def _is_array(self, value: object) -> bool:
+        t = type(value)
+        return t is list or t is tuple or (self._farr is not None and t is self._farr)
 
     def _report(self, path: ChainPath, keyword: str | None, text: str) -> None:
         segments = chain_segments(path)
@@ -333,19 +343,18 @@ class _Checker(ExactContainers):
                 return None
         mask = self._types(schema, node, path)
         subset = True
-        ranked: list[int] = []
+        ranked: list[_Keyword] = []
         for key in schema:
-            if key in _TEXT_ANNOTATIONS and type(schema[key]) is str:
-                continue  # a well-formed text annotation: its checker would report nothing
-            rank = _RANK.get(key)
-            if rank is not None:
-                ranked.append(rank)
-                if key not in _SUBSET_OR_ANNOTATION:
+            entry = _KEYWORDS.get(key)
+            if entry is not None:
+                if entry[4] and type(schema[key]) is str:
+                    continue  # a well-formed text annotation: its checker would report nothing
+                if not entry[3]:
                     subset = False
-                if mask:
-                    applies = _APPLIES.get(key)
-                    if applies is not None and not applies & mask:
-                        self._report(path, key, f"is not supported on type {type_names_text(mask)}")
+                if mask and not entry[2] & mask:
+                    self._report(path, key, f"is not supported on type {type_names_text(mask)}")
+                if entry[1] is not None:
+                    ranked.append(entry)
             elif key.startswith("x-"):
                 if not is_lossless_json(schema[key]):
                     self._report(path, key, "annotation must be lossless JSON data")
@@ -354,10 +363,9 @@ class _Checker(ExactContainers):
             else:
                 self._report(path, key, "is not a supported keyword")
         if len(ranked) > 1:
-            ranked.sort()
+            ranked.sort()  # by rank: the entries' first items are distinct
         children: list[_Child] = []
-        for rank in ranked:
-            keyword, checker = _ORDER[rank]
+        for rank, checker, _applies, _subset, _text, keyword in ranked:
             checker(self, schema[keyword], schema, node, index, path, children)
         if subset and (node.str_checks or not self._subset_node(schema, node, mask)):  # str_checks: an asserted format
             subset = False
@@ -369,6 +377,8 @@ class _Checker(ExactContainers):
         elif mask:
             node.kind = (mask & -mask).bit_length() - 1
             node.inline = node.kind in _SCALARS
+        else:
+            node.trivial = True  # stays JSON_ANY: annotations only (a $ref resolved later undoes this)
         return children
 
     def _types(self, schema: Any, node: Node, path: ChainPath) -> int:
@@ -548,6 +558,9 @@ def _bool_annotation(keyword: str) -> Callable[..., None]:
 
 def _data_annotation(keyword: str) -> Callable[..., None]:
     def check(c: _Checker_, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
+        t = type(value)
+        if t is str or t is bool or value is None:
+            return  # lossless JSON, without the general walk
         if not is_lossless_json(value):
             c._report(path, keyword, "annotation must be lossless JSON data")
 
@@ -630,24 +643,30 @@ def _check_enum(c: _Checker_, value: Any, schema: Any, node: Node, index: int, p
     if not c._is_array(value) or not value:
         c._report(path, "enum", "must be a non-empty array")
         return
-    if not is_lossless_json(value):
+    # An enum of strings (the common case) is lossless JSON, of one kind, its own keys.
+    strings = True
+    for member in value:
+        if type(member) is not str:
+            strings = False
+            break
+    if not strings and not is_lossless_json(value):
         c._report(path, "enum", "must hold lossless JSON values")
         return
     mask = node.admit
-    if mask and not all(_fits(mask, member) for member in value):
+    if mask and not (mask & (1 << STRING) if strings else all(_fits(mask, member) for member in value)):
         c._report(path, "enum", f"must be a non-empty array of {_types_word(node.types)} values")
         return
-    node.enum_keys = frozenset(json_key(member) for member in value)
+    node.enum_keys = frozenset(value) if strings else frozenset(json_key(member) for member in value)
     kind = (node.types & -node.types).bit_length() - 1
     if node.types and not node.types & (node.types - 1) and kind in _SCALARS:
         node.enum_values = tuple(value)
-        node.enum = frozenset(value)
+        node.enum = node.enum_keys if strings else frozenset(value)  # a string is its own key
     else:
         node.enum_values = tuple(value)
 
 
 def _check_const(c: _Checker_, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
-    if not is_lossless_json(value):
+    if type(value) is not str and not is_lossless_json(value):
         c._report(path, "const", "must be lossless JSON")
         return
     if node.admit and not _fits(node.admit, value):
@@ -894,10 +913,24 @@ _ORDER: Final[tuple[tuple[str, Callable[..., None]], ...]] = (
     ("contentMediaType", _string_annotation("contentMediaType")),
     ("contentEncoding", _string_annotation("contentEncoding")),
 )
-_RANK: Final[dict[str, int]] = {keyword: rank for rank, (keyword, _) in enumerate(_ORDER)}
 _SUBSET_OR_ANNOTATION: Final = _SUBSET | _ANNOTATIONS
 #: Annotations whose only check is "a string": the node loop skips well-formed ones (the commonest keys).
 _TEXT_ANNOTATIONS: Final = frozenset(("title", "description", "$comment"))
+#: (rank, checker or None, the types it applies to, subset or annotation, text annotation, keyword):
+#: everything the node loop asks about a key, in one lookup. ``type`` has no checker to call
+#: (``_Checker._types`` reads it first).
+_Keyword = tuple[int, Any, int, bool, bool, str]
+_KEYWORDS: Final[dict[str, _Keyword]] = {
+    keyword: (
+        rank,
+        None if checker is _check_type else checker,
+        _APPLIES.get(keyword, ALL_KINDS),
+        keyword in _SUBSET_OR_ANNOTATION,
+        keyword in _TEXT_ANNOTATIONS,
+        keyword,
+    )
+    for rank, (keyword, checker) in enumerate(_ORDER)
+}
 
 
 
@@ -905,8 +938,11 @@ _TEXT_ANNOTATIONS: Final = frozenset(("title", "description", "$comment"))
 # --- finishing ---------------------------------------------------------------------------------
 
 
+_SAME_VALUE_FIELDS: Final = frozenset(("all_of", "any_of", "one_of"))
+
+
 def _same_value_edges(node: Node) -> list[int]:
-    edges = list(node.all_of) + list(node.any_of) + list(node.one_of)
+    edges = [*node.all_of, *node.any_of, *node.one_of]
     if node.ref >= 0:
         edges.append(node.ref)
     return edges
@@ -914,8 +950,10 @@ def _same_value_edges(node: Node) -> list[int]:
 
 def _all_edges(node: Node) -> list[int]:
     edges = _same_value_edges(node)
-    if node.props:
-        edges.extend(code >> 1 for code in node.props.values())
+    props = node.props
+    if props:
+        for code in props.values():
+            edges.append(code >> 1)
     for child in (node.items, node.additional, node.contains, node.property_names):
         if child >= 0:
             edges.append(child)
@@ -923,10 +961,16 @@ def _all_edges(node: Node) -> list[int]:
     return edges
 
 
-def _find_cycle(nodes: list[Node], edges_of: Callable[[Node], list[int]]) -> list[int] | None:
-    """A cycle of the node graph as a list of node indices, or None (iterative colouring DFS)."""
+def _find_cycle(
+    nodes: list[Node], edges_of: Callable[[Node], list[int]], starts: list[int] | None = None
+) -> list[int] | None:
+    """A cycle of the node graph as a list of node indices, or None (iterative colouring DFS).
+
+    ``starts``: the nodes to search from (default: every node, in index order); any
+    cycle through one of them, or reachable from one, is found.
+    """
     colour = [0] * len(nodes)  # 0 new, 1 on the current path, 2 done
-    for start in range(len(nodes)):
+    for start in range(len(nodes)) if starts is None else starts:
         if colour[start]:
             continue
         path: list[int] = [start]
@@ -962,22 +1006,25 @@ def _finish(checker: _Checker) -> Program:
                 props[name] |= 1
     for kind, index in checker.leaves.items():  # the compiled twin's property loop makes bare leaves
         nodes[index] = _leaf_node(kind)
-    for node in nodes:
-        if node.kind == JSON_ANY:
-            node.trivial = True  # the class default is False
-        if node.ref >= 0 or node.all_of or node.any_of or node.one_of:
-            node.obj_members = bool(node.props) or node.additional >= 0 or node.closed or node.property_names >= 0
-            node.arr_members = bool(node.prefix) or node.items >= 0
+    # Only nodes that hand their value on (combinators, $ref) have members to leave to others.
+    linked = [index for index, field in checker.lists if field in _SAME_VALUE_FIELDS]
+    linked.extend(index for index, _ref, _path in checker.refs)
+    for index in linked:
+        node = nodes[index]
+        node.obj_members = bool(node.props) or node.additional >= 0 or node.closed or node.property_names >= 0
+        node.arr_members = bool(node.prefix) or node.items >= 0
     program = Program(nodes, dialect=checker.dialect)
-    if checker.dialect:
-        if checker.refs:
-            program.recursive = _find_cycle(nodes, _all_edges) is not None
-        for node in nodes:
-            if node.ref >= 0:  # what a $ref can match is what its target can match
-                target, hops = node.ref, 0
-                while target >= 0 and hops < 64:
-                    node.shape &= nodes[target].shape
-                    target, hops = nodes[target].ref, hops + 1
+    if checker.dialect and checker.refs:
+        # Without $ref the walk's edges form no cycle (a schema that contains itself is
+        # rejected), so every cycle passes through a $ref target: search from those alone.
+        targets = [nodes[index].ref for index, _ref, _path in checker.refs]
+        program.recursive = _find_cycle(nodes, _all_edges, targets) is not None
+        for index in sorted(index for index, _ref, _path in checker.refs):  # a $ref matches what its target matches
+            node = nodes[index]
+            target, hops = node.ref, 0
+            while target >= 0 and hops < 64:
+                node.shape &= nodes[target].shape
+                target, hops = nodes[target].ref, hops + 1
     return program
 
 
