@@ -1471,14 +1471,19 @@ cdef inline void _buffers_open(Recs* recs, Rec* inline_recs, Paths* p, PathSeg* 
     p.heap = False
 
 
-cdef inline void _buffers_close(Recs* recs, Paths* p) noexcept:
-    """Drop the path keys the arena references, and the heap copies of either buffer."""
+cdef inline void _paths_close(Paths* p) noexcept:
+    """Drop the path keys the arena references, and its heap copy."""
     cdef Py_ssize_t i
     for i in range(p.size):
         if p.items[i].key != NULL:
             Py_DECREF(<object>p.items[i].key)
     if p.heap:
         free(p.items)
+
+
+cdef inline void _buffers_close(Recs* recs, Paths* p) noexcept:
+    """Release the path arena and the heap copy of the record buffer."""
+    _paths_close(p)
     if recs.heap:
         free(recs.items)
 
@@ -2642,13 +2647,9 @@ cdef class CompiledValidator:
             while s.size > 0:
                 s.size -= 1
                 Py_DECREF(<object>s.items[s.size].value)
-            for i in range(p.size):
-                if p.items[i].key != NULL:
-                    Py_DECREF(<object>p.items[i].key)
+            _paths_close(&p)
             if s.heap:
                 free(s.items)
-            if p.heap:
-                free(p.items)
             if found != found_inline:
                 free(found)
         return out
