@@ -146,11 +146,9 @@ class Call:
         # The call's ToolExecution (and its token). A call with a listener, a guard, a gate
         # or a finalizer makes it now, and its stages read this attribute; a plain call
         # makes it only if its body asks (made_execution()): most bodies never do.
-        self.execution: ToolExecution | None = (
-            ToolExecution(ToolExecutionToken(), call_id, name, arguments, signal, agent, parent, root_call_id)
-            if gated or guarded or listeners.any or self.finalize is not None
-            else None
-        )
+        self.execution: ToolExecution | None = None
+        if gated or guarded or listeners.any or self.finalize is not None:
+            self.made_execution()
         # The run context of the latest body invocation (its deferred contexts survive
         # cancellation); ``None`` until a body starts, so it also says whether one started.
         self.run: ToolRunContext | None = None
