@@ -120,6 +120,43 @@ def _bare_spawn(samples: int) -> float:
     return statistics.median(times)
 
 
+_FORK_FLOOR = """
+import importlib.util, os, statistics, sys, time
+if len(sys.argv) > 1:  # the fork server's code and imports, without its loop
+    spec = importlib.util.spec_from_file_location("_child_floor", sys.argv[1])
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+def batch(count):
+    start = time.perf_counter()
+    pids = []
+    for _ in range(count):
+        pid = os.fork()
+        if pid == 0:
+            os._exit(0)
+        pids.append(pid)
+    for pid in pids:
+        os.waitpid(pid, 0)
+    return time.perf_counter() - start
+batch(50)
+print(statistics.median(batch(1) for _ in range(41)), statistics.median(batch(50) for _ in range(21)))
+"""
+
+
+def _fork_floor(child_code: bool) -> tuple[float, float]:
+    """Median seconds of one and of 50 bare forks (each child exits at once, all reaped).
+
+    Measured in a fresh ``python -I`` process, with ``child_code`` after loading
+    ``_child.py`` as the fork server does (its imports and definitions, not its
+    loop): the least any fork-per-run design pays, with no run directory, no
+    pipes and no program.
+    """
+    import dsh_codegen.codemode._child as child
+
+    command = [sys.executable, "-I", "-c", _FORK_FLOOR] + ([child.__file__] if child_code else [])
+    out = subprocess.run(command, check=True, capture_output=True, text=True).stdout.split()
+    return float(out[0]), float(out[1])
+
+
 async def _in_process_dispatch(calls: int = 100) -> float:
     async def once() -> None:
         for i in range(calls):
@@ -192,6 +229,12 @@ async def _targets() -> list[str]:
         many_s, one_s, ratio = _ratio(await _paired(many, empty, 5))
         lines.append(f"50 concurrent empty runs, fork server: {format_seconds(many_s)} vs one run"
                      f" {format_seconds(one_s)}: {ratio:.2f}x (paired median; target <= 3x on 2 cores)")
+        # The floor under that target: forks whose children exit at once (no program, pipes or run
+        # directory), what any design that gives each run a process of its own pays at least.
+        for label, child_code in (("holding the fork server's code", True), ("of a bare interpreter", False)):
+            fork_one, fork_fifty = _fork_floor(child_code)
+            lines.append(f"floor, forks {label}: 1 in {format_seconds(fork_one)}, 50 in"
+                         f" {format_seconds(fork_fifty)} = {fork_fifty / one_s:.2f}x one empty run")
     cpu = await _cpu_per_empty_run(100)
     lines.append(f"CPU per empty fork-server run, all processes: {format_seconds(cpu)}"
                  f" (so 50 runs need at least {format_seconds(cpu * 25)} on 2 cores)")
