@@ -94,6 +94,8 @@ class ToolError:
 
 #: The default ``additional_contexts`` (compared by identity: any other value is stored as given).
 _NO_CONTEXTS: Final[tuple[AdditionalContext, ...]] = ()
+#: What the two ``__init__`` write the instance dict with (the frozen classes' own ``__setattr__`` raises).
+_object_setattr: Final = object.__setattr__
 
 
 @dataclass(frozen=True, init=False)
@@ -127,7 +129,7 @@ class ToolSuccess:
             fields["additional_contexts"] = additional_contexts
         if concludes_turn is not False:
             fields["concludes_turn"] = concludes_turn
-        object.__setattr__(self, "__dict__", fields)
+        _object_setattr(self, "__dict__", fields)
 
 
 @dataclass(frozen=True, init=False)
@@ -153,7 +155,7 @@ class ToolFailure:
             fields["meta"] = meta
         if additional_contexts is not _NO_CONTEXTS:
             fields["additional_contexts"] = additional_contexts
-        object.__setattr__(self, "__dict__", fields)
+        _object_setattr(self, "__dict__", fields)
 
 
 ToolExecutionResult: TypeAlias = ToolSuccess | ToolFailure
