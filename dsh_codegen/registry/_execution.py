@@ -4,7 +4,8 @@
 - :class:`ToolExecutionToken` is the opaque identity the registry mints per call.
 - :class:`ToolExecution` is the immutable view every policy and observer sees.
 - :class:`ToolDispatchExecution` is the ``wrap_execute`` view (its signal is current).
-- :class:`ToolRunContext` is what a tool body receives as ``run``.
+- :class:`ToolRunContext` is what a tool body receives as ``run`` (the pipeline makes a
+  :class:`FollowingRunContext`, which makes its execution and fused signal on first use).
 """
 
 from __future__ import annotations
@@ -20,12 +21,12 @@ if TYPE_CHECKING:
     from dsh_codegen.registry._definitions import ToolDefinition
 
 __all__ = [
+    "FollowingRunContext",
     "ToolDispatchExecution",
     "ToolExecution",
     "ToolExecutionInput",
     "ToolExecutionToken",
     "ToolRunContext",
-    "following_run",
 ]
 
 
@@ -221,24 +222,26 @@ class ToolRunContext(_ExecutionFields):
         self._concluded = True
 
 
-def following_run(
-    source: ExecutionSource, follows: AbortSignal | tuple[AbortSignal, ...]
-) -> ToolRunContext:
-    """The registry's run context: its execution is ``source.made_execution()`` and its fused signal follows ``follows``, each made on first use.
+class FollowingRunContext(ToolRunContext):
+    """The registry's own run context: its execution and fused signal are made on first use.
 
-    Most bodies never look at ``run.signal`` or the execution fields; they
-    cost neither. The signal made later is the one an eager fused signal
-    would be by then: following ``follows`` until ``run._release()``, and
-    after it a pending signal with no sources (an eager one nobody polled
-    never aborted). A plain function rather than a classmethod: the pipeline
-    makes one per body invocation, and the bound-method step is a third of
-    the cost.
+    The execution is ``source.made_execution()`` and the fused signal follows
+    ``follows``. Most bodies never look at ``run.signal`` or the execution
+    fields; they cost neither. The signal made later is the one an eager
+    fused signal would be by then: following ``follows`` until
+    ``run._release()``, and after it a pending signal with no sources (an
+    eager one nobody polled never aborted).
     """
-    run: ToolRunContext = object.__new__(ToolRunContext)
-    run._execution = None
-    run._source = source
-    run._signal = None
-    run._follows = follows
-    run._deferred = None
-    run._concluded = False
-    return run
+
+    __slots__ = ()
+
+    def __init__(
+        self, source: ExecutionSource, follows: AbortSignal | tuple[AbortSignal, ...]
+    ) -> None:
+        self._execution = None
+        self._source = source
+        self._signal = None
+        self._follows = follows
+        self._deferred = None
+        self._concluded = False
+

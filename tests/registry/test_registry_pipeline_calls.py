@@ -25,8 +25,10 @@ from dsh_codegen.registry import (
     ToolRunContext,
     ToolSuccess,
 )
+from dsh_codegen.registry._execution import FollowingRunContext
 
 from _registry_helpers import async_test, call, echo_tool, error_code, registry_with, text
+
 
 def _slots(kind: type) -> set[str]:
     names: set[str] = set()
@@ -60,7 +62,7 @@ async def test_run_context_signal_and_result_are_what_their_constructors_make() 
     assert repr(result).startswith("ToolSuccess(value='ok'")
 
     run = seen["run"]
-    assert type(run) is ToolRunContext
+    assert isinstance(run, ToolRunContext) and type(run) is FollowingRunContext
     assert run._deferred is None and run._concluded is False
     execution = run.execution
     assert type(execution) is ToolExecution

@@ -14,7 +14,11 @@ from types import CoroutineType
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from dsh_codegen.registry._errors import ToolNotFoundError
-from dsh_codegen.registry._execution import ToolDispatchExecution, ToolRunContext, following_run
+from dsh_codegen.registry._execution import (
+    FollowingRunContext,
+    ToolDispatchExecution,
+    ToolRunContext,
+)
 from dsh_codegen.registry._results import (
     ToolExecutionResult,
     ToolFailure,
@@ -112,7 +116,7 @@ def dispatch_started(
         valid = compiled.valid_arguments
         if not (valid and valid.get(id(args)) is args) and not validator.is_valid(args):
             return _invalid_arguments(validator, args)
-    run = following_run(call, caller if signal is caller else (caller, signal))
+    run = FollowingRunContext(call, caller if signal is caller else (caller, signal))
     call.run = run
     steps = None
     try:
