@@ -183,6 +183,7 @@ def render_ts_sdk(catalog: Iterable[ToolSchemaEntry]) -> str:
 
 #: Exact types of the JSON scalars: most values popped by ``_property_names`` are one.
 _SCALAR_TYPES = frozenset({str, int, float, bool, type(None)})
+_STR_ONLY = frozenset({str})
 
 
 def _property_names(schemas: list[object]) -> set[str]:
@@ -201,7 +202,9 @@ def _property_names(schemas: list[object]) -> set[str]:
             seen.add(id(node))
             try:
                 properties = dict.get(node, "properties")
-                if isinstance(properties, dict):
+                if type(properties) is dict and _STR_ONLY.issuperset(map(type, properties)):
+                    names.update(properties)  # the common case: every key an exact str
+                elif isinstance(properties, dict):
                     names.update(key for key in properties if type(key) is str)
                 stack.extend(dict.values(node))
             except Exception:  # noqa: BLE001 - hostile mappings are skipped, never fatal
@@ -226,7 +229,7 @@ def _alias(module: str, taken: set[str]) -> str:
 
 
 def _py_context(catalog: Iterable[ToolSchemaEntry], qualify: bool) -> dict[str, object]:
-    from dsh_codegen.codegen._py import PyTypes  # only Python renders load the Python type walker
+    from dsh_codegen.codegen._py import PyTypes, declarations_text  # only Python renders load the Python type walker
 
     entries = sorted_catalog(catalog)
     namer = ClassNamer(_PY_MODULE_NAMES)
@@ -270,20 +273,21 @@ def _py_context(catalog: Iterable[ToolSchemaEntry], qualify: bool) -> dict[str, 
     used = set(types.typing_used) | {"Protocol"}
     if any(not declared.alias for declared in types.classes):
         used.add("TypedDict")
+    # Blank lines between top-level statements: one in the prompt (CONTRACT.md §6),
+    # two in files (black's style).
+    gap = "\n" if qualify else ""
     return {
         "typing_names": ", ".join(name for name in _TYPING_ORDER if name in used),
         "modules": [
             module if types.aliases[module] == module else f"{module} as {types.aliases[module]}"
             for module in sorted(types.modules_used)
         ],
-        "classes": types.classes,
+        "declarations": declarations_text(types.classes, gap),
         "members": members,
         "subscripts": subscripts,
         "has_methods": bool(subscripts) or any(member.method for member in members),
         "future": types.named_definitions,
-        # Blank lines between top-level statements: one in the prompt (CONTRACT.md §6),
-        # two in files (black's style).
-        "gap": "\n" if qualify else "",
+        "gap": gap,
         "subscripts_blank": bool(subscripts) and bool(members) and _ends_with_docstring(members),
     }
 
