@@ -243,41 +243,7 @@ class PyTypes:
             kind = node.kind
             if frame.forced is not None and refs is not None and not (kind == OBJECT or kind == ALL_OF):
                 refs.states[frame.key] = "alias"  # not a class: a TypeAlias, declared when done
-            if kind in _DIALECT_KINDS:
-                if refs is None:
-                    refs = self._resolver(schema, base)
-                    if root_name is not None:
-                        refs.names[id(schema)] = root_name
-                        refs.states[id(schema)] = "class"
-                alive.append(node)
-                self._dialect(node, frame, ident, stack, active, refs, alive)
-                continue
-            if kind in _SCALARS:
-                out.append(self.name(_SCALARS[kind], sh))
-            elif kind == "null":
-                out.append("None")
-            elif kind == LITERAL:
-                out.append(self._literal(node.literals, sh))
-            elif kind == UNION:
-                alive.append(node)
-                active.add(ident)
-                stack.append(_Done(ident))
-                for index in range(len(node.branches), 0, -1):
-                    stack.append(_Frame(node.branches[index - 1], _child_base(frame.base, index), frame.lists, sh, out))
-                    if index > 1:
-                        stack.append((out, " | "))
-            elif kind == ARRAY:
-                if frame.lists >= MAX_LIST_NESTING:
-                    out.append(self.name("Any", sh))
-                elif not node.has_items:
-                    out.append(f"{self.name('list', sh)}[{self.name('Any', sh)}]")
-                else:
-                    active.add(ident)
-                    out.append(self.name("list", sh) + "[")
-                    stack.append(_Done(ident))
-                    stack.append((out, "]"))
-                    stack.append(_Frame(node.items, frame.base, frame.lists + 1, sh, out))
-            elif kind == OBJECT:
+            if kind == OBJECT:  # the most common container first
                 properties = node.properties
                 keys = [key for key, _ in properties]
                 is_class = (
@@ -320,6 +286,41 @@ class PyTypes:
                     fields.append((py_comment(doc_of(child)), key, buffer, key in required))
                     tasks.append(_Frame(child, done.name + camel_case(key), 0, inner, buffer, scalar_checked=True))
                 stack.extend(reversed(tasks))
+                continue
+            if kind in _DIALECT_KINDS:
+                if refs is None:
+                    refs = self._resolver(schema, base)
+                    if root_name is not None:
+                        refs.names[id(schema)] = root_name
+                        refs.states[id(schema)] = "class"
+                alive.append(node)
+                self._dialect(node, frame, ident, stack, active, refs, alive)
+                continue
+            if kind in _SCALARS:
+                out.append(self.name(_SCALARS[kind], sh))
+            elif kind == "null":
+                out.append("None")
+            elif kind == LITERAL:
+                out.append(self._literal(node.literals, sh))
+            elif kind == UNION:
+                alive.append(node)
+                active.add(ident)
+                stack.append(_Done(ident))
+                for index in range(len(node.branches), 0, -1):
+                    stack.append(_Frame(node.branches[index - 1], _child_base(frame.base, index), frame.lists, sh, out))
+                    if index > 1:
+                        stack.append((out, " | "))
+            elif kind == ARRAY:
+                if frame.lists >= MAX_LIST_NESTING:
+                    out.append(self.name("Any", sh))
+                elif not node.has_items:
+                    out.append(f"{self.name('list', sh)}[{self.name('Any', sh)}]")
+                else:
+                    active.add(ident)
+                    out.append(self.name("list", sh) + "[")
+                    stack.append(_Done(ident))
+                    stack.append((out, "]"))
+                    stack.append(_Frame(node.items, frame.base, frame.lists + 1, sh, out))
             else:
                 out.append(self.name("Any", sh))
         return self._capped("".join(root), shadow)
