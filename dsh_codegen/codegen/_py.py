@@ -70,6 +70,7 @@ SHADOWABLE: dict[str, str] = {
     "Callable": "typing",
     "overload": "typing",
 }
+_SHADOWABLE_NAMES = frozenset(SHADOWABLE)
 _TYPING_NAMES = frozenset({"Any", "Literal", "Never", "NotRequired", "Awaitable", "Callable", "overload", "TypeAlias"})
 _SCALARS = {"string": "str", "number": "float", "integer": "int", "boolean": "bool"}
 _SCALAR_TOKENS = {**_SCALARS, "null": "None"}
@@ -171,7 +172,7 @@ class PyTypes:
         """The shadowable names among a class body's ``members`` (empty unless qualifying)."""
         if not self.qualify:
             return frozenset()
-        return frozenset(name for name in members if name in SHADOWABLE)
+        return _SHADOWABLE_NAMES.intersection(members)
 
     def type_text(self, schema: object, base: str, shadow: frozenset[str] = frozenset()) -> str:
         """Annotation text for ``schema``; never raises (a failure renders ``Any``)."""
@@ -279,7 +280,8 @@ class PyTypes:
                     if scalar is not None:
                         # Most fields are plain scalars: their annotation is the token
                         # itself (no buffer, no frame, no stack round trip).
-                        token = scalar if scalar == "None" else self.name(scalar, inner)
+                        # (No scalar token is a typing name: only a shadowed one needs name().)
+                        token = self.name(scalar, inner) if scalar in inner else scalar
                         fields.append((py_comment(doc_of(child)), key, token, key in required))
                         continue
                     buffer: list[str] = []
