@@ -5,7 +5,10 @@ catalog of 1,000 distinct tools (every name, description and enum value unique).
 Python rows compare like with like: our file (black's style straight from the
 templates, no formatter) against datamodel-code-generator with its formatters
 (black, isort) and, separately, against datamodel-code-generator with
-``formatters=[]``. The cold rows time a first render in a fresh process (imports
+``formatters=[]``, each pair sampled alternately (the order flipped every round,
+CPU time, the median of the per-round ratios). ``python -m bench.bench_codegen
+instructions`` counts both sides' instructions for catalog60's file under callgrind
+(load-independent). The cold rows time a first render in a fresh process (imports
 included) against json-schema-to-typescript's first compile in a fresh node.
 
 Measured side by side in one run (medians): the library in-process against each
