@@ -5,7 +5,10 @@ catalog of 1,000 distinct tools (every name, description and enum value unique).
 Python rows compare like with like: our file (black's style straight from the
 templates, no formatter) against datamodel-code-generator with its formatters
 (black, isort) and, separately, against datamodel-code-generator with
-``formatters=[]``. The cold rows time a first render in a fresh process (imports
+``formatters=[]``, each pair sampled alternately (the order flipped every round,
+CPU time, the median of the per-round ratios). ``python -m bench.bench_codegen
+instructions`` counts both sides' instructions for catalog60's file under callgrind
+(load-independent). The cold rows time a first render in a fresh process (imports
 included) against json-schema-to-typescript's first compile in a fresh node.
 
 Measured side by side in one run (medians): the library in-process against each
@@ -21,6 +24,7 @@ silently: ``npm ci`` installs json-schema-to-typescript (package.json),
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import json
 import os
@@ -252,26 +256,93 @@ def _library_ts(label: str, catalog: list[ToolSchemaEntry], catalog_file: Path, 
     print(_speedups("cold against cold", rows, ["render_ts_sdk, cold (fresh process)"], peers[2:]))
 
 
+def _paired_ratios(ours: Callable[[], object], peer: Callable[[], object], rounds: int) -> tuple[float, float, float]:
+    """Median seconds per call of ``ours`` and ``peer`` and the median of the per-round
+    ratios ``peer / ours``, sampled the same way for both sides: the two alternate
+    sample by sample, the order flipped every round, the collector paused per sample.
+    CPU time (``time.process_time``), so the other processes on the machine count
+    less than in wall time. Ours is much faster, so its sample is as many calls as
+    last about one peer call (at least one); a round's ratio compares two samples
+    taken within a second of each other. One untimed warm-up pair first.
+    """
+    ours()
+    start = time.process_time()
+    peer()
+    peer_once = max(time.process_time() - start, 1e-6)
+    start = time.process_time()
+    ours()
+    loops = max(1, min(1000, int(peer_once / max(time.process_time() - start, 1e-6))))
+    mine: list[float] = []
+    theirs: list[float] = []
+    ratios: list[float] = []
+    for index in range(rounds):
+        sample: dict[str, float] = {}
+        for side in ("ours", "peer") if index % 2 == 0 else ("peer", "ours"):
+            fn, count = (ours, loops) if side == "ours" else (peer, 1)
+            gc.disable()
+            try:
+                start = time.process_time()
+                for _ in range(count):
+                    fn()
+                sample[side] = (time.process_time() - start) / count
+            finally:
+                gc.enable()
+        mine.append(sample["ours"])
+        theirs.append(sample["peer"])
+        ratios.append(sample["peer"] / max(sample["ours"], 1e-9))
+    return statistics.median(mine), statistics.median(theirs), statistics.median(ratios)
+
+
+def _cpu_time(fn: Callable[[], object], samples: int = 7) -> float:
+    """Median CPU seconds per call of ``fn`` (samples of at least ~50 ms, collector paused)."""
+    fn()
+    start = time.process_time()
+    fn()
+    loops = max(1, int(0.05 / max(time.process_time() - start, 1e-6)))
+    times = []
+    for _ in range(samples):
+        gc.disable()
+        try:
+            start = time.process_time()
+            for _ in range(loops):
+                fn()
+            times.append((time.process_time() - start) / loops)
+        finally:
+            gc.enable()
+    return statistics.median(times)
+
+
 def _library_py(label: str, catalog: list[ToolSchemaEntry], slow: bool) -> None:
     # Our file needs no formatter (it is written in black's style), so the same call is
-    # compared with the peer formatted and with the peer unformatted.
+    # compared with the peer formatted and with the peer unformatted, each pair sampled
+    # alternately (_paired_ratios).
+    # The table's times are CPU time (process_time), the file's from its pairing with the
+    # unformatted peer; the speed-up lines below are the pairs' per-round medians.
     rows: list[tuple[str, float | str]] = [
-        ("render_py_sdk", median_time(lambda: render_py_sdk(catalog), repeat=7)),
-        ("render_sdk_module(py)", median_time(lambda: render_sdk_module(catalog, "python"), repeat=7)),
+        ("render_py_sdk", _cpu_time(lambda: render_py_sdk(catalog))),
+        ("render_sdk_module(py)", _cpu_time(lambda: render_sdk_module(catalog, "python"))),
     ]
     peers = ["datamodel-code-generator (TypedDict, black+isort)", "datamodel-code-generator (TypedDict, formatters=[])"]
+    pairs: list[str] = []
     try:
         import datamodel_code_generator  # noqa: F401
     except ImportError:
         rows += [(peer, "not installed (pip install datamodel-code-generator)") for peer in peers]
     else:
         schema_text = json.dumps(_combined_schema(catalog))
+        rounds = 3 if slow else 9
         for peer, formatted in zip(peers, (True, False), strict=True):
-            rows.append((peer, median_time(lambda: _dcg_generate(schema_text, formatted), repeat=3 if slow else 5,
-                                           min_sample_s=0.0)))
+            mine, theirs, ratio = _paired_ratios(lambda: render_sdk_module(catalog, "python"),
+                                                 lambda: _dcg_generate(schema_text, formatted), rounds)
+            rows.append((peer, theirs))
+            if not formatted:
+                rows[1] = ("render_sdk_module(py)", mine)
+            pairs.append(f"    render_sdk_module(py) {format_seconds(mine)} vs {peer} {format_seconds(theirs)}: "
+                         f"{ratio:.1f}x faster (median of {rounds} alternating rounds' ratios, CPU time)")
     print(ratio_table(f"Python, in-process, {label}", rows, baseline=peers[1]))
-    print(_speedups("in-process, file formatted vs formatted", rows, ["render_sdk_module(py)"], peers[:1]))
-    print(_speedups("in-process, file unformatted vs unformatted", rows, ["render_sdk_module(py)"], peers[1:]))
+    if pairs:
+        print("  speed-up (in-process, file against file, paired; formatted peer, then unformatted):")
+        print("\n".join(pairs))
     print(_speedups("in-process, prompt text", rows, ["render_py_sdk"], peers[1:]))
 
 
@@ -342,8 +413,54 @@ def main() -> None:
             _library_py(label, catalog, slow)
             _whole_process(label, catalog, catalog_file, schema_file, script, repeat=3)
     print("\n(ratios: below 1.0 is faster than the baseline; interpreter start-up (~15-35 ms) and the imports of"
-          " dsh_codegen are inside the whole-process figures; the cold figures load the precompiled templates)")
+          " dsh_codegen are inside the whole-process figures; the cold figures load the precompiled templates;"
+          " `python -m bench.bench_codegen instructions` counts the Python file's instructions against the peer's)")
+
+
+def _count(side: str, calls: int) -> None:
+    """``python -m bench.bench_codegen count SIDE N`` (run under callgrind by :func:`instructions`):
+    one warm-up render of catalog60's Python file by SIDE (``ours``: ``render_sdk_module(c,
+    "python")``; ``peer``: datamodel-code-generator ``formatters=[]``), then N more."""
+    catalog = load_catalog(DATA)
+    schema_text = json.dumps(_combined_schema(catalog))
+    render: Callable[[], object] = ((lambda: render_sdk_module(catalog, "python")) if side == "ours"
+                                    else (lambda: _dcg_generate(schema_text, False)))
+    for _ in range(calls + 1):
+        render()
+
+
+def _collected(side: str, calls: int) -> int:
+    with tempfile.TemporaryDirectory(prefix="dsh-bench-callgrind-") as tmp:
+        result = subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={tmp}/out",
+                                 sys.executable, "-m", "bench.bench_codegen", "count", side, str(calls)],
+                                capture_output=True, text=True, cwd=ROOT, timeout=3600, check=True)
+    for line in result.stderr.splitlines():
+        if "Collected :" in line:
+            return int(line.rsplit(":", 1)[1])
+    raise RuntimeError(f"no callgrind total in the output of {side} x{calls}: {result.stderr[-300:]}")
+
+
+def instructions() -> None:
+    """``python -m bench.bench_codegen instructions``: instructions per Python SDK file of
+    catalog60, ours against datamodel-code-generator (``formatters=[]``), each the difference
+    between a run with N renders and one with none (start-up and the warm-up cancel out), so
+    the ratio does not depend on the machine's load. Takes a few minutes (the peer under
+    valgrind is slow); needs ``valgrind`` on PATH."""
+    if shutil.which("valgrind") is None:
+        print("instructions: needs valgrind on PATH")
+        return
+    per_call = {}
+    for side, calls in (("ours", 4), ("peer", 1)):
+        per_call[side] = (_collected(side, calls) - _collected(side, 0)) / calls
+    print(f"instructions per Python SDK file, catalog60: render_sdk_module(py) {per_call['ours'] / 1e6:.1f} M, "
+          f"datamodel-code-generator (formatters=[]) {per_call['peer'] / 1e6:.1f} M: "
+          f"{per_call['peer'] / per_call['ours']:.1f}x fewer")
 
 
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:2] == ["count"]:
+        _count(sys.argv[2], int(sys.argv[3]))
+    elif sys.argv[1:2] == ["instructions"]:
+        instructions()
+    else:
+        main()

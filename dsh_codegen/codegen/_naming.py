@@ -19,6 +19,7 @@ from dsh_codegen.codegen._literals import code_string
 __all__ = [
     "CLASS_NAME_CAP",
     "ClassNamer",
+    "are_py_field_names",
     "camel_case",
     "is_py_field_name",
     "is_py_method_name",
@@ -68,6 +69,17 @@ def is_py_field_name(name: str) -> bool:
     if name.startswith("__") and not name.endswith("__"):
         return False
     return _is_stable_identifier(name)
+
+
+def are_py_field_names(names: Iterable[str]) -> bool:
+    """True when every one of ``names`` passes :func:`is_py_field_name` (one call per
+    class: the plain ASCII names most fields have are settled inline)."""
+    for name in names:
+        if name.isascii() and name.isidentifier() and name[0] != "_" and name not in _HARD_KEYWORDS:
+            continue  # ASCII: NFKC-stable; no leading "_": not the mangled form
+        if not is_py_field_name(name):
+            return False
+    return True
 
 
 def _is_continue(char: str) -> bool:

@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from dsh_codegen.codegen._literals import py_comment, py_file_literal, py_literal
-from dsh_codegen.codegen._naming import CLASS_NAME_CAP, ClassNamer, camel_case, is_py_field_name
+from dsh_codegen.codegen._literals import py_comment, py_file_literal, py_file_string, py_literal
+from dsh_codegen.codegen._naming import CLASS_NAME_CAP, ClassNamer, are_py_field_names, camel_case
 from dsh_codegen.codegen._nodes import (
     ALL_OF,
     ARRAY,
@@ -36,7 +36,16 @@ from dsh_codegen.codegen._nodes import (
 from dsh_codegen.codegen._nodes import Node
 from dsh_codegen.codegen._refs import Definitions, RefResolver
 
-__all__ = ["MAX_LIST_NESTING", "MAX_UNION_OPERATORS", "SHADOWABLE", "PyClass", "PyField", "PyTypes", "json_schema_to_py"]
+__all__ = [
+    "MAX_LIST_NESTING",
+    "MAX_UNION_OPERATORS",
+    "SHADOWABLE",
+    "PyClass",
+    "PyField",
+    "PyTypes",
+    "declarations_text",
+    "json_schema_to_py",
+]
 
 MAX_LIST_NESTING = 180
 #: Most `` | `` in one annotation: CPython compiles ``A | B | ...`` as a nested
@@ -61,10 +70,12 @@ SHADOWABLE: dict[str, str] = {
     "Callable": "typing",
     "overload": "typing",
 }
+_SHADOWABLE_NAMES = frozenset(SHADOWABLE)
 _TYPING_NAMES = frozenset({"Any", "Literal", "Never", "NotRequired", "Awaitable", "Callable", "overload", "TypeAlias"})
 _SCALARS = {"string": "str", "number": "float", "integer": "int", "boolean": "bool"}
 _SCALAR_TOKENS = {**_SCALARS, "null": "None"}
 _DIALECT_KINDS = frozenset({NEVER, REF, ALL_OF, TUPLE, RECORD})
+_STR_ONLY = frozenset({str})
 
 
 # The template records (PyField, PyClass) are plain slotted dataclasses, not frozen: a
@@ -105,6 +116,8 @@ class _Frame:
     #: A referenced definition's allocated name (the class takes it) and its key in the resolver.
     forced: str | None = None
     key: int = 0
+    #: ``_plain_scalar`` said no already (a class field's child): not asked twice.
+    scalar_checked: bool = False
 
 
 class _Done:
@@ -117,7 +130,8 @@ class _Done:
         self.ident = ident
         self.shadow: frozenset[str] = frozenset()
         self.name = ""
-        self.fields: list[tuple[str | None, str, list[str], bool]] = []
+        #: (comment, key, annotation: a scalar's token or the buffer of its text, required)
+        self.fields: list[tuple[str | None, str, str | list[str], bool]] = []
         self.open = False
         #: For a referenced definition: (resolver, key, text buffer); declared as a
         #: ``TypeAlias`` unless the definition became a class.
@@ -158,7 +172,7 @@ class PyTypes:
         """The shadowable names among a class body's ``members`` (empty unless qualifying)."""
         if not self.qualify:
             return frozenset()
-        return frozenset(name for name in members if name in SHADOWABLE)
+        return _SHADOWABLE_NAMES.intersection(members)
 
     def type_text(self, schema: object, base: str, shadow: frozenset[str] = frozenset()) -> str:
         """Annotation text for ``schema``; never raises (a failure renders ``Any``)."""
@@ -179,8 +193,11 @@ class PyTypes:
 
     def _literal(self, values: Sequence[object], shadow: frozenset[str]) -> str:
         # Files are in black's style, whose quote preference differs from JSON's.
-        writer = py_file_literal if self.qualify else py_literal
-        texts = [writer(value) for value in values]
+        if self.qualify and _STR_ONLY.issuperset(map(type, values)):
+            texts: list[str | None] = list(map(py_file_string, values))  # type: ignore[arg-type]  # exact strs
+        else:
+            writer = py_file_literal if self.qualify else py_literal
+            texts = [writer(value) for value in values]
         if any(text is None for text in texts):
             # Only a non-integral float makes a numeric enum a plain float (DESIGN.md);
             # any other failure (an int too long to print) is unsupported.
@@ -188,12 +205,6 @@ class PyTypes:
             floats_only = all(type(value) is float for value, text in zip(values, texts) if text is None)
             return self.name("float" if numeric and floats_only else "Any", shadow)
         return f"{self.name('Literal', shadow)}[{', '.join(texts)}]"  # type: ignore[arg-type]
-
-    def _declarable(self, properties: Sequence[tuple[str, object]]) -> bool:
-        for key, _ in properties:
-            if not is_py_field_name(key):
-                return False
-        return True
 
     def _walk(self, schema: object, base: str, shadow: frozenset[str]) -> str:
         # Text is appended in order to per-annotation buffers and joined once,
@@ -220,10 +231,11 @@ class PyTypes:
                 continue
             out = frame.out
             sh = frame.shadow
-            scalar = _plain_scalar(frame.schema)
-            if scalar is not None:
-                out.append(scalar if scalar == "None" else self.name(scalar, sh))
-                continue
+            if not frame.scalar_checked:
+                scalar = _plain_scalar(frame.schema)
+                if scalar is not None:
+                    out.append(scalar if scalar == "None" else self.name(scalar, sh))
+                    continue
             ident = id(frame.schema)
             if ident in active:
                 out.append(self.name("Any", sh))
@@ -232,6 +244,51 @@ class PyTypes:
             kind = node.kind
             if frame.forced is not None and refs is not None and not (kind == OBJECT or kind == ALL_OF):
                 refs.states[frame.key] = "alias"  # not a class: a TypeAlias, declared when done
+            if kind == OBJECT:  # the most common container first
+                properties = node.properties
+                keys = [key for key, _ in properties]
+                is_class = (
+                    self.namer is not None
+                    and (properties or node.closed or frame.forced is not None)
+                    and are_py_field_names(keys)
+                )
+                if not is_class:
+                    if frame.forced is not None and refs is not None:
+                        refs.states[frame.key] = "alias"
+                    out.append(self._dict_any(sh))
+                    continue
+                assert self.namer is not None
+                active.add(ident)
+                done = _Done(ident)
+                if frame.forced is not None and refs is not None:
+                    done.name = frame.forced
+                    refs.states[frame.key] = "class"
+                else:
+                    done.name = self.namer.allocate(frame.base)
+                if frame.schema is schema:
+                    root_name = done.name  # a "#" reference names the root class
+                done.open = not node.closed
+                out.append(done.name)
+                inner = self.shadow_for(keys)
+                done.shadow = inner
+                stack.append(done)
+                tasks: list[_Frame | tuple[list[str], str]] = []
+                fields = done.fields
+                required = node.required
+                for key, child in properties:
+                    scalar = _plain_scalar(child)
+                    if scalar is not None:
+                        # Most fields are plain scalars: their annotation is the token
+                        # itself (no buffer, no frame, no stack round trip).
+                        # (No scalar token is a typing name: only a shadowed one needs name().)
+                        token = self.name(scalar, inner) if scalar in inner else scalar
+                        fields.append((py_comment(doc_of(child)), key, token, key in required))
+                        continue
+                    buffer: list[str] = []
+                    fields.append((py_comment(doc_of(child)), key, buffer, key in required))
+                    tasks.append(_Frame(child, done.name + camel_case(key), 0, inner, buffer, scalar_checked=True))
+                stack.extend(reversed(tasks))
+                continue
             if kind in _DIALECT_KINDS:
                 if refs is None:
                     refs = self._resolver(schema, base)
@@ -266,43 +323,6 @@ class PyTypes:
                     stack.append(_Done(ident))
                     stack.append((out, "]"))
                     stack.append(_Frame(node.items, frame.base, frame.lists + 1, sh, out))
-            elif kind == OBJECT:
-                is_class = (
-                    self.namer is not None
-                    and (node.properties or node.closed or frame.forced is not None)
-                    and self._declarable(node.properties)
-                )
-                if not is_class:
-                    if frame.forced is not None and refs is not None:
-                        refs.states[frame.key] = "alias"
-                    out.append(self._dict_any(sh))
-                    continue
-                assert self.namer is not None
-                active.add(ident)
-                done = _Done(ident)
-                if frame.forced is not None and refs is not None:
-                    done.name = frame.forced
-                    refs.states[frame.key] = "class"
-                else:
-                    done.name = self.namer.allocate(frame.base)
-                if frame.schema is schema:
-                    root_name = done.name  # a "#" reference names the root class
-                done.open = not node.closed
-                out.append(done.name)
-                inner = self.shadow_for([key for key, _ in node.properties])
-                done.shadow = inner
-                stack.append(done)
-                tasks: list[_Frame | tuple[list[str], str]] = []
-                for key, child in node.properties:
-                    buffer: list[str] = []
-                    done.fields.append((py_comment(doc_of(child)), key, buffer, key in node.required))
-                    scalar = _plain_scalar(child)
-                    if scalar is not None:
-                        # Most fields are plain scalars: no frame, no stack round trip.
-                        buffer.append(scalar if scalar == "None" else self.name(scalar, inner))
-                        continue
-                    tasks.append(_Frame(child, done.name + camel_case(key), 0, inner, buffer))
-                stack.extend(reversed(tasks))
             else:
                 out.append(self.name("Any", sh))
         return self._capped("".join(root), shadow)
@@ -417,14 +437,45 @@ class PyTypes:
     def _finish_class(self, done: _Done) -> None:
         fields = []
         not_required: str | None = None  # spelled once per class, when a field needs it
-        for comment, key, buffer, required in done.fields:
-            annotation = self._capped("".join(buffer), done.shadow)
+        for comment, key, text, required in done.fields:
+            annotation = text if type(text) is str else self._capped("".join(text), done.shadow)
             if not required:
                 if not_required is None:
                     not_required = self.name("NotRequired", done.shadow)
                 annotation = f"{not_required}[{annotation}]"
             fields.append(PyField(comment, key, annotation))
         self.classes.append(PyClass(done.name, tuple(fields), done.open))
+
+
+def declarations_text(classes: Sequence[PyClass], gap: str) -> str:
+    """The declarations of ``classes`` in order, each followed by ``gap`` and a newline:
+    ``<Name>: TypeAlias = <type>`` for an alias; else ``class <Name>(TypedDict):`` and per
+    field an optional ``    # <comment>`` line and ``    <name>: <type>``, then the
+    extra-keys comment for an open class, or ``pass`` for one without fields.
+
+    One string for the whole section, as ``_ts.interface_body`` does for the TypeScript
+    maps: the template loop over classes and fields (an attribute lookup and an output
+    step per value printed) cost about a sixth of a Python file's render.
+    """
+    parts: list[str] = []
+    append = parts.append
+    end = gap + "\n"
+    for declared in classes:
+        if declared.alias is not None:
+            append(f"{declared.name}: TypeAlias = {declared.alias}\n{end}")
+            continue
+        append(f"class {declared.name}(TypedDict):\n")
+        for item in declared.fields:
+            if item.comment is None:
+                append(f"    {item.name}: {item.type}\n")
+            else:
+                append(f"    # {item.comment}\n    {item.name}: {item.type}\n")
+        if declared.open:
+            append("    # Additional keys beyond those declared are allowed.\n")
+        elif not declared.fields:
+            append("    pass\n")
+        append(end)
+    return "".join(parts)
 
 
 def _child_base(base: str, index: int) -> str:

@@ -105,8 +105,9 @@ _TS_RESERVED = (
 
 # Template contexts are attribute records, not dicts: Jinja looks ``member.doc``
 # up with ``getattr`` first, and a dict would raise (and catch) an
-# AttributeError on every lookup. They are not frozen (nothing changes them once
-# built, and a frozen dataclass's ``__init__`` costs about 3x a plain one's).
+# AttributeError on every lookup. They are not frozen (a frozen dataclass's
+# ``__init__`` costs about 3x a plain one's); only ``_black_blank_lines`` sets a
+# field after construction (``_PyMember.blank``), before the template reads it.
 
 
 @dataclass(slots=True)
@@ -183,6 +184,7 @@ def render_ts_sdk(catalog: Iterable[ToolSchemaEntry]) -> str:
 
 #: Exact types of the JSON scalars: most values popped by ``_property_names`` are one.
 _SCALAR_TYPES = frozenset({str, int, float, bool, type(None)})
+_STR_ONLY = frozenset({str})
 
 
 def _property_names(schemas: list[object]) -> set[str]:
@@ -201,7 +203,9 @@ def _property_names(schemas: list[object]) -> set[str]:
             seen.add(id(node))
             try:
                 properties = dict.get(node, "properties")
-                if isinstance(properties, dict):
+                if type(properties) is dict and _STR_ONLY.issuperset(map(type, properties)):
+                    names.update(properties)  # the common case: every key an exact str
+                elif isinstance(properties, dict):
                     names.update(key for key in properties if type(key) is str)
                 stack.extend(dict.values(node))
             except Exception:  # noqa: BLE001 - hostile mappings are skipped, never fatal
@@ -226,7 +230,7 @@ def _alias(module: str, taken: set[str]) -> str:
 
 
 def _py_context(catalog: Iterable[ToolSchemaEntry], qualify: bool) -> dict[str, object]:
-    from dsh_codegen.codegen._py import PyTypes  # only Python renders load the Python type walker
+    from dsh_codegen.codegen._py import PyTypes, declarations_text  # only Python renders load the Python type walker
 
     entries = sorted_catalog(catalog)
     namer = ClassNamer(_PY_MODULE_NAMES)
@@ -245,6 +249,9 @@ def _py_context(catalog: Iterable[ToolSchemaEntry], qualify: bool) -> dict[str, 
     shadow = types.shadow_for(method_names)
     members = []
     subscripts = []
+    # Files give every tool typed subscript access: tools["get-sum"](args) type-checks;
+    # more than one tool makes each subscript an overload.
+    decorator = "@" + types.name("overload", shadow) if qualify and len(entries) > 1 else ""
     for entry in entries:
         stem = camel_case(entry.name)
         args = types.type_text(entry.parameters, f"{stem}Args", shadow)
@@ -258,32 +265,29 @@ def _py_context(catalog: Iterable[ToolSchemaEntry], qualify: bool) -> dict[str, 
         else:
             members.append(_PyMember(False, code_string(entry.name), args, output, py_comment(entry.description)))
         if qualify:
-            # Files give every tool typed subscript access: tools["get-sum"](args) type-checks.
             literal = f"{types.name('Literal', shadow)}[{py_file_string(entry.name)}]"
             signature = f"{types.name('Callable', shadow)}[[{args}], {types.name('Awaitable', shadow)}[{output}]]"
-            subscripts.append(_PySubscript("", literal, "", signature))
-    if len(subscripts) > 1:
-        decorator = "@" + types.name("overload", shadow)
-        subscripts = [_PySubscript(decorator, item.name, item.args, item.output) for item in subscripts]
+            subscripts.append(_PySubscript(decorator, literal, "", signature))
     if qualify:
-        members = _black_blank_lines(members)
+        _black_blank_lines(members)
     used = set(types.typing_used) | {"Protocol"}
     if any(not declared.alias for declared in types.classes):
         used.add("TypedDict")
+    # Blank lines between top-level statements: one in the prompt (CONTRACT.md §6),
+    # two in files (black's style).
+    gap = "\n" if qualify else ""
     return {
         "typing_names": ", ".join(name for name in _TYPING_ORDER if name in used),
         "modules": [
             module if types.aliases[module] == module else f"{module} as {types.aliases[module]}"
             for module in sorted(types.modules_used)
         ],
-        "classes": types.classes,
+        "declarations": declarations_text(types.classes, gap),
         "members": members,
         "subscripts": subscripts,
         "has_methods": bool(subscripts) or any(member.method for member in members),
         "future": types.named_definitions,
-        # Blank lines between top-level statements: one in the prompt (CONTRACT.md §6),
-        # two in files (black's style).
-        "gap": "\n" if qualify else "",
+        "gap": gap,
         "subscripts_blank": bool(subscripts) and bool(members) and _ends_with_docstring(members),
     }
 
@@ -294,25 +298,21 @@ def _ends_with_docstring(members: list[_PyMember]) -> bool:
     return members[-1].method and members[-1].doc is not None
 
 
-def _black_blank_lines(members: list[_PyMember]) -> list[_PyMember]:
+def _black_blank_lines(members: list[_PyMember]) -> None:
     """Mark the members black puts an empty line before (black's rules for a class body
     of one-line stubs, docstring-bodied methods and comment blocks): after a method with
     a docstring, always; after a stub method, only before a comment block (comments
     belong to the statement after them, so a comment block's first line takes the gap)."""
-    marked = []
     previous: _PyMember | None = None  # the last method statement
     in_comments = False
     for member in members:
-        blank = False
         if previous is not None and not in_comments:
-            blank = previous.doc is not None or not member.method
-        marked.append(_PyMember(member.method, member.name, member.args, member.output, member.doc, blank))
+            member.blank = previous.doc is not None or not member.method
         if member.method:
             previous = member
             in_comments = False
         else:
             in_comments = True
-    return marked
 
 
 def render_py_sdk(catalog: Iterable[ToolSchemaEntry]) -> str:

@@ -14,7 +14,7 @@ def root(context, missing=missing):
     l_0_modules = resolve('modules')
     l_0_typing_names = resolve('typing_names')
     l_0_gap = resolve('gap')
-    l_0_classes = resolve('classes')
+    l_0_declarations = resolve('declarations')
     l_0_has_methods = resolve('has_methods')
     l_0_members = resolve('members')
     l_0_subscripts_blank = resolve('subscripts_blank')
@@ -40,43 +40,7 @@ def root(context, missing=missing):
     yield '\nclass ToolCallError(Exception):\n    toolName: str\n'
     yield str((undefined(name='gap') if l_0_gap is missing else l_0_gap))
     yield '\n'
-    for l_1_class in (undefined(name='classes') if l_0_classes is missing else l_0_classes):
-        _loop_vars = {}
-        pass
-        if (not t_1(environment.getattr(l_1_class, 'alias'))):
-            pass
-            yield str(environment.getattr(l_1_class, 'name'))
-            yield ': TypeAlias = '
-            yield str(environment.getattr(l_1_class, 'alias'))
-            yield '\n'
-        else:
-            pass
-            yield 'class '
-            yield str(environment.getattr(l_1_class, 'name'))
-            yield '(TypedDict):\n'
-            for l_2_field in environment.getattr(l_1_class, 'fields'):
-                _loop_vars = {}
-                pass
-                if (not t_1(environment.getattr(l_2_field, 'comment'))):
-                    pass
-                    yield '    # '
-                    yield str(environment.getattr(l_2_field, 'comment'))
-                    yield '\n'
-                yield '    '
-                yield str(environment.getattr(l_2_field, 'name'))
-                yield ': '
-                yield str(environment.getattr(l_2_field, 'type'))
-                yield '\n'
-            l_2_field = missing
-            if environment.getattr(l_1_class, 'open'):
-                pass
-                yield '    # Additional keys beyond those declared are allowed.\n'
-            elif (not environment.getattr(l_1_class, 'fields')):
-                pass
-                yield '    pass\n'
-        yield str((undefined(name='gap') if l_0_gap is missing else l_0_gap))
-        yield '\n'
-    l_1_class = missing
+    yield str((undefined(name='declarations') if l_0_declarations is missing else l_0_declarations))
     yield 'class Tools(Protocol):\n'
     if (not (undefined(name='has_methods') if l_0_has_methods is missing else l_0_has_methods)):
         pass
@@ -143,4 +107,4 @@ def root(context, missing=missing):
     yield '\ntools: Tools\n'
 
 blocks = {}
-debug_info = '1=25&2=29&4=33&5=35&8=37&9=39&10=42&11=44&13=51&14=53&15=56&16=59&18=62&20=67&22=70&26=73&29=77&32=80&33=83&36=86&37=89&38=95&39=98&40=104&42=109&43=115&44=118&48=121&51=124&52=127&53=130&55=133&57=138'
+debug_info = '1=25&2=29&4=33&5=35&8=37&9=39&11=41&14=44&15=47&18=50&19=53&20=59&21=62&22=68&24=73&25=79&26=82&30=85&33=88&34=91&35=94&37=97&39=102'
