@@ -1577,13 +1577,19 @@ cdef int _scan_child(_DialectTable t, VStack* s, Paths* p, int child, object ite
     return 0
 
 
-cdef int _scan_object_own(_DialectTable t, Recs* recs, Paths* p, VFrame* f, DNode* d) except -1:
-    """``DialectWalker._collect_object_own`` up to the checks: missing required and dependent names."""
+cdef int _scan_object_own(_DialectTable t, Recs* recs, Paths* p, VFrame* f, DNode* d,
+                          Py_ssize_t present) except -1:
+    """``DialectWalker._collect_object_own`` up to the checks: missing required and dependent names.
+
+    ``present`` is the number of declared required names the member loop met, or -1
+    when it has not run yet: when it met them all, no name needs looking up.
+    """
     cdef PyObject* v = f.value
     cdef Py_ssize_t i = 0
-    for name in <tuple>d.required:
-        if PyDict_GetItemWithError(v, <PyObject*>name) == NULL:  # exact str keys: no user code
-            _rec_add(recs, C_REQUIRED, f.node, _path_add(p, f.path, <PyObject*>name, 0), 0)
+    if present < PyTuple_GET_SIZE(d.required):
+        for name in <tuple>d.required:
+            if PyDict_GetItemWithError(v, <PyObject*>name) == NULL:  # exact str keys: no user code
+                _rec_add(recs, C_REQUIRED, f.node, _path_add(p, f.path, <PyObject*>name, 0), 0)
     for name, others in <tuple>d.dependent:
         if PyDict_GetItemWithError(v, <PyObject*>name) != NULL:
             for other in <tuple>others:
@@ -1649,26 +1655,43 @@ cdef int _scan_combinator(_DialectTable t, Recs* recs, VFrame* f, Py_ssize_t fir
     return -1
 
 
-cdef int _scan_children(_DialectTable t, VStack* s, Paths* p, VFrame* f, DNode* d, int kind) except -1:
-    """``DialectWalker._object_children`` / ``_array_children``: push the members to report on."""
+cdef Py_ssize_t _scan_children(_DialectTable t, VStack* s, Paths* p, VFrame* f, DNode* d, int kind) except -1:
+    """``DialectWalker._object_children`` / ``_array_children``: push the members to report on.
+
+    For an object, returns how many declared required names it holds. Members go in
+    declaration order; arguments mostly come in that order too, so each declared name
+    is first compared with the value's next key, and looked up only when that differs.
+    """
     cdef PyObject* v = f.value
     cdef PyObject* key
     cdef PyObject* code
     cdef PyObject* item
-    cdef Py_ssize_t pos = 0, i, base, declared = 0
+    cdef PyObject* next_key = NULL
+    cdef PyObject* next_item = NULL
+    cdef Py_ssize_t pos = 0, next_pos = 0, i, base, declared = 0, present = 0
+    cdef long entry
     cdef int child
     if kind == K_OBJECT:
         base = s.size
         if d.props != NULL:
+            if not PyDict_Next(v, &next_pos, &next_key, &next_item):
+                next_key = NULL
             while PyDict_Next(d.props, &pos, &key, &code):
-                item = PyDict_GetItemWithError(v, key)
+                if next_key != NULL and _str_hash(next_key) == _str_hash(key) and _str_eq(next_key, key):
+                    item = next_item  # the value's next key is this name (keys are exact str: see _kind)
+                    if not PyDict_Next(v, &next_pos, &next_key, &next_item):
+                        next_key = NULL
+                else:
+                    item = PyDict_GetItemWithError(v, key)
                 if item != NULL:
                     declared += 1
-                    _scan_child(t, s, p, PyLong_AsLong(code) >> 1, <object>item, f.path, key, 0)
+                    entry = PyLong_AsLong(code)
+                    present += entry & 1
+                    _scan_child(t, s, p, entry >> 1, <object>item, f.path, key, 0)
         if declared < PyDict_Size(v):
             _vpush(s, v, f.node, T_EXTRAS, f.path)  # the undeclared keys, after the declared members
         _vreverse(s, base)
-        return 0
+        return present
     for i in range(_array_size(v) - 1, -1, -1):
         child = t._indices[d.first_prefix + i] if i < d.n_prefix else d.items
         _scan_child(t, s, p, child, <object>_array_item(v, i), f.path, NULL, i)
@@ -1706,7 +1729,9 @@ cdef int _scan_dialect(_DialectTable t, object value, Recs* recs, Paths* p) exce
     cdef DNode* d
     cdef PyObject* v
     cdef Py_ssize_t j, first, n
+    cdef Py_ssize_t present
     cdef int kind, code, descend_any, descend_one, container = 0
+    cdef bint members_first
     cdef long budget = SCAN_BUDGET
     cdef int result = 1
     cdef object held
@@ -1750,13 +1775,19 @@ cdef int _scan_dialect(_DialectTable t, object value, Recs* recs, Paths* p) exce
             if code:
                 _rec_add(recs, code, f.node, f.path, 0)
                 continue
+            members_first = kind == K_OBJECT and d.obj_members and t._flat(d)
             if kind == K_OBJECT:
-                _scan_object_own(t, recs, p, &f, d)
+                # a _flat node pushes nothing but its members: pushed first, they tell which
+                # required names are here (records, not frames, carry the order before them)
+                present = _scan_children(t, &s, p, &f, d, kind) if members_first else -1
+                _scan_object_own(t, recs, p, &f, d, present)
             first, n = t._checks_of(d, kind)
             for j in range(first, first + n):
                 if not t._check_ok(&t._checks[j], v, kind):
                     _rec_add(recs, t._checks[j].code, f.node, f.path, j)
             _scan_parts(t, recs, p, &f, d, kind, &budget)
+            if members_first:
+                continue
             descend_any = _scan_combinator(t, recs, &f, d.first_any, d.n_any, C_ANY_OF, kind, &budget) if d.n_any else -1
             descend_one = _scan_combinator(t, recs, &f, d.first_one, d.n_one, C_ONE_OF, kind, &budget) if d.n_one else -1
             # reported after the node's members: allOf, $ref, then the one possible branch of each combinator
