@@ -15,6 +15,7 @@ cimport cython
 from cpython.object cimport PyObject, PyObject_GenericSetAttr, PyTypeObject
 from cpython.pycapsule cimport PyCapsule_New
 from cpython.ref cimport Py_INCREF, Py_DECREF, Py_XDECREF
+from cpython.list cimport PyList_New, PyList_SET_ITEM
 from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
 from libc.math cimport isfinite, floor, signbit
 from libc.stdlib cimport malloc, realloc, free
@@ -550,6 +551,7 @@ cdef class _DialectTable:
     cdef bint _recursive
     cdef set _ancestors   # for the lossless walk's cycle check
     cdef dict _texts      # the report's message suffixes, per (code, node, check or extra), made on first use
+    cdef list _report_slots  # the report's commonest suffixes: per node its type text, then per check its text
 
     def __cinit__(self):
         self._nodes = NULL
@@ -1812,10 +1814,43 @@ cdef int _scan_dialect(_DialectTable t, object value, Recs* recs, Paths* p) exce
     return result
 
 
+cdef list _report_slots_of(_DialectTable t):
+    """``t._report_slots``, made on first use: one slot per node (its type text), then one per check."""
+    cdef Py_ssize_t n_checks = 0
+    cdef DNode* last
+    if t._report_slots is None:
+        if t._n:
+            last = &t._nodes[t._n - 1]
+            n_checks = last.first_check + last.n_num + last.n_str + last.n_arr + last.n_obj
+        t._report_slots = [None] * (t._n + n_checks)
+    return t._report_slots
+
+
 cdef str _dialect_suffix_of(_DialectTable t, Rec* rec):
-    """The message after the path: per node and check (or type mask, or trigger) made once and kept."""
+    """The message after the path: per node and check (or type mask, or trigger) made once and kept.
+
+    A failed check or type test (most reports) finds its text by index in a list; the
+    rarer texts are kept in a dict by one int per (code, node, extra).
+    """
     cdef int code = rec.code
     cdef Py_ssize_t key
+    cdef list slots
+    cdef Py_ssize_t slot = -1
+    if code == C_TYPE:
+        slot = rec.node
+    elif _IS_CHECK[code]:
+        slot = t._n + rec.extra
+    if slot >= 0:
+        slots = _report_slots_of(t)
+        text = slots[slot]
+        if text is None:
+            node = t._py_nodes[rec.node]
+            if code == C_TYPE:
+                text = dialect_suffix(code, node, 0)
+            else:
+                text = dialect_suffix(code, node, (<tuple>t._checks[rec.extra].pair)[1])
+            slots[slot] = text
+        return <str>text
     if code == C_ONE_OF or code == C_MIN_CONTAINS or code == C_MAX_CONTAINS:
         return dialect_suffix(code, t._py_nodes[rec.node], rec.extra)  # a match count: not worth keeping
     if t._texts is None:
@@ -1836,7 +1871,7 @@ cdef str _dialect_suffix_of(_DialectTable t, Rec* rec):
 
 cdef list _render_dialect(_DialectTable t, Recs* recs, Paths* p, _Render r):
     """The recorded violations as ``Violation``s, in record order (``dialect_violation``'s texts)."""
-    cdef list out = []
+    cdef list out = PyList_New(recs.size)  # filled below, in order
     cdef Rec* rec
     cdef Py_ssize_t i
     cdef int code
@@ -1850,7 +1885,9 @@ cdef list _render_dialect(_DialectTable t, Recs* recs, Paths* p, _Render r):
             message = r.where_at(p, rec.path, "missing required property ", _dialect_suffix_of(t, rec))
         else:
             message = r.where_at(p, rec.path, "", _dialect_suffix_of(t, rec))
-        out.append(_new_violation(_segments_of(p, rec.path), <str>_DIALECT_KEYWORD_BY_CODE[code], message))
+        violation = _new_violation(_segments_of(p, rec.path), <str>_DIALECT_KEYWORD_BY_CODE[code], message)
+        Py_INCREF(violation)  # PyList_SET_ITEM steals a reference
+        PyList_SET_ITEM(out, i, violation)
     return out
 
 
