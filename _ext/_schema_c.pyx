@@ -12,7 +12,7 @@ so both twins render identical texts.
 """
 
 cimport cython
-from cpython.object cimport PyObject, PyObject_GenericSetAttr, PyTypeObject
+from cpython.object cimport PyObject, PyTypeObject
 from cpython.pycapsule cimport PyCapsule_New
 from cpython.ref cimport Py_INCREF, Py_DECREF, Py_XDECREF
 from cpython.list cimport PyList_New, PyList_SET_ITEM
@@ -1507,16 +1507,32 @@ cdef inline int _spush(VStack* s, PyObject* value, int node, int tag, Py_ssize_t
 cdef tuple _NO_ARGS = ()
 
 
+# Violation's three field descriptors, found by name once: object.__setattr__(v, "path", p)
+# looks "path" up on the type and calls this descriptor's __set__; calling it directly skips
+# the lookup (about 90 instructions a field). A frozen dataclass's fields are these slot
+# (member) descriptors; the assertion guards that.
+cdef object _PATH_FIELD = _Violation.__dict__["path"]
+cdef object _KEYWORD_FIELD = _Violation.__dict__["keyword"]
+cdef object _MESSAGE_FIELD = _Violation.__dict__["message"]
+assert all(type(field).__name__ == "member_descriptor" for field in (_PATH_FIELD, _KEYWORD_FIELD, _MESSAGE_FIELD))
+
+
+cdef inline int _set_field(object field, object violation, object value) except -1:
+    """``field.__set__(violation, value)`` through the descriptor type's C slot."""
+    return (<PyTypeObject*>Py_TYPE(<PyObject*>field)).tp_descr_set(field, violation, value)
+
+
 cdef inline object _new_violation(tuple path, str keyword, str message):
     # What the pure twin's _shared.new_violation does, without its Python frame: a new
-    # Violation, then object.__setattr__ of each field by name (the frozen dataclass's own
-    # __init__ does the same three calls as bytecode, about 5,000 instructions a violation).
-    # object.__new__ through its C slot: called as a Python method it first builds an
-    # argument tuple and checks the type (about 400 instructions a violation).
+    # Violation, then each field set through its descriptor, as object.__setattr__ does
+    # (the frozen dataclass's own __init__ does the same three calls as bytecode, about
+    # 5,000 instructions a violation). object.__new__ through its C slot: called as a
+    # Python method it first builds an argument tuple and checks the type (about 400
+    # instructions a violation).
     violation = PyBaseObject_Type.tp_new(<type>_Violation, <PyObject*>_NO_ARGS, NULL)
-    PyObject_GenericSetAttr(violation, "path", path)
-    PyObject_GenericSetAttr(violation, "keyword", keyword)
-    PyObject_GenericSetAttr(violation, "message", message)
+    _set_field(_PATH_FIELD, violation, path)
+    _set_field(_KEYWORD_FIELD, violation, keyword)
+    _set_field(_MESSAGE_FIELD, violation, message)
     return violation
 
 
