@@ -448,6 +448,13 @@ cdef struct Check:
     PyObject* search     # pattern: the compiled expression's ``search``, else NULL
 
 
+cdef struct ReportProp:
+    PyObject* key        # a declared name, borrowed from its node's props (kept alive by the node)
+    Py_hash_t hash
+    int child
+    int required         # 1 when the name is required
+
+
 cdef struct DNode:
     bint trivial
     bint false_
@@ -552,16 +559,22 @@ cdef class _DialectTable:
     cdef set _ancestors   # for the lossless walk's cycle check
     cdef dict _texts      # the report's message suffixes, per (code, node, check or extra), made on first use
     cdef list _report_slots  # the report's commonest suffixes: per node its type text, then per check its text
+    cdef ReportProp* _report_props  # the report's member loop: every node's props in order, made on first use
+    cdef Py_ssize_t* _report_first  # per node, its first entry in _report_props (n + 1 offsets)
 
     def __cinit__(self):
         self._nodes = NULL
         self._checks = NULL
         self._indices = NULL
+        self._report_props = NULL
+        self._report_first = NULL
 
     def __dealloc__(self):
         free(self._nodes)
         free(self._checks)
         free(self._indices)
+        free(self._report_props)
+        free(self._report_first)
 
     def __init__(self, program):
         cdef list nodes = list(program.nodes)
@@ -1673,6 +1686,44 @@ cdef int _scan_combinator(_DialectTable t, Recs* recs, VFrame* f, Py_ssize_t fir
     return -1
 
 
+cdef int _report_props_build(_DialectTable t) except -1:
+    """Fill ``t._report_props`` and ``t._report_first`` from the nodes' ``props`` dicts, in their order.
+
+    Made on the first report, so a program that is only ever asked ``is_valid`` never
+    pays for it; the member loop then reads names, hashes and children from an array.
+    """
+    cdef Py_ssize_t i, pos, c = 0, total = 0
+    cdef PyObject* key
+    cdef PyObject* code
+    cdef PyObject* props
+    cdef long entry
+    for i in range(t._n):
+        if t._nodes[i].props != NULL:
+            total += PyDict_Size(t._nodes[i].props)
+    rp = <ReportProp*>malloc(max(total, 1) * sizeof(ReportProp))
+    first = <Py_ssize_t*>malloc((t._n + 1) * sizeof(Py_ssize_t))
+    if rp == NULL or first == NULL:
+        free(rp)
+        free(first)
+        raise MemoryError()
+    for i in range(t._n):
+        first[i] = c
+        props = t._nodes[i].props
+        pos = 0
+        if props != NULL:
+            while PyDict_Next(props, &pos, &key, &code):
+                entry = PyLong_AsLong(code)
+                rp[c].key = key
+                rp[c].hash = _str_hash(key)
+                rp[c].child = entry >> 1
+                rp[c].required = entry & 1
+                c += 1
+    first[t._n] = c
+    t._report_props = rp
+    t._report_first = first
+    return 0
+
+
 cdef Py_ssize_t _scan_children(_DialectTable t, VStack* s, Paths* p, VFrame* f, DNode* d, int kind) except -1:
     """``DialectWalker._object_children`` / ``_array_children``: push the members to report on.
 
@@ -1681,31 +1732,30 @@ cdef Py_ssize_t _scan_children(_DialectTable t, VStack* s, Paths* p, VFrame* f, 
     is first compared with the value's next key, and looked up only when that differs.
     """
     cdef PyObject* v = f.value
-    cdef PyObject* key
-    cdef PyObject* code
     cdef PyObject* item
     cdef PyObject* next_key = NULL
     cdef PyObject* next_item = NULL
-    cdef Py_ssize_t pos = 0, next_pos = 0, i, base, declared = 0, present = 0
-    cdef long entry
+    cdef Py_ssize_t next_pos = 0, i, j, base, declared = 0, present = 0
+    cdef ReportProp* rp
     cdef int child
     if kind == K_OBJECT:
         base = s.size
-        if d.props != NULL:
-            if not PyDict_Next(v, &next_pos, &next_key, &next_item):
-                next_key = NULL
-            while PyDict_Next(d.props, &pos, &key, &code):
-                if next_key != NULL and _str_hash(next_key) == _str_hash(key) and _str_eq(next_key, key):
-                    item = next_item  # the value's next key is this name (keys are exact str: see _kind)
-                    if not PyDict_Next(v, &next_pos, &next_key, &next_item):
-                        next_key = NULL
-                else:
-                    item = PyDict_GetItemWithError(v, key)
-                if item != NULL:
-                    declared += 1
-                    entry = PyLong_AsLong(code)
-                    present += entry & 1
-                    _scan_child(t, s, p, entry >> 1, <object>item, f.path, key, 0)
+        if t._report_first == NULL:
+            _report_props_build(t)
+        if not PyDict_Next(v, &next_pos, &next_key, &next_item):
+            next_key = NULL
+        for j in range(t._report_first[f.node], t._report_first[f.node + 1]):
+            rp = &t._report_props[j]
+            if next_key != NULL and _str_hash(next_key) == rp.hash and _str_eq(next_key, rp.key):
+                item = next_item  # the value's next key is this name (keys are exact str: see _kind)
+                if not PyDict_Next(v, &next_pos, &next_key, &next_item):
+                    next_key = NULL
+            else:
+                item = PyDict_GetItemWithError(v, rp.key)
+            if item != NULL:
+                declared += 1
+                present += rp.required
+                _scan_child(t, s, p, rp.child, <object>item, f.path, rp.key, 0)
         if declared < PyDict_Size(v):
             _vpush(s, v, f.node, T_EXTRAS, f.path)  # the undeclared keys, after the declared members
         _vreverse(s, base)
