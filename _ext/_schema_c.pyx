@@ -87,6 +87,7 @@ cdef extern from "Python.h":
     Py_UCS4 PyUnicode_READ_CHAR(PyObject* o, Py_ssize_t index)
     Py_ssize_t PyUnicode_CopyCharacters(object to, Py_ssize_t to_start, PyObject* from_,
                                         Py_ssize_t from_start, Py_ssize_t how_many) except -1
+    void PyUnicode_WRITE(int kind, void* data, Py_ssize_t index, Py_UCS4 value)
 
 # The dialect walk (programs of the wider tool-schema dialect): the shared source, compiled here.
 include "../dsh_codegen/schema/_dialect_py.py"
@@ -453,6 +454,7 @@ cdef struct ReportProp:
     Py_hash_t hash
     int child
     int required         # 1 when the name is required
+    PyObject* text       # the name's ``_segment`` entry (kept by the table's _report_keep)
 
 
 cdef struct DNode:
@@ -561,6 +563,7 @@ cdef class _DialectTable:
     cdef list _report_slots  # the report's commonest suffixes: per node its type text, then per check its text
     cdef ReportProp* _report_props  # the report's member loop: every node's props in order, made on first use
     cdef Py_ssize_t* _report_first  # per node, its first entry in _report_props (n + 1 offsets)
+    cdef list _report_keep          # the _segment entries _report_props borrows
 
     def __cinit__(self):
         self._nodes = NULL
@@ -1197,6 +1200,7 @@ cdef struct PathSeg:
     Py_ssize_t depth
     PyObject* key        # an owned reference, or NULL for an array index
     Py_ssize_t index
+    PyObject* text       # the key's ``_segment`` entry when known (borrowed, kept by its table), else NULL
 
 
 cdef struct VStack:
@@ -1240,6 +1244,7 @@ cdef Py_ssize_t _path_add(Paths* p, Py_ssize_t parent, PyObject* key, Py_ssize_t
     p.items[p.size].depth = 1 if parent < 0 else p.items[parent].depth + 1
     p.items[p.size].key = key
     p.items[p.size].index = index
+    p.items[p.size].text = NULL
     p.size += 1
     return p.size - 1
 
@@ -1263,6 +1268,16 @@ cdef tuple _segments_of(Paths* p, Py_ssize_t at):
         PyTuple_SET_ITEM(out, i, segment)
         at = p.items[at].parent
     return out
+
+
+cdef inline Py_ssize_t _put(object out, int kind, char* data, Py_ssize_t offset, PyObject* piece) except -1:
+    """Copy the ``str`` ``piece`` into the new string ``out`` (of ``kind``, at ``data``) at ``offset``."""
+    cdef Py_ssize_t n = PyUnicode_GET_LENGTH(piece)
+    if PyUnicode_KIND(piece) == kind:  # the common case: plain bytes to copy
+        memcpy(data + offset * kind, PyUnicode_DATA(piece), n * kind)
+    else:
+        PyUnicode_CopyCharacters(out, offset, piece, 0, n)
+    return offset + n
 
 
 cdef dict _SEGMENT_TEXT = {}
@@ -1324,75 +1339,68 @@ cdef class _Render:
 
     cdef str where_at(self, Paths* p, Py_ssize_t at, str prefix, str suffix):
         """``where`` for the path of arena entry ``at``, written straight into one new ``str``."""
-        cdef Py_ssize_t k = _depth(p, at), i, n, total = 0, offset = 0
+        cdef Py_ssize_t k = _depth(p, at), i, total, offset
         cdef bint safe = self.root_safe
-        cdef PyObject* pieces_inline[24]
+        cdef PyObject* pieces_inline[16]
         cdef PyObject** pieces = pieces_inline
         cdef tuple entry
         cdef object piece
         cdef PathSeg* seg
-        cdef Py_UCS4 maxchar = 0, m
-        cdef Py_ssize_t length
+        cdef Py_UCS4 maxchar
         cdef int kind
         cdef char* data
         if k == 0:
             return prefix + self.quoted_root + suffix
-        n = k + 5  # prefix, quote, root, the k pieces, quote, suffix
-        if n > 24:
-            pieces = <PyObject**>malloc(n * sizeof(PyObject*))
+        if k > 16:
+            pieces = <PyObject**>malloc(k * sizeof(PyObject*))
             if pieces == NULL:
                 raise MemoryError()
-        for i in range(n):
+        for i in range(k):
             pieces[i] = NULL
         try:
             # every piece is referenced while it is listed (the segment cache may drop entries)
-            Py_INCREF(prefix)
-            pieces[0] = <PyObject*>prefix
-            Py_INCREF(_QUOTE)
-            pieces[1] = <PyObject*>_QUOTE
-            Py_INCREF(self.root)
-            pieces[2] = <PyObject*>self.root
-            i = k + 2
+            i = k - 1
             while at >= 0:
                 seg = &p.items[at]
                 if seg.key == NULL and seg.index < _N_INDEX_TEXT:
                     piece = _INDEX_TEXT[seg.index]
                 else:
-                    entry = _segment(<object>seg.key if seg.key != NULL else seg.index)
+                    if seg.text != NULL:
+                        entry = <tuple>seg.text
+                    else:
+                        entry = _segment(<object>seg.key if seg.key != NULL else seg.index)
                     piece = entry[0]
                     safe = safe and entry[1] is True
-                if i == 3 and not self.root and seg.key != NULL and PyUnicode_READ_CHAR(<PyObject*>piece, 0) == 46:
+                if i == 0 and not self.root and seg.key != NULL and PyUnicode_READ_CHAR(<PyObject*>piece, 0) == 46:
                     # an unrooted path starts with its first key: a ".key" piece is the key itself
                     piece = <object>seg.key
                 Py_INCREF(piece)
                 pieces[i] = <PyObject*>piece
                 i -= 1
                 at = seg.parent
-            Py_INCREF(_QUOTE)
-            pieces[k + 3] = <PyObject*>_QUOTE
-            Py_INCREF(suffix)
-            pieces[k + 4] = <PyObject*>suffix
             if not safe:
-                text = "".join([<object>pieces[i] for i in range(2, k + 3)])
+                text = self.root + "".join([<object>pieces[i] for i in range(k)])
                 return prefix + quote_path(text) + suffix
-            for i in range(n):
+            total = PyUnicode_GET_LENGTH(<PyObject*>prefix) + PyUnicode_GET_LENGTH(<PyObject*>self.root) + \
+                PyUnicode_GET_LENGTH(<PyObject*>suffix) + 2
+            maxchar = max(PyUnicode_MAX_CHAR_VALUE(<PyObject*>prefix), PyUnicode_MAX_CHAR_VALUE(<PyObject*>self.root),
+                          PyUnicode_MAX_CHAR_VALUE(<PyObject*>suffix))
+            for i in range(k):
                 total += PyUnicode_GET_LENGTH(pieces[i])
-                m = PyUnicode_MAX_CHAR_VALUE(pieces[i])
-                if m > maxchar:
-                    maxchar = m
+                maxchar = max(maxchar, PyUnicode_MAX_CHAR_VALUE(pieces[i]))
             out = PyUnicode_New(total, maxchar)
             kind = PyUnicode_KIND(<PyObject*>out)
             data = <char*>PyUnicode_DATA(<PyObject*>out)
-            for i in range(n):
-                length = PyUnicode_GET_LENGTH(pieces[i])
-                if PyUnicode_KIND(pieces[i]) == kind:  # the common case: plain bytes to copy
-                    memcpy(data + offset * kind, PyUnicode_DATA(pieces[i]), length * kind)
-                else:
-                    PyUnicode_CopyCharacters(out, offset, pieces[i], 0, length)
-                offset += length
+            offset = _put(out, kind, data, 0, <PyObject*>prefix)
+            PyUnicode_WRITE(kind, data, offset, 34)  # the opening quote
+            offset = _put(out, kind, data, offset + 1, <PyObject*>self.root)
+            for i in range(k):
+                offset = _put(out, kind, data, offset, pieces[i])
+            PyUnicode_WRITE(kind, data, offset, 34)
+            _put(out, kind, data, offset + 1, <PyObject*>suffix)
             return <str>out
         finally:
-            for i in range(n):
+            for i in range(k):
                 Py_XDECREF(pieces[i])
             if pieces != pieces_inline:
                 free(pieces)
@@ -1588,7 +1596,7 @@ cdef bint _verdict(_DialectTable t, int index, PyObject* v, long* budget) except
 
 
 cdef int _scan_child(_DialectTable t, VStack* s, Paths* p, int child, object item, Py_ssize_t at,
-                     PyObject* key, Py_ssize_t index) except -1:
+                     PyObject* key, Py_ssize_t index, PyObject* text) except -1:
     """``DialectWalker._push_child``: push a member to report on, unless it is a scalar its node accepts.
 
     A JSON scalar under a ``_flat`` node is decided in place, so a valid one costs
@@ -1604,7 +1612,9 @@ cdef int _scan_child(_DialectTable t, VStack* s, Paths* p, int child, object ite
         c = &t._nodes[child]
         if c.trivial or (t._flat(c) and t._scalar_ok(c, <PyObject*>item)):
             return 0
-    _vpush(s, <PyObject*>item, child, T_VISIT, _path_add(p, at, key, index))
+    at = _path_add(p, at, key, index)
+    p.items[at].text = text  # a declared name's path text, known from the table (else NULL)
+    _vpush(s, <PyObject*>item, child, T_VISIT, at)
     return 0
 
 
@@ -1706,6 +1716,7 @@ cdef int _report_props_build(_DialectTable t) except -1:
         free(rp)
         free(first)
         raise MemoryError()
+    keep = []
     for i in range(t._n):
         first[i] = c
         props = t._nodes[i].props
@@ -1717,8 +1728,12 @@ cdef int _report_props_build(_DialectTable t) except -1:
                 rp[c].hash = _str_hash(key)
                 rp[c].child = entry >> 1
                 rp[c].required = entry & 1
+                text = _segment(<object>key)
+                keep.append(text)
+                rp[c].text = <PyObject*>text
                 c += 1
     first[t._n] = c
+    t._report_keep = keep
     t._report_props = rp
     t._report_first = first
     return 0
@@ -1755,14 +1770,14 @@ cdef Py_ssize_t _scan_children(_DialectTable t, VStack* s, Paths* p, VFrame* f, 
             if item != NULL:
                 declared += 1
                 present += rp.required
-                _scan_child(t, s, p, rp.child, <object>item, f.path, rp.key, 0)
+                _scan_child(t, s, p, rp.child, <object>item, f.path, rp.key, 0, rp.text)
         if declared < PyDict_Size(v):
             _vpush(s, v, f.node, T_EXTRAS, f.path)  # the undeclared keys, after the declared members
         _vreverse(s, base)
         return present
     for i in range(_array_size(v) - 1, -1, -1):
         child = t._indices[d.first_prefix + i] if i < d.n_prefix else d.items
-        _scan_child(t, s, p, child, <object>_array_item(v, i), f.path, NULL, i)
+        _scan_child(t, s, p, child, <object>_array_item(v, i), f.path, NULL, i, NULL)
     return 0
 
 
@@ -1778,7 +1793,7 @@ cdef int _scan_extras(_DialectTable t, VStack* s, Recs* recs, Paths* p, VFrame* 
         if d.closed:
             _rec_add(recs, C_ADDITIONAL, f.node, _path_add(p, f.path, key, 0), 0)
         else:
-            _scan_child(t, s, p, d.additional, <object>item, f.path, key, 0)
+            _scan_child(t, s, p, d.additional, <object>item, f.path, key, 0, NULL)
     _vreverse(s, base)
     return 0
 
