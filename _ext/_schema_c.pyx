@@ -1717,22 +1717,33 @@ cdef int _report_props_build(_DialectTable t) except -1:
         free(first)
         raise MemoryError()
     keep = []
-    for i in range(t._n):
-        first[i] = c
-        props = t._nodes[i].props
-        pos = 0
-        if props != NULL:
-            while PyDict_Next(props, &pos, &key, &code):
-                entry = PyLong_AsLong(code)
-                rp[c].key = key
-                rp[c].hash = _str_hash(key)
-                rp[c].child = entry >> 1
-                rp[c].required = entry & 1
-                text = _segment(<object>key)
-                keep.append(text)
-                rp[c].text = <PyObject*>text
-                c += 1
+    try:
+        for i in range(t._n):
+            first[i] = c
+            props = t._nodes[i].props
+            pos = 0
+            if props != NULL:
+                while PyDict_Next(props, &pos, &key, &code):
+                    entry = PyLong_AsLong(code)
+                    rp[c].key = key
+                    rp[c].hash = _str_hash(key)
+                    rp[c].child = entry >> 1
+                    rp[c].required = entry & 1
+                    text = _segment(<object>key)
+                    keep.append(text)
+                    rp[c].text = <PyObject*>text
+                    c += 1
+    except BaseException:
+        free(rp)
+        free(first)
+        raise
     first[t._n] = c
+    if t._report_first != NULL:
+        # another thread's first report built them while segment_text ran (it may switch
+        # threads): theirs are in use, so these go
+        free(rp)
+        free(first)
+        return 0
     t._report_keep = keep
     t._report_props = rp
     t._report_first = first
