@@ -12,9 +12,10 @@ so both twins render identical texts.
 """
 
 cimport cython
-from cpython.object cimport PyObject, PyObject_GenericSetAttr, PyTypeObject
+from cpython.object cimport PyObject, PyTypeObject
 from cpython.pycapsule cimport PyCapsule_New
 from cpython.ref cimport Py_INCREF, Py_DECREF, Py_XDECREF
+from cpython.list cimport PyList_New, PyList_SET_ITEM
 from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
 from libc.math cimport isfinite, floor, signbit
 from libc.stdlib cimport malloc, realloc, free
@@ -86,6 +87,7 @@ cdef extern from "Python.h":
     Py_UCS4 PyUnicode_READ_CHAR(PyObject* o, Py_ssize_t index)
     Py_ssize_t PyUnicode_CopyCharacters(object to, Py_ssize_t to_start, PyObject* from_,
                                         Py_ssize_t from_start, Py_ssize_t how_many) except -1
+    void PyUnicode_WRITE(int kind, void* data, Py_ssize_t index, Py_UCS4 value)
 
 # The dialect walk (programs of the wider tool-schema dialect): the shared source, compiled here.
 include "../dsh_codegen/schema/_dialect_py.py"
@@ -447,6 +449,14 @@ cdef struct Check:
     PyObject* search     # pattern: the compiled expression's ``search``, else NULL
 
 
+cdef struct ReportProp:
+    PyObject* key        # a declared name, borrowed from its node's props (kept alive by the node)
+    Py_hash_t hash
+    int child
+    int required         # 1 when the name is required
+    PyObject* text       # the name's ``_segment`` entry (kept by the table's _report_keep)
+
+
 cdef struct DNode:
     bint trivial
     bint false_
@@ -550,16 +560,24 @@ cdef class _DialectTable:
     cdef bint _recursive
     cdef set _ancestors   # for the lossless walk's cycle check
     cdef dict _texts      # the report's message suffixes, per (code, node, check or extra), made on first use
+    cdef list _report_slots  # the report's commonest suffixes: per node its type text, then per check its text
+    cdef ReportProp* _report_props  # the report's member loop: every node's props in order, made on first use
+    cdef Py_ssize_t* _report_first  # per node, its first entry in _report_props (n + 1 offsets)
+    cdef list _report_keep          # the _segment entries _report_props borrows
 
     def __cinit__(self):
         self._nodes = NULL
         self._checks = NULL
         self._indices = NULL
+        self._report_props = NULL
+        self._report_first = NULL
 
     def __dealloc__(self):
         free(self._nodes)
         free(self._checks)
         free(self._indices)
+        free(self._report_props)
+        free(self._report_first)
 
     def __init__(self, program):
         cdef list nodes = list(program.nodes)
@@ -1182,6 +1200,7 @@ cdef struct PathSeg:
     Py_ssize_t depth
     PyObject* key        # an owned reference, or NULL for an array index
     Py_ssize_t index
+    PyObject* text       # the key's ``_segment`` entry when known (borrowed, kept by its table), else NULL
 
 
 cdef struct VStack:
@@ -1225,6 +1244,7 @@ cdef Py_ssize_t _path_add(Paths* p, Py_ssize_t parent, PyObject* key, Py_ssize_t
     p.items[p.size].depth = 1 if parent < 0 else p.items[parent].depth + 1
     p.items[p.size].key = key
     p.items[p.size].index = index
+    p.items[p.size].text = NULL
     p.size += 1
     return p.size - 1
 
@@ -1248,6 +1268,16 @@ cdef tuple _segments_of(Paths* p, Py_ssize_t at):
         PyTuple_SET_ITEM(out, i, segment)
         at = p.items[at].parent
     return out
+
+
+cdef inline Py_ssize_t _put(object out, int kind, char* data, Py_ssize_t offset, PyObject* piece) except -1:
+    """Copy the ``str`` ``piece`` into the new string ``out`` (of ``kind``, at ``data``) at ``offset``."""
+    cdef Py_ssize_t n = PyUnicode_GET_LENGTH(piece)
+    if PyUnicode_KIND(piece) == kind:  # the common case: plain bytes to copy
+        memcpy(data + offset * kind, PyUnicode_DATA(piece), n * kind)
+    else:
+        PyUnicode_CopyCharacters(out, offset, piece, 0, n)
+    return offset + n
 
 
 cdef dict _SEGMENT_TEXT = {}
@@ -1309,75 +1339,68 @@ cdef class _Render:
 
     cdef str where_at(self, Paths* p, Py_ssize_t at, str prefix, str suffix):
         """``where`` for the path of arena entry ``at``, written straight into one new ``str``."""
-        cdef Py_ssize_t k = _depth(p, at), i, n, total = 0, offset = 0
+        cdef Py_ssize_t k = _depth(p, at), i, total, offset
         cdef bint safe = self.root_safe
-        cdef PyObject* pieces_inline[24]
+        cdef PyObject* pieces_inline[16]
         cdef PyObject** pieces = pieces_inline
         cdef tuple entry
         cdef object piece
         cdef PathSeg* seg
-        cdef Py_UCS4 maxchar = 0, m
-        cdef Py_ssize_t length
+        cdef Py_UCS4 maxchar
         cdef int kind
         cdef char* data
         if k == 0:
             return prefix + self.quoted_root + suffix
-        n = k + 5  # prefix, quote, root, the k pieces, quote, suffix
-        if n > 24:
-            pieces = <PyObject**>malloc(n * sizeof(PyObject*))
+        if k > 16:
+            pieces = <PyObject**>malloc(k * sizeof(PyObject*))
             if pieces == NULL:
                 raise MemoryError()
-        for i in range(n):
+        for i in range(k):
             pieces[i] = NULL
         try:
             # every piece is referenced while it is listed (the segment cache may drop entries)
-            Py_INCREF(prefix)
-            pieces[0] = <PyObject*>prefix
-            Py_INCREF(_QUOTE)
-            pieces[1] = <PyObject*>_QUOTE
-            Py_INCREF(self.root)
-            pieces[2] = <PyObject*>self.root
-            i = k + 2
+            i = k - 1
             while at >= 0:
                 seg = &p.items[at]
                 if seg.key == NULL and seg.index < _N_INDEX_TEXT:
                     piece = _INDEX_TEXT[seg.index]
                 else:
-                    entry = _segment(<object>seg.key if seg.key != NULL else seg.index)
+                    if seg.text != NULL:
+                        entry = <tuple>seg.text
+                    else:
+                        entry = _segment(<object>seg.key if seg.key != NULL else seg.index)
                     piece = entry[0]
                     safe = safe and entry[1] is True
-                if i == 3 and not self.root and seg.key != NULL and PyUnicode_READ_CHAR(<PyObject*>piece, 0) == 46:
+                if i == 0 and not self.root and seg.key != NULL and PyUnicode_READ_CHAR(<PyObject*>piece, 0) == 46:
                     # an unrooted path starts with its first key: a ".key" piece is the key itself
                     piece = <object>seg.key
                 Py_INCREF(piece)
                 pieces[i] = <PyObject*>piece
                 i -= 1
                 at = seg.parent
-            Py_INCREF(_QUOTE)
-            pieces[k + 3] = <PyObject*>_QUOTE
-            Py_INCREF(suffix)
-            pieces[k + 4] = <PyObject*>suffix
             if not safe:
-                text = "".join([<object>pieces[i] for i in range(2, k + 3)])
+                text = self.root + "".join([<object>pieces[i] for i in range(k)])
                 return prefix + quote_path(text) + suffix
-            for i in range(n):
+            total = PyUnicode_GET_LENGTH(<PyObject*>prefix) + PyUnicode_GET_LENGTH(<PyObject*>self.root) + \
+                PyUnicode_GET_LENGTH(<PyObject*>suffix) + 2
+            maxchar = max(PyUnicode_MAX_CHAR_VALUE(<PyObject*>prefix), PyUnicode_MAX_CHAR_VALUE(<PyObject*>self.root),
+                          PyUnicode_MAX_CHAR_VALUE(<PyObject*>suffix))
+            for i in range(k):
                 total += PyUnicode_GET_LENGTH(pieces[i])
-                m = PyUnicode_MAX_CHAR_VALUE(pieces[i])
-                if m > maxchar:
-                    maxchar = m
+                maxchar = max(maxchar, PyUnicode_MAX_CHAR_VALUE(pieces[i]))
             out = PyUnicode_New(total, maxchar)
             kind = PyUnicode_KIND(<PyObject*>out)
             data = <char*>PyUnicode_DATA(<PyObject*>out)
-            for i in range(n):
-                length = PyUnicode_GET_LENGTH(pieces[i])
-                if PyUnicode_KIND(pieces[i]) == kind:  # the common case: plain bytes to copy
-                    memcpy(data + offset * kind, PyUnicode_DATA(pieces[i]), length * kind)
-                else:
-                    PyUnicode_CopyCharacters(out, offset, pieces[i], 0, length)
-                offset += length
+            offset = _put(out, kind, data, 0, <PyObject*>prefix)
+            PyUnicode_WRITE(kind, data, offset, 34)  # the opening quote
+            offset = _put(out, kind, data, offset + 1, <PyObject*>self.root)
+            for i in range(k):
+                offset = _put(out, kind, data, offset, pieces[i])
+            PyUnicode_WRITE(kind, data, offset, 34)
+            _put(out, kind, data, offset + 1, <PyObject*>suffix)
             return <str>out
         finally:
-            for i in range(n):
+            for i in range(k):
                 Py_XDECREF(pieces[i])
             if pieces != pieces_inline:
                 free(pieces)
@@ -1505,16 +1528,32 @@ cdef inline int _spush(VStack* s, PyObject* value, int node, int tag, Py_ssize_t
 cdef tuple _NO_ARGS = ()
 
 
+# Violation's three field descriptors, found by name once: object.__setattr__(v, "path", p)
+# looks "path" up on the type and calls this descriptor's __set__; calling it directly skips
+# the lookup (about 90 instructions a field). A frozen dataclass's fields are these slot
+# (member) descriptors; the assertion guards that.
+cdef object _PATH_FIELD = _Violation.__dict__["path"]
+cdef object _KEYWORD_FIELD = _Violation.__dict__["keyword"]
+cdef object _MESSAGE_FIELD = _Violation.__dict__["message"]
+assert all(type(field).__name__ == "member_descriptor" for field in (_PATH_FIELD, _KEYWORD_FIELD, _MESSAGE_FIELD))
+
+
+cdef inline int _set_field(object field, object violation, object value) except -1:
+    """``field.__set__(violation, value)`` through the descriptor type's C slot."""
+    return (<PyTypeObject*>Py_TYPE(<PyObject*>field)).tp_descr_set(field, violation, value)
+
+
 cdef inline object _new_violation(tuple path, str keyword, str message):
     # What the pure twin's _shared.new_violation does, without its Python frame: a new
-    # Violation, then object.__setattr__ of each field by name (the frozen dataclass's own
-    # __init__ does the same three calls as bytecode, about 5,000 instructions a violation).
-    # object.__new__ through its C slot: called as a Python method it first builds an
-    # argument tuple and checks the type (about 400 instructions a violation).
+    # Violation, then each field set through its descriptor, as object.__setattr__ does
+    # (the frozen dataclass's own __init__ does the same three calls as bytecode, about
+    # 5,000 instructions a violation). object.__new__ through its C slot: called as a
+    # Python method it first builds an argument tuple and checks the type (about 400
+    # instructions a violation).
     violation = PyBaseObject_Type.tp_new(<type>_Violation, <PyObject*>_NO_ARGS, NULL)
-    PyObject_GenericSetAttr(violation, "path", path)
-    PyObject_GenericSetAttr(violation, "keyword", keyword)
-    PyObject_GenericSetAttr(violation, "message", message)
+    _set_field(_PATH_FIELD, violation, path)
+    _set_field(_KEYWORD_FIELD, violation, keyword)
+    _set_field(_MESSAGE_FIELD, violation, message)
     return violation
 
 
@@ -1557,7 +1596,7 @@ cdef bint _verdict(_DialectTable t, int index, PyObject* v, long* budget) except
 
 
 cdef int _scan_child(_DialectTable t, VStack* s, Paths* p, int child, object item, Py_ssize_t at,
-                     PyObject* key, Py_ssize_t index) except -1:
+                     PyObject* key, Py_ssize_t index, PyObject* text) except -1:
     """``DialectWalker._push_child``: push a member to report on, unless it is a scalar its node accepts.
 
     A JSON scalar under a ``_flat`` node is decided in place, so a valid one costs
@@ -1573,17 +1612,25 @@ cdef int _scan_child(_DialectTable t, VStack* s, Paths* p, int child, object ite
         c = &t._nodes[child]
         if c.trivial or (t._flat(c) and t._scalar_ok(c, <PyObject*>item)):
             return 0
-    _vpush(s, <PyObject*>item, child, T_VISIT, _path_add(p, at, key, index))
+    at = _path_add(p, at, key, index)
+    p.items[at].text = text  # a declared name's path text, known from the table (else NULL)
+    _vpush(s, <PyObject*>item, child, T_VISIT, at)
     return 0
 
 
-cdef int _scan_object_own(_DialectTable t, Recs* recs, Paths* p, VFrame* f, DNode* d) except -1:
-    """``DialectWalker._collect_object_own`` up to the checks: missing required and dependent names."""
+cdef int _scan_object_own(_DialectTable t, Recs* recs, Paths* p, VFrame* f, DNode* d,
+                          Py_ssize_t present) except -1:
+    """``DialectWalker._collect_object_own`` up to the checks: missing required and dependent names.
+
+    ``present`` is the number of declared required names the member loop met, or -1
+    when it has not run yet: when it met them all, no name needs looking up.
+    """
     cdef PyObject* v = f.value
     cdef Py_ssize_t i = 0
-    for name in <tuple>d.required:
-        if PyDict_GetItemWithError(v, <PyObject*>name) == NULL:  # exact str keys: no user code
-            _rec_add(recs, C_REQUIRED, f.node, _path_add(p, f.path, <PyObject*>name, 0), 0)
+    if present < PyTuple_GET_SIZE(d.required):
+        for name in <tuple>d.required:
+            if PyDict_GetItemWithError(v, <PyObject*>name) == NULL:  # exact str keys: no user code
+                _rec_add(recs, C_REQUIRED, f.node, _path_add(p, f.path, <PyObject*>name, 0), 0)
     for name, others in <tuple>d.dependent:
         if PyDict_GetItemWithError(v, <PyObject*>name) != NULL:
             for other in <tuple>others:
@@ -1649,29 +1696,99 @@ cdef int _scan_combinator(_DialectTable t, Recs* recs, VFrame* f, Py_ssize_t fir
     return -1
 
 
-cdef int _scan_children(_DialectTable t, VStack* s, Paths* p, VFrame* f, DNode* d, int kind) except -1:
-    """``DialectWalker._object_children`` / ``_array_children``: push the members to report on."""
-    cdef PyObject* v = f.value
+cdef int _report_props_build(_DialectTable t) except -1:
+    """Fill ``t._report_props`` and ``t._report_first`` from the nodes' ``props`` dicts, in their order.
+
+    Made on the first report, so a program that is only ever asked ``is_valid`` never
+    pays for it; the member loop then reads names, hashes and children from an array.
+    """
+    cdef Py_ssize_t i, pos, c = 0, total = 0
     cdef PyObject* key
     cdef PyObject* code
+    cdef PyObject* props
+    cdef long entry
+    for i in range(t._n):
+        if t._nodes[i].props != NULL:
+            total += PyDict_Size(t._nodes[i].props)
+    rp = <ReportProp*>malloc(max(total, 1) * sizeof(ReportProp))
+    first = <Py_ssize_t*>malloc((t._n + 1) * sizeof(Py_ssize_t))
+    if rp == NULL or first == NULL:
+        free(rp)
+        free(first)
+        raise MemoryError()
+    keep = []
+    try:
+        for i in range(t._n):
+            first[i] = c
+            props = t._nodes[i].props
+            pos = 0
+            if props != NULL:
+                while PyDict_Next(props, &pos, &key, &code):
+                    entry = PyLong_AsLong(code)
+                    rp[c].key = key
+                    rp[c].hash = _str_hash(key)
+                    rp[c].child = entry >> 1
+                    rp[c].required = entry & 1
+                    text = _segment(<object>key)
+                    keep.append(text)
+                    rp[c].text = <PyObject*>text
+                    c += 1
+    except BaseException:
+        free(rp)
+        free(first)
+        raise
+    first[t._n] = c
+    if t._report_first != NULL:
+        # another thread's first report built them while segment_text ran (it may switch
+        # threads): theirs are in use, so these go
+        free(rp)
+        free(first)
+        return 0
+    t._report_keep = keep
+    t._report_props = rp
+    t._report_first = first
+    return 0
+
+
+cdef Py_ssize_t _scan_children(_DialectTable t, VStack* s, Paths* p, VFrame* f, DNode* d, int kind) except -1:
+    """``DialectWalker._object_children`` / ``_array_children``: push the members to report on.
+
+    For an object, returns how many declared required names it holds. Members go in
+    declaration order; arguments mostly come in that order too, so each declared name
+    is first compared with the value's next key, and looked up only when that differs.
+    """
+    cdef PyObject* v = f.value
     cdef PyObject* item
-    cdef Py_ssize_t pos = 0, i, base, declared = 0
+    cdef PyObject* next_key = NULL
+    cdef PyObject* next_item = NULL
+    cdef Py_ssize_t next_pos = 0, i, j, base, declared = 0, present = 0
+    cdef ReportProp* rp
     cdef int child
     if kind == K_OBJECT:
         base = s.size
-        if d.props != NULL:
-            while PyDict_Next(d.props, &pos, &key, &code):
-                item = PyDict_GetItemWithError(v, key)
-                if item != NULL:
-                    declared += 1
-                    _scan_child(t, s, p, PyLong_AsLong(code) >> 1, <object>item, f.path, key, 0)
+        if t._report_first == NULL:
+            _report_props_build(t)
+        if not PyDict_Next(v, &next_pos, &next_key, &next_item):
+            next_key = NULL
+        for j in range(t._report_first[f.node], t._report_first[f.node + 1]):
+            rp = &t._report_props[j]
+            if next_key != NULL and _str_hash(next_key) == rp.hash and _str_eq(next_key, rp.key):
+                item = next_item  # the value's next key is this name (keys are exact str: see _kind)
+                if not PyDict_Next(v, &next_pos, &next_key, &next_item):
+                    next_key = NULL
+            else:
+                item = PyDict_GetItemWithError(v, rp.key)
+            if item != NULL:
+                declared += 1
+                present += rp.required
+                _scan_child(t, s, p, rp.child, <object>item, f.path, rp.key, 0, rp.text)
         if declared < PyDict_Size(v):
             _vpush(s, v, f.node, T_EXTRAS, f.path)  # the undeclared keys, after the declared members
         _vreverse(s, base)
-        return 0
+        return present
     for i in range(_array_size(v) - 1, -1, -1):
         child = t._indices[d.first_prefix + i] if i < d.n_prefix else d.items
-        _scan_child(t, s, p, child, <object>_array_item(v, i), f.path, NULL, i)
+        _scan_child(t, s, p, child, <object>_array_item(v, i), f.path, NULL, i, NULL)
     return 0
 
 
@@ -1687,7 +1804,7 @@ cdef int _scan_extras(_DialectTable t, VStack* s, Recs* recs, Paths* p, VFrame* 
         if d.closed:
             _rec_add(recs, C_ADDITIONAL, f.node, _path_add(p, f.path, key, 0), 0)
         else:
-            _scan_child(t, s, p, d.additional, <object>item, f.path, key, 0)
+            _scan_child(t, s, p, d.additional, <object>item, f.path, key, 0, NULL)
     _vreverse(s, base)
     return 0
 
@@ -1706,7 +1823,9 @@ cdef int _scan_dialect(_DialectTable t, object value, Recs* recs, Paths* p) exce
     cdef DNode* d
     cdef PyObject* v
     cdef Py_ssize_t j, first, n
+    cdef Py_ssize_t present
     cdef int kind, code, descend_any, descend_one, container = 0
+    cdef bint members_first
     cdef long budget = SCAN_BUDGET
     cdef int result = 1
     cdef object held
@@ -1750,13 +1869,19 @@ cdef int _scan_dialect(_DialectTable t, object value, Recs* recs, Paths* p) exce
             if code:
                 _rec_add(recs, code, f.node, f.path, 0)
                 continue
+            members_first = kind == K_OBJECT and d.obj_members and t._flat(d)
             if kind == K_OBJECT:
-                _scan_object_own(t, recs, p, &f, d)
+                # a _flat node pushes nothing but its members: pushed first, they tell which
+                # required names are here (records, not frames, carry the order before them)
+                present = _scan_children(t, &s, p, &f, d, kind) if members_first else -1
+                _scan_object_own(t, recs, p, &f, d, present)
             first, n = t._checks_of(d, kind)
             for j in range(first, first + n):
                 if not t._check_ok(&t._checks[j], v, kind):
                     _rec_add(recs, t._checks[j].code, f.node, f.path, j)
             _scan_parts(t, recs, p, &f, d, kind, &budget)
+            if members_first:
+                continue
             descend_any = _scan_combinator(t, recs, &f, d.first_any, d.n_any, C_ANY_OF, kind, &budget) if d.n_any else -1
             descend_one = _scan_combinator(t, recs, &f, d.first_one, d.n_one, C_ONE_OF, kind, &budget) if d.n_one else -1
             # reported after the node's members: allOf, $ref, then the one possible branch of each combinator
@@ -1781,10 +1906,43 @@ cdef int _scan_dialect(_DialectTable t, object value, Recs* recs, Paths* p) exce
     return result
 
 
+cdef list _report_slots_of(_DialectTable t):
+    """``t._report_slots``, made on first use: one slot per node (its type text), then one per check."""
+    cdef Py_ssize_t n_checks = 0
+    cdef DNode* last
+    if t._report_slots is None:
+        if t._n:
+            last = &t._nodes[t._n - 1]
+            n_checks = last.first_check + last.n_num + last.n_str + last.n_arr + last.n_obj
+        t._report_slots = [None] * (t._n + n_checks)
+    return t._report_slots
+
+
 cdef str _dialect_suffix_of(_DialectTable t, Rec* rec):
-    """The message after the path: per node and check (or type mask, or trigger) made once and kept."""
+    """The message after the path: per node and check (or type mask, or trigger) made once and kept.
+
+    A failed check or type test (most reports) finds its text by index in a list; the
+    rarer texts are kept in a dict by one int per (code, node, extra).
+    """
     cdef int code = rec.code
     cdef Py_ssize_t key
+    cdef list slots
+    cdef Py_ssize_t slot = -1
+    if code == C_TYPE:
+        slot = rec.node
+    elif _IS_CHECK[code]:
+        slot = t._n + rec.extra
+    if slot >= 0:
+        slots = _report_slots_of(t)
+        text = slots[slot]
+        if text is None:
+            node = t._py_nodes[rec.node]
+            if code == C_TYPE:
+                text = dialect_suffix(code, node, 0)
+            else:
+                text = dialect_suffix(code, node, (<tuple>t._checks[rec.extra].pair)[1])
+            slots[slot] = text
+        return <str>text
     if code == C_ONE_OF or code == C_MIN_CONTAINS or code == C_MAX_CONTAINS:
         return dialect_suffix(code, t._py_nodes[rec.node], rec.extra)  # a match count: not worth keeping
     if t._texts is None:
@@ -1805,7 +1963,7 @@ cdef str _dialect_suffix_of(_DialectTable t, Rec* rec):
 
 cdef list _render_dialect(_DialectTable t, Recs* recs, Paths* p, _Render r):
     """The recorded violations as ``Violation``s, in record order (``dialect_violation``'s texts)."""
-    cdef list out = []
+    cdef list out = PyList_New(recs.size)  # filled below, in order
     cdef Rec* rec
     cdef Py_ssize_t i
     cdef int code
@@ -1819,7 +1977,9 @@ cdef list _render_dialect(_DialectTable t, Recs* recs, Paths* p, _Render r):
             message = r.where_at(p, rec.path, "missing required property ", _dialect_suffix_of(t, rec))
         else:
             message = r.where_at(p, rec.path, "", _dialect_suffix_of(t, rec))
-        out.append(_new_violation(_segments_of(p, rec.path), <str>_DIALECT_KEYWORD_BY_CODE[code], message))
+        violation = _new_violation(_segments_of(p, rec.path), <str>_DIALECT_KEYWORD_BY_CODE[code], message)
+        Py_INCREF(violation)  # PyList_SET_ITEM steals a reference
+        PyList_SET_ITEM(out, i, violation)
     return out
 
 
