@@ -41,6 +41,12 @@ from dsh_codegen.schema._shared import (
     OBJECT,
     ONE_OF,
     STRING,
+    USES_ARRAY,
+    USES_BRANCHES,
+    USES_ENUM,
+    USES_NUMBER,
+    USES_OBJECT,
+    USES_STRING,
     V_EXCLUSIVE_MAXIMUM,
     V_EXCLUSIVE_MINIMUM,
     V_FORMAT,
@@ -157,6 +163,18 @@ _APPLIES: Final[dict[str, int]] = {
             "dependentRequired",
         )
     },
+}
+#: The keyword family (``Node.uses``) whose node fields each keyword's checker may set.
+_USES: Final[dict[str, int]] = {
+    **{kw: USES_NUMBER for kw in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")},
+    **{kw: USES_STRING for kw in ("minLength", "maxLength", "pattern", "format")},
+    **{kw: USES_ARRAY for kw, applies in _APPLIES.items() if applies == 1 << ARRAY},
+    **{kw: USES_OBJECT for kw, applies in _APPLIES.items() if applies == 1 << OBJECT},
+    "enum": USES_ENUM,
+    "const": USES_ENUM,
+    "allOf": USES_BRANCHES,
+    "anyOf": USES_BRANCHES,
+    "oneOf": USES_BRANCHES,
 }
 _ANCHOR_NAME: Final = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._")
 
@@ -326,6 +344,7 @@ class _Checker(ExactContainers):
     def _check_node(self, schema: Any, node: Node, index: int, path: ChainPath) -> list[_Child] | None:
         """Check one node, fill ``node`` and return its children with their slots."""
         if type(schema) is bool:
+            node.uses = 0
             if schema:
                 node.trivial = True
             else:
@@ -343,10 +362,12 @@ class _Checker(ExactContainers):
                 return None
         mask = self._types(schema, node, path)
         subset = True
+        uses = 0
         ranked: list[_Keyword] = []
         for key in schema:
             entry = _KEYWORDS.get(key)
             if entry is not None:
+                uses |= entry[6]
                 if entry[4] and type(schema[key]) is str:
                     continue  # a well-formed text annotation: its checker would report nothing
                 if not entry[3]:
@@ -364,8 +385,9 @@ class _Checker(ExactContainers):
                 self._report(path, key, "is not a supported keyword")
         if len(ranked) > 1:
             ranked.sort()  # by rank: the entries' first items are distinct
+        node.uses = uses
         children: list[_Child] = []
-        for rank, checker, _applies, _subset, _text, keyword in ranked:
+        for rank, checker, _applies, _subset, _text, keyword, _uses in ranked:
             checker(self, schema[keyword], schema, node, index, path, children)
         if subset and (node.str_checks or not self._subset_node(schema, node, mask)):  # str_checks: an asserted format
             subset = False
@@ -524,6 +546,7 @@ class _Checker(ExactContainers):
 
 def _leaf_node(kind: int) -> Node:
     leaf = Node(kind)
+    leaf.uses = 0
     leaf.inline = True
     leaf.types = 1 << kind
     leaf.admit = leaf.shape = leaf.types | (1 << INTEGER if kind == NUMBER else 0)
@@ -916,10 +939,10 @@ _ORDER: Final[tuple[tuple[str, Callable[..., None]], ...]] = (
 _SUBSET_OR_ANNOTATION: Final = _SUBSET | _ANNOTATIONS
 #: Annotations whose only check is "a string": the node loop skips well-formed ones (the commonest keys).
 _TEXT_ANNOTATIONS: Final = frozenset(("title", "description", "$comment"))
-#: (rank, checker or None, the types it applies to, subset or annotation, text annotation, keyword):
-#: everything the node loop asks about a key, in one lookup. ``type`` has no checker to call
-#: (``_Checker._types`` reads it first).
-_Keyword = tuple[int, Any, int, bool, bool, str]
+#: (rank, checker or None, the types it applies to, subset or annotation, text annotation, keyword,
+#: keyword family): everything the node loop asks about a key, in one lookup. ``type`` has no
+#: checker to call (``_Checker._types`` reads it first).
+_Keyword = tuple[int, Any, int, bool, bool, str, int]
 _KEYWORDS: Final[dict[str, _Keyword]] = {
     keyword: (
         rank,
@@ -928,6 +951,7 @@ _KEYWORDS: Final[dict[str, _Keyword]] = {
         keyword in _SUBSET_OR_ANNOTATION,
         keyword in _TEXT_ANNOTATIONS,
         keyword,
+        _USES.get(keyword, 0),
     )
     for rank, (keyword, checker) in enumerate(_ORDER)
 }
