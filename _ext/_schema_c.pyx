@@ -557,6 +557,21 @@ cdef int _NO_ITEMS = _PyNode.items, _NO_ADDITIONAL = _PyNode.additional
 cdef int _NO_CONTAINS = _PyNode.contains, _NO_PROPERTY_NAMES = _PyNode.property_names
 cdef Py_ssize_t _MIN_CONTAINS = _PyNode.min_contains, _MAX_CONTAINS = _PyNode.max_contains
 cdef bint _NOT_CLOSED = _PyNode.closed
+cdef bint _OBJ_MEMBERS = _PyNode.obj_members, _ARR_MEMBERS = _PyNode.arr_members
+
+
+cdef tuple _FROZEN_PAIR = None
+
+
+cdef tuple _frozen_pair():
+    """``frozen_types()``, kept once both classes exist (the table builds ask once per validator)."""
+    global _FROZEN_PAIR
+    if _FROZEN_PAIR is not None:
+        return _FROZEN_PAIR
+    pair = frozen_types()
+    if pair[0] is not None and pair[1] is not None:
+        _FROZEN_PAIR = pair
+    return pair
 
 
 @cython.final
@@ -592,7 +607,7 @@ cdef class _DialectTable:
         cdef tuple lists
         cdef int uses
         cdef list node_lists = []  # per node, its eight list fields: each read once
-        fobj, farr = frozen_types()
+        fobj, farr = _frozen_pair()
         self._fobj = <PyTypeObject*>fobj if fobj is not None else NULL
         self._farr = <PyTypeObject*>farr if farr is not None else NULL
         self._keep = [fobj, farr]
@@ -626,10 +641,13 @@ cdef class _DialectTable:
             d = &self._nodes[i]
             d.trivial = node.trivial
             d.false_ = node.false
-            d.obj_members = node.obj_members
-            d.arr_members = node.arr_members
             d.admit = node.admit
             d.ref = node.ref
+            d.obj_members = _OBJ_MEMBERS
+            d.arr_members = _ARR_MEMBERS
+            if uses & U_BRANCHES or d.ref >= 0:  # set by the compiler only where the value is handed on
+                d.obj_members = node.obj_members
+                d.arr_members = node.arr_members
             d.enum_keys = NULL
             d.has_const_key = False
             d.const_key = <PyObject*>_NO_CONST
@@ -1942,7 +1960,7 @@ cdef class CompiledValidator:
         cdef Py_ssize_t n = len(nodes), i, j, total = 0, b, total_props = 0, p, total_required = 0, q = 0
         cdef CNode* c
         cdef PropEntry* e
-        fobj, farr = frozen_types()
+        fobj, farr = _frozen_pair()
         self._fobj = <PyTypeObject*>fobj if fobj is not None else NULL
         self._farr = <PyTypeObject*>farr if farr is not None else NULL
         self._keep = [fobj, farr]
@@ -2815,12 +2833,13 @@ cdef int _leaf_kind(PyObject* child) noexcept:
     return kind
 
 
-def fill_props(dict declared, dict props, list children, object props_path, list nodes, dict leaves):
-    """The property loop of ``_compile._Checker._check_object`` for an exact ``dict``.
+def fill_props(dict declared, dict props, list children, object props_path, list nodes, dict leaves,
+               object make_leaf):
+    """The property loop of ``_compile_py._check_properties`` for an exact ``dict``.
 
     For each ``(name, child)`` in order: a plain leaf maps ``name`` to its kind's
-    shared inline node (``leaves``: kind -> index, made on first use and appended
-    to ``nodes``) shifted left once; any other child maps to 0 and is appended to
+    shared inline node (``leaves``: kind -> index, made by ``make_leaf(kind)`` on
+    first use and appended to ``nodes``) shifted left once; any other child maps to 0 and is appended to
     ``children`` as ``(child, (props_path, name), name)``. Returns False at the
     first key that is not an exact ``str`` (what was filled before it stays).
     """
@@ -2842,9 +2861,7 @@ def fill_props(dict declared, dict props, list children, object props_path, list
         index = leaves.get(kind)
         if index is None:
             index = len(nodes)
-            leaf = _PyNode(kind)
-            leaf.inline = True
-            nodes.append(leaf)
+            nodes.append(make_leaf(kind))
             leaves[kind] = index
         props[name] = <Py_ssize_t>index << 1
     return True
