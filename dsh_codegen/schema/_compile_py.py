@@ -309,13 +309,13 @@ class _Checker(ExactContainers):
                     nodes.append(Node(JSON_ANY))
                     memo[child_id] = child_index
                     push((child, child_index, child_path))
-                self._attach(node, index, slot, child_index)
+                if type(slot) is str:  # a declared property, the commonest child
+                    node.props[slot] = child_index << 1  # type: ignore[index]
+                else:
+                    self._attach(node, index, slot, child_index)
 
     def _attach(self, node: Node, index: int, slot: Any, child_index: int) -> None:
-        """Point the parent's ``slot`` at ``child_index``."""
-        if type(slot) is str:
-            node.props[slot] = child_index << 1  # type: ignore[index]
-            return
+        """Point the parent's field ``slot`` (not a property name: the walk sets those) at ``child_index``."""
         field, position = slot
         if position is None:
             if field == "items":
@@ -1067,7 +1067,7 @@ def _finish(checker: _Checker) -> Program:
         node = nodes[index]
         node.obj_members = bool(node.props) or node.additional >= 0 or node.closed or node.property_names >= 0
         node.arr_members = bool(node.prefix) or node.items >= 0
-    program = Program(nodes, dialect=checker.dialect)
+    program = Program(nodes, checker.dialect)
     if checker.dialect and checker.refs:
         # Without $ref the walk's edges form no cycle (a schema that contains itself is
         # rejected), so every cycle passes through a $ref target: search from those alone.
