@@ -1049,13 +1049,18 @@ def _find_cycle(
     return None
 
 
-def _finish(checker: _Checker) -> Program:
-    """Fill list fields, mark required properties, find recursion, once every index is known."""
+def _fill_lists(checker: _Checker) -> None:
+    """Set the list fields (prefixItems and the combinators), once the walk knows every index."""
     nodes = checker.nodes
     for (index, field), members in checker.lists.items():
         setattr(nodes[index], field, tuple(members))
         if field == "one_of":
             nodes[index].branches = tuple(members)
+
+
+def _finish(checker: _Checker) -> Program:
+    """Mark required properties, find recursion, once every index is known."""
+    nodes = checker.nodes
     for node in checker.with_required:
         props = node.props
         assert props is not None
@@ -1085,6 +1090,7 @@ def _finish(checker: _Checker) -> Program:
 def _check(schema: object, formats: bool) -> _Checker:
     checker = _Checker(schema, formats)
     checker.run()
+    _fill_lists(checker)  # before the loop search: a combinator's branches are same-value edges
     if not checker.violations and checker.refs:
         # only a node that hands its value on has a same-value edge, so only those can start a cycle
         cycle = _find_cycle(checker.nodes, _same_value_edges, _linked(checker))
