@@ -27,6 +27,12 @@ from dsh_codegen.schema._shared import (
     FIXED_SUFFIX,
     KEYWORD_OF_CODE,
     TYPE_SUFFIX,
+    USES_ARRAY,
+    USES_BRANCHES,
+    USES_ENUM,
+    USES_NUMBER,
+    USES_OBJECT,
+    USES_STRING,
     Node as _PyNode,
     Program as _Program,
     Violation as _Violation,
@@ -545,6 +551,39 @@ cdef bint _scalars_unique(PyObject* v, Py_ssize_t size) except -1:
     return True
 
 
+# A node's ``uses`` names the keyword families it holds; the fields of the others keep Node's
+# class defaults, read here once, so the table builds read only the fields a node may have set.
+cdef int U_NUMBER = USES_NUMBER, U_STRING = USES_STRING, U_ARRAY = USES_ARRAY, U_OBJECT = USES_OBJECT
+cdef int U_ENUM = USES_ENUM, U_BRANCHES = USES_BRANCHES
+cdef tuple _NO_CHECKS = _PyNode.num_checks
+cdef tuple _NO_CHILDREN = _PyNode.prefix
+cdef tuple _NO_NAMES = _PyNode.required
+cdef tuple _NO_DEPENDENT = _PyNode.dependent
+cdef object _NO_CONST = _PyNode.const_key
+assert (_PyNode.str_checks, _PyNode.arr_checks, _PyNode.obj_checks) == (_NO_CHECKS,) * 3
+assert (_PyNode.all_of, _PyNode.any_of, _PyNode.one_of, _PyNode.branches) == (_NO_CHILDREN,) * 4
+assert (_PyNode.enum_keys, _PyNode.enum, _PyNode.props, _PyNode.has_const_key, _PyNode.has_const) == (None, None, None, False, False)
+cdef int _NO_ITEMS = _PyNode.items, _NO_ADDITIONAL = _PyNode.additional
+cdef int _NO_CONTAINS = _PyNode.contains, _NO_PROPERTY_NAMES = _PyNode.property_names
+cdef Py_ssize_t _MIN_CONTAINS = _PyNode.min_contains, _MAX_CONTAINS = _PyNode.max_contains
+cdef bint _NOT_CLOSED = _PyNode.closed
+cdef bint _OBJ_MEMBERS = _PyNode.obj_members, _ARR_MEMBERS = _PyNode.arr_members
+
+
+cdef tuple _FROZEN_PAIR = None
+
+
+cdef tuple _frozen_pair():
+    """``frozen_types()``, kept once both classes exist (the table builds ask once per validator)."""
+    global _FROZEN_PAIR
+    if _FROZEN_PAIR is not None:
+        return _FROZEN_PAIR
+    pair = frozen_types()
+    if pair[0] is not None and pair[1] is not None:
+        _FROZEN_PAIR = pair
+    return pair
+
+
 @cython.final
 cdef class _DialectTable:
     """The dialect program's nodes as C structs, and the verdict walk over them."""
@@ -584,8 +623,9 @@ cdef class _DialectTable:
         cdef Py_ssize_t n = len(nodes), i, n_checks = 0, n_indices = 0, c = 0, x = 0
         cdef DNode* d
         cdef tuple lists
+        cdef int uses
         cdef list node_lists = []  # per node, its eight list fields: each read once
-        fobj, farr = frozen_types()
+        fobj, farr = _frozen_pair()
         self._fobj = <PyTypeObject*>fobj if fobj is not None else NULL
         self._farr = <PyTypeObject*>farr if farr is not None else NULL
         self._keep = [fobj, farr]
@@ -593,8 +633,16 @@ cdef class _DialectTable:
         self._recursive = program.recursive
         self._ancestors = set()
         for node in nodes:
-            lists = (node.num_checks, node.str_checks, node.arr_checks, node.obj_checks,
-                     node.prefix, node.all_of, node.any_of, node.one_of)
+            uses = node.uses
+            lists = (node.num_checks if uses & U_NUMBER else _NO_CHECKS,
+                     node.str_checks if uses & U_STRING else _NO_CHECKS,
+                     node.arr_checks if uses & U_ARRAY else _NO_CHECKS,
+                     node.obj_checks if uses & U_OBJECT else _NO_CHECKS,
+                     node.prefix if uses & U_ARRAY else _NO_CHILDREN,
+                     node.all_of if uses & U_BRANCHES else _NO_CHILDREN,
+                     node.any_of if uses & U_BRANCHES else _NO_CHILDREN,
+                     node.one_of if uses & U_BRANCHES else _NO_CHILDREN,
+                     uses)
             node_lists.append(lists)
             n_checks += len(<tuple>lists[0]) + len(<tuple>lists[1]) + len(<tuple>lists[2]) + len(<tuple>lists[3])
             n_indices += len(<tuple>lists[4]) + len(<tuple>lists[5]) + len(<tuple>lists[6]) + len(<tuple>lists[7])
@@ -607,21 +655,50 @@ cdef class _DialectTable:
         for i in range(n):
             node = nodes[i]
             lists = <tuple>node_lists[i]
+            uses = lists[8]
             d = &self._nodes[i]
             d.trivial = node.trivial
             d.false_ = node.false
-            d.closed = node.closed
-            d.obj_members = node.obj_members
-            d.arr_members = node.arr_members
             d.admit = node.admit
-            d.enum_keys = <PyObject*>node.enum_keys if node.enum_keys is not None else NULL
-            d.has_const_key = node.has_const_key
-            const_key = node.const_key
-            self._keep.append(const_key)
-            d.const_key = <PyObject*>const_key
-            d.props = <PyObject*>node.props if node.props else NULL
-            d.required = <PyObject*>node.required
-            d.dependent = <PyObject*>node.dependent
+            d.ref = node.ref
+            d.obj_members = _OBJ_MEMBERS
+            d.arr_members = _ARR_MEMBERS
+            if uses & U_BRANCHES or d.ref >= 0:  # set by the compiler only where the value is handed on
+                d.obj_members = node.obj_members
+                d.arr_members = node.arr_members
+            d.enum_keys = NULL
+            d.has_const_key = False
+            d.const_key = <PyObject*>_NO_CONST
+            if uses & U_ENUM:
+                enum_keys = node.enum_keys
+                d.enum_keys = <PyObject*>enum_keys if enum_keys is not None else NULL
+                d.has_const_key = node.has_const_key
+                const_key = node.const_key
+                self._keep.append(const_key)
+                d.const_key = <PyObject*>const_key
+            d.closed = _NOT_CLOSED
+            d.props = NULL
+            d.required = <PyObject*>_NO_NAMES
+            d.dependent = <PyObject*>_NO_DEPENDENT
+            d.additional = _NO_ADDITIONAL
+            d.property_names = _NO_PROPERTY_NAMES
+            if uses & U_OBJECT:
+                d.closed = node.closed
+                props = node.props
+                d.props = <PyObject*>props if props else NULL
+                d.required = <PyObject*>node.required
+                d.dependent = <PyObject*>node.dependent
+                d.additional = node.additional
+                d.property_names = node.property_names
+            d.items = _NO_ITEMS
+            d.contains = _NO_CONTAINS
+            d.min_contains = _MIN_CONTAINS
+            d.max_contains = _MAX_CONTAINS
+            if uses & U_ARRAY:
+                d.items = node.items
+                d.contains = node.contains
+                d.min_contains = node.min_contains
+                d.max_contains = node.max_contains
             d.first_check = c
             for pair in <tuple>lists[0]:
                 self._fill_check(&self._checks[c], pair)
@@ -651,13 +728,6 @@ cdef class _DialectTable:
             d.first_one = x
             x = self._fill_indices(x, lists[7])
             d.n_one = x - d.first_one
-            d.items = node.items
-            d.additional = node.additional
-            d.property_names = node.property_names
-            d.contains = node.contains
-            d.min_contains = node.min_contains
-            d.max_contains = node.max_contains
-            d.ref = node.ref
             # only scalars (integer under number included) and no other keyword: a type test
             d.simple = (not d.trivial and not d.false_ and d.admit != 0
                         and not d.admit & (1 << ARRAY | 1 << OBJECT)
@@ -2050,7 +2120,7 @@ cdef class CompiledValidator:
         cdef Py_ssize_t n = len(nodes), i, j, total = 0, b, total_props = 0, p, total_required = 0, q = 0
         cdef CNode* c
         cdef PropEntry* e
-        fobj, farr = frozen_types()
+        fobj, farr = _frozen_pair()
         self._fobj = <PyTypeObject*>fobj if fobj is not None else NULL
         self._farr = <PyTypeObject*>farr if farr is not None else NULL
         self._keep = [fobj, farr]
@@ -2058,13 +2128,19 @@ cdef class CompiledValidator:
         self._any_node = _ANY_NODE
         self._ancestors = set()  # made here: the verdict walk must not allocate containers
         self._suffixes = [None] * (2 * n)
+        cdef list node_uses = []
+        cdef int uses
         for node in nodes:
-            total += len(<tuple>node.branches)
-            props = node.props
-            if props:
-                total_props += len(<dict>props)
-                self._max_props = max(self._max_props, len(<dict>props))
-            total_required += len(<tuple>node.required)
+            uses = node.uses
+            node_uses.append(uses)
+            if uses & U_BRANCHES:
+                total += len(<tuple>node.branches)
+            if uses & U_OBJECT:
+                props = node.props
+                if props:
+                    total_props += len(<dict>props)
+                    self._max_props = max(self._max_props, len(<dict>props))
+                total_required += len(<tuple>node.required)
         self._nodes = <CNode*>malloc(max(n, 1) * sizeof(CNode))
         self._branches = <int*>malloc(max(total, 1) * sizeof(int))
         self._props = <PropEntry*>malloc(max(total_props, 1) * sizeof(PropEntry))
@@ -2076,19 +2152,21 @@ cdef class CompiledValidator:
         p = 0
         for i in range(n):
             node = nodes[i]
+            uses = node_uses[i]
             c = &self._nodes[i]
             c.kind = node.kind
             c.inline_ = node.inline
-            c.closed = node.closed
-            c.has_const = node.has_const
-            c.items = node.items
-            required = node.required
+            c.closed = node.closed if uses & U_OBJECT else _NOT_CLOSED
+            c.has_const = node.has_const if uses & U_ENUM else False
+            c.items = node.items if uses & U_ARRAY else _NO_ITEMS
+            required = node.required if uses & U_OBJECT else _NO_NAMES
             c.n_required = len(<tuple>required)
             c.required = <PyObject*>required  # kept alive by the node, held in _py_nodes
             c.first_branch = b
-            for branch in <tuple>node.branches:
-                self._branches[b] = branch
-                b += 1
+            if uses & U_BRANCHES:
+                for branch in <tuple>node.branches:
+                    self._branches[b] = branch
+                    b += 1
             c.n_branches = b - c.first_branch
             c.props = NULL
             c.first_prop = p
@@ -2096,7 +2174,7 @@ cdef class CompiledValidator:
             c.n_props = 0
             c.enum_set = NULL
             c.const_val = NULL
-            props = node.props
+            props = node.props if uses & U_OBJECT else None
             if props:
                 for name, code in (<dict>props).items():
                     e = &self._props[p]
@@ -2124,7 +2202,7 @@ cdef class CompiledValidator:
                     positions = {name: position for position, name in enumerate(<dict>props)}
                     self._keep.append(positions)
                     c.props = <PyObject*>positions
-            enum = node.enum
+            enum = node.enum if uses & U_ENUM else None
             if enum is not None:
                 c.enum_set = <PyObject*>enum  # kept alive by the node
             if c.has_const:
@@ -2915,12 +2993,13 @@ cdef int _leaf_kind(PyObject* child) noexcept:
     return kind
 
 
-def fill_props(dict declared, dict props, list children, object props_path, list nodes, dict leaves):
-    """The property loop of ``_compile._Checker._check_object`` for an exact ``dict``.
+def fill_props(dict declared, dict props, list children, object props_path, list nodes, dict leaves,
+               object make_leaf):
+    """The property loop of ``_compile_py._check_properties`` for an exact ``dict``.
 
     For each ``(name, child)`` in order: a plain leaf maps ``name`` to its kind's
-    shared inline node (``leaves``: kind -> index, made on first use and appended
-    to ``nodes``) shifted left once; any other child maps to 0 and is appended to
+    shared inline node (``leaves``: kind -> index, made by ``make_leaf(kind)`` on
+    first use and appended to ``nodes``) shifted left once; any other child maps to 0 and is appended to
     ``children`` as ``(child, (props_path, name), name)``. Returns False at the
     first key that is not an exact ``str`` (what was filled before it stays).
     """
@@ -2942,9 +3021,7 @@ def fill_props(dict declared, dict props, list children, object props_path, list
         index = leaves.get(kind)
         if index is None:
             index = len(nodes)
-            leaf = _PyNode(kind)
-            leaf.inline = True
-            nodes.append(leaf)
+            nodes.append(make_leaf(kind))
             leaves[kind] = index
         props[name] = <Py_ssize_t>index << 1
     return True

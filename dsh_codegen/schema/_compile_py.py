@@ -41,6 +41,12 @@ from dsh_codegen.schema._shared import (
     OBJECT,
     ONE_OF,
     STRING,
+    USES_ARRAY,
+    USES_BRANCHES,
+    USES_ENUM,
+    USES_NUMBER,
+    USES_OBJECT,
+    USES_STRING,
     V_EXCLUSIVE_MAXIMUM,
     V_EXCLUSIVE_MINIMUM,
     V_FORMAT,
@@ -158,6 +164,18 @@ _APPLIES: Final[dict[str, int]] = {
         )
     },
 }
+#: The keyword family (``Node.uses``) whose node fields each keyword's checker may set.
+_USES: Final[dict[str, int]] = {
+    **{kw: USES_NUMBER for kw in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")},
+    **{kw: USES_STRING for kw in ("minLength", "maxLength", "pattern", "format")},
+    **{kw: USES_ARRAY for kw, applies in _APPLIES.items() if applies == 1 << ARRAY},
+    **{kw: USES_OBJECT for kw, applies in _APPLIES.items() if applies == 1 << OBJECT},
+    "enum": USES_ENUM,
+    "const": USES_ENUM,
+    "allOf": USES_BRANCHES,
+    "anyOf": USES_BRANCHES,
+    "oneOf": USES_BRANCHES,
+}
 _ANCHOR_NAME: Final = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._")
 
 # The compiled twin's copy of the property loop (``None`` when the pure twin runs): the
@@ -173,6 +191,19 @@ _ADDITIONAL: Final = ("additional", None)
 _CONTAINS: Final = ("contains", None)
 _NAMES: Final = ("property_names", None)
 _NOWHERE: Final = ("", None)  # $defs members: checked and compiled, referenced only by $ref
+
+
+_FROZEN: list[tuple[type | None, type | None]] = []  # frozen_types(), once both classes exist
+
+
+def _frozen_pair() -> tuple[type | None, type | None]:
+    """``frozen_types()``, kept once both classes exist (each compile asks once)."""
+    if _FROZEN:
+        return _FROZEN[0]
+    pair = frozen_types()
+    if pair[0] is not None and pair[1] is not None:
+        _FROZEN.append(pair)
+    return pair
 
 
 class _Checker(ExactContainers):
@@ -197,7 +228,7 @@ class _Checker(ExactContainers):
     )
 
     def __init__(self, root: object, formats: bool) -> None:
-        self._fobj, self._farr = frozen_types()  # ExactContainers.__init__, without a call into bytecode
+        self._fobj, self._farr = _frozen_pair()  # ExactContainers.__init__, without a call into bytecode
         self.violations: list[Violation] = []
         self.nodes: list[Node] = []
         self.lists: dict[tuple[int, str], list[int]] = {}
@@ -278,13 +309,13 @@ class _Checker(ExactContainers):
                     nodes.append(Node(JSON_ANY))
                     memo[child_id] = child_index
                     push((child, child_index, child_path))
-                self._attach(node, index, slot, child_index)
+                if type(slot) is str:  # a declared property, the commonest child
+                    node.props[slot] = child_index << 1  # type: ignore[index]
+                else:
+                    self._attach(node, index, slot, child_index)
 
     def _attach(self, node: Node, index: int, slot: Any, child_index: int) -> None:
-        """Point the parent's ``slot`` at ``child_index``."""
-        if type(slot) is str:
-            node.props[slot] = child_index << 1  # type: ignore[index]
-            return
+        """Point the parent's field ``slot`` (not a property name: the walk sets those) at ``child_index``."""
         field, position = slot
         if position is None:
             if field == "items":
@@ -326,6 +357,7 @@ class _Checker(ExactContainers):
     def _check_node(self, schema: Any, node: Node, index: int, path: ChainPath) -> list[_Child] | None:
         """Check one node, fill ``node`` and return its children with their slots."""
         if type(schema) is bool:
+            node.uses = 0
             if schema:
                 node.trivial = True
             else:
@@ -334,7 +366,7 @@ class _Checker(ExactContainers):
                 node.shape = 0
                 self.dialect = True
             return None
-        if not self._is_object(schema):
+        if type(schema) is not dict and not self._is_object(schema):
             self._report(path, None, "must be a schema object")
             return None
         for key in schema:
@@ -343,12 +375,14 @@ class _Checker(ExactContainers):
                 return None
         mask = self._types(schema, node, path)
         subset = True
+        uses = 0
         ranked: list[_Keyword] = []
         for key in schema:
             entry = _KEYWORDS.get(key)
             if entry is not None:
-                if entry[4] and type(schema[key]) is str:
-                    continue  # a well-formed text annotation: its checker would report nothing
+                uses |= entry[6]
+                if entry[4] and type(schema[key]) in entry[4]:
+                    continue  # a well-formed annotation: its checker would report nothing
                 if not entry[3]:
                     subset = False
                 if mask and not entry[2] & mask:
@@ -364,8 +398,9 @@ class _Checker(ExactContainers):
                 self._report(path, key, "is not a supported keyword")
         if len(ranked) > 1:
             ranked.sort()  # by rank: the entries' first items are distinct
+        node.uses = uses
         children: list[_Child] = []
-        for rank, checker, _applies, _subset, _text, keyword in ranked:
+        for rank, checker, _applies, _subset, _unchecked, keyword, _uses in ranked:
             checker(self, schema[keyword], schema, node, index, path, children)
         if subset and (node.str_checks or not self._subset_node(schema, node, mask)):  # str_checks: an asserted format
             subset = False
@@ -386,7 +421,13 @@ class _Checker(ExactContainers):
         if declared is _MISSING:
             return 0
         mask = 0
-        if self._is_array(declared):
+        if type(declared) is str:  # the common form, before the container tests
+            kind = KIND_OF_TYPE.get(declared)
+            if kind is None:
+                self._report(path, "type", f"must be one of {_TYPE_LIST_TEXT}")
+                return 0
+            mask = 1 << kind
+        elif self._is_array(declared):
             for name in declared:
                 kind = KIND_OF_TYPE.get(name) if type(name) is str else None
                 if kind is None or mask & (1 << kind):
@@ -397,11 +438,8 @@ class _Checker(ExactContainers):
                 self._report(path, "type", f"must be a non-empty array of distinct type names ({_TYPE_LIST_TEXT})")
                 return 0
         else:
-            kind = KIND_OF_TYPE.get(declared) if type(declared) is str else None
-            if kind is None:
-                self._report(path, "type", f"must be one of {_TYPE_LIST_TEXT}")
-                return 0
-            mask = 1 << kind
+            self._report(path, "type", f"must be one of {_TYPE_LIST_TEXT}")
+            return 0
         node.types = mask
         node.admit = mask | (1 << INTEGER if mask & (1 << NUMBER) else 0)
         node.shape = node.admit
@@ -524,6 +562,7 @@ class _Checker(ExactContainers):
 
 def _leaf_node(kind: int) -> Node:
     leaf = Node(kind)
+    leaf.uses = 0
     leaf.inline = True
     leaf.types = 1 << kind
     leaf.admit = leaf.shape = leaf.types | (1 << INTEGER if kind == NUMBER else 0)
@@ -777,7 +816,7 @@ def _check_properties(c: _Checker_, value: Any, schema: Any, node: Node, index: 
     declared = value
     if type(declared) is dict and _fill_props is not None:
         # the compiled twin's copy of the loop below (same table, same order)
-        if _fill_props(declared, props, children, (path, "properties"), c.nodes, c.leaves):
+        if _fill_props(declared, props, children, (path, "properties"), c.nodes, c.leaves, _leaf_node):
             declared = None
         else:
             children.clear()
@@ -914,20 +953,26 @@ _ORDER: Final[tuple[tuple[str, Callable[..., None]], ...]] = (
     ("contentEncoding", _string_annotation("contentEncoding")),
 )
 _SUBSET_OR_ANNOTATION: Final = _SUBSET | _ANNOTATIONS
-#: Annotations whose only check is "a string": the node loop skips well-formed ones (the commonest keys).
-_TEXT_ANNOTATIONS: Final = frozenset(("title", "description", "$comment"))
-#: (rank, checker or None, the types it applies to, subset or annotation, text annotation, keyword):
-#: everything the node loop asks about a key, in one lookup. ``type`` has no checker to call
-#: (``_Checker._types`` reads it first).
-_Keyword = tuple[int, Any, int, bool, bool, str]
+#: Annotations whose checker reports nothing for a value of one of these exact types: the node
+#: loop skips such keys (the commonest ones) without calling the checker.
+_UNCHECKED: Final[dict[str, tuple[type, ...]]] = {
+    **{kw: (str,) for kw in ("title", "description", "$comment", "contentMediaType", "contentEncoding")},
+    **{kw: (bool,) for kw in ("deprecated", "readOnly", "writeOnly")},
+    **{kw: (str, bool, type(None)) for kw in ("default", "examples")},
+}
+#: (rank, checker or None, the types it applies to, subset or annotation, value types needing no
+#: check, keyword, keyword family): everything the node loop asks about a key, in one lookup.
+#: ``type`` has no checker to call (``_Checker._types`` reads it first).
+_Keyword = tuple[int, Any, int, bool, tuple[type, ...], str, int]
 _KEYWORDS: Final[dict[str, _Keyword]] = {
     keyword: (
         rank,
         None if checker is _check_type else checker,
         _APPLIES.get(keyword, ALL_KINDS),
         keyword in _SUBSET_OR_ANNOTATION,
-        keyword in _TEXT_ANNOTATIONS,
+        _UNCHECKED.get(keyword, ()),
         keyword,
+        _USES.get(keyword, 0),
     )
     for rank, (keyword, checker) in enumerate(_ORDER)
 }
@@ -942,7 +987,7 @@ _SAME_VALUE_FIELDS: Final = frozenset(("all_of", "any_of", "one_of"))
 
 
 def _same_value_edges(node: Node) -> list[int]:
-    edges = [*node.all_of, *node.any_of, *node.one_of]
+    edges = [*node.all_of, *node.any_of, *node.one_of] if node.uses & USES_BRANCHES else []
     if node.ref >= 0:
         edges.append(node.ref)
     return edges
@@ -950,15 +995,28 @@ def _same_value_edges(node: Node) -> list[int]:
 
 def _all_edges(node: Node) -> list[int]:
     edges = _same_value_edges(node)
-    props = node.props
-    if props:
-        for code in props.values():
-            edges.append(code >> 1)
-    for child in (node.items, node.additional, node.contains, node.property_names):
-        if child >= 0:
-            edges.append(child)
-    edges.extend(node.prefix)
+    uses = node.uses
+    if uses & USES_OBJECT:
+        props = node.props
+        if props:
+            for code in props.values():
+                edges.append(code >> 1)
+        for child in (node.additional, node.property_names):
+            if child >= 0:
+                edges.append(child)
+    if uses & USES_ARRAY:
+        for child in (node.items, node.contains):
+            if child >= 0:
+                edges.append(child)
+        edges.extend(node.prefix)
     return edges
+
+
+def _linked(checker: _Checker) -> list[int]:
+    """The nodes that hand their value on (combinators, ``$ref``), in index order."""
+    linked = {index for index, field in checker.lists if field in _SAME_VALUE_FIELDS}
+    linked.update(index for index, _ref, _path in checker.refs)
+    return sorted(linked)
 
 
 def _find_cycle(
@@ -991,29 +1049,30 @@ def _find_cycle(
     return None
 
 
-def _finish(checker: _Checker) -> Program:
-    """Fill list fields, mark required properties, find recursion, once every index is known."""
+def _fill_lists(checker: _Checker) -> None:
+    """Set the list fields (prefixItems and the combinators), once the walk knows every index."""
     nodes = checker.nodes
     for (index, field), members in checker.lists.items():
         setattr(nodes[index], field, tuple(members))
         if field == "one_of":
             nodes[index].branches = tuple(members)
+
+
+def _finish(checker: _Checker) -> Program:
+    """Mark required properties, find recursion, once every index is known."""
+    nodes = checker.nodes
     for node in checker.with_required:
         props = node.props
         assert props is not None
         for name in node.required:
             if name in props:
                 props[name] |= 1
-    for kind, index in checker.leaves.items():  # the compiled twin's property loop makes bare leaves
-        nodes[index] = _leaf_node(kind)
     # Only nodes that hand their value on (combinators, $ref) have members to leave to others.
-    linked = [index for index, field in checker.lists if field in _SAME_VALUE_FIELDS]
-    linked.extend(index for index, _ref, _path in checker.refs)
-    for index in linked:
+    for index in _linked(checker):
         node = nodes[index]
         node.obj_members = bool(node.props) or node.additional >= 0 or node.closed or node.property_names >= 0
         node.arr_members = bool(node.prefix) or node.items >= 0
-    program = Program(nodes, dialect=checker.dialect)
+    program = Program(nodes, checker.dialect)
     if checker.dialect and checker.refs:
         # Without $ref the walk's edges form no cycle (a schema that contains itself is
         # rejected), so every cycle passes through a $ref target: search from those alone.
@@ -1031,8 +1090,10 @@ def _finish(checker: _Checker) -> Program:
 def _check(schema: object, formats: bool) -> _Checker:
     checker = _Checker(schema, formats)
     checker.run()
+    _fill_lists(checker)  # before the loop search: a combinator's branches are same-value edges
     if not checker.violations and checker.refs:
-        cycle = _find_cycle(checker.nodes, _same_value_edges)
+        # only a node that hands its value on has a same-value edge, so only those can start a cycle
+        cycle = _find_cycle(checker.nodes, _same_value_edges, _linked(checker))
         if cycle is not None:
             at = next((index for index in cycle if index in checker.ref_paths), cycle[0])
             checker._report(

@@ -39,6 +39,13 @@ __all__ = [
     "SUBSET_TEXT",
     "TYPE_SUFFIX",
     "TYPE_WORDS",
+    "USES_ALL",
+    "USES_ARRAY",
+    "USES_BRANCHES",
+    "USES_ENUM",
+    "USES_NUMBER",
+    "USES_OBJECT",
+    "USES_STRING",
     "V_ADDITIONAL",
     "V_CONST",
     "V_ENUM",
@@ -185,6 +192,17 @@ def new_violation(path: tuple[str | int, ...], keyword: str, message: str) -> Vi
 
 # --- the compiled program: a flat node table shared by both twins ---------------------------
 
+#: Keyword families a compiled node may hold (:attr:`Node.uses`, a mask of these): a node
+#: whose mask lacks a family keeps that family's fields at their class defaults, so the
+#: table builds of the compiled twin read only the families a node uses.
+USES_NUMBER: Final = 1  # num_checks
+USES_STRING: Final = 2  # str_checks
+USES_ARRAY: Final = 4  # items, prefix, contains, min_contains, max_contains, arr_checks
+USES_OBJECT: Final = 8  # props, required, closed, additional, property_names, dependent, obj_checks
+USES_ENUM: Final = 16  # enum, enum_values, enum_keys, has_const, const, has_const_key, const_key
+USES_BRANCHES: Final = 32  # all_of, any_of, one_of, branches
+USES_ALL: Final = 63
+
 
 class Node:
     """One compiled schema node. Children are indices into :attr:`Program.nodes`.
@@ -240,6 +258,9 @@ class Node:
     # nodes it hands it to, so a recursive $ref chain walks each member once, not once per level.
     obj_members: bool = True
     arr_members: bool = True
+    # The keyword families (``USES_*``) whose fields may differ from the defaults above; the
+    # compiler narrows it per node, anything else that builds a node may leave it whole.
+    uses: int = USES_ALL
 
     def __init__(self, kind: int) -> None:
         self.kind = kind

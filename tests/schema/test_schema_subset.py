@@ -116,6 +116,12 @@ def test_accepts_sibling_reuse() -> None:
         ({"$ref": "https://example.com/s.json"}, ['schema.$ref "https://example.com/s.json" is a remote reference (only local references are supported)']),
         ({"$ref": "#/$defs/missing"}, ['schema.$ref "#/$defs/missing" does not resolve']),
         ({"$ref": "#"}, ["schema.$ref loops back to itself without descending into the value"]),
+        # through a combinator: its branches see the same value, so this loop descends into nothing either
+        ({"allOf": [{"$ref": "#"}]}, ["schema.allOf[0].$ref loops back to itself without descending into the value"]),
+        (
+            {"$defs": {"a": {"anyOf": [{"$ref": "#/$defs/a"}, {"type": "string"}]}}, "$ref": "#/$defs/a"},
+            ["schema.$defs.a.anyOf[0].$ref loops back to itself without descending into the value"],
+        ),
         ({"type": "number", "exclusiveMaximum": True}, ["schema.exclusiveMaximum must be a number (draft-04's boolean form is not supported)"]),
         ({"type": "string", "pattern": "\\p{L}"}, ['schema.pattern "\\\\p{L}" Unicode property escapes (\\p{...}) are not supported']),
         ({"type": "object", "items": {}}, ['schema.items is not supported on type "object"']),
