@@ -65,6 +65,7 @@ cdef extern from "Python.h":
     PyTypeObject PyTuple_Type
     PyTypeObject PyBaseObject_Type
     PyObject* Py_None
+    PyObject* Py_True
     PyTypeObject* Py_TYPE(PyObject* o)
     int PyDict_Next(PyObject* p, Py_ssize_t* ppos, PyObject** pkey, PyObject** pvalue)
     PyObject* PyDict_GetItemWithError(PyObject* p, PyObject* key)
@@ -603,6 +604,7 @@ cdef class _DialectTable:
     cdef ReportProp* _report_props  # the report's member loop: every node's props in order, made on first use
     cdef Py_ssize_t* _report_first  # per node, its first entry in _report_props (n + 1 offsets)
     cdef list _report_keep          # the _segment entries _report_props borrows
+    cdef list _report_required      # per node, the _segment entries of its required names, in order
 
     def __cinit__(self):
         self._nodes = NULL
@@ -1407,6 +1409,66 @@ cdef class _Render:
             return f'{prefix}"{text}"{suffix}'
         return f"{prefix}{quote_path(text)}{suffix}"
 
+    cdef inline PyObject* _piece(self, PathSeg* seg, bint* safe) noexcept:
+        """The path text of ``seg`` when the arena or a table holds it (borrowed), else NULL.
+
+        Clears ``safe`` when the piece needs more than quotes around the path.
+        """
+        cdef PyObject* piece
+        if seg.key == NULL:
+            return PyTuple_GET_ITEM(<PyObject*>_INDEX_TEXT, seg.index) if seg.index < _N_INDEX_TEXT else NULL
+        if seg.text == NULL:
+            return NULL
+        if PyTuple_GET_ITEM(seg.text, 1) != Py_True:
+            safe[0] = False
+        piece = PyTuple_GET_ITEM(seg.text, 0)
+        if seg.parent < 0 and PyUnicode_GET_LENGTH(<PyObject*>self.root) == 0 and PyUnicode_READ_CHAR(piece, 0) == 46:
+            return seg.key  # an unrooted path starts with its first key: a ".key" piece is the key itself
+        return piece
+
+    cdef object _where_borrowed(self, Paths* p, Py_ssize_t at, str prefix, str suffix):
+        """``where_at`` when every piece is borrowed from the arena or a table and quotes suffice, else None.
+
+        The common case (declared names, small indices): no piece is referenced or
+        listed; one pass sizes the text, a second writes the pieces from the end
+        back. Nothing in between runs Python code, so the borrowed pieces stay.
+        """
+        cdef bint safe = self.root_safe
+        cdef Py_ssize_t i = at, end
+        cdef Py_ssize_t total = PyUnicode_GET_LENGTH(<PyObject*>prefix) + \
+            PyUnicode_GET_LENGTH(<PyObject*>self.root) + PyUnicode_GET_LENGTH(<PyObject*>suffix) + 2
+        cdef Py_UCS4 maxchar = max(PyUnicode_MAX_CHAR_VALUE(<PyObject*>prefix),
+                                   PyUnicode_MAX_CHAR_VALUE(<PyObject*>self.root),
+                                   PyUnicode_MAX_CHAR_VALUE(<PyObject*>suffix))
+        cdef PyObject* piece
+        cdef int kind
+        cdef char* data
+        while i >= 0:
+            piece = self._piece(&p.items[i], &safe)
+            if piece == NULL:
+                return None
+            total += PyUnicode_GET_LENGTH(piece)
+            maxchar = max(maxchar, PyUnicode_MAX_CHAR_VALUE(piece))
+            i = p.items[i].parent
+        if not safe:
+            return None
+        out = PyUnicode_New(total, maxchar)
+        kind = PyUnicode_KIND(<PyObject*>out)
+        data = <char*>PyUnicode_DATA(<PyObject*>out)
+        end = _put(out, kind, data, 0, <PyObject*>prefix)
+        PyUnicode_WRITE(kind, data, end, 34)  # the opening quote
+        _put(out, kind, data, end + 1, <PyObject*>self.root)
+        end = total - PyUnicode_GET_LENGTH(<PyObject*>suffix) - 1
+        PyUnicode_WRITE(kind, data, end, 34)  # the closing quote
+        _put(out, kind, data, end + 1, <PyObject*>suffix)
+        i = at
+        while i >= 0:
+            piece = self._piece(&p.items[i], &safe)
+            end -= PyUnicode_GET_LENGTH(piece)
+            _put(out, kind, data, end, piece)
+            i = p.items[i].parent
+        return out
+
     cdef str where_at(self, Paths* p, Py_ssize_t at, str prefix, str suffix):
         """``where`` for the path of arena entry ``at``, written straight into one new ``str``."""
         cdef Py_ssize_t k = _depth(p, at), i, total, offset
@@ -1421,6 +1483,9 @@ cdef class _Render:
         cdef char* data
         if k == 0:
             return prefix + self.quoted_root + suffix
+        fast = self._where_borrowed(p, at, prefix, suffix)
+        if fast is not None:
+            return <str>fast
         if k > 16:
             pieces = <PyObject**>malloc(k * sizeof(PyObject*))
             if pieces == NULL:
@@ -1696,11 +1761,18 @@ cdef int _scan_object_own(_DialectTable t, Recs* recs, Paths* p, VFrame* f, DNod
     when it has not run yet: when it met them all, no name needs looking up.
     """
     cdef PyObject* v = f.value
-    cdef Py_ssize_t i = 0
+    cdef Py_ssize_t i = 0, at
     if present < PyTuple_GET_SIZE(d.required):
         for name in <tuple>d.required:
             if PyDict_GetItemWithError(v, <PyObject*>name) == NULL:  # exact str keys: no user code
-                _rec_add(recs, C_REQUIRED, f.node, _path_add(p, f.path, <PyObject*>name, 0), 0)
+                if t._report_first == NULL:
+                    _report_props_build(t)
+                at = _path_add(p, f.path, <PyObject*>name, 0)
+                # the name's path text, kept by the table (where_at then borrows it)
+                p.items[at].text = PyTuple_GET_ITEM(PyList_GET_ITEM(<PyObject*>t._report_required, f.node), i)
+                _rec_add(recs, C_REQUIRED, f.node, at, 0)
+            i += 1
+        i = 0
     for name, others in <tuple>d.dependent:
         if PyDict_GetItemWithError(v, <PyObject*>name) != NULL:
             for other in <tuple>others:
@@ -1787,8 +1859,10 @@ cdef int _report_props_build(_DialectTable t) except -1:
         free(first)
         raise MemoryError()
     keep = []
+    required = []
     try:
         for i in range(t._n):
+            required.append(tuple([_segment(name) for name in <tuple>t._nodes[i].required]))
             first[i] = c
             props = t._nodes[i].props
             pos = 0
@@ -1815,6 +1889,7 @@ cdef int _report_props_build(_DialectTable t) except -1:
         free(first)
         return 0
     t._report_keep = keep
+    t._report_required = required
     t._report_props = rp
     t._report_first = first
     return 0
