@@ -1895,12 +1895,29 @@ cdef int _report_props_build(_DialectTable t) except -1:
     return 0
 
 
-cdef Py_ssize_t _scan_children(_DialectTable t, VStack* s, Paths* p, VFrame* f, DNode* d, int kind) except -1:
+cdef inline bint _str_keys_from(PyObject* v, Py_ssize_t pos) noexcept:
+    """Whether every key of the dict ``v`` from position ``pos`` on is an exact ``str``."""
+    cdef PyObject* key
+    cdef PyObject* item
+    while PyDict_Next(v, &pos, &key, &item):
+        if Py_TYPE(key) != &PyUnicode_Type:
+            return False
+    return True
+
+
+cdef Py_ssize_t _scan_children(_DialectTable t, VStack* s, Paths* p, VFrame* f, DNode* d, int kind,
+                               bint check_keys) except -1:
     """``DialectWalker._object_children`` / ``_array_children``: push the members to report on.
 
     For an object, returns how many declared required names it holds. Members go in
     declaration order; arguments mostly come in that order too, so each declared name
     is first compared with the value's next key, and looked up only when that differs.
+
+    With ``check_keys``, the object's keys are not yet known to be exact ``str``
+    (``_kind``'s test, left to this loop so the keys are walked once): each key is
+    tested as the loop reaches it, and all the rest before the first lookup, which
+    must not meet a key of another type (its ``__eq__`` is user code). Returns -2,
+    having pushed only frames, when one is not: the value is not JSON.
     """
     cdef PyObject* v = f.value
     cdef PyObject* item
@@ -1917,16 +1934,25 @@ cdef Py_ssize_t _scan_children(_DialectTable t, VStack* s, Paths* p, VFrame* f, 
             next_key = NULL
         for j in range(t._report_first[f.node], t._report_first[f.node + 1]):
             rp = &t._report_props[j]
+            if check_keys and next_key != NULL and Py_TYPE(next_key) != &PyUnicode_Type:
+                return -2
             if next_key != NULL and _str_hash(next_key) == rp.hash and _str_eq(next_key, rp.key):
                 item = next_item  # the value's next key is this name (keys are exact str: see _kind)
                 if not PyDict_Next(v, &next_pos, &next_key, &next_item):
                     next_key = NULL
             else:
+                if check_keys:
+                    if not _str_keys_from(v, next_pos):
+                        return -2
+                    check_keys = False
                 item = PyDict_GetItemWithError(v, rp.key)
             if item != NULL:
                 declared += 1
                 present += rp.required
                 _scan_child(t, s, p, rp.child, <object>item, f.path, rp.key, 0, rp.text)
+        if check_keys and next_key != NULL and (Py_TYPE(next_key) != &PyUnicode_Type or
+                                                not _str_keys_from(v, next_pos)):
+            return -2
         if declared < PyDict_Size(v):
             _vpush(s, v, f.node, T_EXTRAS, f.path)  # the undeclared keys, after the declared members
         _vreverse(s, base)
@@ -1970,7 +1996,7 @@ cdef int _scan_dialect(_DialectTable t, object value, Recs* recs, Paths* p) exce
     cdef Py_ssize_t j, first, n
     cdef Py_ssize_t present
     cdef int kind, code, descend_any, descend_one, container = 0
-    cdef bint members_first
+    cdef bint members_first, defer_keys
     cdef long budget = SCAN_BUDGET
     cdef int result = 1
     cdef object held
@@ -2003,7 +2029,12 @@ cdef int _scan_dialect(_DialectTable t, object value, Recs* recs, Paths* p) exce
             if d.false_:
                 _rec_add(recs, C_FALSE, f.node, f.path, 0)
                 continue
-            kind = t._kind(v)
+            # a plain dict under a _flat node that admits objects and has no enum/const: its
+            # keys are tested (as _kind would) by the member loop, which walks them anyway
+            defer_keys = (Py_TYPE(v) == &PyDict_Type and d.obj_members and t._flat(d) and
+                          (not d.admit or (d.admit >> K_OBJECT) & 1) and
+                          d.enum_keys == NULL and not d.has_const_key)
+            kind = K_OBJECT if defer_keys else t._kind(v)
             if kind < 0:
                 result = 0
                 break
@@ -2018,7 +2049,10 @@ cdef int _scan_dialect(_DialectTable t, object value, Recs* recs, Paths* p) exce
             if kind == K_OBJECT:
                 # a _flat node pushes nothing but its members: pushed first, they tell which
                 # required names are here (records, not frames, carry the order before them)
-                present = _scan_children(t, &s, p, &f, d, kind) if members_first else -1
+                present = _scan_children(t, &s, p, &f, d, kind, defer_keys) if members_first else -1
+                if present == -2:
+                    result = 0  # a key that is not a str: not JSON
+                    break
                 _scan_object_own(t, recs, p, &f, d, present)
             first, n = t._checks_of(d, kind)
             for j in range(first, first + n):
@@ -2039,7 +2073,7 @@ cdef int _scan_dialect(_DialectTable t, object value, Recs* recs, Paths* p) exce
             for j in range(d.n_all - 1, -1, -1):
                 _vpush(&s, v, t._indices[d.first_all + j], T_VISIT, f.path)
             if (kind == K_OBJECT and d.obj_members) or (kind == K_ARRAY and d.arr_members):
-                _scan_children(t, &s, p, &f, d, kind)
+                _scan_children(t, &s, p, &f, d, kind, False)
         if budget < 0:
             result = 0  # spent by the last frame's verdicts: their False may be the budget's
     finally:

@@ -151,6 +151,47 @@ def test_values_only_python_classifies_hand_over_to_the_python_walk(value: Any) 
     assert both(schema, value)
 
 
+class _LikeA:
+    """A key that hashes as ``"a"`` and would answer ``==`` for it: the scan must not ask."""
+
+    asked = 0
+
+    def __hash__(self) -> int:
+        return hash("a")
+
+    def __eq__(self, other: object) -> bool:
+        if other == "a":
+            _LikeA.asked += 1
+        return other == "a"
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        {1: "x"},
+        {"a": -1, 2: "x"},
+        {2: "x", "a": -1},
+        {"z": 1, 3: 4, "a": -1},
+        {"a": -1, "z": "x", 4: 5},
+    ],
+)
+def test_a_key_that_is_not_a_str_hands_over_wherever_the_member_loop_meets_it(value: Any) -> None:
+    # the scan tests an object's keys in its member loop; every place it can meet one
+    schema = {"$schema": DIALECT, "type": "object", "properties": {"a": {"type": "number", "minimum": 0}}}
+    assert both(schema, value)
+
+
+def test_the_scan_looks_no_name_up_in_an_object_with_a_key_of_another_type() -> None:
+    schema = {"$schema": DIALECT, "type": "object", "properties": {"b": {}, "a": {"type": "integer"}}}
+    program = compile_program(schema)
+    compiled = _schema_c.CompiledValidator(program)
+    _LikeA.asked = 0
+    found = compiled.violations({"z": 1, _LikeA(): 2})
+    assert _LikeA.asked == 0  # handed to the Python walk before any lookup
+    assert found == _validator_py.CompiledValidator(program).violations({"z": 1, _LikeA(): 2})
+    assert [v.keyword for v in found] == ["lossless"]
+
+
 def test_a_cyclic_value_under_a_recursive_schema_reports_like_the_pure_walk() -> None:
     schema = {
         "$schema": DIALECT,
