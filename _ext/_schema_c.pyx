@@ -2162,8 +2162,11 @@ cdef list _render_dialect(_DialectTable t, Recs* recs, Paths* p, _Render r):
     return out
 
 
-cdef list _report_dialect(_DialectTable t, object walker, object value, str root, str alias):
+cdef list _report_dialect(_DialectTable t, object walker, object value, str root, str alias, _Render r):
     """Every violation of a dialect program: the C scan when it can tell, else ``walker``'s Python walk.
+
+    ``r`` is ``_render_for(root, alias)`` when the caller knows it without comparing texts
+    (``validate_args``), else None: found when there is something to render.
 
     No verdict walk first: the scan visits what it would (and records nothing for a
     valid value), so asking it first cost a second walk of every invalid value.
@@ -2177,7 +2180,7 @@ cdef list _report_dialect(_DialectTable t, object walker, object value, str root
         if _scan_dialect(t, value, &recs, &p):
             if recs.size == 0:
                 return []
-            return _render_dialect(t, &recs, &p, _render_for(root, alias))
+            return _render_dialect(t, &recs, &p, r if r is not None else _render_for(root, alias))
     finally:
         _buffers_close(&recs, &p)
     return walker.violations(value, root, alias)
@@ -2601,13 +2604,13 @@ cdef class CompiledValidator:
         Never raises for any ``value``.
         """
         if self._dialect is not None:
-            return _report_dialect(self._dtable, self._dialect, value, path, path)
+            return _report_dialect(self._dtable, self._dialect, value, path, path, None)
         return self._report(value, path, path)
 
     def validate_args(self, object args):
         """Violations of tool arguments: ``"arguments"`` names the root, children are unrooted."""
         if self._dialect is not None:
-            return _report_dialect(self._dtable, self._dialect, args, "", "arguments")
+            return _report_dialect(self._dtable, self._dialect, args, "", "arguments", _ARGS_RENDER)
         return self._report(args, "", "arguments")
 
     cdef list _report(self, object value, str root, str alias):
