@@ -41,7 +41,6 @@ __all__ = [
     "MAX_UNION_OPERATORS",
     "SHADOWABLE",
     "PyClass",
-    "PyField",
     "PyTypes",
     "declarations_text",
     "json_schema_to_py",
@@ -78,29 +77,21 @@ _DIALECT_KINDS = frozenset({NEVER, REF, ALL_OF, TUPLE, RECORD})
 _STR_ONLY = frozenset({str})
 
 
-# The template records (PyField, PyClass) are plain slotted dataclasses, not frozen: a
-# render builds one per field and class and nothing changes them after, and the generated
-# frozen ``__init__`` (one ``object.__setattr__`` call per field) cost about 3x the plain
-# one, some 15% of a Python SDK render in all.
-
-
-@dataclass(slots=True)
-class PyField:
-    """One ``TypedDict`` field: its comment text (escaped), name and annotation."""
-
-    comment: str | None
-    name: str
-    type: str
+# PyClass is a plain slotted dataclass, not frozen: a render builds one per class and
+# nothing changes it after, and a frozen ``__init__`` (one ``object.__setattr__`` call per
+# field) costs about 3x the plain one.
 
 
 @dataclass(slots=True)
 class PyClass:
-    """One generated ``TypedDict``: ``open`` adds the extra-keys comment, no fields means ``pass``;
-    or, with ``alias`` (annotation text), a ``TypeAlias`` for a referenced definition."""
+    """One generated declaration and its text (lines ending in a newline): a ``TypedDict``
+    class, or, with ``alias`` (annotation text), a ``TypeAlias`` for a referenced definition.
+
+    The class's text is written once, when its fields are done (``_finish_class``): records
+    per field, looped over again to print them, cost about 3% of a Python file's render."""
 
     name: str
-    fields: tuple[PyField, ...]
-    open: bool
+    text: str
     alias: str | None = None
 
 
@@ -427,7 +418,9 @@ class PyTypes:
             return  # the definition is a TypedDict of that name already
         refs.states[key] = "done"
         self.typing_used.add("TypeAlias")
-        self.classes.append(PyClass(refs.names[key], (), False, self._capped("".join(buffer), frozenset())))
+        name = refs.names[key]
+        alias = self._capped("".join(buffer), frozenset())
+        self.classes.append(PyClass(name, f"{name}: TypeAlias = {alias}\n", alias))
 
     def _capped(self, text: str, shadow: frozenset[str]) -> str:
         # Counting text also counts " | " inside string literals: a false
@@ -435,7 +428,11 @@ class PyTypes:
         return text if text.count(" | ") <= MAX_UNION_OPERATORS else self.name("Any", shadow)
 
     def _finish_class(self, done: _Done) -> None:
-        fields = []
+        """Declare ``done``'s class: ``class <Name>(TypedDict):`` and per field an optional
+        ``    # <comment>`` line and ``    <name>: <type>``, then the extra-keys comment for
+        an open class, or ``pass`` for one without fields."""
+        lines = [f"class {done.name}(TypedDict):\n"]
+        append = lines.append
         not_required: str | None = None  # spelled once per class, when a field needs it
         for comment, key, text, required in done.fields:
             annotation = text if type(text) is str else self._capped("".join(text), done.shadow)
@@ -443,39 +440,27 @@ class PyTypes:
                 if not_required is None:
                     not_required = self.name("NotRequired", done.shadow)
                 annotation = f"{not_required}[{annotation}]"
-            fields.append(PyField(comment, key, annotation))
-        self.classes.append(PyClass(done.name, tuple(fields), done.open))
+            if comment is None:
+                append(f"    {key}: {annotation}\n")
+            else:
+                append(f"    # {comment}\n    {key}: {annotation}\n")
+        if done.open:
+            append("    # Additional keys beyond those declared are allowed.\n")
+        elif not done.fields:
+            append("    pass\n")
+        self.classes.append(PyClass(done.name, "".join(lines)))
 
 
 def declarations_text(classes: Sequence[PyClass], gap: str) -> str:
-    """The declarations of ``classes`` in order, each followed by ``gap`` and a newline:
-    ``<Name>: TypeAlias = <type>`` for an alias; else ``class <Name>(TypedDict):`` and per
-    field an optional ``    # <comment>`` line and ``    <name>: <type>``, then the
-    extra-keys comment for an open class, or ``pass`` for one without fields.
+    """The declarations of ``classes`` in order (each class's text, see :class:`PyClass`),
+    each followed by ``gap`` and a newline.
 
     One string for the whole section, as ``_ts.interface_body`` does for the TypeScript
     maps: the template loop over classes and fields (an attribute lookup and an output
     step per value printed) cost about a sixth of a Python file's render.
     """
-    parts: list[str] = []
-    append = parts.append
     end = gap + "\n"
-    for declared in classes:
-        if declared.alias is not None:
-            append(f"{declared.name}: TypeAlias = {declared.alias}\n{end}")
-            continue
-        append(f"class {declared.name}(TypedDict):\n")
-        for item in declared.fields:
-            if item.comment is None:
-                append(f"    {item.name}: {item.type}\n")
-            else:
-                append(f"    # {item.comment}\n    {item.name}: {item.type}\n")
-        if declared.open:
-            append("    # Additional keys beyond those declared are allowed.\n")
-        elif not declared.fields:
-            append("    pass\n")
-        append(end)
-    return "".join(parts)
+    return "".join([declared.text + end for declared in classes])
 
 
 def _child_base(base: str, index: int) -> str:

@@ -283,13 +283,45 @@ def _py_context(catalog: Iterable[ToolSchemaEntry], qualify: bool) -> dict[str, 
             for module in sorted(types.modules_used)
         ],
         "declarations": declarations_text(types.classes, gap),
-        "members": members,
-        "subscripts": subscripts,
-        "has_methods": bool(subscripts) or any(member.method for member in members),
+        "tools_class": _tools_class_text(members, subscripts),
+        "members": members,  # not printed (tools_class is): the type-check tests read each tool's types
         "future": types.named_definitions,
         "gap": gap,
-        "subscripts_blank": bool(subscripts) and bool(members) and _ends_with_docstring(members),
     }
+
+
+def _tools_class_text(members: list[_PyMember], subscripts: list[_PySubscript]) -> str:
+    """``class Tools(Protocol):`` and its body, one line per member (a method stub, a
+    method with its docstring, or the comment form of a subscript-only tool), then the
+    ``__getitem__`` overloads; ``pass`` when the body has no statement.
+
+    One string, as ``declarations_text`` is: the template loop (an attribute lookup and
+    an output step per value printed) cost about a twentieth of a Python file's render.
+    """
+    parts = ["class Tools(Protocol):\n"]
+    append = parts.append
+    if not subscripts and not any(member.method for member in members):
+        append("    pass\n")
+    for member in members:
+        if member.blank:
+            append("\n")
+        if member.method:
+            signature = f"    async def {member.name}(self, args: {member.args}) -> {member.output}:"
+            if member.doc is None:
+                append(f"{signature} ...\n")
+            else:
+                append(f'{signature}\n        """{member.doc}"""\n')
+        else:
+            append(f"    # tools[{member.name}](args: {member.args}) -> {member.output}\n")
+            if member.doc is not None:
+                append(f"    #   {member.doc}\n")
+    if subscripts and members and _ends_with_docstring(members):
+        append("\n")
+    for item in subscripts:
+        if item.decorator:
+            append(f"    {item.decorator}\n")
+        append(f"    def __getitem__(self, name: {item.name}) -> {item.output}: ...\n")
+    return "".join(parts)
 
 
 def _ends_with_docstring(members: list[_PyMember]) -> bool:

@@ -15,16 +15,7 @@ def root(context, missing=missing):
     l_0_typing_names = resolve('typing_names')
     l_0_gap = resolve('gap')
     l_0_declarations = resolve('declarations')
-    l_0_has_methods = resolve('has_methods')
-    l_0_members = resolve('members')
-    l_0_subscripts_blank = resolve('subscripts_blank')
-    l_0_subscripts = resolve('subscripts')
-    try:
-        t_1 = environment.tests['none']
-    except KeyError:
-        @internalcode
-        def t_1(*unused):
-            raise TemplateRuntimeError("No test named 'none' found.")
+    l_0_tools_class = resolve('tools_class')
     pass
     for l_1_module in (undefined(name='modules') if l_0_modules is missing else l_0_modules):
         _loop_vars = {}
@@ -41,70 +32,9 @@ def root(context, missing=missing):
     yield str((undefined(name='gap') if l_0_gap is missing else l_0_gap))
     yield '\n'
     yield str((undefined(name='declarations') if l_0_declarations is missing else l_0_declarations))
-    yield 'class Tools(Protocol):\n'
-    if (not (undefined(name='has_methods') if l_0_has_methods is missing else l_0_has_methods)):
-        pass
-        yield '    pass\n'
-    for l_1_member in (undefined(name='members') if l_0_members is missing else l_0_members):
-        _loop_vars = {}
-        pass
-        if environment.getattr(l_1_member, 'blank'):
-            pass
-            yield '\n'
-        if (environment.getattr(l_1_member, 'method') and t_1(environment.getattr(l_1_member, 'doc'))):
-            pass
-            yield '    async def '
-            yield str(environment.getattr(l_1_member, 'name'))
-            yield '(self, args: '
-            yield str(environment.getattr(l_1_member, 'args'))
-            yield ') -> '
-            yield str(environment.getattr(l_1_member, 'output'))
-            yield ': ...\n'
-        elif environment.getattr(l_1_member, 'method'):
-            pass
-            yield '    async def '
-            yield str(environment.getattr(l_1_member, 'name'))
-            yield '(self, args: '
-            yield str(environment.getattr(l_1_member, 'args'))
-            yield ') -> '
-            yield str(environment.getattr(l_1_member, 'output'))
-            yield ':\n        """'
-            yield str(environment.getattr(l_1_member, 'doc'))
-            yield '"""\n'
-        else:
-            pass
-            yield '    # tools['
-            yield str(environment.getattr(l_1_member, 'name'))
-            yield '](args: '
-            yield str(environment.getattr(l_1_member, 'args'))
-            yield ') -> '
-            yield str(environment.getattr(l_1_member, 'output'))
-            yield '\n'
-            if (not t_1(environment.getattr(l_1_member, 'doc'))):
-                pass
-                yield '    #   '
-                yield str(environment.getattr(l_1_member, 'doc'))
-                yield '\n'
-    l_1_member = missing
-    if (undefined(name='subscripts_blank') if l_0_subscripts_blank is missing else l_0_subscripts_blank):
-        pass
-        yield '\n'
-    for l_1_item in (undefined(name='subscripts') if l_0_subscripts is missing else l_0_subscripts):
-        _loop_vars = {}
-        pass
-        if environment.getattr(l_1_item, 'decorator'):
-            pass
-            yield '    '
-            yield str(environment.getattr(l_1_item, 'decorator'))
-            yield '\n'
-        yield '    def __getitem__(self, name: '
-        yield str(environment.getattr(l_1_item, 'name'))
-        yield ') -> '
-        yield str(environment.getattr(l_1_item, 'output'))
-        yield ': ...\n'
-    l_1_item = missing
+    yield str((undefined(name='tools_class') if l_0_tools_class is missing else l_0_tools_class))
     yield str((undefined(name='gap') if l_0_gap is missing else l_0_gap))
     yield '\ntools: Tools\n'
 
 blocks = {}
-debug_info = '1=25&2=29&4=33&5=35&8=37&9=39&11=41&14=44&15=47&18=50&19=53&20=59&21=62&22=68&24=73&25=79&26=82&30=85&33=88&34=91&35=94&37=97&39=102'
+debug_info = '1=16&2=20&4=24&5=26&8=28&9=30&10=31&11=32'
