@@ -267,13 +267,14 @@ class PyTypes:
                 fields = done.fields
                 required = node.required
                 for key, child in properties:
-                    scalar = _plain_scalar(child)
-                    if scalar is not None:
+                    plain = _plain_scalar_field(child)
+                    if plain is not None:
                         # Most fields are plain scalars: their annotation is the token
                         # itself (no buffer, no frame, no stack round trip).
                         # (No scalar token is a typing name: only a shadowed one needs name().)
+                        scalar, comment = plain
                         token = self.name(scalar, inner) if scalar in inner else scalar
-                        fields.append((py_comment(doc_of(child)), key, token, key in required))
+                        fields.append((comment, key, token, key in required))
                         continue
                     buffer: list[str] = []
                     fields.append((py_comment(doc_of(child)), key, buffer, key in required))
@@ -481,6 +482,25 @@ def _plain_scalar(schema: object) -> str | None:
                 return _SCALAR_TOKENS[declared]
         except Exception:  # noqa: BLE001 - hostile keys degrade in read_node
             return None
+    return None
+
+
+def _plain_scalar_field(schema: object) -> tuple[str, str | None] | None:
+    """:func:`_plain_scalar`'s token and the field's comment text, ``py_comment(doc_of(schema))``,
+    in one call: a plain scalar's keys add no notes to a doc (``SCALAR_NODE_KEYS`` are all
+    in ``_nodes._NO_NOTES``), so its doc is its ``description`` (most fields have none)."""
+    if type(schema) is dict:
+        try:
+            declared = schema.get("type")
+            if not (type(declared) is str and declared in _SCALAR_TOKENS and SCALAR_NODE_KEYS.issuperset(schema)):
+                return None
+        except Exception:  # noqa: BLE001 - hostile keys degrade in read_node
+            return None
+        try:
+            description = schema.get("description")
+        except Exception:  # noqa: BLE001 - as doc_of: hostile keys give no doc
+            description = None
+        return _SCALAR_TOKENS[declared], (py_comment(description) if type(description) is str else None)
     return None
 
 

@@ -24,7 +24,10 @@ from dsh_codegen.codegen import json_schema_to_ts, load_catalog, render_py_sdk, 
 from dsh_codegen.codegen import _ts
 from dsh_codegen.codegen._jsontext import json_string
 from dsh_codegen.codegen._literals import code_string
+from dsh_codegen.codegen._literals import py_comment
 from dsh_codegen.codegen._naming import _camel_case_general, camel_case, ts_key
+from dsh_codegen.codegen._nodes import SCALAR_NODE_KEYS, doc_of
+from dsh_codegen.codegen._py import _plain_scalar, _plain_scalar_field
 
 pytestmark = pytest.mark.once
 
@@ -114,6 +117,24 @@ def test_equal_text_of_different_types_is_not_confused_by_the_caches() -> None:
     assert json_schema_to_ts({"enum": [1]}) == "1"
     assert json_schema_to_ts({"enum": [True]}) == "true"
     assert json_schema_to_ts({"enum": ["1"]}) == '"1"'
+
+
+annotation_values = st.none() | st.booleans() | st.integers() | descriptions | st.lists(st.integers(), max_size=2)
+
+
+@given(
+    st.sampled_from(["string", "number", "integer", "boolean", "null", "object", "array"]) | st.integers(),
+    st.dictionaries(st.sampled_from(sorted(SCALAR_NODE_KEYS - {"type"}) + ["default", "minimum", "format"]), annotation_values, max_size=4),
+)
+@example("string", {"description": "  two\nlines\x7f ", "title": "T"})
+@example("integer", {"description": 3})
+def test_a_plain_scalar_fields_comment_is_its_doc(declared: object, annotations: dict[str, Any]) -> None:
+    # The Python walk's scalar fields skip doc_of: a plain scalar's keys add no notes.
+    schema = {"type": declared, **annotations}
+    plain = _plain_scalar_field(schema)
+    assert (plain is None) == (_plain_scalar(schema) is None)
+    if plain is not None:
+        assert plain == (_plain_scalar(schema), py_comment(doc_of(schema)))
 
 
 @given(st.text(alphabet=st.characters(max_codepoint=127), max_size=12))
