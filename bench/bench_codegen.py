@@ -301,21 +301,7 @@ def _paired_ratios(ours: Callable[[], object], peer: Callable[[], object], round
 
 def _cpu_time(fn: Callable[[], object], samples: int = 7) -> float:
     """Median CPU seconds per call of ``fn`` (samples of at least ~50 ms, collector paused)."""
-    fn()
-    start = time.process_time()
-    fn()
-    loops = max(1, int(0.05 / max(time.process_time() - start, 1e-6)))
-    times = []
-    for _ in range(samples):
-        gc.disable()
-        try:
-            start = time.process_time()
-            for _ in range(loops):
-                fn()
-            times.append((time.process_time() - start) / loops)
-        finally:
-            gc.enable()
-    return statistics.median(times)
+    return median_time(fn, repeat=samples, clock=time.process_time)
 
 
 def _library_py(label: str, catalog: list[ToolSchemaEntry], slow: bool) -> None:
