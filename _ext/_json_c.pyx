@@ -177,30 +177,62 @@ cdef extern from *:
         9765625ULL, 48828125ULL, 244140625ULL, 1220703125ULL, 6103515625ULL, 30517578125ULL,
         152587890625ULL, 762939453125ULL, 3814697265625ULL, 19073486328125ULL, 95367431640625ULL,
         476837158203125ULL, 2384185791015625ULL, 11920928955078125ULL};
-    /* A 192-bit product hi * 2**64 + lo: a multiple of c times a power of ten of the table. */
-    typedef struct { dsh_u128 hi; uint64_t lo; } dsh_u192;
+    /* g * m >> 64 for a power g of the table (high word first) and m < 2**64: the
+       product's bits 64 and up (it has 192), whose value over 2**64 is the scaled float. */
+    static DSH_ALWAYS_INLINE dsh_u128 dsh_json_scale(const uint64_t *g, uint64_t m) {
+        return (dsh_u128)g[0] * m + (uint64_t)(((dsh_u128)g[1] * m) >> 64);
+    }
     /* Whether cx * 2**q / 10**k is an integer (cx > 0; k > 0 only with q > k). */
     static int dsh_json_scaled_is_integer(uint64_t cx, int q, int k) {
         if (k <= 0) return q - k >= 0 || __builtin_ctzll(cx) >= k - q;
         return k <= 23 && cx % dsh_json_pow5[k] == 0;
     }
     /* The scaled value X = cx * 2**q / 10**k rounded to odd (its floor, the low bit set
-       when X is not an integer), from p = g * (cx << h), where g = ceil(G) for the exact
-       power G and p / 2**128 would be X with G: p / 2**128 exceeds X by less than 2**-69
-       (cx << h < 2**59, g - G < 1). So a fraction of at least 2**-64 (a bit of 64..127
-       set) means floor(p / 2**128) < X < p / 2**128: X is not an integer, same floor.
-       A smaller fraction is decided exactly: an integer X is floor(p / 2**128); any
-       other X (within 2**-64 of an integer: none of the floats tested) sets *unsure. */
-    static DSH_ALWAYS_INLINE uint64_t dsh_json_round_odd(dsh_u192 p, uint64_t cx, int q, int k, int *unsure) {
-        uint64_t top = (uint64_t)(p.hi >> 64);
-        if ((uint64_t)p.hi != 0) return top | 1;
+       when X is not an integer), from p = g * (cx << h) >> 64, where g = ceil(G) for the
+       exact power G, and X = G * (cx << h) / 2**128: Y = p / 2**64 exceeds X by less
+       than 2**-69 (cx << h < 2**59, g - G < 1, and the dropped low word). So a fraction
+       of Y of at least 2**-64 (a bit of p's low word set) means floor(Y) < X < Y: X is
+       not an integer and has Y's floor. A smaller fraction is decided exactly: an
+       integer X is floor(Y); any other X (within 2**-64 of an integer: none of the
+       floats tested) sets *unsure. */
+    static DSH_ALWAYS_INLINE uint64_t dsh_json_round_odd(dsh_u128 p, uint64_t cx, int q, int k, int *unsure) {
+        uint64_t top = (uint64_t)(p >> 64);
+        if ((uint64_t)p != 0) return top | 1;
         if (!dsh_json_scaled_is_integer(cx, q, k)) *unsure = 1;
         return top;
+    }
+    static const uint64_t dsh_json_pow10[18] = {
+        1ULL, 10ULL, 100ULL, 1000ULL, 10000ULL, 100000ULL, 1000000ULL, 10000000ULL, 100000000ULL,
+        1000000000ULL, 10000000000ULL, 100000000000ULL, 1000000000000ULL, 10000000000000ULL,
+        100000000000000ULL, 1000000000000000ULL, 10000000000000000ULL, 100000000000000000ULL};
+    /* The eight digits of x < 10**8 at p, zero-padded. Where a 64-bit word is stored
+       little-endian, all eight are made in one word: its 32-bit halves hold x's two
+       four-digit halves, split into 16-bit lanes of two digits, then bytes of one, by
+       multiplies that cannot carry across lanes (w * 5243 >> 19 is w / 100 for
+       w < 10**4, u * 103 >> 10 is u / 10 for u < 100); tests/json compares every text
+       with repr. Elsewhere two pairs per half from a table. */
+    static DSH_ALWAYS_INLINE void dsh_json_digits8(char *p, uint32_t x) {
+        uint32_t a = x / 10000, b = x - a * 10000;
+    #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+        uint64_t w = a | ((uint64_t)b << 32);
+        uint64_t hundreds = ((w * 5243) >> 19) & 0x0000007F0000007FULL;
+        w = hundreds | ((w - 100 * hundreds) << 16);
+        uint64_t tens = ((w * 103) >> 10) & 0x000F000F000F000FULL;
+        w = tens | ((w - 10 * tens) << 8);
+        w += 0x3030303030303030ULL;
+        memcpy(p, &w, 8);
+    #else
+        uint32_t a1 = (a * 5243) >> 19, b1 = (b * 5243) >> 19;
+        memcpy(p, dsh_json_digit_pairs + 2 * a1, 2);
+        memcpy(p + 2, dsh_json_digit_pairs + 2 * (a - 100 * a1), 2);
+        memcpy(p + 4, dsh_json_digit_pairs + 2 * b1, 2);
+        memcpy(p + 6, dsh_json_digit_pairs + 2 * (b - 100 * b1), 2);
+    #endif
     }
     static int dsh_json_format_double(char *out, double x) {
         uint64_t bits, c, d;
         memcpy(&bits, &x, 8);
-        int biased = (int)((bits >> 52) & 0x7FF), q, n, e10, decpt, i;
+        int biased = (int)((bits >> 52) & 0x7FF), q, n, e10, decpt;
         char digits[64], *p = out, *r;
         if (biased == 0x7FF) return 0;  /* NaN and infinities: the writers reject them first */
         if (bits >> 63) *p++ = '-';
@@ -226,24 +258,8 @@ cdef extern from *:
             int h = q + (int)(((long long)-k * DSH_JSON_LOG2_10) >> DSH_JSON_LOG_SHIFT) + 1;
             const uint64_t *g = dsh_json_pow10_table[k - DSH_JSON_K_MIN];
             uint64_t cb = c << 2, m = cb << h, hl = asym ? 1 : 2;
-            dsh_u128 low = (dsh_u128)g[1] * m;
-            dsh_u192 v, vl, vr, up, down;
-            v.hi = (dsh_u128)g[0] * m + (uint64_t)(low >> 64);
-            v.lo = (uint64_t)low;
-            /* The interval's ends are (cb -+ 2) << h (cb - 1 below a power of two): the
-               product plus or minus g shifted, exactly what multiplying them would give. */
-            up.hi = ((dsh_u128)g[0] << (h + 1)) | (g[1] >> (63 - h));
-            up.lo = g[1] << (h + 1);
-            if (asym) {
-                down.hi = ((dsh_u128)g[0] << h) | (g[1] >> (64 - h));
-                down.lo = g[1] << h;
-            } else {
-                down = up;
-            }
-            vr.lo = v.lo + up.lo;
-            vr.hi = v.hi + up.hi + (vr.lo < v.lo);
-            vl.lo = v.lo - down.lo;
-            vl.hi = v.hi - down.hi - (v.lo < down.lo);
+            /* x and the interval's ends (cb -+ 2, cb - 1 below a power of two), scaled. */
+            dsh_u128 v = dsh_json_scale(g, m), vl = dsh_json_scale(g, (cb - hl) << h), vr = dsh_json_scale(g, (cb + 2) << h);
             uint64_t vb = dsh_json_round_odd(v, cb, q, k, &unsure);
             uint64_t vbl = dsh_json_round_odd(vl, cb - hl, q, k, &unsure);
             uint64_t vbr = dsh_json_round_odd(vr, cb + 2, q, k, &unsure);
@@ -268,35 +284,25 @@ cdef extern from *:
                 else d = vb < 4 * s + 2 || (vb == 4 * s + 2 && (s & 1) == 0) ? s : t;
             }
         }
-        /* The digits of d (at most 17) end at digits + 32, written back to front two at a
-           time; the text is then assembled with fixed-size copies (24 bytes), whose
-           excess later stores overwrite. `digits` leaves room for those reads, `out` for
-           those writes (48 bytes). */
-        r = digits + 32;
-        memset(r, '0', 32);  /* defined bytes for the copies' excess */
+        /* The digits of d (at most 17), zero-padded to 17 at `digits`, the low eight and
+           the next eight each in 32-bit arithmetic (two short dependency chains); the
+           text is then assembled with fixed-size copies (24 bytes), whose excess later
+           stores overwrite. `digits` leaves room for those reads, `out` for those
+           writes (48 bytes). */
+        {
+            int bl = 64 - __builtin_clzll(d), t = (bl * 1233) >> 12;  /* log10(2) ~ 1233 / 4096 */
+            n = t + (d >= dsh_json_pow10[t]);
+        }
         if (d >= 100000000) {
-            /* The low eight digits in 32-bit arithmetic, apart from the high part's
-               dependency chain: two short chains instead of one long one. */
-            uint32_t lowd = (uint32_t)(d % 100000000);
-            d /= 100000000;
-            for (i = 0; i < 4; i++) {
-                r -= 2;
-                memcpy(r, dsh_json_digit_pairs + 2 * (lowd % 100), 2);
-                lowd /= 100;
-            }
-        }
-        while (d >= 100) {
-            r -= 2;
-            memcpy(r, dsh_json_digit_pairs + 2 * (d % 100), 2);
-            d /= 100;
-        }
-        if (d >= 10) {
-            r -= 2;
-            memcpy(r, dsh_json_digit_pairs + 2 * d, 2);
+            uint64_t high = d / 100000000;
+            dsh_json_digits8(digits + 9, (uint32_t)(d - high * 100000000));
+            digits[0] = (char)('0' + high / 100000000);
+            dsh_json_digits8(digits + 1, (uint32_t)(high % 100000000));
         } else {
-            *--r = (char)('0' + d);
+            dsh_json_digits8(digits + 9, (uint32_t)d);
         }
-        n = (int)(digits + 32 - r);
+        memset(digits + 17, '0', 24);  /* defined bytes for the copies' excess */
+        r = digits + 17 - n;
         decpt = n + e10;  /* the value is 0.DIGITS * 10**decpt */
         if (decpt > 16 || decpt <= -4) {
             int ex = decpt - 1;
