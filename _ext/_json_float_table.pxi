@@ -7,7 +7,8 @@ cdef extern from *:
     #define DSH_JSON_K_MIN (-324)
     #define DSH_JSON_K_MAX 292
     /* floor(log10(2**q)) = (q * LOG10_2) >> 41; floor(log10(3/4 * 2**q)) adds LOG10_3_4 first;
-       floor(log2(10**e)) = (e * LOG2_10) >> 41: exact for every exponent of a double. */
+       floor(log2(10**e)) = (e * LOG2_10) >> 41: exact for every exponent of a double
+       (>> of a negative value: an arithmetic shift, as GCC and Clang do). */
     #define DSH_JSON_LOG_SHIFT 41
     #define DSH_JSON_LOG10_2 661971961083LL
     #define DSH_JSON_LOG10_3_4 (-274743187321LL)

@@ -43,8 +43,22 @@ def test_each_power_is_the_ceiling_of_ten_to_the_minus_k_in_128_bits() -> None:
         assert (g - 1) * den < num <= g * den, k
 
 
+def _floor_log10_of_three_to_the(three: int, e: int) -> int:
+    """floor(log10(three * 2**e)) for three in (1, 3), by counting decimal digits."""
+    if e >= 0:
+        return len(str(three << e)) - 1
+    return len(str(three * 5**-e)) - 1 + e  # three * 2**e = three * 5**-e / 10**-e
+
+
 @pytest.mark.once
 def test_the_exponent_estimates_are_exact_at_every_exponent() -> None:
     generator = _generator()
-    constants = generator.constants()  # raises SystemExit if any estimate is wrong
-    assert (constants["k_min"], constants["k_max"]) == (-324, 292)
+    c = generator.constants()
+    shift = generator.SHIFT
+    for q in range(generator.Q_MIN, generator.Q_MAX + 1):
+        assert (q * c["log10_2"]) >> shift == _floor_log10_of_three_to_the(1, q), q
+        assert (q * c["log10_2"] + c["log10_3_4"]) >> shift == _floor_log10_of_three_to_the(3, q - 2), q
+    for e in range(-c["k_max"], -c["k_min"] + 1):
+        exact = (10**e).bit_length() - 1 if e >= 0 else -(10**-e).bit_length()
+        assert (e * c["log2_10"]) >> shift == exact, e
+    assert (c["k_min"], c["k_max"]) == (-324, 292)
