@@ -63,6 +63,9 @@ __all__ = [
 ]
 
 
+include "_json_float_table.pxi"
+
+
 cdef extern from *:
     """
     #include <math.h>
@@ -150,165 +153,193 @@ cdef extern from *:
         return 0;
     #endif
     }
-    /* float.__repr__'s text for 1e-4 <= |x| < 2**53 (where repr uses fixed
-       notation), found without the bignum arithmetic of CPython's dtoa. With
-       x = M * 2**-shift exactly, a decimal c * 10**-k reads back as x when its
-       distance to x is under half the gap to the neighbouring double (ties go
-       to an even mantissa); everything is an integer below 2**124. Whether some
-       c works only grows with k (a decimal with k digits also has k + 1), so a
-       binary search finds the fewest digits, and the nearest c there is repr's.
+    /* float.__repr__'s text: the shortest decimal that reads back as x (the nearest of
+       those when there are several, an even last digit on a tie), in repr's layout
+       (fixed notation for 1e-4 <= |x| < 1e16, else d.ddde+XX). The digits come from
+       the method of Giulietti's Schubfach: with x = c * 2**q and k = floor(log10(2**q)),
+       the interval of decimals that read back as x is at least 10**k wide and less
+       than 10**(k + 1), so the shortest decimal in it is its one multiple of
+       10**(k + 1) if it has one, else the nearer of the two multiples of 10**k around
+       x. Those tests need x and the interval's ends divided by 10**k, to a quarter of
+       a unit, and whether each is exact: one multiply by a cached power of ten
+       (_json_float_table.pxi, made by tools/float_table.py) gives all three.
        Returns the length written to `out` (room for 48 bytes), or 0 when the
-       caller must ask CPython (other magnitudes, or two equally near decimals). */
+       caller must ask CPython (no 128-bit integers, or the unsure case below). */
     static const char dsh_json_digit_pairs[201] =
         "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
         "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
         "8081828384858687888990919293949596979899";
     #if defined(__SIZEOF_INT128__)
     typedef unsigned __int128 dsh_u128;
-    static const uint64_t dsh_json_pow10[20] = {
-        1ULL, 10ULL, 100ULL, 1000ULL, 10000ULL, 100000ULL, 1000000ULL, 10000000ULL,
-        100000000ULL, 1000000000ULL, 10000000000ULL, 100000000000ULL, 1000000000000ULL,
-        10000000000000ULL, 100000000000000ULL, 1000000000000000ULL, 10000000000000000ULL,
-        100000000000000000ULL, 1000000000000000000ULL, 10000000000000000000ULL};
-    static inline dsh_u128 dsh_json_p10(int k) {
-        return k < 20 ? (dsh_u128)dsh_json_pow10[k] : (dsh_u128)dsh_json_pow10[19] * dsh_json_pow10[k - 19];
+    /* 5**k for k <= 23: 5**24 exceeds every multiple of c the formatter scales (< 2**56). */
+    static const uint64_t dsh_json_pow5[24] = {
+        1ULL, 5ULL, 25ULL, 125ULL, 625ULL, 3125ULL, 15625ULL, 78125ULL, 390625ULL, 1953125ULL,
+        9765625ULL, 48828125ULL, 244140625ULL, 1220703125ULL, 6103515625ULL, 30517578125ULL,
+        152587890625ULL, 762939453125ULL, 3814697265625ULL, 19073486328125ULL, 95367431640625ULL,
+        476837158203125ULL, 2384185791015625ULL, 11920928955078125ULL};
+    /* g * m >> 64 for a power g of the table (high word first) and m < 2**64: the
+       product's bits 64 and up (it has 192), whose value over 2**64 is the scaled float. */
+    static DSH_ALWAYS_INLINE dsh_u128 dsh_json_scale(const uint64_t *g, uint64_t m) {
+        return (dsh_u128)g[0] * m + (uint64_t)(((dsh_u128)g[1] * m) >> 64);
     }
-    /* dsh_json_probe's arithmetic in 64-bit words, for shift <= 61 and k <= 19 (every
-       float from about 0.002 up, at 16-17 digits): r < 2**61, so 4 * r, 2 * (2**shift - r)
-       and 10**k all fit; only the product M * 10**k needs 128 bits. */
-    static DSH_ALWAYS_INLINE int dsh_json_probe64(uint64_t M, int shift, int narrow_below, int k, dsh_u128 *c) {
-        const uint64_t one = (uint64_t)1 << shift, mask = one - 1, p10 = dsh_json_pow10[k];
-        const dsh_u128 num = (dsh_u128)M * p10;
-        uint64_t r = (uint64_t)num & mask, up = one - r;
-        uint64_t lo = narrow_below ? 4 * r : 2 * r, hi = 2 * up;
-        int even = (M & 1) == 0;
-        int ok_lo = lo < p10 || (lo == p10 && even);
-        int ok_hi = hi < p10 || (hi == p10 && even);
-        if (!ok_lo && !ok_hi) return 0;
-        if (ok_lo && ok_hi && r == up) return 2;
-        *c = (num >> shift) + ((ok_lo && (!ok_hi || r < up)) ? 0 : 1);
-        return 1;
+    /* Whether cx * 2**q / 10**k is an integer (cx > 0; k > 0 only with q > k). */
+    static int dsh_json_scaled_is_integer(uint64_t cx, int q, int k) {
+        if (k <= 0) return q - k >= 0 || __builtin_ctzll(cx) >= k - q;
+        return k <= 23 && cx % dsh_json_pow5[k] == 0;
     }
-    /* 1 and the decimal in *c when some c * 10**-k reads back as x; 2 for a tie. */
-    static DSH_ALWAYS_INLINE int dsh_json_probe(uint64_t M, int shift, int narrow_below, int k, dsh_u128 *c) {
-        if (shift <= 61 && k <= 19) return dsh_json_probe64(M, shift, narrow_below, k, c);
-        const dsh_u128 one = (dsh_u128)1 << shift, mask = one - 1, p10 = dsh_json_p10(k);
-        const dsh_u128 num = (dsh_u128)M * p10;
-        dsh_u128 r = num & mask, up = one - r;
-        dsh_u128 lo = narrow_below ? 4 * r : 2 * r, hi = 2 * up;
-        int even = (M & 1) == 0;
-        int ok_lo = lo < p10 || (lo == p10 && even);
-        int ok_hi = hi < p10 || (hi == p10 && even);
-        if (!ok_lo && !ok_hi) return 0;
-        if (ok_lo && ok_hi && r == up) return 2;
-        *c = (num >> shift) + ((ok_lo && (!ok_hi || r < up)) ? 0 : 1);
-        return 1;
+    /* The scaled value X = cx * 2**q / 10**k rounded to odd (its floor, the low bit set
+       when X is not an integer), from p = g * (cx << h) >> 64, where g = ceil(G) for the
+       exact power G, and X = G * (cx << h) / 2**128: Y = p / 2**64 exceeds X by less
+       than 2**-69 (cx << h < 2**59, g - G < 1, and the dropped low word). So a fraction
+       of Y of at least 2**-64 (a bit of p's low word set) means floor(Y) < X < Y: X is
+       not an integer and has Y's floor. A smaller fraction is decided exactly: an
+       integer X is floor(Y); any other X (within 2**-64 of an integer: none of the
+       floats tested) sets *unsure. */
+    static DSH_ALWAYS_INLINE uint64_t dsh_json_round_odd(dsh_u128 p, uint64_t cx, int q, int k, int *unsure) {
+        uint64_t top = (uint64_t)(p >> 64);
+        if ((uint64_t)p != 0) return top | 1;
+        if (!dsh_json_scaled_is_integer(cx, q, k)) *unsure = 1;
+        return top;
+    }
+    static const uint64_t dsh_json_pow10[18] = {
+        1ULL, 10ULL, 100ULL, 1000ULL, 10000ULL, 100000ULL, 1000000ULL, 10000000ULL, 100000000ULL,
+        1000000000ULL, 10000000000ULL, 100000000000ULL, 1000000000000ULL, 10000000000000ULL,
+        100000000000000ULL, 1000000000000000ULL, 10000000000000000ULL, 100000000000000000ULL};
+    /* The eight digits of x < 10**8 at p, zero-padded. Where a 64-bit word is stored
+       little-endian, all eight are made in one word: its 32-bit halves hold x's two
+       four-digit halves, split into 16-bit lanes of two digits, then bytes of one, by
+       multiplies that cannot carry across lanes (w * 5243 >> 19 is w / 100 for
+       w < 10**4, u * 103 >> 10 is u / 10 for u < 100); tests/json compares every text
+       with repr. Elsewhere two pairs per half from a table. */
+    static DSH_ALWAYS_INLINE void dsh_json_digits8(char *p, uint32_t x) {
+        uint32_t a = x / 10000, b = x - a * 10000;
+    #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+        uint64_t w = a | ((uint64_t)b << 32);
+        uint64_t hundreds = ((w * 5243) >> 19) & 0x0000007F0000007FULL;
+        w = hundreds | ((w - 100 * hundreds) << 16);
+        uint64_t tens = ((w * 103) >> 10) & 0x000F000F000F000FULL;
+        w = tens | ((w - 10 * tens) << 8);
+        w += 0x3030303030303030ULL;
+        memcpy(p, &w, 8);
+    #else
+        uint32_t a1 = (a * 5243) >> 19, b1 = (b * 5243) >> 19;
+        memcpy(p, dsh_json_digit_pairs + 2 * a1, 2);
+        memcpy(p + 2, dsh_json_digit_pairs + 2 * (a - 100 * a1), 2);
+        memcpy(p + 4, dsh_json_digit_pairs + 2 * b1, 2);
+        memcpy(p + 6, dsh_json_digit_pairs + 2 * (b - 100 * b1), 2);
+    #endif
     }
     static int dsh_json_format_double(char *out, double x) {
-        int neg = x < 0, n, i, lo = 0, hi = 21;
-        double a = neg ? -x : x;
-        dsh_u128 c = 0;
-        uint64_t bits, small;
-        char digits[64], *p = out, *q;
-        if (a == 0.0) { memcpy(out, "0.0", 3); return 3; }
-        if (!(a >= 1e-4 && a < 9007199254740992.0)) return 0;
-        memcpy(&bits, &a, 8);  /* a normal double: a = M * 2**-shift, exactly */
-        uint64_t M = (bits & (((uint64_t)1 << 52) - 1)) | ((uint64_t)1 << 52);
-        int shift = 1075 - (int)((bits >> 52) & 0x7FF);  /* 1 <= shift <= 66 here */
-        if (shift <= 0 || shift > 70) return 0;
-        /* Below a power of two the gap to the next double down is half as wide. */
-        int narrow_below = M == ((uint64_t)1 << 52);
-        /* Most floats need 16 or 17 significant digits: probe k for 16 and its
-           neighbours first, then search what is left. The guess only orders the
-           probes; the search finds the least k whatever it is. `found` is the
-           probe result at `hi` (0: `hi` not probed yet). */
-        int e, guess, r, found = 0;
-        dsh_u128 cc = 0;
-        if (a >= 1.0) {
-            /* floor(log10(a)): a lies in [2**b2, 2**(b2 + 1)) with b2 = 52 - shift, so it is
-               floor(b2 * log10(2)) (78913 / 2**18 is log10(2) to 6 digits, exact for b2 <= 52)
-               or one more, which one integer compare decides. */
-            uint64_t ip = (uint64_t)a;
-            e = ((52 - shift) * 78913) >> 18;
-            if (ip >= dsh_json_pow10[e + 1]) e++;
+        uint64_t bits, c, d;
+        memcpy(&bits, &x, 8);
+        int biased = (int)((bits >> 52) & 0x7FF), q, n, e10, decpt;
+        char digits[64], *p = out, *r;
+        if (biased == 0x7FF) return 0;  /* NaN and infinities: the writers reject them first */
+        if (bits >> 63) *p++ = '-';
+        c = bits & (((uint64_t)1 << 52) - 1);
+        if (biased == 0) {
+            if (c == 0) { memcpy(p, "0.0", 3); return (int)(p + 3 - out); }
+            q = -1074;
         } else {
-            e = a >= 0.1 ? -1 : a >= 0.01 ? -2 : a >= 0.001 ? -3 : -4;
+            c |= (uint64_t)1 << 52;
+            q = biased - 1075;
         }
-        guess = 15 - e;
-        if (guess < 0) guess = 0;
-        if (guess > hi) guess = hi;
-        r = dsh_json_probe(M, shift, narrow_below, guess, &cc);
-        if (r) {
-            hi = guess; found = r; c = cc;
-            if (guess > 0) {
-                r = dsh_json_probe(M, shift, narrow_below, guess - 1, &cc);
-                if (r) { hi = guess - 1; found = r; c = cc; } else lo = guess;
-            }
+        if (q <= 0 && q >= -52 && (c & (((uint64_t)1 << -q) - 1)) == 0) {
+            /* An integer below 2**53: its own digits (the neighbours are at most 1 away, so
+               nothing shorter reads back), fixed notation. */
+            d = c >> -q;
+            e10 = 0;
         } else {
-            lo = guess + 1;
-            if (lo < hi) {
-                r = dsh_json_probe(M, shift, narrow_below, lo, &cc);
-                if (r) { hi = lo; found = r; c = cc; } else lo++;
-            }
-        }
-        while (lo < hi) {
-            int mid = (lo + hi) / 2;
-            r = dsh_json_probe(M, shift, narrow_below, mid, &cc);
-            if (r) { hi = mid; found = r; c = cc; } else lo = mid + 1;
-        }
-        if (lo > hi) lo = hi;
-        if (!found) found = dsh_json_probe(M, shift, narrow_below, hi, &c);
-        lo = hi;
-        if (found != 1) return 0;
-        if (c >> 64) return 0;  /* never: at most 17 digits */
-        small = (uint64_t)c;    /* 64-bit division: 128-bit would call a helper */
-        /* The digits end at digits + 32, written back to front two at a time; the
-           text is then assembled with fixed-size copies (24 bytes: more than the
-           17 digits), whose excess later stores overwrite. `digits` leaves room
-           for those reads, `out` for those writes (48 bytes). */
-        q = digits + 32;
-        memset(q, '0', 32);  /* defined bytes for the copies' excess */
-        if (small >= 100000000) {
-            /* The low eight digits in 32-bit arithmetic, apart from the high part's
-               dependency chain: two short chains instead of one long one. */
-            uint32_t low = (uint32_t)(small % 100000000);
-            small /= 100000000;
-            for (i = 0; i < 4; i++) {
-                q -= 2;
-                memcpy(q, dsh_json_digit_pairs + 2 * (low % 100), 2);
-                low /= 100;
+            /* Below a power of two (not the least exponent) the gap to the next double
+               down is half as wide: the interval is [x - 2**q / 4, x + 2**q / 2]. */
+            int asym = c == ((uint64_t)1 << 52) && biased > 1, open = (int)(c & 1), unsure = 0;
+            int k = (int)(((long long)q * DSH_JSON_LOG10_2 + (asym ? DSH_JSON_LOG10_3_4 : 0)) >> DSH_JSON_LOG_SHIFT);
+            /* 1 <= h <= 4 (checked by tools/float_table.py): (4c + 2) << h < 2**59. */
+            int h = q + (int)(((long long)-k * DSH_JSON_LOG2_10) >> DSH_JSON_LOG_SHIFT) + 1;
+            const uint64_t *g = dsh_json_pow10_table[k - DSH_JSON_K_MIN];
+            uint64_t cb = c << 2, m = cb << h, hl = asym ? 1 : 2;
+            /* x and the interval's ends (cb -+ 2, cb - 1 below a power of two), scaled. */
+            dsh_u128 v = dsh_json_scale(g, m), vl = dsh_json_scale(g, (cb - hl) << h), vr = dsh_json_scale(g, (cb + 2) << h);
+            uint64_t vb = dsh_json_round_odd(v, cb, q, k, &unsure);
+            uint64_t vbl = dsh_json_round_odd(vl, cb - hl, q, k, &unsure);
+            uint64_t vbr = dsh_json_round_odd(vr, cb + 2, q, k, &unsure);
+            if (unsure) return 0;
+            /* In quarter units of 10**k: x is vb / 4, the ends vbl / 4 and vbr / 4, inclusive
+               when c is even (a tie reads back as the even mantissa). */
+            uint64_t s = vb >> 2, sp10 = s / 10 * 10, tp10 = sp10 + 10;
+            int upin = vbl + open <= sp10 << 2, wpin = (tp10 << 2) + open <= vbr;
+            e10 = k;
+            if (upin != wpin) {
+                /* The one multiple of 10**(k + 1): drop its zeros. */
+                d = (upin ? sp10 : tp10) / 10;
+                e10++;
+                while (d % 100000000 == 0) { d /= 100000000; e10 += 8; }  /* then fewer than 8 */
+                if (d % 10000 == 0) { d /= 10000; e10 += 4; }
+                if (d % 100 == 0) { d /= 100; e10 += 2; }
+                if (d % 10 == 0) { d /= 10; e10 += 1; }
+            } else {
+                uint64_t t = s + 1;
+                int uin = vbl + open <= s << 2, win = (t << 2) + open <= vbr;
+                if (uin != win) d = uin ? s : t;
+                else d = vb < 4 * s + 2 || (vb == 4 * s + 2 && (s & 1) == 0) ? s : t;
             }
         }
-        while (small >= 100) {
-            q -= 2;
-            memcpy(q, dsh_json_digit_pairs + 2 * (small % 100), 2);
-            small /= 100;
+        /* The digits of d (at most 17), zero-padded to 17 at `digits`, the low eight and
+           the next eight each in 32-bit arithmetic (two short dependency chains); the
+           text is then assembled with fixed-size copies (24 bytes), whose excess later
+           stores overwrite. `digits` leaves room for those reads, `out` for those
+           writes (48 bytes). */
+        {
+            int bl = 64 - __builtin_clzll(d), t = (bl * 1233) >> 12;  /* log10(2) ~ 1233 / 4096 */
+            n = t + (d >= dsh_json_pow10[t]);
         }
-        if (small >= 10) {
-            q -= 2;
-            memcpy(q, dsh_json_digit_pairs + 2 * small, 2);
+        if (d >= 100000000) {
+            uint64_t high = d / 100000000;
+            dsh_json_digits8(digits + 9, (uint32_t)(d - high * 100000000));
+            digits[0] = (char)('0' + high / 100000000);
+            dsh_json_digits8(digits + 1, (uint32_t)(high % 100000000));
         } else {
-            *--q = (char)('0' + small);
+            dsh_json_digits8(digits + 9, (uint32_t)d);
         }
-        n = (int)(digits + 32 - q);
-        if (neg) *p++ = '-';
-        if (lo == 0) {
-            memcpy(p, q, 24);
-            p += n;
-            p[0] = '.'; p[1] = '0';
+        memset(digits + 17, '0', 24);  /* defined bytes for the copies' excess */
+        r = digits + 17 - n;
+        decpt = n + e10;  /* the value is 0.DIGITS * 10**decpt */
+        if (decpt > 16 || decpt <= -4) {
+            int ex = decpt - 1;
+            p[0] = r[0];
+            if (n > 1) {
+                p[1] = '.';
+                memcpy(p + 2, r + 1, 24);
+                p += n + 1;
+            } else {
+                p += 1;
+            }
+            p[0] = 'e';
+            p[1] = ex < 0 ? '-' : '+';
             p += 2;
-        } else if (n > lo) {
-            memcpy(p, q, 24);
-            p += n - lo;
-            p[0] = '.';
-            memcpy(p + 1, q + n - lo, 24);
-            p += 1 + lo;
-        } else {
+            if (ex < 0) ex = -ex;
+            if (ex >= 100) { *p++ = (char)('0' + ex / 100); ex %= 100; }
+            memcpy(p, dsh_json_digit_pairs + 2 * ex, 2);
+            p += 2;
+        } else if (decpt <= 0) {
             p[0] = '0'; p[1] = '.';
             memset(p + 2, '0', 24);
-            p += 2 + (lo - n);
-            memcpy(p, q, 24);
+            p += 2 - decpt;
+            memcpy(p, r, 24);
             p += n;
+        } else if (decpt >= n) {
+            memcpy(p, r, 24);
+            p += n;
+            memset(p, '0', 24);
+            p += decpt - n;
+            p[0] = '.'; p[1] = '0';
+            p += 2;
+        } else {
+            memcpy(p, r, 24);
+            p += decpt;
+            p[0] = '.';
+            memcpy(p + 1, r + decpt, 24);
+            p += 1 + n - decpt;
         }
         return (int)(p - out);
     }

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dsh_codegen.json import LosslessJsonError, dump_canonical_json, render_json_pretty, snapshot_json
 from json_strategies import lossless_values, surrogate_free
@@ -156,6 +157,53 @@ def _float_samples() -> list[float]:
 def test_float_text_is_float_repr() -> None:
     samples = _float_samples()
     assert dump_canonical_json(samples) == "[" + ",".join(map(repr, samples)) + "]"
+
+
+def _boundary_floats() -> list[float]:
+    """Where a shortest-digits formatter's cases meet, each with its neighbours."""
+    tiny = 5e-324
+    points = [tiny, 2 * tiny, 3 * tiny, 10 * tiny, 1e-323, 2.2250738585072009e-308, 2.2250738585072014e-308]
+    points += [sys.float_info.max, sys.float_info.min, sys.float_info.epsilon, 2.0**53 + 2, 2.0**54, 2.0**63, 2.0**64]
+    # Every power of two (the gap below one is half the gap above, except at the least exponent).
+    points += [math.ldexp(1.0, e) for e in range(-1074, 1024)]
+    # Every power of ten, and the nines just under it (the exponent estimate, the zeros dropped).
+    for e in range(-323, 309):
+        points += [float(f"1e{e}"), float(f"9.999999999999999e{e - 1}"), float(f"5e{e}") if e < 308 else 1e308]
+    # repr switches to exponent notation at 1e16 and below 1e-4.
+    points += [1e16, 9999999999999998.0, 1e-4, 1e-5, 9.999999999999999e-05, 0.00010000000000000002]
+    # Integer values: exact below 2**53, every other double above it.
+    points += [float(i) for i in (1, 2, 9, 10, 99, 100, 101, 2**52 - 1, 2**52, 2**52 + 1, 2**53 - 1, 2**53)]
+    points += [1e15, 1e17, 1e21, 1e22, 1e23, 123456789012345680.0, 4.35e15]
+    # Short decimals with long binary expansions, and halves that are exact.
+    points += [0.1, 0.2, 0.3, 0.5, 0.25, 0.125, 1.5, 2.5, 1e-7, 1.25e-7, 4.94e-322, 1.7976931348623155e308]
+    out = []
+    for x in points:
+        out += [x, math.nextafter(x, 0.0), math.nextafter(x, math.inf)]
+    out = [x for x in out if math.isfinite(x) and x != 0.0]
+    return out + [-x for x in out]
+
+
+def test_float_text_is_float_repr_at_the_boundaries() -> None:
+    samples = _boundary_floats()
+    assert dump_canonical_json(samples) == "[" + ",".join(map(repr, samples)) + "]"
+    assert [render_json_pretty(x) for x in samples[:200]] == [repr(x) for x in samples[:200]]
+
+
+def _not_negative_zero(x: float) -> bool:
+    return not (x == 0.0 and math.copysign(1.0, x) < 0.0)
+
+
+@settings(max_examples=300)
+@given(st.lists(st.floats(allow_nan=False, allow_infinity=False).filter(_not_negative_zero), max_size=40))
+def test_any_float_text_is_float_repr(samples: list[float]) -> None:
+    assert render_json_pretty(samples) == json.dumps(samples, indent=2)
+    assert dump_canonical_json(samples) == "[" + ",".join(map(repr, samples)) + "]"
+
+
+def test_negative_zero_is_rejected_as_the_contract_says() -> None:
+    with pytest.raises(LosslessJsonError) as info:
+        render_json_pretty(-0.0)
+    assert str(info.value) == '"value" is not lossless JSON: -0.0 does not survive a JSON round trip'
 
 
 def test_indent_options() -> None:
