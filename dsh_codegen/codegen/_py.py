@@ -107,8 +107,9 @@ class _Frame:
     #: A referenced definition's allocated name (the class takes it) and its key in the resolver.
     forced: str | None = None
     key: int = 0
-    #: ``_plain_scalar`` said no already (a class field's child): not asked twice.
-    scalar_checked: bool = False
+    #: The node, read already (a class field's child, which ``_plain_scalar_field`` said
+    #: is no plain scalar): neither asked nor read twice.
+    node: Node | None = None
 
 
 class _Done:
@@ -222,7 +223,8 @@ class PyTypes:
                 continue
             out = frame.out
             sh = frame.shadow
-            if not frame.scalar_checked:
+            node = frame.node
+            if node is None:
                 scalar = _plain_scalar(frame.schema)
                 if scalar is not None:
                     out.append(scalar if scalar == "None" else self.name(scalar, sh))
@@ -231,7 +233,8 @@ class PyTypes:
             if ident in active:
                 out.append(self.name("Any", sh))
                 continue
-            node = read_node(frame.schema)
+            if node is None:
+                node = read_node(frame.schema)
             kind = node.kind
             if frame.forced is not None and refs is not None and not (kind == OBJECT or kind == ALL_OF):
                 refs.states[frame.key] = "alias"  # not a class: a TypeAlias, declared when done
@@ -276,9 +279,15 @@ class PyTypes:
                         token = self.name(scalar, inner) if scalar in inner else scalar
                         fields.append((comment, key, token, key in required))
                         continue
+                    comment = py_comment(doc_of(child))
+                    child_node = read_node(child)
+                    leaf = self._leaf_text(child_node, inner)
+                    if leaf is not None:
+                        fields.append((comment, key, leaf, key in required))
+                        continue
                     buffer: list[str] = []
-                    fields.append((py_comment(doc_of(child)), key, buffer, key in required))
-                    tasks.append(_Frame(child, done.name + camel_case(key), 0, inner, buffer, scalar_checked=True))
+                    fields.append((comment, key, buffer, key in required))
+                    tasks.append(_Frame(child, done.name + camel_case(key), 0, inner, buffer, node=child_node))
                 stack.extend(reversed(tasks))
                 continue
             if kind in _DIALECT_KINDS:
@@ -411,6 +420,19 @@ class PyTypes:
         active.add(ident)
         stack.append(_Done(ident))
         stack.append(_Frame(merged, frame.base, frame.lists, sh, out, frame.forced, frame.key))
+
+    def _leaf_text(self, node: Node, shadow: frozenset[str]) -> str | None:
+        """A class field's annotation when its node has no child to walk (a literal, or an
+        array of a plain scalar): the walk's text for it, without its frames; else ``None``.
+        Neither node can be its own ancestor, so the walk's cycle guard never applies."""
+        kind = node.kind
+        if kind == LITERAL:
+            return self._capped(self._literal(node.literals, shadow), shadow)
+        if kind == ARRAY and node.has_items:
+            token = _plain_scalar(node.items)
+            if token is not None:
+                return f"{self.name('list', shadow)}[{token if token == 'None' else self.name(token, shadow)}]"
+        return None
 
     def _finish_alias(self, done: _Done) -> None:
         assert done.alias is not None

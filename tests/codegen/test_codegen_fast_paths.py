@@ -27,7 +27,8 @@ from dsh_codegen.codegen._literals import code_string
 from dsh_codegen.codegen._literals import py_comment
 from dsh_codegen.codegen._naming import _camel_case_general, camel_case, ts_key
 from dsh_codegen.codegen._nodes import SCALAR_NODE_KEYS, doc_of
-from dsh_codegen.codegen._py import _plain_scalar, _plain_scalar_field
+from dsh_codegen.codegen._naming import ClassNamer
+from dsh_codegen.codegen._py import PyTypes, _plain_scalar, _plain_scalar_field
 
 pytestmark = pytest.mark.once
 
@@ -135,6 +136,21 @@ def test_a_plain_scalar_fields_comment_is_its_doc(declared: object, annotations:
     assert (plain is None) == (_plain_scalar(schema) is None)
     if plain is not None:
         assert plain == (_plain_scalar(schema), py_comment(doc_of(schema)))
+
+
+@given(leaves | schemas, st.sampled_from(["v", "list", "str", "Literal"]), st.booleans())
+@example({"type": "array", "items": {"type": "null"}}, "list", True)
+@example({"enum": ["a | b"] * 1001}, "v", True)
+@example({"type": "array", "items": {"type": "string"}, "minItems": 1}, "str", True)
+def test_a_field_is_annotated_as_its_schema_alone(schema: Any, key: str, qualify: bool) -> None:
+    # Literal and array-of-scalar fields are written without the walk's frames: the same
+    # text as the general path gives the schema at the root, shadowed names included.
+    wrapper = {"type": "object", "properties": {key: schema}, "required": [key], "additionalProperties": False}
+    types = PyTypes(ClassNamer(), qualify)
+    types.type_text(wrapper, "Wrapper")
+    declared = types.classes[-1].text.splitlines()
+    alone = PyTypes(ClassNamer(), qualify).type_text(schema, "Wrapper" + camel_case(key), types.shadow_for([key]))
+    assert f"    {key}: {alone}" in declared
 
 
 @given(st.lists(schemas, max_size=4))
