@@ -187,10 +187,10 @@ _SCALAR_TYPES = frozenset({str, int, float, bool, type(None)})
 _STR_ONLY = frozenset({str})
 
 
-#: Values the unguarded walk of ``_property_names`` may push before it gives up: a tree
+#: Values the unguarded walk of ``_property_names`` may queue before it gives up: a tree
 #: (every catalog parsed from JSON) is walked without a cycle guard, and a cycle, or a
 #: shared subtree that expands past this, starts over with the guard.
-_TREE_PUSHES = 1 << 20
+_TREE_VALUES = 1 << 20
 
 
 def _property_names(schemas: list[object]) -> set[str]:
@@ -199,22 +199,16 @@ def _property_names(schemas: list[object]) -> set[str]:
     return _guarded_property_names(schemas) if names is None else names
 
 
-def _add_property_names(names: set[str], properties: object) -> None:
-    if type(properties) is dict and _STR_ONLY.issuperset(map(type, properties)):
-        names.update(properties)  # the common case: every key an exact str
-    elif isinstance(properties, dict):
-        names.update(key for key in properties if type(key) is str)
-
-
 def _tree_property_names(schemas: list[object]) -> set[str] | None:
     """:func:`_property_names` for values built of exact ``dict`` and ``list`` only, with
     no cycle guard (the ``id`` set and its two lookups per container were a quarter of the
-    walk): ``None`` for a subclass of either, or past ``_TREE_PUSHES`` values pushed."""
+    walk): ``None`` for a subclass of either, or past ``_TREE_VALUES`` values queued.
+
+    Breadth first, over one list that grows while it is iterated (no pop per value)."""
     names: set[str] = set()
-    stack: list[Any] = list(schemas)  # exact containers and scalars (the types are checked)
-    budget = _TREE_PUSHES
-    while stack:
-        node = stack.pop()
+    queue: list[Any] = list(schemas)  # exact containers and scalars (the types are checked)
+    extend = queue.extend
+    for node in queue:
         kind = type(node)
         # Scalars first, with one set lookup: most values are one.
         if kind in _SCALAR_TYPES:
@@ -222,22 +216,22 @@ def _tree_property_names(schemas: list[object]) -> set[str] | None:
         if kind is dict:
             try:
                 properties = node.get("properties")
-                if type(properties) is dict and _STR_ONLY.issuperset(map(type, properties)):
+                if properties is None:
+                    pass
+                elif type(properties) is dict and _STR_ONLY.issuperset(map(type, properties)):
                     names.update(properties)  # the common case: every key an exact str
                 elif isinstance(properties, dict):
                     names.update(key for key in properties if type(key) is str)
             except Exception:  # noqa: BLE001 - hostile keys: the guarded walk skips this node
                 return None
-            budget -= len(node)
-            stack.extend(node.values())
+            extend(node.values())
         elif kind is list:
-            budget -= len(node)
-            stack.extend(node)
+            extend(node)
         elif isinstance(node, (dict, list)):
             return None
         else:
             continue
-        if budget < 0:
+        if len(queue) > _TREE_VALUES:
             return None
     return names
 
@@ -257,7 +251,11 @@ def _guarded_property_names(schemas: list[object]) -> set[str]:
                 continue
             seen.add(id(node))
             try:
-                _add_property_names(names, dict.get(node, "properties"))
+                properties = dict.get(node, "properties")
+                if type(properties) is dict and _STR_ONLY.issuperset(map(type, properties)):
+                    names.update(properties)
+                elif isinstance(properties, dict):
+                    names.update(key for key in properties if type(key) is str)
                 stack.extend(dict.values(node))
             except Exception:  # noqa: BLE001 - hostile mappings are skipped, never fatal
                 continue

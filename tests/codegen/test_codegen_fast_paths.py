@@ -176,7 +176,7 @@ def test_property_names_of_cycles_subclasses_and_shared_subtrees(monkeypatch: py
     shared = {"properties": {"e": {}}}
     wide = [[shared] * 10 for _ in range(10)]
     assert _sdk._tree_property_names([wide]) == {"e"}  # a shared subtree within the budget: walked again
-    monkeypatch.setattr(_sdk, "_TREE_PUSHES", 50)
+    monkeypatch.setattr(_sdk, "_TREE_VALUES", 50)
     assert _sdk._tree_property_names([wide]) is None
     assert _sdk._property_names([wide]) == {"e"}
 
