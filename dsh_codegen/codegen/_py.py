@@ -490,7 +490,8 @@ class PyTypes:
             annotation = self._capped("".join(buffer), done.shadow)
             if not required:
                 annotation = f"{self.name('NotRequired', done.shadow)}[{annotation}]"
-            lines[index] = f"    {key}: {annotation}\n" if comment is None else f"    # {comment}\n    {key}: {annotation}\n"
+            line = f"    {key}: {annotation}\n"
+            lines[index] = line if comment is None else f"    # {comment}\n{line}"
 
     def _finish_class(self, name: str, lines: list[str], open_: bool) -> None:
         """Declare class ``name`` from its ``lines`` (every field written): then the

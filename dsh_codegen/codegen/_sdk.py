@@ -215,13 +215,12 @@ def _tree_property_names(schemas: list[object]) -> set[str] | None:
             continue
         if kind is dict:
             try:
-                properties = node.get("properties")
-                if properties is None:
-                    pass
-                elif type(properties) is dict and _STR_ONLY.issuperset(map(type, properties)):
-                    names.update(properties)  # the common case: every key an exact str
-                elif isinstance(properties, dict):
-                    names.update(key for key in properties if type(key) is str)
+                if "properties" in node:
+                    properties = node["properties"]
+                    if type(properties) is dict and _STR_ONLY.issuperset(map(type, properties)):
+                        names.update(properties)  # the common case: every key an exact str
+                    elif isinstance(properties, dict):
+                        names.update(key for key in properties if type(key) is str)
             except Exception:  # noqa: BLE001 - hostile keys: the guarded walk skips this node
                 return None
             extend(node.values())
@@ -301,6 +300,12 @@ def _py_context(catalog: Iterable[ToolSchemaEntry], qualify: bool) -> dict[str, 
     # Files give every tool typed subscript access: tools["get-sum"](args) type-checks;
     # more than one tool makes each subscript an overload.
     decorator = "@" + types.name("overload", shadow) if qualify and len(entries) > 1 else ""
+    if qualify and entries:
+        # The same three names in every tool's subscript.
+        literal_name, callable_name, awaitable_name = (
+            types.name(name, shadow) for name in ("Literal", "Callable", "Awaitable")
+        )
+    docstring = py_file_docstring if qualify else py_docstring
     for entry in entries:
         stem = camel_case(entry.name)
         args = types.type_text(entry.parameters, f"{stem}Args", shadow)
@@ -309,13 +314,12 @@ def _py_context(catalog: Iterable[ToolSchemaEntry], qualify: bool) -> dict[str, 
         else:
             output = types.type_text(entry.output_schema, f"{stem}Output", shadow)
         if is_py_method_name(entry.name):
-            docstring = py_file_docstring if qualify else py_docstring
             members.append(_PyMember(True, entry.name, args, output, docstring(entry.description)))
         else:
             members.append(_PyMember(False, code_string(entry.name), args, output, py_comment(entry.description)))
         if qualify:
-            literal = f"{types.name('Literal', shadow)}[{py_file_string(entry.name)}]"
-            signature = f"{types.name('Callable', shadow)}[[{args}], {types.name('Awaitable', shadow)}[{output}]]"
+            literal = f"{literal_name}[{py_file_string(entry.name)}]"
+            signature = f"{callable_name}[[{args}], {awaitable_name}[{output}]]"
             subscripts.append(_PySubscript(decorator, literal, "", signature))
     if qualify:
         _black_blank_lines(members)
