@@ -107,22 +107,29 @@ class _Frame:
     #: A referenced definition's allocated name (the class takes it) and its key in the resolver.
     forced: str | None = None
     key: int = 0
-    #: ``_plain_scalar`` said no already (a class field's child): not asked twice.
-    scalar_checked: bool = False
+    #: The node, read already (a class field's child, which ``_plain_scalar_field`` said
+    #: is no plain scalar): neither asked nor read twice.
+    node: Node | None = None
+
+
+#: A class field whose type is still to walk: its index among the class's lines (a
+#: placeholder until then), comment, key, the buffer its type is written to, required.
+_PendingField = tuple[int, str | None, str, list[str], bool]
 
 
 class _Done:
     """Stack marker: a container's children are rendered (leave the cycle guard;
-    for a class, collect its fields)."""
+    for a class, write its pending fields and declare it)."""
 
-    __slots__ = ("ident", "name", "fields", "open", "shadow", "alias")
+    __slots__ = ("ident", "name", "lines", "pending", "open", "shadow", "alias")
 
     def __init__(self, ident: int) -> None:
         self.ident = ident
         self.shadow: frozenset[str] = frozenset()
         self.name = ""
-        #: (comment, key, annotation: a scalar's token or the buffer of its text, required)
-        self.fields: list[tuple[str | None, str, str | list[str], bool]] = []
+        #: The class's text so far (see ``PyTypes._class_lines``) and its pending fields.
+        self.lines: list[str] = []
+        self.pending: list[_PendingField] = []
         self.open = False
         #: For a referenced definition: (resolver, key, text buffer); declared as a
         #: ``TypeAlias`` unless the definition became a class.
@@ -216,13 +223,15 @@ class PyTypes:
             if isinstance(frame, _Done):
                 active.discard(frame.ident)
                 if frame.name:
-                    self._finish_class(frame)
+                    self._write_pending(frame)
+                    self._finish_class(frame.name, frame.lines, frame.open)
                 elif frame.alias is not None:
                     self._finish_alias(frame)
                 continue
             out = frame.out
             sh = frame.shadow
-            if not frame.scalar_checked:
+            node = frame.node
+            if node is None:
                 scalar = _plain_scalar(frame.schema)
                 if scalar is not None:
                     out.append(scalar if scalar == "None" else self.name(scalar, sh))
@@ -231,7 +240,8 @@ class PyTypes:
             if ident in active:
                 out.append(self.name("Any", sh))
                 continue
-            node = read_node(frame.schema)
+            if node is None:
+                node = read_node(frame.schema)
             kind = node.kind
             if frame.forced is not None and refs is not None and not (kind == OBJECT or kind == ALL_OF):
                 refs.states[frame.key] = "alias"  # not a class: a TypeAlias, declared when done
@@ -249,36 +259,30 @@ class PyTypes:
                     out.append(self._dict_any(sh))
                     continue
                 assert self.namer is not None
-                active.add(ident)
-                done = _Done(ident)
                 if frame.forced is not None and refs is not None:
-                    done.name = frame.forced
+                    name = frame.forced
                     refs.states[frame.key] = "class"
                 else:
-                    done.name = self.namer.allocate(frame.base)
+                    name = self.namer.allocate(frame.base)
                 if frame.schema is schema:
-                    root_name = done.name  # a "#" reference names the root class
-                done.open = not node.closed
-                out.append(done.name)
+                    root_name = name  # a "#" reference names the root class
+                out.append(name)
                 inner = self.shadow_for(keys)
+                tasks: list[_Frame | tuple[list[str], str]] = []
+                pending: list[_PendingField] = []
+                lines = self._class_lines(name, node, inner, tasks, pending)
+                if not pending:
+                    # Every field written: declared now (the marker would be the next pop).
+                    self._finish_class(name, lines, not node.closed)
+                    continue
+                active.add(ident)
+                done = _Done(ident)
+                done.name = name
+                done.lines = lines
+                done.pending = pending
+                done.open = not node.closed
                 done.shadow = inner
                 stack.append(done)
-                tasks: list[_Frame | tuple[list[str], str]] = []
-                fields = done.fields
-                required = node.required
-                for key, child in properties:
-                    plain = _plain_scalar_field(child)
-                    if plain is not None:
-                        # Most fields are plain scalars: their annotation is the token
-                        # itself (no buffer, no frame, no stack round trip).
-                        # (No scalar token is a typing name: only a shadowed one needs name().)
-                        scalar, comment = plain
-                        token = self.name(scalar, inner) if scalar in inner else scalar
-                        fields.append((comment, key, token, key in required))
-                        continue
-                    buffer: list[str] = []
-                    fields.append((py_comment(doc_of(child)), key, buffer, key in required))
-                    tasks.append(_Frame(child, done.name + camel_case(key), 0, inner, buffer, scalar_checked=True))
                 stack.extend(reversed(tasks))
                 continue
             if kind in _DIALECT_KINDS:
@@ -359,10 +363,6 @@ class PyTypes:
             buffer: list[str] = []
             done = _Done(-1)
             done.alias = (refs, id(target), buffer)
-            done.open = False
-            done.fields = []
-            done.shadow = frozenset()
-            done.name = ""
             stack.append(done)
             definition = _Frame(target, name, 0, frozenset(), buffer, name, id(target))
             stack.append(definition)
@@ -412,6 +412,19 @@ class PyTypes:
         stack.append(_Done(ident))
         stack.append(_Frame(merged, frame.base, frame.lists, sh, out, frame.forced, frame.key))
 
+    def _leaf_text(self, node: Node, shadow: frozenset[str]) -> str | None:
+        """A class field's annotation when its node has no child to walk (a literal, or an
+        array of a plain scalar): the walk's text for it, without its frames; else ``None``.
+        Neither node can be its own ancestor, so the walk's cycle guard never applies."""
+        kind = node.kind
+        if kind == LITERAL:
+            return self._capped(self._literal(node.literals, shadow), shadow)
+        if kind == ARRAY and node.has_items:
+            token = _plain_scalar(node.items)
+            if token is not None:
+                return f"{self.name('list', shadow)}[{token if token == 'None' else self.name(token, shadow)}]"
+        return None
+
     def _finish_alias(self, done: _Done) -> None:
         assert done.alias is not None
         refs, key, buffer = done.alias
@@ -428,28 +441,66 @@ class PyTypes:
         # positive only degrades a pathological annotation a little earlier.
         return text if text.count(" | ") <= MAX_UNION_OPERATORS else self.name("Any", shadow)
 
-    def _finish_class(self, done: _Done) -> None:
-        """Declare ``done``'s class: ``class <Name>(TypedDict):`` and per field an optional
-        ``    # <comment>`` line and ``    <name>: <type>``, then the extra-keys comment for
-        an open class, or ``pass`` for one without fields."""
-        lines = [f"class {done.name}(TypedDict):\n"]
+    def _class_lines(
+        self,
+        name: str,
+        node: Node,
+        shadow: frozenset[str],
+        tasks: list[_Frame | tuple[list[str], str]],
+        pending: list[_PendingField],
+    ) -> list[str]:
+        """The text of class ``name`` (``class <Name>(TypedDict):`` and per field an optional
+        ``    # <comment>`` line and ``    <name>: <type>``), one item per field. A field
+        whose type needs the walk (``tasks`` gets its frame) has a placeholder, and an entry
+        in ``pending``; the others are written here, where their types are known."""
+        lines = [f"class {name}(TypedDict):\n"]
         append = lines.append
+        required = node.required
         not_required: str | None = None  # spelled once per class, when a field needs it
-        for comment, key, text, required in done.fields:
-            annotation = text if type(text) is str else self._capped("".join(text), done.shadow)
-            if not required:
-                if not_required is None:
-                    not_required = self.name("NotRequired", done.shadow)
-                annotation = f"{not_required}[{annotation}]"
-            if comment is None:
-                append(f"    {key}: {annotation}\n")
+        for key, child in node.properties:
+            plain = _plain_scalar_field(child)
+            if plain is not None:
+                # Most fields are plain scalars: their annotation is the token
+                # itself (no buffer, no frame, no stack round trip).
+                # (No scalar token is a typing name: only a shadowed one needs name().)
+                scalar, comment = plain
+                annotation = self.name(scalar, shadow) if scalar in shadow else scalar
             else:
-                append(f"    # {comment}\n    {key}: {annotation}\n")
-        if done.open:
-            append("    # Additional keys beyond those declared are allowed.\n")
-        elif not done.fields:
-            append("    pass\n")
-        self.classes.append(PyClass(done.name, "".join(lines)))
+                comment = py_comment(doc_of(child))
+                child_node = read_node(child)
+                leaf = self._leaf_text(child_node, shadow)
+                if leaf is None:
+                    buffer: list[str] = []
+                    pending.append((len(lines), comment, key, buffer, key in required))
+                    append("")
+                    tasks.append(_Frame(child, name + camel_case(key), 0, shadow, buffer, node=child_node))
+                    continue
+                annotation = leaf
+            if key not in required:
+                if not_required is None:
+                    not_required = self.name("NotRequired", shadow)
+                annotation = f"{not_required}[{annotation}]"
+            append(f"    {key}: {annotation}\n" if comment is None else f"    # {comment}\n    {key}: {annotation}\n")
+        return lines
+
+    def _write_pending(self, done: _Done) -> None:
+        """Write ``done``'s pending fields into their places, their types walked."""
+        lines = done.lines
+        for index, comment, key, buffer, required in done.pending:
+            annotation = self._capped("".join(buffer), done.shadow)
+            if not required:
+                annotation = f"{self.name('NotRequired', done.shadow)}[{annotation}]"
+            line = f"    {key}: {annotation}\n"
+            lines[index] = line if comment is None else f"    # {comment}\n{line}"
+
+    def _finish_class(self, name: str, lines: list[str], open_: bool) -> None:
+        """Declare class ``name`` from its ``lines`` (every field written): then the
+        extra-keys comment for an open class, or ``pass`` for one without fields."""
+        if open_:
+            lines.append("    # Additional keys beyond those declared are allowed.\n")
+        elif len(lines) == 1:
+            lines.append("    pass\n")
+        self.classes.append(PyClass(name, "".join(lines)))
 
 
 def declarations_text(classes: Sequence[PyClass], gap: str) -> str:

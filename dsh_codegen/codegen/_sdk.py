@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from dsh_codegen._version import __version__
 from dsh_codegen.codegen._catalog import ToolSchemaEntry, catalog_sha256, sorted_catalog
@@ -187,14 +187,62 @@ _SCALAR_TYPES = frozenset({str, int, float, bool, type(None)})
 _STR_ONLY = frozenset({str})
 
 
+#: Values the unguarded walk of ``_property_names`` may queue before it gives up: a tree
+#: (every catalog parsed from JSON) is walked without a cycle guard, and a cycle, or a
+#: shared subtree that expands past this, starts over with the guard.
+_TREE_VALUES = 1 << 20
+
+
 def _property_names(schemas: list[object]) -> set[str]:
     """Every ``properties`` key anywhere in ``schemas`` (explicit stack, cycle-safe)."""
+    names = _tree_property_names(schemas)
+    return _guarded_property_names(schemas) if names is None else names
+
+
+def _tree_property_names(schemas: list[object]) -> set[str] | None:
+    """:func:`_property_names` for values built of exact ``dict`` and ``list`` only, with
+    no cycle guard (the ``id`` set and its two lookups per container were a quarter of the
+    walk): ``None`` for a subclass of either, or past ``_TREE_VALUES`` values queued.
+
+    Breadth first, over one list that grows while it is iterated (no pop per value)."""
+    names: set[str] = set()
+    queue: list[Any] = list(schemas)  # exact containers and scalars (the types are checked)
+    extend = queue.extend
+    for node in queue:
+        kind = type(node)
+        # Scalars first, with one set lookup: most values are one.
+        if kind in _SCALAR_TYPES:
+            continue
+        if kind is dict:
+            try:
+                if "properties" in node:
+                    properties = node["properties"]
+                    if type(properties) is dict and _STR_ONLY.issuperset(map(type, properties)):
+                        names.update(properties)  # the common case: every key an exact str
+                    elif isinstance(properties, dict):
+                        names.update(key for key in properties if type(key) is str)
+            except Exception:  # noqa: BLE001 - hostile keys: the guarded walk skips this node
+                return None
+            extend(node.values())
+        elif kind is list:
+            extend(node)
+        elif isinstance(node, (dict, list)):
+            return None
+        else:
+            continue
+        if len(queue) > _TREE_VALUES:
+            return None
+    return names
+
+
+def _guarded_property_names(schemas: list[object]) -> set[str]:
+    """:func:`_property_names` for any value: each container walked once (cycles, shared
+    subtrees, subclasses whose own methods are bypassed)."""
     names: set[str] = set()
     seen: set[int] = set()
     stack = list(schemas)
     while stack:
         node = stack.pop()
-        # Scalars first, with one set lookup: two isinstance calls each cost 44% of the walk.
         if type(node) in _SCALAR_TYPES:
             continue
         if isinstance(node, dict):
@@ -204,7 +252,7 @@ def _property_names(schemas: list[object]) -> set[str]:
             try:
                 properties = dict.get(node, "properties")
                 if type(properties) is dict and _STR_ONLY.issuperset(map(type, properties)):
-                    names.update(properties)  # the common case: every key an exact str
+                    names.update(properties)
                 elif isinstance(properties, dict):
                     names.update(key for key in properties if type(key) is str)
                 stack.extend(dict.values(node))
@@ -252,6 +300,12 @@ def _py_context(catalog: Iterable[ToolSchemaEntry], qualify: bool) -> dict[str, 
     # Files give every tool typed subscript access: tools["get-sum"](args) type-checks;
     # more than one tool makes each subscript an overload.
     decorator = "@" + types.name("overload", shadow) if qualify and len(entries) > 1 else ""
+    if qualify and entries:
+        # The same three names in every tool's subscript.
+        literal_name, callable_name, awaitable_name = (
+            types.name(name, shadow) for name in ("Literal", "Callable", "Awaitable")
+        )
+    docstring = py_file_docstring if qualify else py_docstring
     for entry in entries:
         stem = camel_case(entry.name)
         args = types.type_text(entry.parameters, f"{stem}Args", shadow)
@@ -260,13 +314,12 @@ def _py_context(catalog: Iterable[ToolSchemaEntry], qualify: bool) -> dict[str, 
         else:
             output = types.type_text(entry.output_schema, f"{stem}Output", shadow)
         if is_py_method_name(entry.name):
-            docstring = py_file_docstring if qualify else py_docstring
             members.append(_PyMember(True, entry.name, args, output, docstring(entry.description)))
         else:
             members.append(_PyMember(False, code_string(entry.name), args, output, py_comment(entry.description)))
         if qualify:
-            literal = f"{types.name('Literal', shadow)}[{py_file_string(entry.name)}]"
-            signature = f"{types.name('Callable', shadow)}[[{args}], {types.name('Awaitable', shadow)}[{output}]]"
+            literal = f"{literal_name}[{py_file_string(entry.name)}]"
+            signature = f"{callable_name}[[{args}], {awaitable_name}[{output}]]"
             subscripts.append(_PySubscript(decorator, literal, "", signature))
     if qualify:
         _black_blank_lines(members)
