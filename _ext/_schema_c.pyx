@@ -1370,7 +1370,7 @@ cdef inline tuple _segment(object segment):
     return <tuple>found
 
 
-cdef object _ANY_NODE = _PyNode(0)  # what unconstrained values are checked against
+cdef object _ANY_NODE = _PyNode()  # what unconstrained values are checked against
 
 # Objects with at most this many declared properties find a key by scanning their
 # entries (hash first); larger ones keep a name -> position dict.

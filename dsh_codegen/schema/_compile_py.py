@@ -34,7 +34,6 @@ from dsh_codegen.schema._shared import (
     BOOLEAN,
     DIALECT,
     INTEGER,
-    JSON_ANY,
     KIND_OF_TYPE,
     NULL,
     NUMBER,
@@ -266,7 +265,7 @@ class _Checker(ExactContainers):
 
     def run(self) -> None:
         """Walk the schema depth first, in document order, then resolve every ``$ref``."""
-        self.nodes.append(Node(JSON_ANY))
+        self.nodes.append(Node())
         self.memo[id(self.root)] = 0
         self.stack.append((self.root, 0, None))
         self._walk()
@@ -306,7 +305,7 @@ class _Checker(ExactContainers):
                 child_index = memo.get(child_id)
                 if child_index is None:
                     child_index = len(nodes)
-                    nodes.append(Node(JSON_ANY))
+                    nodes.append(Node())
                     memo[child_id] = child_index
                     push((child, child_index, child_path))
                 if type(slot) is str:  # a declared property, the commonest child
@@ -486,7 +485,7 @@ class _Checker(ExactContainers):
                 target_index = self.memo.get(id(schema))
                 if target_index is None:
                     target_index = len(self.nodes)
-                    self.nodes.append(Node(JSON_ANY))
+                    self.nodes.append(Node())
                     self.memo[id(schema)] = target_index
                     self.stack.append((schema, target_index, target_path))
                     self._walk()  # may add refs; the loop picks them up
@@ -561,7 +560,8 @@ class _Checker(ExactContainers):
 
 
 def _leaf_node(kind: int) -> Node:
-    leaf = Node(kind)
+    leaf = Node()
+    leaf.kind = kind
     leaf.uses = 0
     leaf.inline = True
     leaf.types = 1 << kind

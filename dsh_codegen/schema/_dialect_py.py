@@ -226,7 +226,7 @@ class DialectWalker:
         self._nodes = program.nodes
         self._recursive = program.recursive
         self._fobj, self._farr = frozen_types()
-        any_node = Node(0)
+        any_node = Node()
         any_node.trivial = True
         self._any = any_node
 
