@@ -83,6 +83,18 @@ _LEAF_KEYS: Final = frozenset({"type", "description", "title"})
 _TYPE_LIST_TEXT: Final = "/".join(KIND_OF_TYPE)
 _ARTICLE: Final = {"integer": "an integer", "object": "an object", "array": "an array"}
 _NUMBERS: Final = 1 << INTEGER | 1 << NUMBER
+_INTEGER_BIT: Final = 1 << INTEGER
+_NUMBER_BIT: Final = 1 << NUMBER
+_OBJECT_BIT: Final = 1 << OBJECT
+_ARRAY_BIT: Final = 1 << ARRAY
+_STRING_BIT: Final = 1 << STRING
+# Computed once, not per node (compiled, each ``1 << kind`` or ``bit_length()`` is a generic call):
+#: a type name -> (its type mask, the value kinds it admits: integer under number).
+_TYPE_BITS: Final[dict[str, tuple[int, int]]] = {
+    name: (1 << kind, 1 << kind | (_INTEGER_BIT if kind == NUMBER else 0)) for name, kind in KIND_OF_TYPE.items()
+}
+#: a type mask -> the kind of its lowest type (masks of kinds 1..7 are below 256).
+_LOWEST_KIND: Final[tuple[int, ...]] = tuple((mask & -mask).bit_length() - 1 for mask in range(256))
 
 #: The meta-schema URIs a ``$schema`` may name (with or without the trailing ``#``).
 SCHEMA_URIS: Final = frozenset(
@@ -224,6 +236,7 @@ class _Checker(ExactContainers):
         "root_id",
         "dialect",
         "ref_paths",
+        "linked",
     )
 
     def __init__(self, root: object, formats: bool) -> None:
@@ -243,6 +256,7 @@ class _Checker(ExactContainers):
         self.root_id: str | None = None
         self.dialect = False
         self.ref_paths: dict[int, ChainPath] = {}
+        self.linked: list[int] | None = None  # _linked(), once
 
     # ExactContainers' two tests, again here: compiled with this file they are C calls, where
     # the inherited ones run as Python bytecode (the walk asks them several times per node).
@@ -377,7 +391,7 @@ class _Checker(ExactContainers):
         uses = 0
         ranked: list[_Keyword] = []
         for key in schema:
-            entry = _KEYWORDS.get(key)
+            entry = _keyword_entry(key)
             if entry is not None:
                 uses |= entry[6]
                 if entry[4] and type(schema[key]) in entry[4]:
@@ -409,39 +423,40 @@ class _Checker(ExactContainers):
         elif "oneOf" in schema:
             node.kind = ONE_OF
         elif mask:
-            node.kind = (mask & -mask).bit_length() - 1
-            node.inline = node.kind in _SCALARS
+            kind = _LOWEST_KIND[mask]
+            node.kind = kind
+            node.inline = kind in _SCALARS
         else:
             node.trivial = True  # stays JSON_ANY: annotations only (a $ref resolved later undoes this)
         return children
 
     def _types(self, schema: Any, node: Node, path: ChainPath) -> int:
-        declared = schema.get("type", _MISSING)
-        if declared is _MISSING:
+        if "type" not in schema:
             return 0
-        mask = 0
+        declared = schema["type"]
         if type(declared) is str:  # the common form, before the container tests
-            kind = KIND_OF_TYPE.get(declared)
-            if kind is None:
+            bits = _TYPE_BITS.get(declared)
+            if bits is None:
                 self._report(path, "type", f"must be one of {_TYPE_LIST_TEXT}")
                 return 0
-            mask = 1 << kind
+            mask, admit = bits
         elif self._is_array(declared):
+            mask = 0
             for name in declared:
-                kind = KIND_OF_TYPE.get(name) if type(name) is str else None
-                if kind is None or mask & (1 << kind):
+                bits = _TYPE_BITS.get(name) if type(name) is str else None
+                if bits is None or mask & bits[0]:
                     mask = 0
                     break
-                mask |= 1 << kind
+                mask |= bits[0]
             if not mask:
                 self._report(path, "type", f"must be a non-empty array of distinct type names ({_TYPE_LIST_TEXT})")
                 return 0
+            admit = mask | (_INTEGER_BIT if mask & _NUMBER_BIT else 0)
         else:
             self._report(path, "type", f"must be one of {_TYPE_LIST_TEXT}")
             return 0
         node.types = mask
-        node.admit = mask | (1 << INTEGER if mask & (1 << NUMBER) else 0)
-        node.shape = node.admit
+        node.admit = node.shape = admit
         return mask
 
     def _subset_node(self, schema: Any, node: Node, mask: int) -> bool:
@@ -455,12 +470,12 @@ class _Checker(ExactContainers):
             return False  # a type array
         if not mask:
             return _SUBSET.isdisjoint(schema)
-        if mask == 1 << OBJECT:
+        if mask == _OBJECT_BIT:
             if "additionalProperties" in schema and type(schema["additionalProperties"]) is not bool:
                 return False
             props = node.props or {}
             return all(name in props for name in node.required)
-        if mask == 1 << ARRAY:
+        if mask == _ARRAY_BIT:
             return True
         if "enum" in schema and node.enum is None:
             return False  # an enum holding values outside the declared type
@@ -565,7 +580,7 @@ def _leaf_node(kind: int) -> Node:
     leaf.uses = 0
     leaf.inline = True
     leaf.types = 1 << kind
-    leaf.admit = leaf.shape = leaf.types | (1 << INTEGER if kind == NUMBER else 0)
+    leaf.admit = leaf.shape = leaf.types | (_INTEGER_BIT if kind == NUMBER else 0)
     return leaf
 
 
@@ -692,11 +707,11 @@ def _check_enum(c: _Checker_, value: Any, schema: Any, node: Node, index: int, p
         c._report(path, "enum", "must hold lossless JSON values")
         return
     mask = node.admit
-    if mask and not (mask & (1 << STRING) if strings else all(_fits(mask, member) for member in value)):
+    if mask and not (mask & _STRING_BIT if strings else all(_fits(mask, member) for member in value)):
         c._report(path, "enum", f"must be a non-empty array of {_types_word(node.types)} values")
         return
     node.enum_keys = frozenset(value) if strings else frozenset(json_key(member) for member in value)
-    kind = (node.types & -node.types).bit_length() - 1
+    kind = _LOWEST_KIND[node.types]
     if node.types and not node.types & (node.types - 1) and kind in _SCALARS:
         node.enum_values = tuple(value)
         node.enum = node.enum_keys if strings else frozenset(value)  # a string is its own key
@@ -715,7 +730,7 @@ def _check_const(c: _Checker_, value: Any, schema: Any, node: Node, index: int, 
     node.has_const_key = True
     node.const_key = key
     node.const = value
-    kind = (node.types & -node.types).bit_length() - 1
+    kind = _LOWEST_KIND[node.types]
     node.has_const = bool(node.types) and not node.types & (node.types - 1) and kind in _SCALARS
     if node.enum_keys is not None and key not in node.enum_keys:
         where = format_path(chain_segments(path) + ("enum",), "schema")
@@ -976,6 +991,8 @@ _KEYWORDS: Final[dict[str, _Keyword]] = {
     )
     for rank, (keyword, checker) in enumerate(_ORDER)
 }
+#: ``_KEYWORDS.get``, bound once: compiled, a method call on a module global is a generic attribute call.
+_keyword_entry: Final = _KEYWORDS.get
 
 
 
@@ -1013,10 +1030,12 @@ def _all_edges(node: Node) -> list[int]:
 
 
 def _linked(checker: _Checker) -> list[int]:
-    """The nodes that hand their value on (combinators, ``$ref``), in index order."""
-    linked = {index for index, field in checker.lists if field in _SAME_VALUE_FIELDS}
-    linked.update(index for index, _ref, _path in checker.refs)
-    return sorted(linked)
+    """The nodes that hand their value on (combinators, ``$ref``), in index order (found once per compile)."""
+    if checker.linked is None:
+        linked = {index for index, field in checker.lists if field in _SAME_VALUE_FIELDS}
+        linked.update(index for index, _ref, _path in checker.refs)
+        checker.linked = sorted(linked)
+    return checker.linked
 
 
 def _find_cycle(
