@@ -474,7 +474,10 @@ class _Checker(ExactContainers):
             if "additionalProperties" in schema and type(schema["additionalProperties"]) is not bool:
                 return False
             props = node.props or {}
-            return all(name in props for name in node.required)
+            for name in node.required:
+                if name not in props:
+                    return False
+            return True
         if mask == _ARRAY_BIT:
             return True
         if "enum" in schema and node.enum is None:
@@ -570,7 +573,10 @@ class _Checker(ExactContainers):
             return 0
         self.lists[(index, field)] = [0] * len(value)
         base = (path, keyword)
-        children.extend((branch, (base, position), (field, position)) for position, branch in enumerate(value))
+        position = 0
+        for branch in value:  # a loop, not a generator: compiled, a generator is an object per call
+            children.append((branch, (base, position), (field, position)))
+            position += 1
         return len(value)
 
 
@@ -588,6 +594,14 @@ def _leaf_node(kind: int) -> Node:
 # Each checker is (checker, keyword value, schema, node, node index, path, children) -> None.
 
 _Checker_ = _Checker
+
+
+def _all_str(values: Any) -> bool:
+    """Whether every item (every key of an object) is an exact ``str``."""
+    for value in values:
+        if type(value) is not str:
+            return False
+    return True
 
 
 def _ignore(c: _Checker_, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
@@ -639,11 +653,12 @@ def _check_id(c: _Checker_, value: Any, schema: Any, node: Node, index: int, pat
 
 def _check_defs(keyword: str) -> Callable[..., None]:
     def check(c: _Checker_, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
-        if not c._is_object(value) or any(type(name) is not str for name in value):
+        if not c._is_object(value) or not _all_str(value):
             c._report(path, keyword, "must be an object of schemas")
             return
         base = (path, keyword)
-        children.extend((member, (base, name), _NOWHERE) for name, member in value.items())
+        for name, member in value.items():
+            children.append((member, (base, name), _NOWHERE))
 
     return check
 
@@ -856,22 +871,18 @@ def _check_properties(c: _Checker_, value: Any, schema: Any, node: Node, index: 
 
 
 def _check_required(c: _Checker_, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
-    if not c._is_array(value) or any(type(name) is not str for name in value):
+    if not c._is_array(value) or not _all_str(value):
         c._report(path, "required", "must be an array of strings")
         return
     props = node.props
-    closed = schema.get("additionalProperties") is False
-    seen: set[str] = set()
-    required: list[str] = []
-    for name in value:
-        if name in seen:
-            continue
-        seen.add(name)
-        if closed and (props is None or name not in props) and ("properties" not in schema or props is not None):
-            c._report(path, "required", f"names {quote_path(name)} which is not in properties")
-            continue
-        required.append(name)
-    node.required = tuple(required)
+    names = dict.fromkeys(value)  # each name once, in order
+    if schema.get("additionalProperties") is False and ("properties" not in schema or props is not None):
+        for name in value:  # a closed object: every required name must be declared
+            if (props is None or name not in props) and name in names:
+                c._report(path, "required", f"names {quote_path(name)} which is not in properties")
+                del names[name]
+    required = tuple(names)
+    node.required = required
     if required and props:
         c.with_required.append(node)
 
@@ -891,10 +902,10 @@ def _check_property_names(c: _Checker_, value: Any, schema: Any, node: Node, ind
 
 
 def _check_dependent_required(c: _Checker_, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
-    if c._is_object(value) and all(type(name) is str for name in value):
+    if c._is_object(value) and _all_str(value):
         entries: list[tuple[str, tuple[str, ...]]] = []
         for name, names in value.items():
-            if not c._is_array(names) or any(type(other) is not str for other in names):
+            if not c._is_array(names) or not _all_str(names):
                 break
             entries.append((name, tuple(dict.fromkeys(names))))
         else:
@@ -1033,7 +1044,8 @@ def _linked(checker: _Checker) -> list[int]:
     """The nodes that hand their value on (combinators, ``$ref``), in index order (found once per compile)."""
     if checker.linked is None:
         linked = {index for index, field in checker.lists if field in _SAME_VALUE_FIELDS}
-        linked.update(index for index, _ref, _path in checker.refs)
+        for index, _ref, _path in checker.refs:
+            linked.add(index)
         checker.linked = sorted(linked)
     return checker.linked
 
@@ -1097,7 +1109,7 @@ def _finish(checker: _Checker) -> Program:
         # rejected), so every cycle passes through a $ref target: search from those alone.
         targets = [nodes[index].ref for index, _ref, _path in checker.refs]
         program.recursive = _find_cycle(nodes, _all_edges, targets) is not None
-        for index in sorted(index for index, _ref, _path in checker.refs):  # a $ref matches what its target matches
+        for index in sorted([index for index, _ref, _path in checker.refs]):  # a $ref matches what its target matches
             node = nodes[index]
             target, hops = node.ref, 0
             while target >= 0 and hops < 64:
