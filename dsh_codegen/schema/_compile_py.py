@@ -386,7 +386,7 @@ class _Checker(ExactContainers):
             if type(key) is not str:
                 self._report(path, None, "must be a schema object")
                 return None
-        mask = self._types(schema, node, path)
+        mask = self._types(schema, node, path) if "type" in schema else 0
         subset = True
         uses = 0
         ranked: list[_Keyword] = []
@@ -415,7 +415,8 @@ class _Checker(ExactContainers):
         children: list[_Child] = []
         for rank, checker, _applies, _subset, _unchecked, keyword, _uses in ranked:
             checker(self, schema[keyword], schema, node, index, path, children)
-        if subset and (node.str_checks or not self._subset_node(schema, node, mask)):  # str_checks: an asserted format
+        # str_checks: an asserted format (only the string family sets it)
+        if subset and ((uses & USES_STRING and node.str_checks) or not self._subset_node(schema, node, mask)):
             subset = False
         if not subset:
             node.kind = DIALECT
@@ -431,8 +432,7 @@ class _Checker(ExactContainers):
         return children
 
     def _types(self, schema: Any, node: Node, path: ChainPath) -> int:
-        if "type" not in schema:
-            return 0
+        """The type mask of ``schema["type"]`` (the caller asks only when it is present), set on ``node``."""
         declared = schema["type"]
         if type(declared) is str:  # the common form, before the container tests
             bits = _TYPE_BITS.get(declared)
@@ -875,13 +875,16 @@ def _check_required(c: _Checker_, value: Any, schema: Any, node: Node, index: in
         c._report(path, "required", "must be an array of strings")
         return
     props = node.props
-    names = dict.fromkeys(value)  # each name once, in order
+    required = tuple(value)
+    if len(set(required)) < len(required):
+        required = tuple(dict.fromkeys(required))  # each name once, in order
     if schema.get("additionalProperties") is False and ("properties" not in schema or props is not None):
-        for name in value:  # a closed object: every required name must be declared
-            if (props is None or name not in props) and name in names:
+        # a closed object: every required name must be declared
+        undeclared = [name for name in required if props is None or name not in props]
+        if undeclared:
+            for name in undeclared:
                 c._report(path, "required", f"names {quote_path(name)} which is not in properties")
-                del names[name]
-    required = tuple(names)
+            required = tuple([name for name in required if name not in undeclared])
     node.required = required
     if required and props:
         c.with_required.append(node)
