@@ -1104,8 +1104,11 @@ def _finish(checker: _Checker) -> Program:
     # Only nodes that hand their value on (combinators, $ref) have members to leave to others.
     for index in _linked(checker):
         node = nodes[index]
-        node.obj_members = bool(node.props) or node.additional >= 0 or node.closed or node.property_names >= 0
-        node.arr_members = bool(node.prefix) or node.items >= 0
+        uses = node.uses  # a family the node does not use keeps its defaults: nothing to walk
+        node.obj_members = bool(uses & USES_OBJECT) and (
+            bool(node.props) or node.additional >= 0 or node.closed or node.property_names >= 0
+        )
+        node.arr_members = bool(uses & USES_ARRAY) and (bool(node.prefix) or node.items >= 0)
     program = Program(nodes, checker.dialect)
     if checker.dialect and checker.refs:
         # Without $ref the walk's edges form no cycle (a schema that contains itself is
