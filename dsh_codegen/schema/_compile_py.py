@@ -79,6 +79,7 @@ __all__ = ["assert_object_json_schema", "assert_supported_json_schema", "compile
 _MISSING: Final = object()
 _SCALARS: Final = frozenset({NULL, BOOLEAN, INTEGER, NUMBER, STRING})
 _SCALAR_KIND: Final = {name: kind for name, kind in KIND_OF_TYPE.items() if kind in _SCALARS}
+_scalar_kind: Final = _SCALAR_KIND.get  # bound once, as _keyword_entry below
 _LEAF_KEYS: Final = frozenset({"type", "description", "title"})
 _TYPE_LIST_TEXT: Final = "/".join(KIND_OF_TYPE)
 _ARTICLE: Final = {"integer": "an integer", "object": "an object", "array": "an array"}
@@ -354,7 +355,7 @@ class _Checker(ExactContainers):
         declared = child.get("type")
         if type(declared) is not str:
             return -1
-        kind = _SCALAR_KIND.get(declared)
+        kind = _scalar_kind(declared)
         if kind is None:
             return -1
         if len(child) > 1 and (
@@ -471,7 +472,7 @@ class _Checker(ExactContainers):
         if mask and mask & (mask - 1):
             return False  # a type array
         if not mask:
-            return _SUBSET.isdisjoint(schema)
+            return _no_subset_keyword(schema)
         if mask == _OBJECT_BIT:
             if "additionalProperties" in schema and type(schema["additionalProperties"]) is not bool:
                 return False
@@ -984,6 +985,7 @@ _ORDER: Final[tuple[tuple[str, Callable[..., None]], ...]] = (
     ("contentEncoding", _string_annotation("contentEncoding")),
 )
 _SUBSET_OR_ANNOTATION: Final = _SUBSET | _ANNOTATIONS
+_no_subset_keyword: Final = _SUBSET.isdisjoint  # bound once, as _keyword_entry below
 #: Annotations whose checker reports nothing for a value of one of these exact types: the node
 #: loop skips such keys (the commonest ones) without calling the checker.
 _UNCHECKED: Final[dict[str, tuple[type, ...]]] = {
