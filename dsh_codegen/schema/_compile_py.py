@@ -89,6 +89,7 @@ _NUMBER_BIT: Final = 1 << NUMBER
 _OBJECT_BIT: Final = 1 << OBJECT
 _ARRAY_BIT: Final = 1 << ARRAY
 _STRING_BIT: Final = 1 << STRING
+_SMALL_INT: Final = 1 << 62  # an int inside +-this is lossless JSON (far below the digit limit)
 # Computed once, not per node (compiled, each ``1 << kind`` or ``bit_length()`` is a generic call):
 #: a type name -> (its type mask, the value kinds it admits: integer under number).
 _TYPE_BITS: Final[dict[str, tuple[int, int]]] = {
@@ -560,6 +561,8 @@ class _Checker(ExactContainers):
         return None
 
     def _number(self, value: Any, path: ChainPath, keyword: str) -> bool:
+        if type(value) is int and -_SMALL_INT < value < _SMALL_INT:
+            return True  # the common bound, without kind_of_value's call into bytecode
         kind = kind_of_value(value, None, None)
         if kind == INTEGER or kind == NUMBER:
             return True
