@@ -732,7 +732,7 @@ cdef class _DialectTable:
             d.n_one = x - d.first_one
             # only scalars (integer under number included) and no other keyword: a type test
             d.simple = (not d.trivial and not d.false_ and d.admit != 0
-                        and not d.admit & (1 << ARRAY | 1 << OBJECT)
+                        and not d.admit & (1 << K_ARRAY | 1 << K_OBJECT)
                         and d.enum_keys == NULL and not d.has_const_key
                         and c == d.first_check and d.n_all == 0 and d.n_any == 0 and d.n_one == 0
                         and d.ref < 0)
@@ -1370,7 +1370,7 @@ cdef inline tuple _segment(object segment):
     return <tuple>found
 
 
-cdef object _ANY_NODE = _PyNode(0)  # what unconstrained values are checked against
+cdef object _ANY_NODE = _PyNode()  # what unconstrained values are checked against
 
 # Objects with at most this many declared properties find a key by scanning their
 # entries (hash first); larger ones keep a name -> position dict.

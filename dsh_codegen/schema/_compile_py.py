@@ -34,7 +34,6 @@ from dsh_codegen.schema._shared import (
     BOOLEAN,
     DIALECT,
     INTEGER,
-    JSON_ANY,
     KIND_OF_TYPE,
     NULL,
     NUMBER,
@@ -80,10 +79,25 @@ __all__ = ["assert_object_json_schema", "assert_supported_json_schema", "compile
 _MISSING: Final = object()
 _SCALARS: Final = frozenset({NULL, BOOLEAN, INTEGER, NUMBER, STRING})
 _SCALAR_KIND: Final = {name: kind for name, kind in KIND_OF_TYPE.items() if kind in _SCALARS}
+_scalar_kind: Final = _SCALAR_KIND.get  # bound once, as _keyword_entry below
 _LEAF_KEYS: Final = frozenset({"type", "description", "title"})
 _TYPE_LIST_TEXT: Final = "/".join(KIND_OF_TYPE)
 _ARTICLE: Final = {"integer": "an integer", "object": "an object", "array": "an array"}
 _NUMBERS: Final = 1 << INTEGER | 1 << NUMBER
+_INTEGER_BIT: Final = 1 << INTEGER
+_NUMBER_BIT: Final = 1 << NUMBER
+_OBJECT_BIT: Final = 1 << OBJECT
+_ARRAY_BIT: Final = 1 << ARRAY
+_STRING_BIT: Final = 1 << STRING
+_SMALL_INT: Final = 1 << 62  # an int inside +-this is lossless JSON (far below the digit limit)
+# Computed once, not per node (compiled, each ``1 << kind`` or ``bit_length()`` is a generic call):
+#: a type name -> (its type mask, the value kinds it admits: integer under number).
+_TYPE_BITS: Final[dict[str, tuple[int, int]]] = {
+    name: (1 << kind, 1 << kind | (_INTEGER_BIT if kind == NUMBER else 0)) for name, kind in KIND_OF_TYPE.items()
+}
+_type_bits: Final = _TYPE_BITS.get  # bound once, as _keyword_entry below
+#: a type mask -> the kind of its lowest type (masks of kinds 1..7 are below 256).
+_LOWEST_KIND: Final[tuple[int, ...]] = tuple((mask & -mask).bit_length() - 1 for mask in range(256))
 
 #: The meta-schema URIs a ``$schema`` may name (with or without the trailing ``#``).
 SCHEMA_URIS: Final = frozenset(
@@ -225,6 +239,7 @@ class _Checker(ExactContainers):
         "root_id",
         "dialect",
         "ref_paths",
+        "linked",
     )
 
     def __init__(self, root: object, formats: bool) -> None:
@@ -244,6 +259,7 @@ class _Checker(ExactContainers):
         self.root_id: str | None = None
         self.dialect = False
         self.ref_paths: dict[int, ChainPath] = {}
+        self.linked: list[int] | None = None  # _linked(), once
 
     # ExactContainers' two tests, again here: compiled with this file they are C calls, where
     # the inherited ones run as Python bytecode (the walk asks them several times per node).
@@ -266,7 +282,7 @@ class _Checker(ExactContainers):
 
     def run(self) -> None:
         """Walk the schema depth first, in document order, then resolve every ``$ref``."""
-        self.nodes.append(Node(JSON_ANY))
+        self.nodes.append(Node())
         self.memo[id(self.root)] = 0
         self.stack.append((self.root, 0, None))
         self._walk()
@@ -303,10 +319,11 @@ class _Checker(ExactContainers):
                 if child_id in on_path and type(child) is not bool:
                     self._report(child_path, None, "is circular")
                     continue
-                child_index = memo.get(child_id)
-                if child_index is None:
+                if child_id in memo:  # reused
+                    child_index = memo[child_id]
+                else:
                     child_index = len(nodes)
-                    nodes.append(Node(JSON_ANY))
+                    nodes.append(Node())
                     memo[child_id] = child_index
                     push((child, child_index, child_path))
                 if type(slot) is str:  # a declared property, the commonest child
@@ -339,7 +356,7 @@ class _Checker(ExactContainers):
         declared = child.get("type")
         if type(declared) is not str:
             return -1
-        kind = _SCALAR_KIND.get(declared)
+        kind = _scalar_kind(declared)
         if kind is None:
             return -1
         if len(child) > 1 and (
@@ -373,36 +390,37 @@ class _Checker(ExactContainers):
             if type(key) is not str:
                 self._report(path, None, "must be a schema object")
                 return None
-        mask = self._types(schema, node, path)
+        mask = self._types(schema, node, path) if "type" in schema else 0
         subset = True
         uses = 0
-        ranked: list[_Keyword] = []
-        for key in schema:
-            entry = _KEYWORDS.get(key)
+        ranked: list[tuple[int, Any, Any]] = []  # (rank, checker, value)
+        for key, value in schema.items():
+            entry = _keyword_entry(key)
             if entry is not None:
-                uses |= entry[6]
-                if entry[4] and type(schema[key]) in entry[4]:
+                uses |= entry[5]
+                if entry[4] and type(value) in entry[4]:
                     continue  # a well-formed annotation: its checker would report nothing
                 if not entry[3]:
                     subset = False
                 if mask and not entry[2] & mask:
                     self._report(path, key, f"is not supported on type {type_names_text(mask)}")
                 if entry[1] is not None:
-                    ranked.append(entry)
+                    ranked.append((entry[0], entry[1], value))
             elif key.startswith("x-"):
-                if not is_lossless_json(schema[key]):
+                if not is_lossless_json(value):
                     self._report(path, key, "annotation must be lossless JSON data")
             elif key in REJECTED:
                 self._report(path, key, f"is not supported: {REJECTED[key]}")
             else:
                 self._report(path, key, "is not a supported keyword")
         if len(ranked) > 1:
-            ranked.sort()  # by rank: the entries' first items are distinct
+            ranked.sort()  # by rank: the first items are distinct, so nothing else is compared
         node.uses = uses
         children: list[_Child] = []
-        for rank, checker, _applies, _subset, _unchecked, keyword, _uses in ranked:
-            checker(self, schema[keyword], schema, node, index, path, children)
-        if subset and (node.str_checks or not self._subset_node(schema, node, mask)):  # str_checks: an asserted format
+        for _rank, checker, value in ranked:
+            checker(self, value, schema, node, index, path, children)
+        # str_checks: an asserted format (only the string family sets it)
+        if subset and ((uses & USES_STRING and node.str_checks) or not self._subset_node(schema, node, mask)):
             subset = False
         if not subset:
             node.kind = DIALECT
@@ -410,39 +428,39 @@ class _Checker(ExactContainers):
         elif "oneOf" in schema:
             node.kind = ONE_OF
         elif mask:
-            node.kind = (mask & -mask).bit_length() - 1
-            node.inline = node.kind in _SCALARS
+            kind = _LOWEST_KIND[mask]
+            node.kind = kind
+            node.inline = kind in _SCALARS
         else:
             node.trivial = True  # stays JSON_ANY: annotations only (a $ref resolved later undoes this)
         return children
 
     def _types(self, schema: Any, node: Node, path: ChainPath) -> int:
-        declared = schema.get("type", _MISSING)
-        if declared is _MISSING:
-            return 0
-        mask = 0
+        """The type mask of ``schema["type"]`` (the caller asks only when it is present), set on ``node``."""
+        declared = schema["type"]
         if type(declared) is str:  # the common form, before the container tests
-            kind = KIND_OF_TYPE.get(declared)
-            if kind is None:
+            bits = _type_bits(declared)
+            if bits is None:
                 self._report(path, "type", f"must be one of {_TYPE_LIST_TEXT}")
                 return 0
-            mask = 1 << kind
+            mask, admit = bits
         elif self._is_array(declared):
+            mask = 0
             for name in declared:
-                kind = KIND_OF_TYPE.get(name) if type(name) is str else None
-                if kind is None or mask & (1 << kind):
+                bits = _type_bits(name) if type(name) is str else None
+                if bits is None or mask & bits[0]:
                     mask = 0
                     break
-                mask |= 1 << kind
+                mask |= bits[0]
             if not mask:
                 self._report(path, "type", f"must be a non-empty array of distinct type names ({_TYPE_LIST_TEXT})")
                 return 0
+            admit = mask | (_INTEGER_BIT if mask & _NUMBER_BIT else 0)
         else:
             self._report(path, "type", f"must be one of {_TYPE_LIST_TEXT}")
             return 0
         node.types = mask
-        node.admit = mask | (1 << INTEGER if mask & (1 << NUMBER) else 0)
-        node.shape = node.admit
+        node.admit = node.shape = admit
         return mask
 
     def _subset_node(self, schema: Any, node: Node, mask: int) -> bool:
@@ -455,13 +473,16 @@ class _Checker(ExactContainers):
         if mask and mask & (mask - 1):
             return False  # a type array
         if not mask:
-            return _SUBSET.isdisjoint(schema)
-        if mask == 1 << OBJECT:
+            return _no_subset_keyword(schema)
+        if mask == _OBJECT_BIT:
             if "additionalProperties" in schema and type(schema["additionalProperties"]) is not bool:
                 return False
             props = node.props or {}
-            return all(name in props for name in node.required)
-        if mask == 1 << ARRAY:
+            for name in node.required:
+                if name not in props:
+                    return False
+            return True
+        if mask == _ARRAY_BIT:
             return True
         if "enum" in schema and node.enum is None:
             return False  # an enum holding values outside the declared type
@@ -486,7 +507,7 @@ class _Checker(ExactContainers):
                 target_index = self.memo.get(id(schema))
                 if target_index is None:
                     target_index = len(self.nodes)
-                    self.nodes.append(Node(JSON_ANY))
+                    self.nodes.append(Node())
                     self.memo[id(schema)] = target_index
                     self.stack.append((schema, target_index, target_path))
                     self._walk()  # may add refs; the loop picks them up
@@ -540,6 +561,8 @@ class _Checker(ExactContainers):
         return None
 
     def _number(self, value: Any, path: ChainPath, keyword: str) -> bool:
+        if type(value) is int and -_SMALL_INT < value < _SMALL_INT:
+            return True  # the common bound, without kind_of_value's call into bytecode
         kind = kind_of_value(value, None, None)
         if kind == INTEGER or kind == NUMBER:
             return True
@@ -556,16 +579,20 @@ class _Checker(ExactContainers):
             return 0
         self.lists[(index, field)] = [0] * len(value)
         base = (path, keyword)
-        children.extend((branch, (base, position), (field, position)) for position, branch in enumerate(value))
+        position = 0
+        for branch in value:  # a loop, not a generator: compiled, a generator is an object per call
+            children.append((branch, (base, position), (field, position)))
+            position += 1
         return len(value)
 
 
 def _leaf_node(kind: int) -> Node:
-    leaf = Node(kind)
+    leaf = Node()
+    leaf.kind = kind
     leaf.uses = 0
     leaf.inline = True
     leaf.types = 1 << kind
-    leaf.admit = leaf.shape = leaf.types | (1 << INTEGER if kind == NUMBER else 0)
+    leaf.admit = leaf.shape = leaf.types | (_INTEGER_BIT if kind == NUMBER else 0)
     return leaf
 
 
@@ -573,6 +600,14 @@ def _leaf_node(kind: int) -> Node:
 # Each checker is (checker, keyword value, schema, node, node index, path, children) -> None.
 
 _Checker_ = _Checker
+
+
+def _all_str(values: Any) -> bool:
+    """Whether every item (every key of an object) is an exact ``str``."""
+    for value in values:
+        if type(value) is not str:
+            return False
+    return True
 
 
 def _ignore(c: _Checker_, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
@@ -624,11 +659,12 @@ def _check_id(c: _Checker_, value: Any, schema: Any, node: Node, index: int, pat
 
 def _check_defs(keyword: str) -> Callable[..., None]:
     def check(c: _Checker_, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
-        if not c._is_object(value) or any(type(name) is not str for name in value):
+        if not c._is_object(value) or not _all_str(value):
             c._report(path, keyword, "must be an object of schemas")
             return
         base = (path, keyword)
-        children.extend((member, (base, name), _NOWHERE) for name, member in value.items())
+        for name, member in value.items():
+            children.append((member, (base, name), _NOWHERE))
 
     return check
 
@@ -692,11 +728,11 @@ def _check_enum(c: _Checker_, value: Any, schema: Any, node: Node, index: int, p
         c._report(path, "enum", "must hold lossless JSON values")
         return
     mask = node.admit
-    if mask and not (mask & (1 << STRING) if strings else all(_fits(mask, member) for member in value)):
+    if mask and not (mask & _STRING_BIT if strings else all(_fits(mask, member) for member in value)):
         c._report(path, "enum", f"must be a non-empty array of {_types_word(node.types)} values")
         return
     node.enum_keys = frozenset(value) if strings else frozenset(json_key(member) for member in value)
-    kind = (node.types & -node.types).bit_length() - 1
+    kind = _LOWEST_KIND[node.types]
     if node.types and not node.types & (node.types - 1) and kind in _SCALARS:
         node.enum_values = tuple(value)
         node.enum = node.enum_keys if strings else frozenset(value)  # a string is its own key
@@ -715,7 +751,7 @@ def _check_const(c: _Checker_, value: Any, schema: Any, node: Node, index: int, 
     node.has_const_key = True
     node.const_key = key
     node.const = value
-    kind = (node.types & -node.types).bit_length() - 1
+    kind = _LOWEST_KIND[node.types]
     node.has_const = bool(node.types) and not node.types & (node.types - 1) and kind in _SCALARS
     if node.enum_keys is not None and key not in node.enum_keys:
         where = format_path(chain_segments(path) + ("enum",), "schema")
@@ -841,22 +877,21 @@ def _check_properties(c: _Checker_, value: Any, schema: Any, node: Node, index: 
 
 
 def _check_required(c: _Checker_, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
-    if not c._is_array(value) or any(type(name) is not str for name in value):
+    if not c._is_array(value) or not _all_str(value):
         c._report(path, "required", "must be an array of strings")
         return
     props = node.props
-    closed = schema.get("additionalProperties") is False
-    seen: set[str] = set()
-    required: list[str] = []
-    for name in value:
-        if name in seen:
-            continue
-        seen.add(name)
-        if closed and (props is None or name not in props) and ("properties" not in schema or props is not None):
-            c._report(path, "required", f"names {quote_path(name)} which is not in properties")
-            continue
-        required.append(name)
-    node.required = tuple(required)
+    required = tuple(value)
+    if len(set(required)) < len(required):
+        required = tuple(dict.fromkeys(required))  # each name once, in order
+    if schema.get("additionalProperties") is False and ("properties" not in schema or props is not None):
+        # a closed object: every required name must be declared
+        undeclared = [name for name in required if props is None or name not in props]
+        if undeclared:
+            for name in undeclared:
+                c._report(path, "required", f"names {quote_path(name)} which is not in properties")
+            required = tuple([name for name in required if name not in undeclared])
+    node.required = required
     if required and props:
         c.with_required.append(node)
 
@@ -876,10 +911,10 @@ def _check_property_names(c: _Checker_, value: Any, schema: Any, node: Node, ind
 
 
 def _check_dependent_required(c: _Checker_, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
-    if c._is_object(value) and all(type(name) is str for name in value):
+    if c._is_object(value) and _all_str(value):
         entries: list[tuple[str, tuple[str, ...]]] = []
         for name, names in value.items():
-            if not c._is_array(names) or any(type(other) is not str for other in names):
+            if not c._is_array(names) or not _all_str(names):
                 break
             entries.append((name, tuple(dict.fromkeys(names))))
         else:
@@ -953,6 +988,7 @@ _ORDER: Final[tuple[tuple[str, Callable[..., None]], ...]] = (
     ("contentEncoding", _string_annotation("contentEncoding")),
 )
 _SUBSET_OR_ANNOTATION: Final = _SUBSET | _ANNOTATIONS
+_no_subset_keyword: Final = _SUBSET.isdisjoint  # bound once, as _keyword_entry below
 #: Annotations whose checker reports nothing for a value of one of these exact types: the node
 #: loop skips such keys (the commonest ones) without calling the checker.
 _UNCHECKED: Final[dict[str, tuple[type, ...]]] = {
@@ -961,9 +997,9 @@ _UNCHECKED: Final[dict[str, tuple[type, ...]]] = {
     **{kw: (str, bool, type(None)) for kw in ("default", "examples")},
 }
 #: (rank, checker or None, the types it applies to, subset or annotation, value types needing no
-#: check, keyword, keyword family): everything the node loop asks about a key, in one lookup.
+#: check, keyword family): everything the node loop asks about a key, in one lookup.
 #: ``type`` has no checker to call (``_Checker._types`` reads it first).
-_Keyword = tuple[int, Any, int, bool, tuple[type, ...], str, int]
+_Keyword = tuple[int, Any, int, bool, tuple[type, ...], int]
 _KEYWORDS: Final[dict[str, _Keyword]] = {
     keyword: (
         rank,
@@ -971,11 +1007,13 @@ _KEYWORDS: Final[dict[str, _Keyword]] = {
         _APPLIES.get(keyword, ALL_KINDS),
         keyword in _SUBSET_OR_ANNOTATION,
         _UNCHECKED.get(keyword, ()),
-        keyword,
         _USES.get(keyword, 0),
     )
     for rank, (keyword, checker) in enumerate(_ORDER)
 }
+#: ``_KEYWORDS.get``, bound once: compiled, ``_KEYWORDS.get(key)`` on a module global makes and
+#: drops a bound method per call (about 5k instructions per corpus schema).
+_keyword_entry: Final = _KEYWORDS.get
 
 
 
@@ -1013,10 +1051,13 @@ def _all_edges(node: Node) -> list[int]:
 
 
 def _linked(checker: _Checker) -> list[int]:
-    """The nodes that hand their value on (combinators, ``$ref``), in index order."""
-    linked = {index for index, field in checker.lists if field in _SAME_VALUE_FIELDS}
-    linked.update(index for index, _ref, _path in checker.refs)
-    return sorted(linked)
+    """The nodes that hand their value on (combinators, ``$ref``), in index order (found once per compile)."""
+    if checker.linked is None:
+        linked = {index for index, field in checker.lists if field in _SAME_VALUE_FIELDS}
+        for index, _ref, _path in checker.refs:
+            linked.add(index)
+        checker.linked = sorted(linked)
+    return checker.linked
 
 
 def _find_cycle(
@@ -1070,15 +1111,18 @@ def _finish(checker: _Checker) -> Program:
     # Only nodes that hand their value on (combinators, $ref) have members to leave to others.
     for index in _linked(checker):
         node = nodes[index]
-        node.obj_members = bool(node.props) or node.additional >= 0 or node.closed or node.property_names >= 0
-        node.arr_members = bool(node.prefix) or node.items >= 0
+        uses = node.uses  # a family the node does not use keeps its defaults: nothing to walk
+        node.obj_members = bool(uses & USES_OBJECT) and (
+            bool(node.props) or node.additional >= 0 or node.closed or node.property_names >= 0
+        )
+        node.arr_members = bool(uses & USES_ARRAY) and (bool(node.prefix) or node.items >= 0)
     program = Program(nodes, checker.dialect)
     if checker.dialect and checker.refs:
         # Without $ref the walk's edges form no cycle (a schema that contains itself is
         # rejected), so every cycle passes through a $ref target: search from those alone.
         targets = [nodes[index].ref for index, _ref, _path in checker.refs]
         program.recursive = _find_cycle(nodes, _all_edges, targets) is not None
-        for index in sorted(index for index, _ref, _path in checker.refs):  # a $ref matches what its target matches
+        for index in sorted([index for index, _ref, _path in checker.refs]):  # a $ref matches what its target matches
             node = nodes[index]
             target, hops = node.ref, 0
             while target >= 0 and hops < 64:

@@ -213,11 +213,13 @@ class Node:
     be lossless JSON). ``inline`` marks a scalar node (type check plus optional
     enum/const) that walkers check in place without pushing a frame.
 
-    A plain class whose defaults live on the class: compiling makes one node per
-    schema object, and setting only what differs keeps that cheap.
+    A plain class whose defaults live on the class, ``kind`` (``JSON_ANY``)
+    included, made with no arguments: compiling makes one node per schema
+    object, and setting only what differs keeps that cheap (no ``__init__``, so
+    making one runs no Python code on either twin).
     """
 
-    kind: int
+    kind: int = JSON_ANY
     enum: frozenset[Any] | None = None
     enum_values: tuple[Any, ...] = ()
     has_const: bool = False
@@ -261,9 +263,6 @@ class Node:
     # The keyword families (``USES_*``) whose fields may differ from the defaults above; the
     # compiler narrows it per node, anything else that builds a node may leave it whole.
     uses: int = USES_ALL
-
-    def __init__(self, kind: int) -> None:
-        self.kind = kind
 
     def __repr__(self) -> str:
         return f"Node({', '.join(f'{k}={v!r}' for k, v in vars(self).items())})"

@@ -17,7 +17,6 @@ from dsh_codegen.schema._shared import (
     ARRAY,
     BOOLEAN,
     INTEGER,
-    JSON_ANY,
     NUMBER,
     OBJECT,
     ONE_OF,
@@ -372,7 +371,7 @@ _VISIT: Final = 0
 _EXTRAS: Final = 1
 _EXIT: Final = 2
 #: The node every unconstrained value (open-object extras, item-less arrays) is checked against.
-_ANY: Final = Node(JSON_ANY)
+_ANY: Final = Node()
 
 
 def _segments(at: Any) -> tuple[str | int, ...]:
