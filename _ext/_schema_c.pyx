@@ -571,20 +571,6 @@ cdef bint _NOT_CLOSED = _PyNode.closed
 cdef bint _OBJ_MEMBERS = _PyNode.obj_members, _ARR_MEMBERS = _PyNode.arr_members
 
 
-cdef tuple _FROZEN_PAIR = None
-
-
-cdef tuple _frozen_pair():
-    """``frozen_types()``, kept once both classes exist (the table builds ask once per validator)."""
-    global _FROZEN_PAIR
-    if _FROZEN_PAIR is not None:
-        return _FROZEN_PAIR
-    pair = frozen_types()
-    if pair[0] is not None and pair[1] is not None:
-        _FROZEN_PAIR = pair
-    return pair
-
-
 @cython.final
 cdef class _DialectTable:
     """The dialect program's nodes as C structs, and the verdict walk over them."""
@@ -627,7 +613,7 @@ cdef class _DialectTable:
         cdef tuple lists
         cdef int uses
         cdef list node_lists = []  # per node, its eight list fields: each read once
-        fobj, farr = _frozen_pair()
+        fobj, farr = frozen_types()
         self._fobj = <PyTypeObject*>fobj if fobj is not None else NULL
         self._farr = <PyTypeObject*>farr if farr is not None else NULL
         self._keep = [fobj, farr]
@@ -2232,7 +2218,7 @@ cdef class CompiledValidator:
         cdef Py_ssize_t n = len(nodes), i, j, total = 0, b, total_props = 0, p, total_required = 0, q = 0
         cdef CNode* c
         cdef PropEntry* e
-        fobj, farr = _frozen_pair()
+        fobj, farr = frozen_types()
         self._fobj = <PyTypeObject*>fobj if fobj is not None else NULL
         self._farr = <PyTypeObject*>farr if farr is not None else NULL
         self._keep = [fobj, farr]

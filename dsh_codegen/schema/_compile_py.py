@@ -207,19 +207,6 @@ _NAMES: Final = ("property_names", None)
 _NOWHERE: Final = ("", None)  # $defs members: checked and compiled, referenced only by $ref
 
 
-_FROZEN: list[tuple[type | None, type | None]] = []  # frozen_types(), once both classes exist
-
-
-def _frozen_pair() -> tuple[type | None, type | None]:
-    """``frozen_types()``, kept once both classes exist (each compile asks once)."""
-    if _FROZEN:
-        return _FROZEN[0]
-    pair = frozen_types()
-    if pair[0] is not None and pair[1] is not None:
-        _FROZEN.append(pair)
-    return pair
-
-
 class _Checker(ExactContainers):
     """One dialect-check walk; ``build`` also compiles the node table."""
 
@@ -243,7 +230,7 @@ class _Checker(ExactContainers):
     )
 
     def __init__(self, root: object, formats: bool) -> None:
-        self._fobj, self._farr = _frozen_pair()  # ExactContainers.__init__, without a call into bytecode
+        self._fobj, self._farr = frozen_types()  # ExactContainers.__init__, inlined
         self.violations: list[Violation] = []
         self.nodes: list[Node] = []
         self.lists: dict[tuple[int, str], list[int]] = {}

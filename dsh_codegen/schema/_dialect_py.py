@@ -222,19 +222,6 @@ def _words_mask(mask: int) -> int:
 _TRIVIAL_NODE: Final = Node()
 _TRIVIAL_NODE.trivial = True
 
-_KEPT_FROZEN: list[tuple[type | None, type | None]] = []  # frozen_types(), once both classes exist
-
-
-def _kept_frozen_types() -> tuple[type | None, type | None]:
-    """``frozen_types()``, kept once both classes exist (every validator asks once)."""
-    if _KEPT_FROZEN:
-        return _KEPT_FROZEN[0]
-    pair = frozen_types()
-    if pair[0] is not None and pair[1] is not None:
-        _KEPT_FROZEN.append(pair)
-    return pair
-
-
 class DialectWalker:
     """Runs one dialect program: :meth:`is_valid` and :meth:`violations`."""
 
@@ -243,7 +230,7 @@ class DialectWalker:
     def __init__(self, program: Program) -> None:
         self._nodes = program.nodes
         self._recursive = program.recursive
-        self._fobj, self._farr = _kept_frozen_types()
+        self._fobj, self._farr = frozen_types()
         self._any = _TRIVIAL_NODE
 
     # --- verdict ---------------------------------------------------------------------------

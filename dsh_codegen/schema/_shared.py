@@ -286,13 +286,7 @@ class Program:
 # --- frozen containers ------------------------------------------------------------------------
 
 
-@lru_cache(maxsize=1)
-def _frozen_pair() -> tuple[type | None, type | None]:
-    import dsh_codegen.json as json_layer
-
-    obj = getattr(json_layer, "FrozenJsonObject", None)
-    arr = getattr(json_layer, "FrozenJsonArray", None)
-    return (obj if isinstance(obj, type) else None, arr if isinstance(arr, type) else None)
+_KEPT_FROZEN: list[tuple[type, type]] = []  # the pair, once both classes exist
 
 
 def frozen_types() -> tuple[type | None, type | None]:
@@ -300,12 +294,19 @@ def frozen_types() -> tuple[type | None, type | None]:
 
     Looked up through the layer's public API, lazily (the json layer is imported
     first by the package, but may not export the names in a partial checkout).
-    A missing name is not cached, so the containers are accepted once they exist.
+    The pair is kept once both classes exist; a missing name is not kept, so the
+    containers are accepted once they exist. Every compile and validator asks,
+    so the kept path is one list test.
     """
-    pair = _frozen_pair()
-    if pair[0] is None or pair[1] is None:
-        _frozen_pair.cache_clear()
-    return pair
+    if _KEPT_FROZEN:
+        return _KEPT_FROZEN[0]
+    import dsh_codegen.json as json_layer
+
+    obj = getattr(json_layer, "FrozenJsonObject", None)
+    arr = getattr(json_layer, "FrozenJsonArray", None)
+    if isinstance(obj, type) and isinstance(arr, type):
+        _KEPT_FROZEN.append((obj, arr))
+    return (obj if isinstance(obj, type) else None, arr if isinstance(arr, type) else None)
 
 
 class ExactContainers:
