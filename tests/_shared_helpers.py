@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import functools
 import importlib
+import importlib.util
 import os
 import signal
 import subprocess
@@ -21,7 +22,7 @@ from typing import Any
 
 import pytest
 
-__all__ = ["async_test", "compiled_twin", "render_text", "require_compiled_twin", "run_in_session", "session_process"]
+__all__ = ["async_test", "compiled_twin", "import_file", "render_text", "require_compiled_twin", "run_in_session", "session_process"]
 
 #: Seconds a process group gets between SIGTERM and SIGKILL.
 STOP_GRACE = 5.0
@@ -59,6 +60,15 @@ def require_compiled_twin(name: str) -> ModuleType:
     if twin is None:
         pytest.skip(f"dsh_codegen.{name} is not built (no compiler at install time); nothing to compare")
     return twin
+
+
+def import_file(path: Path, name: str) -> ModuleType:
+    """Import the Python file at ``path`` as a fresh module called ``name`` (a ``tools/`` script, a generated SDK)."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def render_text(_args: Any, value: Any) -> list[dict[str, str]]:

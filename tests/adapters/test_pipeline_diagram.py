@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 from types import ModuleType
 
 import pytest
+from _shared_helpers import import_file
 
 from dsh_codegen.registry import PIPELINE_STAGES
 from dsh_codegen.registry.pipeline import _run
@@ -15,11 +15,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _generator() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("pipeline_diagram", ROOT / "tools" / "pipeline_diagram.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return import_file(ROOT / "tools" / "pipeline_diagram.py", "pipeline_diagram")
 
 
 def test_the_page_matches_the_stage_declarations() -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
 import os
 import random
@@ -17,6 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from _shared_helpers import import_file
 from codegen_helpers import CASES, REPO
 from dsh_codegen import __version__
 from dsh_codegen.codegen import (
@@ -121,20 +121,12 @@ def test_entries_require_string_name_and_description() -> None:
         ToolSchemaEntry("t", None, {})  # type: ignore[arg-type]
 
 
-def _import_file(path: Path, name: str) -> Any:
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.mark.parametrize("case", ["contract_example", "hostile", "shapes", "catalog60"])
 def test_generated_python_modules_import_and_expose_typeddicts(tmp_path: Path, case: str) -> None:
     catalog = load_catalog(CASES / case / "catalog.json")
     path = tmp_path / f"gen_{case}.py"
     path.write_text(render_sdk_module(catalog, "python"), encoding="utf-8")
-    module = _import_file(path, f"gen_{case}")
+    module = import_file(path, f"gen_{case}")
     assert typing.is_protocol(module.Tools) if hasattr(typing, "is_protocol") else True
     if case == "contract_example":
         assert module.ReadFileArgs.__required_keys__ == frozenset({"path"})
