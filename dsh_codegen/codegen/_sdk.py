@@ -216,11 +216,7 @@ def _tree_property_names(schemas: list[object]) -> set[str] | None:
         if kind is dict:
             try:
                 if "properties" in node:
-                    properties = node["properties"]
-                    if type(properties) is dict and _STR_ONLY.issuperset(map(type, properties)):
-                        names.update(properties)  # the common case: every key an exact str
-                    elif isinstance(properties, dict):
-                        names.update(key for key in properties if type(key) is str)
+                    _add_keys(names, node["properties"])
             except Exception:  # noqa: BLE001 - hostile keys: the guarded walk skips this node
                 return None
             extend(node.values())
@@ -250,11 +246,7 @@ def _guarded_property_names(schemas: list[object]) -> set[str]:
                 continue
             seen.add(id(node))
             try:
-                properties = dict.get(node, "properties")
-                if type(properties) is dict and _STR_ONLY.issuperset(map(type, properties)):
-                    names.update(properties)
-                elif isinstance(properties, dict):
-                    names.update(key for key in properties if type(key) is str)
+                _add_keys(names, dict.get(node, "properties"))
                 stack.extend(dict.values(node))
             except Exception:  # noqa: BLE001 - hostile mappings are skipped, never fatal
                 continue
@@ -264,6 +256,14 @@ def _guarded_property_names(schemas: list[object]) -> set[str]:
             seen.add(id(node))
             stack.extend(node)
     return names
+
+
+def _add_keys(names: set[str], properties: object) -> None:
+    """Add the ``str`` keys of ``properties`` to ``names`` if it is a ``dict``."""
+    if type(properties) is dict and _STR_ONLY.issuperset(map(type, properties)):
+        names.update(properties)  # the common case: every key an exact str
+    elif isinstance(properties, dict):
+        names.update(key for key in properties if type(key) is str)
 
 
 def _alias(module: str, taken: set[str]) -> str:
