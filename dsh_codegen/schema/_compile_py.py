@@ -377,7 +377,16 @@ class _Checker(ExactContainers):
             if type(key) is not str:
                 self._report(path, None, "must be a schema object")
                 return None
-        mask = self._types(schema, node, path) if "type" in schema else 0
+        mask = 0
+        if "type" in schema:
+            declared = schema["type"]
+            bits = _type_bits(declared) if type(declared) is str else None
+            if bits is not None:  # one known type name, the common form: set here, without a call
+                mask, admit = bits
+                node.types = mask
+                node.admit = node.shape = admit
+            else:
+                mask = self._types(schema, node, path)
         subset = True
         uses = 0
         ranked: list[tuple[int, Any, Any]] = []  # (rank, checker, value)
@@ -423,7 +432,7 @@ class _Checker(ExactContainers):
         return children
 
     def _types(self, schema: Any, node: Node, path: ChainPath) -> int:
-        """The type mask of ``schema["type"]`` (the caller asks only when it is present), set on ``node``."""
+        """The type mask of ``schema["type"]`` (present, and not one known name: _check_node sets those), set on ``node``."""
         declared = schema["type"]
         if type(declared) is str:  # the common form, before the container tests
             bits = _type_bits(declared)
