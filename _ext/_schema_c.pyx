@@ -30,6 +30,7 @@ from dsh_codegen.schema._shared import (
     USES_ARRAY,
     USES_BRANCHES,
     USES_ENUM,
+    USES_LINK,
     USES_NUMBER,
     USES_OBJECT,
     USES_STRING,
@@ -555,7 +556,7 @@ cdef bint _scalars_unique(PyObject* v, Py_ssize_t size) except -1:
 # A node's ``uses`` names the keyword families it holds; the fields of the others keep Node's
 # class defaults, read here once, so the table builds read only the fields a node may have set.
 cdef int U_NUMBER = USES_NUMBER, U_STRING = USES_STRING, U_ARRAY = USES_ARRAY, U_OBJECT = USES_OBJECT
-cdef int U_ENUM = USES_ENUM, U_BRANCHES = USES_BRANCHES
+cdef int U_ENUM = USES_ENUM, U_BRANCHES = USES_BRANCHES, U_LINK = USES_LINK
 cdef tuple _NO_CHECKS = _PyNode.num_checks
 cdef tuple _NO_CHILDREN = _PyNode.prefix
 cdef tuple _NO_NAMES = _PyNode.required
@@ -568,6 +569,8 @@ cdef int _NO_ITEMS = _PyNode.items, _NO_ADDITIONAL = _PyNode.additional
 cdef int _NO_CONTAINS = _PyNode.contains, _NO_PROPERTY_NAMES = _PyNode.property_names
 cdef Py_ssize_t _MIN_CONTAINS = _PyNode.min_contains, _MAX_CONTAINS = _PyNode.max_contains
 cdef bint _NOT_CLOSED = _PyNode.closed
+cdef bint _NOT_TRIVIAL = _PyNode.trivial, _NOT_FALSE = _PyNode.false
+cdef int _NO_REF = _PyNode.ref
 cdef bint _OBJ_MEMBERS = _PyNode.obj_members, _ARR_MEMBERS = _PyNode.arr_members
 
 
@@ -645,10 +648,14 @@ cdef class _DialectTable:
             lists = <tuple>node_lists[i]
             uses = lists[8]
             d = &self._nodes[i]
-            d.trivial = node.trivial
-            d.false_ = node.false
             d.admit = node.admit
-            d.ref = node.ref
+            d.trivial = _NOT_TRIVIAL
+            d.false_ = _NOT_FALSE
+            d.ref = _NO_REF
+            if uses & U_LINK:
+                d.trivial = node.trivial
+                d.false_ = node.false
+                d.ref = node.ref
             d.obj_members = _OBJ_MEMBERS
             d.arr_members = _ARR_MEMBERS
             if uses & U_BRANCHES or d.ref >= 0:  # set by the compiler only where the value is handed on

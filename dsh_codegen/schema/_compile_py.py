@@ -43,6 +43,7 @@ from dsh_codegen.schema._shared import (
     USES_ARRAY,
     USES_BRANCHES,
     USES_ENUM,
+    USES_LINK,
     USES_NUMBER,
     USES_OBJECT,
     USES_STRING,
@@ -361,7 +362,7 @@ class _Checker(ExactContainers):
     def _check_node(self, schema: Any, node: Node, index: int, path: ChainPath) -> list[_Child] | None:
         """Check one node, fill ``node`` and return its children with their slots."""
         if type(schema) is bool:
-            node.uses = 0
+            node.uses = USES_LINK
             if schema:
                 node.trivial = True
             else:
@@ -429,6 +430,7 @@ class _Checker(ExactContainers):
             node.inline = kind in _SCALARS
         else:
             node.trivial = True  # stays JSON_ANY: annotations only (a $ref resolved later undoes this)
+            node.uses = uses | USES_LINK
         return children
 
     def _types(self, schema: Any, node: Node, path: ChainPath) -> int:
@@ -510,6 +512,7 @@ class _Checker(ExactContainers):
                 node.ref = target_index
             node.kind = DIALECT
             node.trivial = False
+            node.uses |= USES_LINK
             self.dialect = True
             self.ref_paths[index] = path
 

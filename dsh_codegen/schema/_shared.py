@@ -43,6 +43,7 @@ __all__ = [
     "USES_ARRAY",
     "USES_BRANCHES",
     "USES_ENUM",
+    "USES_LINK",
     "USES_NUMBER",
     "USES_OBJECT",
     "USES_STRING",
@@ -201,7 +202,8 @@ USES_ARRAY: Final = 4  # items, prefix, contains, min_contains, max_contains, ar
 USES_OBJECT: Final = 8  # props, required, closed, additional, property_names, dependent, obj_checks
 USES_ENUM: Final = 16  # enum, enum_values, enum_keys, has_const, const, has_const_key, const_key
 USES_BRANCHES: Final = 32  # all_of, any_of, one_of, branches
-USES_ALL: Final = 63
+USES_LINK: Final = 64  # ref, trivial, false: a boolean schema, annotations only, or a $ref
+USES_ALL: Final = 127
 
 
 class Node:
