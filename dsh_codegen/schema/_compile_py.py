@@ -391,6 +391,8 @@ class _Checker(ExactContainers):
         subset = True
         uses = 0
         ranked: list[tuple[int, Any, Any]] = []  # (rank, checker, value)
+        last_rank = -1  # sorted only when some key came before a lower-ranked one
+        in_order = True
         for key, value in schema.items():
             entry = _keyword_entry(key)
             if entry is not None:
@@ -402,7 +404,11 @@ class _Checker(ExactContainers):
                 if mask and not entry[2] & mask:
                     self._report(path, key, f"is not supported on type {type_names_text(mask)}")
                 if entry[1] is not None:
-                    ranked.append((entry[0], entry[1], value))
+                    rank = entry[0]
+                    if rank < last_rank:
+                        in_order = False
+                    last_rank = rank
+                    ranked.append((rank, entry[1], value))
             elif key.startswith("x-"):
                 if not is_lossless_json(value):
                     self._report(path, key, "annotation must be lossless JSON data")
@@ -410,7 +416,7 @@ class _Checker(ExactContainers):
                 self._report(path, key, f"is not supported: {REJECTED[key]}")
             else:
                 self._report(path, key, "is not a supported keyword")
-        if len(ranked) > 1:
+        if not in_order:
             ranked.sort()  # by rank: the first items are distinct, so nothing else is compared
         node.uses = uses
         children: list[_Child] = []
@@ -465,9 +471,12 @@ class _Checker(ExactContainers):
         """Whether ``node`` is what the seed's subset would compile (the fast walks' node kinds)."""
         if "oneOf" in schema:
             branches = schema["oneOf"]
-            return "type" not in schema and self._is_array(branches) and len(branches) >= 2 and _SUBSET.isdisjoint(
-                key for key in schema if key != "oneOf"
-            )
+            if "type" in schema or not self._is_array(branches) or len(branches) < 2:
+                return False
+            for key in schema:  # a loop, not a generator: compiled, a generator makes the method a closure
+                if key != "oneOf" and key in _SUBSET:
+                    return False
+            return True
         if mask and mask & (mask - 1):
             return False  # a type array
         if not mask:
@@ -526,7 +535,8 @@ class _Checker(ExactContainers):
         if not hash_ and not base:
             self._report(path, "$ref", f"{quote_path(ref)} does not resolve")
             return None
-        fragment = unquote(fragment)
+        if "%" in fragment:
+            fragment = unquote(fragment)
         if fragment and not fragment.startswith("/"):
             found = self.anchors.get(fragment)
             if found is None:
@@ -536,7 +546,7 @@ class _Checker(ExactContainers):
         target_path: ChainPath = None
         if fragment:
             for raw in fragment[1:].split("/"):
-                segment = raw.replace("~1", "/").replace("~0", "~")
+                segment = raw.replace("~1", "/").replace("~0", "~") if "~" in raw else raw
                 if self._is_object(here) and segment in here:
                     here = here[segment]
                 elif self._is_array(here) and segment.isdigit() and (segment == "0" or segment[0] != "0") and int(segment) < len(here):
@@ -727,10 +737,10 @@ def _check_enum(c: _Checker_, value: Any, schema: Any, node: Node, index: int, p
         c._report(path, "enum", "must hold lossless JSON values")
         return
     mask = node.admit
-    if mask and not (mask & _STRING_BIT if strings else all(_fits(mask, member) for member in value)):
+    if mask and not (mask & _STRING_BIT if strings else _all_fit(mask, value)):
         c._report(path, "enum", f"must be a non-empty array of {_types_word(node.types)} values")
         return
-    node.enum_keys = frozenset(value) if strings else frozenset(json_key(member) for member in value)
+    node.enum_keys = frozenset(value) if strings else frozenset([json_key(member) for member in value])
     kind = _LOWEST_KIND[node.types]
     if node.types and not node.types & (node.types - 1) and kind in _SCALARS:
         node.enum_values = tuple(value)
@@ -755,6 +765,13 @@ def _check_const(c: _Checker_, value: Any, schema: Any, node: Node, index: int, 
     if node.enum_keys is not None and key not in node.enum_keys:
         where = format_path(chain_segments(path) + ("enum",), "schema")
         c._report(path, "const", f"must be one of {where} when both are declared")
+
+
+def _all_fit(mask: int, values: Any) -> bool:
+    for value in values:  # a loop, not a generator: compiled, a generator makes the caller a closure
+        if not _fits(mask, value):
+            return False
+    return True
 
 
 def _fits(mask: int, value: Any) -> bool:
@@ -1138,11 +1155,14 @@ def _check(schema: object, formats: bool) -> _Checker:
         # only a node that hands its value on has a same-value edge, so only those can start a cycle
         cycle = _find_cycle(checker.nodes, _same_value_edges, _linked(checker))
         if cycle is not None:
-            at = next((index for index in cycle if index in checker.ref_paths), cycle[0])
-            checker._report(
-                checker.ref_paths.get(at), "$ref", "loops back to itself without descending into the value"
-            )
+            _report_loop(checker, cycle)
     return checker
+
+
+def _report_loop(checker: _Checker, cycle: list[int]) -> None:
+    """Report a same-value cycle at its first ``$ref`` (out of ``_check``: a generator would make it a closure)."""
+    at = next((index for index in cycle if index in checker.ref_paths), cycle[0])
+    checker._report(checker.ref_paths.get(at), "$ref", "loops back to itself without descending into the value")
 
 
 def schema_violations(schema: object) -> list[Violation]:
