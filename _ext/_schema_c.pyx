@@ -609,14 +609,14 @@ cdef class _DialectTable:
         free(self._report_props)
         free(self._report_first)
 
-    def __init__(self, program):
+    def __init__(self, program, fobj, farr):
+        """``fobj``, ``farr``: ``frozen_types()`` as the walker that owns the table read it."""
         cdef list nodes = list(program.nodes)
         cdef Py_ssize_t n = len(nodes), i, n_checks = 0, n_indices = 0, c = 0, x = 0
         cdef DNode* d
         cdef tuple lists
         cdef int uses
         cdef list node_lists = []  # per node, its eight list fields: each read once
-        fobj, farr = frozen_types()
         self._fobj = <PyTypeObject*>fobj if fobj is not None else NULL
         self._farr = <PyTypeObject*>farr if farr is not None else NULL
         self._keep = [fobj, farr]
@@ -1208,7 +1208,7 @@ class _CompiledDialectWalker(DialectWalker):
 
     def __init__(self, program):
         DialectWalker.__init__(self, program)
-        self._table = _DialectTable(program)
+        self._table = _DialectTable(program, self._fobj, self._farr)
 
     def is_valid(self, value):
         return (<_DialectTable>self._table).valid_from(0, <PyObject*>value)

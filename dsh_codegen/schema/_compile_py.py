@@ -898,7 +898,7 @@ def _check_required(c: _Checker_, value: Any, schema: Any, node: Node, index: in
         return
     props = node.props
     required = tuple(value)
-    if len(set(required)) < len(required):
+    if len(required) > 1 and len(set(required)) < len(required):
         required = tuple(dict.fromkeys(required))  # each name once, in order
     if schema.get("additionalProperties") is False and ("properties" not in schema or props is not None):
         # a closed object: every required name must be declared
@@ -1068,7 +1068,9 @@ def _all_edges(node: Node) -> list[int]:
 
 def _linked(checker: _Checker) -> list[int]:
     """The nodes that hand their value on (combinators, ``$ref``), in index order (found once per compile)."""
-    if checker.linked is None:
+    if checker.linked is None and not checker.lists and not checker.refs:
+        checker.linked = []  # no combinator, no $ref: nothing hands its value on
+    elif checker.linked is None:
         linked = {index for index, field in checker.lists if field in _SAME_VALUE_FIELDS}
         for index, _ref, _path in checker.refs:
             linked.add(index)
