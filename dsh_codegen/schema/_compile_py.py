@@ -396,19 +396,19 @@ class _Checker(ExactContainers):
         for key, value in schema.items():
             entry = _keyword_entry(key)
             if entry is not None:
-                uses |= entry[5]
-                if entry[4] and type(value) in entry[4]:
+                rank, checker, applies, plain, unchecked, family = entry
+                uses |= family
+                if unchecked and type(value) in unchecked:
                     continue  # a well-formed annotation: its checker would report nothing
-                if not entry[3]:
+                if not plain:
                     subset = False
-                if mask and not entry[2] & mask:
+                if mask and not applies & mask:
                     self._report(path, key, f"is not supported on type {type_names_text(mask)}")
-                if entry[1] is not None:
-                    rank = entry[0]
+                if checker is not None:
                     if rank < last_rank:
                         in_order = False
                     last_rank = rank
-                    ranked.append((rank, entry[1], value))
+                    ranked.append((rank, checker, value))
             elif key.startswith("x-"):
                 if not is_lossless_json(value):
                     self._report(path, key, "annotation must be lossless JSON data")
@@ -642,7 +642,7 @@ def _bool_annotation(keyword: str) -> Callable[..., None]:
 def _data_annotation(keyword: str) -> Callable[..., None]:
     def check(c: _Checker_, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
         t = type(value)
-        if t is str or t is bool or value is None:
+        if t is str or t is bool or value is None or (t is int and -_SMALL_INT < value < _SMALL_INT):
             return  # lossless JSON, without the general walk
         if not is_lossless_json(value):
             c._report(path, keyword, "annotation must be lossless JSON data")
