@@ -354,7 +354,7 @@ class _Checker(ExactContainers):
         index = self.leaves.get(kind)
         if index is None:
             index = self.leaves[kind] = len(self.nodes)
-            self.nodes.append(_leaf_node(kind))
+            self.nodes.append(_shared_leaf(kind))
         return index
 
     # --- one node ------------------------------------------------------------------------
@@ -603,6 +603,13 @@ def _leaf_node(kind: int) -> Node:
     leaf.types = 1 << kind
     leaf.admit = leaf.shape = leaf.types | (_INTEGER_BIT if kind == NUMBER else 0)
     return leaf
+
+
+#: One plain leaf node per scalar kind, shared by every program: nothing changes a leaf once
+#: made (``_finish`` and ``$ref`` resolution touch only nodes with required names, combinators
+#: or references), so a compile appends the shared node instead of making its own.
+SHARED_LEAVES: Final[dict[int, Node]] = {kind: _leaf_node(kind) for kind in sorted(_SCALARS)}
+_shared_leaf: Final = SHARED_LEAVES.__getitem__  # bound once, as _keyword_entry below
 
 
 # --- one checker per keyword, in the order they are visited -------------------------------
@@ -868,7 +875,7 @@ def _check_properties(c: _Checker_, value: Any, schema: Any, node: Node, index: 
     declared = value
     if type(declared) is dict and _fill_props is not None:
         # the compiled twin's copy of the loop below (same table, same order)
-        if _fill_props(declared, props, children, (path, "properties"), c.nodes, c.leaves, _leaf_node):
+        if _fill_props(declared, props, children, (path, "properties"), c.nodes, c.leaves, _shared_leaf):
             declared = None
         else:
             children.clear()

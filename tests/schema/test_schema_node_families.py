@@ -88,3 +88,20 @@ def test_the_link_family_is_named_where_its_fields_are_set(schema: Any, field: s
     root = compile_program(schema).nodes[0]
     assert getattr(root, field) != getattr(Node, field)
     assert root.uses & bit
+
+
+def test_the_shared_plain_leaves_are_unchanged_by_every_compile() -> None:
+    from dsh_codegen.schema import _compile, _compile_py
+
+    running = _compile._c if _compile._c is not None else _compile_py  # the twin compile_program is
+    programs = []
+    for schema in _schemas():
+        try:
+            programs.append(compile_program(schema))
+        except Exception:
+            continue
+    shared = {id(leaf) for leaf in running.SHARED_LEAVES.values()}
+    uses = sum(1 for program in programs for node in program.nodes if id(node) in shared)
+    assert uses > 100, "most programs hold a shared leaf"
+    for kind, leaf in running.SHARED_LEAVES.items():
+        assert vars(leaf) == vars(_compile_py._leaf_node(kind)), kind
