@@ -241,7 +241,8 @@ class _Checker(ExactContainers):
         self.formats = formats
         self.memo: dict[int, int] = {}
         self.on_path: set[int] = set()
-        self.stack: list[tuple[Any, int, ChainPath]] = []
+        # (schema, node index, path) to visit, or the exit marker (None, -1, id of a schema on the path)
+        self.stack: list[tuple[Any, int, Any]] = []
         self.refs: list[tuple[int, str, ChainPath]] = []  # (node index, $ref text, path of the node)
         self.anchors: dict[str, int] = {}
         self.root_id: str | None = None
@@ -286,8 +287,8 @@ class _Checker(ExactContainers):
         check_node = self._check_node
         while stack:
             node_schema, index, path = pop()
-            if index < 0:  # exit marker: node_schema's subtree is done
-                on_path.discard(~index)
+            if index < 0:  # exit marker (None, -1, id of the schema whose subtree is done)
+                on_path.discard(path)
                 continue
             try:
                 children = check_node(node_schema, nodes[index], index, path)
@@ -300,7 +301,7 @@ class _Checker(ExactContainers):
                 continue
             ident = id(node_schema)
             on_path.add(ident)
-            push((None, ~ident, None))  # ids are non-negative, so ~id < 0 marks an exit
+            push((None, -1, ident))
             node = nodes[index]
             for child, child_path, slot in reversed(children):
                 child_id = id(child)
