@@ -3098,6 +3098,17 @@ cdef int _leaf_kind(PyObject* child) noexcept:
     return kind
 
 
+def str_keys(dict schema):
+    """Whether every key of an exact ``dict`` is an exact ``str`` (``_compile_py._check_node``'s key test)."""
+    cdef Py_ssize_t pos = 0
+    cdef PyObject* key
+    cdef PyObject* value
+    while PyDict_Next(<PyObject*>schema, &pos, &key, &value):
+        if Py_TYPE(key) != &PyUnicode_Type:
+            return False
+    return True
+
+
 def fill_props(dict declared, dict props, list children, object props_path, list nodes, dict leaves,
                object make_leaf):
     """The property loop of ``_compile_py._check_properties`` for an exact ``dict``.
