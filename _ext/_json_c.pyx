@@ -20,7 +20,6 @@ of each object (taken in one step when the object is opened), so its copy is
 complete and frozen whatever happens to the source.
 """
 
-from cpython.pycapsule cimport PyCapsule_New
 from cpython.ref cimport PyObject, Py_XDECREF
 from libc.math cimport isfinite, signbit
 from libc.stdint cimport uint8_t, uint16_t, uint32_t
@@ -2376,17 +2375,8 @@ def parse_json(text):
     return result
 
 
-cdef object capsule_snapshot(object value):
-    # snapshot_json(value): the frozen, detached copy (or LosslessJsonError).
-    return walk(value, True, False, True, DEFAULT_MAX_NODES)
-
-
 #: Whether the writers read 3.11's dict table directly (built for CPython 3.11 only); else PyDict_Next.
 DICT_TABLE_READ = bool(DSH_DICT_TABLE_READ)
-
-#: ``object snapshot(object value)`` (``snapshot_json`` with its defaults) for other compiled
-#: modules, without the Python call; see ``_ext/_pipeline_c.pyx``.
-SNAPSHOT_CAPSULE = PyCapsule_New(<void*>capsule_snapshot, b"dsh_codegen._json_c.snapshot", NULL)
 
 
 # --- content blocks (the registry's rendering check) ----------------------------------------

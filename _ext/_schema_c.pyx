@@ -13,7 +13,6 @@ so both twins render identical texts.
 
 cimport cython
 from cpython.object cimport PyObject, PyTypeObject
-from cpython.pycapsule cimport PyCapsule_New
 from cpython.ref cimport Py_INCREF, Py_DECREF, Py_XDECREF
 from cpython.list cimport PyList_New, PyList_SET_ITEM
 from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
@@ -3141,16 +3140,3 @@ def fill_props(dict declared, dict props, list children, object props_path, list
             leaves[kind] = index
         props[name] = <Py_ssize_t>index << 1
     return True
-
-
-cdef int _capsule_is_valid(object validator, object value) except -1:
-    # ``validator.is_valid(value)`` for a CompiledValidator the caller has type-checked.
-    cdef CompiledValidator checked = <CompiledValidator>validator
-    if checked._dialect is not None:
-        return checked._dialect.is_valid(value)
-    return checked._valid_from(0, <PyObject*>value)
-
-
-#: ``int is_valid(CompiledValidator validator, object value) except -1`` for other compiled
-#: modules (the pipeline calls it once or twice per tool call); see ``_ext/_pipeline_c.pyx``.
-IS_VALID_CAPSULE = PyCapsule_New(<void*>_capsule_is_valid, b"dsh_codegen._schema_c.is_valid", NULL)
