@@ -988,7 +988,13 @@ cdef class _DialectTable:
             return self._lossless_value(v)
         if d.false_:
             return False
-        kind = self._kind(v)
+        if (Py_TYPE(v) == &PyDict_Type and d.obj_members and d.property_names < 0 and d.enum_keys == NULL
+                and not d.has_const_key and PyTuple_GET_SIZE(d.dependent) == 0):
+            # An exact dict whose first key-dependent step is _object_frames' member loop: that
+            # loop tests each key for an exact str before any lookup, so _kind's scan is not needed.
+            kind = K_OBJECT
+        else:
+            kind = self._kind(v)
         if kind < 0:
             return False
         if d.admit and not (d.admit >> kind) & 1:
@@ -1065,6 +1071,8 @@ cdef class _DialectTable:
             pos = 0
         base = s.size
         while PyDict_Next(v, &pos, &key, &item):
+            if Py_TYPE(key) != &PyUnicode_Type:
+                return False  # not lossless JSON (tested before the lookup: no user __hash__ runs)
             found = PyDict_GetItemWithError(d.props, key) if d.props != NULL else NULL
             if found == NULL:
                 if d.closed:

@@ -270,3 +270,24 @@ def test_hostile_schema_keys_are_rejected_not_raised() -> None:
     with pytest.raises(JsonSchemaError) as spec_info:
         value_schema_spec_to_json_schema(SPEC_WITH_HOSTILE_KEY)  # type: ignore[arg-type]
     assert [str(v) for v in spec_info.value.violations] == ["spec must be a schema spec object"]
+
+
+# A dialect program (maxLength) whose root object has no dependentRequired, propertyNames, enum or
+# const: the compiled walk tests its keys in the member loop itself, before any lookup.
+DIALECT_OBJECT = {
+    "type": "object",
+    "properties": {"path": {"type": "string", "maxLength": 10}, "n": {"type": "integer"}},
+    "required": ["path"],
+}
+
+
+@pytest.mark.parametrize(
+    "args",
+    [*[a for a in HOSTILE_ARGS if isinstance(a, dict)], {"path": "p", CollidingKey(): 1}, {"n": 1, 2: 3}],
+    ids=lambda a: type(a).__name__,
+)
+def test_a_dialect_object_never_runs_a_value_keys_code(args: Any) -> None:
+    validator = compile_validator(DIALECT_OBJECT)
+    assert validator.is_valid(args) is False
+    assert validator.violations(args)
+    assert compile_validator({**DIALECT_OBJECT, "additionalProperties": False}).is_valid(args) is False
