@@ -1335,10 +1335,17 @@ cdef inline Py_ssize_t _depth(Paths* p, Py_ssize_t at):
 
 
 cdef tuple _segments_of(Paths* p, Py_ssize_t at):
-    """The path segments of arena entry ``at`` (``()`` for the root)."""
+    """The path segments of arena entry ``at`` (``()`` for the root).
+
+    A top-level declared name's path is the one-segment tuple its table text keeps
+    (``_segment``): flat tool arguments report most violations there.
+    """
     cdef Py_ssize_t i = _depth(p, at)
-    cdef tuple out = PyTuple_New(i)
+    cdef tuple out
     cdef object segment
+    if i == 1 and p.items[at].text != NULL:
+        return <tuple>PyTuple_GET_ITEM(p.items[at].text, 2)
+    out = PyTuple_New(i)
     while at >= 0:
         i -= 1
         if p.items[at].key != NULL:
@@ -1369,10 +1376,11 @@ cdef tuple _INDEX_TEXT = tuple(f"[{i}]" for i in range(_N_INDEX_TEXT))
 
 
 cdef inline tuple _segment(object segment):
-    """``_shared.segment_text`` through a plain dict (the common keys repeat)."""
+    """``(text, safe, (segment,))``: ``_shared.segment_text`` through a plain dict (the common
+    keys repeat), and the one-segment path a top-level segment's violations share."""
     cdef object found = _SEGMENT_TEXT.get(segment)
     if found is None:
-        found = segment_text(segment)
+        found = segment_text(segment) + ((segment,),)  # and the path of a top-level segment
         if len(_SEGMENT_TEXT) >= 8192:
             _SEGMENT_TEXT.clear()
         _SEGMENT_TEXT[segment] = found
