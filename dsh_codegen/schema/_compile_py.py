@@ -450,13 +450,7 @@ class _Checker(ExactContainers):
     def _types(self, schema: Any, node: Node, path: ChainPath) -> int:
         """The type mask of ``schema["type"]`` (present, and not one known name: _check_node sets those), set on ``node``."""
         declared = schema["type"]
-        if type(declared) is str:  # the common form, before the container tests
-            bits = _type_bits(declared)
-            if bits is None:
-                self._report(path, "type", f"must be one of {_TYPE_LIST_TEXT}")
-                return 0
-            mask, admit = bits
-        elif self._is_array(declared):
+        if self._is_array(declared):
             mask = 0
             for name in declared:
                 bits = _type_bits(name) if type(name) is str else None
