@@ -472,7 +472,7 @@ cdef struct DNode:
     bint obj_members
     bint arr_members
     int admit
-    int shape            # an anyOf/oneOf branch: the node's shape mask (see _scan_combinator), else 0
+    int shape            # Node.shape: the value kinds that can match (read by _scan_combinator)
     PyObject* enum_keys  # frozenset of json_key values, or NULL
     bint has_const_key
     PyObject* const_key
@@ -649,7 +649,7 @@ cdef class _DialectTable:
             uses = lists[8]
             d = &self._nodes[i]
             d.admit = node.admit
-            d.shape = 0
+            d.shape = node.shape
             d.trivial = _NOT_TRIVIAL
             d.false_ = _NOT_FALSE
             d.ref = _NO_REF
@@ -730,13 +730,6 @@ cdef class _DialectTable:
                         and d.enum_keys == NULL and not d.has_const_key
                         and c == d.first_check and d.n_all == 0 and d.n_any == 0 and d.n_one == 0
                         and d.ref < 0)
-        # the report scan reads each combinator branch's shape: read once here, for branches only
-        cdef int branch
-        for i in range(n):
-            d = &self._nodes[i]
-            for x in range(d.first_any, d.first_one + d.n_one):  # any_of then one_of, adjacent
-                branch = self._indices[x]
-                self._nodes[branch].shape = nodes[branch].shape
 
     cdef Py_ssize_t _fill_indices(self, Py_ssize_t x, tuple children) except -1:
         for child in children:
