@@ -26,13 +26,6 @@ from dsh_codegen.schema._shared import (
     FIXED_SUFFIX,
     KEYWORD_OF_CODE,
     TYPE_SUFFIX,
-    USES_ARRAY,
-    USES_BRANCHES,
-    USES_ENUM,
-    USES_LINK,
-    USES_NUMBER,
-    USES_OBJECT,
-    USES_STRING,
     Node as _PyNode,
     Program as _Program,
     Violation as _Violation,
@@ -553,25 +546,77 @@ cdef bint _scalars_unique(PyObject* v, Py_ssize_t size) except -1:
     return True
 
 
-# A node's ``uses`` names the keyword families it holds; the fields of the others keep Node's
-# class defaults, read here once, so the table builds read only the fields a node may have set.
-cdef int U_NUMBER = USES_NUMBER, U_STRING = USES_STRING, U_ARRAY = USES_ARRAY, U_OBJECT = USES_OBJECT
-cdef int U_ENUM = USES_ENUM, U_BRANCHES = USES_BRANCHES, U_LINK = USES_LINK
-cdef tuple _NO_CHECKS = _PyNode.num_checks
-cdef tuple _NO_CHILDREN = _PyNode.prefix
-cdef tuple _NO_NAMES = _PyNode.required
-cdef tuple _NO_DEPENDENT = _PyNode.dependent
-cdef object _NO_CONST = _PyNode.const_key
-assert (_PyNode.str_checks, _PyNode.arr_checks, _PyNode.obj_checks) == (_NO_CHECKS,) * 3
-assert (_PyNode.all_of, _PyNode.any_of, _PyNode.one_of, _PyNode.branches) == (_NO_CHILDREN,) * 4
-assert (_PyNode.enum_keys, _PyNode.enum, _PyNode.props, _PyNode.has_const_key, _PyNode.has_const) == (None, None, None, False, False)
-cdef int _NO_ITEMS = _PyNode.items, _NO_ADDITIONAL = _PyNode.additional
-cdef int _NO_CONTAINS = _PyNode.contains, _NO_PROPERTY_NAMES = _PyNode.property_names
-cdef Py_ssize_t _MIN_CONTAINS = _PyNode.min_contains, _MAX_CONTAINS = _PyNode.max_contains
-cdef bint _NOT_CLOSED = _PyNode.closed
-cdef bint _NOT_TRIVIAL = _PyNode.trivial, _NOT_FALSE = _PyNode.false
-cdef int _NO_REF = _PyNode.ref
-cdef bint _OBJ_MEMBERS = _PyNode.obj_members, _ARR_MEMBERS = _PyNode.arr_members
+# The compiled twin's node: ``_shared.Node``'s fields as C struct members, each starting at the
+# default ``_shared.Node`` declares (``_DEFAULTS``, read from it once). The C tables below
+# read a node's fields as struct loads, and making one allocates no instance dict.
+NODE_FIELDS = (
+    "kind", "enum", "enum_values", "has_const", "const", "props", "required", "closed", "items",
+    "branches", "inline", "texts", "types", "admit", "shape", "false", "trivial", "enum_keys",
+    "has_const_key", "const_key", "num_checks", "str_checks", "arr_checks", "obj_checks", "prefix",
+    "additional", "contains", "min_contains", "max_contains", "property_names", "dependent",
+    "all_of", "any_of", "one_of", "ref", "obj_members", "arr_members", "uses",
+)
+if tuple(_PyNode.__annotations__) != NODE_FIELDS:  # __cinit__ below sets them by position
+    raise ImportError("dsh_codegen._schema_c.CompiledNode no longer has _shared.Node's fields: rebuild it from them")
+cdef tuple _DEFAULTS = tuple([getattr(_PyNode, name) for name in NODE_FIELDS])
+
+
+@cython.no_gc  # holds ints, strs and containers of schema data, never a node: in no cycle
+@cython.final
+cdef class CompiledNode:
+    """One compiled schema node (see ``_shared.Node``): the same fields, the same defaults."""
+
+    cdef public object kind, enum, enum_values, has_const, const, props, required, closed, items
+    cdef public object branches, inline, texts, types, admit, shape, false, trivial, enum_keys
+    cdef public object has_const_key, const_key, num_checks, str_checks, arr_checks, obj_checks
+    cdef public object prefix, additional, contains, min_contains, max_contains, property_names
+    cdef public object dependent, all_of, any_of, one_of, ref, obj_members, arr_members, uses
+
+    def __cinit__(self):
+        cdef tuple d = _DEFAULTS
+        self.kind = d[0]
+        self.enum = d[1]
+        self.enum_values = d[2]
+        self.has_const = d[3]
+        self.const = d[4]
+        self.props = d[5]
+        self.required = d[6]
+        self.closed = d[7]
+        self.items = d[8]
+        self.branches = d[9]
+        self.inline = d[10]
+        self.texts = d[11]
+        self.types = d[12]
+        self.admit = d[13]
+        self.shape = d[14]
+        self.false = d[15]
+        self.trivial = d[16]
+        self.enum_keys = d[17]
+        self.has_const_key = d[18]
+        self.const_key = d[19]
+        self.num_checks = d[20]
+        self.str_checks = d[21]
+        self.arr_checks = d[22]
+        self.obj_checks = d[23]
+        self.prefix = d[24]
+        self.additional = d[25]
+        self.contains = d[26]
+        self.min_contains = d[27]
+        self.max_contains = d[28]
+        self.property_names = d[29]
+        self.dependent = d[30]
+        self.all_of = d[31]
+        self.any_of = d[32]
+        self.one_of = d[33]
+        self.ref = d[34]
+        self.obj_members = d[35]
+        self.arr_members = d[36]
+        self.uses = d[37]
+
+    def __repr__(self):
+        changed = [f"{name}={getattr(self, name)!r}" for name, default in zip(NODE_FIELDS, _DEFAULTS)
+                   if getattr(self, name) is not default]
+        return f"Node({', '.join(changed)})"
 
 
 @cython.final
@@ -614,9 +659,7 @@ cdef class _DialectTable:
         cdef list nodes = list(program.nodes)
         cdef Py_ssize_t n = len(nodes), i, n_checks = 0, n_indices = 0, c = 0, x = 0
         cdef DNode* d
-        cdef tuple lists
-        cdef int uses
-        cdef list node_lists = []  # per node, its eight list fields: each read once
+        cdef CompiledNode node
         self._fobj = <PyTypeObject*>fobj if fobj is not None else NULL
         self._farr = <PyTypeObject*>farr if farr is not None else NULL
         self._keep = [fobj, farr]
@@ -624,19 +667,10 @@ cdef class _DialectTable:
         self._recursive = program.recursive
         self._ancestors = set()
         for node in nodes:
-            uses = node.uses
-            lists = (node.num_checks if uses & U_NUMBER else _NO_CHECKS,
-                     node.str_checks if uses & U_STRING else _NO_CHECKS,
-                     node.arr_checks if uses & U_ARRAY else _NO_CHECKS,
-                     node.obj_checks if uses & U_OBJECT else _NO_CHECKS,
-                     node.prefix if uses & U_ARRAY else _NO_CHILDREN,
-                     node.all_of if uses & U_BRANCHES else _NO_CHILDREN,
-                     node.any_of if uses & U_BRANCHES else _NO_CHILDREN,
-                     node.one_of if uses & U_BRANCHES else _NO_CHILDREN,
-                     uses)
-            node_lists.append(lists)
-            n_checks += len(<tuple>lists[0]) + len(<tuple>lists[1]) + len(<tuple>lists[2]) + len(<tuple>lists[3])
-            n_indices += len(<tuple>lists[4]) + len(<tuple>lists[5]) + len(<tuple>lists[6]) + len(<tuple>lists[7])
+            n_checks += (len(<tuple>node.num_checks) + len(<tuple>node.str_checks)
+                         + len(<tuple>node.arr_checks) + len(<tuple>node.obj_checks))
+            n_indices += (len(<tuple>node.prefix) + len(<tuple>node.all_of)
+                          + len(<tuple>node.any_of) + len(<tuple>node.one_of))
         self._nodes = <DNode*>malloc(max(n, 1) * sizeof(DNode))
         self._checks = <Check*>malloc(max(n_checks, 1) * sizeof(Check))
         self._indices = <int*>malloc(max(n_indices, 1) * sizeof(int))
@@ -645,84 +679,57 @@ cdef class _DialectTable:
         self._n = n
         for i in range(n):
             node = nodes[i]
-            lists = <tuple>node_lists[i]
-            uses = lists[8]
             d = &self._nodes[i]
             d.admit = node.admit
             d.shape = node.shape
-            d.trivial = _NOT_TRIVIAL
-            d.false_ = _NOT_FALSE
-            d.ref = _NO_REF
-            if uses & U_LINK:
-                d.trivial = node.trivial
-                d.false_ = node.false
-                d.ref = node.ref
-            d.obj_members = _OBJ_MEMBERS
-            d.arr_members = _ARR_MEMBERS
-            if uses & U_BRANCHES or d.ref >= 0:  # set by the compiler only where the value is handed on
-                d.obj_members = node.obj_members
-                d.arr_members = node.arr_members
-            d.enum_keys = NULL
-            d.has_const_key = False
-            d.const_key = <PyObject*>_NO_CONST
-            if uses & U_ENUM:
-                enum_keys = node.enum_keys
-                d.enum_keys = <PyObject*>enum_keys if enum_keys is not None else NULL
-                d.has_const_key = node.has_const_key
-                const_key = node.const_key
-                self._keep.append(const_key)
-                d.const_key = <PyObject*>const_key
-            d.closed = _NOT_CLOSED
-            d.props = NULL
-            d.required = <PyObject*>_NO_NAMES
-            d.dependent = <PyObject*>_NO_DEPENDENT
-            d.additional = _NO_ADDITIONAL
-            d.property_names = _NO_PROPERTY_NAMES
-            if uses & U_OBJECT:
-                d.closed = node.closed
-                props = node.props
-                d.props = <PyObject*>props if props else NULL
-                d.required = <PyObject*>node.required
-                d.dependent = <PyObject*>node.dependent
-                d.additional = node.additional
-                d.property_names = node.property_names
-            d.items = _NO_ITEMS
-            d.contains = _NO_CONTAINS
-            d.min_contains = _MIN_CONTAINS
-            d.max_contains = _MAX_CONTAINS
-            if uses & U_ARRAY:
-                d.items = node.items
-                d.contains = node.contains
-                d.min_contains = node.min_contains
-                d.max_contains = node.max_contains
+            d.trivial = node.trivial
+            d.false_ = node.false
+            d.ref = node.ref
+            d.obj_members = node.obj_members
+            d.arr_members = node.arr_members
+            enum_keys = node.enum_keys
+            d.enum_keys = <PyObject*>enum_keys if enum_keys is not None else NULL
+            d.has_const_key = node.has_const_key
+            d.const_key = <PyObject*>node.const_key  # kept alive by the node, held in _py_nodes
+            d.closed = node.closed
+            props = node.props
+            d.props = <PyObject*>props if props else NULL
+            d.required = <PyObject*>node.required
+            d.dependent = <PyObject*>node.dependent
+            d.additional = node.additional
+            d.property_names = node.property_names
+            d.items = node.items
+            d.contains = node.contains
+            d.min_contains = node.min_contains
+            d.max_contains = node.max_contains
             d.first_check = c
-            for pair in <tuple>lists[0]:
+            for pair in <tuple>node.num_checks:
                 self._fill_check(&self._checks[c], pair)
                 c += 1
             d.n_num = c - d.first_check
-            for pair in <tuple>lists[1]:
+            for pair in <tuple>node.str_checks:
                 self._fill_check(&self._checks[c], pair)
                 c += 1
             d.n_str = c - d.first_check - d.n_num
-            for pair in <tuple>lists[2]:
+            for pair in <tuple>node.arr_checks:
                 self._fill_check(&self._checks[c], pair)
                 c += 1
             d.n_arr = c - d.first_check - d.n_num - d.n_str
-            for pair in <tuple>lists[3]:
+            for pair in <tuple>node.obj_checks:
                 self._fill_check(&self._checks[c], pair)
                 c += 1
             d.n_obj = c - d.first_check - d.n_num - d.n_str - d.n_arr
             d.first_prefix = x
-            x = self._fill_indices(x, lists[4])
+            x = self._fill_indices(x, node.prefix)
             d.n_prefix = x - d.first_prefix
             d.first_all = x
-            x = self._fill_indices(x, lists[5])
+            x = self._fill_indices(x, node.all_of)
             d.n_all = x - d.first_all
             d.first_any = x
-            x = self._fill_indices(x, lists[6])
+            x = self._fill_indices(x, node.any_of)
             d.n_any = x - d.first_any
             d.first_one = x
-            x = self._fill_indices(x, lists[7])
+            x = self._fill_indices(x, node.one_of)
             d.n_one = x - d.first_one
             # only scalars (integer under number included) and no other keyword: a type test
             d.simple = (not d.trivial and not d.false_ and d.admit != 0
@@ -2250,19 +2257,14 @@ cdef class CompiledValidator:
         self._any_node = _ANY_NODE
         self._ancestors = set()  # made here: the verdict walk must not allocate containers
         self._suffixes = [None] * (2 * n)
-        cdef list node_uses = []
-        cdef int uses
+        cdef CompiledNode node
         for node in nodes:
-            uses = node.uses
-            node_uses.append(uses)
-            if uses & U_BRANCHES:
-                total += len(<tuple>node.branches)
-            if uses & U_OBJECT:
-                props = node.props
-                if props:
-                    total_props += len(<dict>props)
-                    self._max_props = max(self._max_props, len(<dict>props))
-                total_required += len(<tuple>node.required)
+            total += len(<tuple>node.branches)
+            props = node.props
+            if props:
+                total_props += len(<dict>props)
+                self._max_props = max(self._max_props, len(<dict>props))
+            total_required += len(<tuple>node.required)
         self._nodes = <CNode*>malloc(max(n, 1) * sizeof(CNode))
         self._branches = <int*>malloc(max(total, 1) * sizeof(int))
         self._props = <PropEntry*>malloc(max(total_props, 1) * sizeof(PropEntry))
@@ -2274,21 +2276,19 @@ cdef class CompiledValidator:
         p = 0
         for i in range(n):
             node = nodes[i]
-            uses = node_uses[i]
             c = &self._nodes[i]
             c.kind = node.kind
             c.inline_ = node.inline
-            c.closed = node.closed if uses & U_OBJECT else _NOT_CLOSED
-            c.has_const = node.has_const if uses & U_ENUM else False
-            c.items = node.items if uses & U_ARRAY else _NO_ITEMS
-            required = node.required if uses & U_OBJECT else _NO_NAMES
+            c.closed = node.closed
+            c.has_const = node.has_const
+            c.items = node.items
+            required = node.required
             c.n_required = len(<tuple>required)
             c.required = <PyObject*>required  # kept alive by the node, held in _py_nodes
             c.first_branch = b
-            if uses & U_BRANCHES:
-                for branch in <tuple>node.branches:
-                    self._branches[b] = branch
-                    b += 1
+            for branch in <tuple>node.branches:
+                self._branches[b] = branch
+                b += 1
             c.n_branches = b - c.first_branch
             c.props = NULL
             c.first_prop = p
@@ -2296,7 +2296,7 @@ cdef class CompiledValidator:
             c.n_props = 0
             c.enum_set = NULL
             c.const_val = NULL
-            props = node.props if uses & U_OBJECT else None
+            props = node.props
             if props:
                 for name, code in (<dict>props).items():
                     e = &self._props[p]
@@ -2324,7 +2324,7 @@ cdef class CompiledValidator:
                     positions = {name: position for position, name in enumerate(<dict>props)}
                     self._keep.append(positions)
                     c.props = <PyObject*>positions
-            enum = node.enum if uses & U_ENUM else None
+            enum = node.enum
             if enum is not None:
                 c.enum_set = <PyObject*>enum  # kept alive by the node
             if c.has_const:

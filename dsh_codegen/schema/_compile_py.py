@@ -199,6 +199,9 @@ _ANCHOR_NAME: Final = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstu
 _c = load_compiled("_schema_c")
 _fill_props: Callable[..., bool] | None = None if _c is None else _c.fill_props
 _str_keys: Callable[[dict[Any, Any]], bool] | None = None if _c is None else _c.str_keys
+#: What makes a compile's nodes: with the compiled twin, its ``CompiledNode`` extension type (the same
+#: fields and defaults as ``Node``, read by its C tables without attribute lookups).
+_new_node: Callable[[], Node] = Node if _c is None else _c.CompiledNode
 
 # A child to visit: (schema, path, slot); the slot says where its node index goes:
 # a property name, ("field", None) for a single-child field, ("field", i) for a list field.
@@ -273,7 +276,7 @@ class _Checker(ExactContainers):
 
     def run(self) -> None:
         """Walk the schema depth first, in document order, then resolve every ``$ref``."""
-        self.nodes.append(Node())
+        self.nodes.append(_new_node())
         self.memo[id(self.root)] = 0
         self.stack.append((self.root, 0, None))
         self._walk()
@@ -314,7 +317,7 @@ class _Checker(ExactContainers):
                     child_index = memo[child_id]
                 else:
                     child_index = len(nodes)
-                    nodes.append(Node())
+                    nodes.append(_new_node())
                     memo[child_id] = child_index
                     push((child, child_index, child_path))
                 if type(slot) is str:  # a declared property, the commonest child
@@ -516,7 +519,7 @@ class _Checker(ExactContainers):
                 target_index = self.memo.get(id(schema))
                 if target_index is None:
                     target_index = len(self.nodes)
-                    self.nodes.append(Node())
+                    self.nodes.append(_new_node())
                     self.memo[id(schema)] = target_index
                     self.stack.append((schema, target_index, target_path))
                     self._walk()  # may add refs; the loop picks them up
@@ -598,7 +601,7 @@ class _Checker(ExactContainers):
 
 
 def _leaf_node(kind: int) -> Node:
-    leaf = Node()
+    leaf = _new_node()
     leaf.kind = kind
     leaf.uses = 0
     leaf.inline = True

@@ -195,7 +195,8 @@ def new_violation(path: tuple[str | int, ...], keyword: str, message: str) -> Vi
 
 #: Keyword families a compiled node may hold (:attr:`Node.uses`, a mask of these): a node
 #: whose mask lacks a family keeps that family's fields at their class defaults, so the
-#: table builds of the compiled twin read only the families a node uses.
+#: compiler's walks over finished nodes (reference edges, member walking) read only the
+#: families a node uses.
 USES_NUMBER: Final = 1  # num_checks
 USES_STRING: Final = 2  # str_checks
 USES_ARRAY: Final = 4  # items, prefix, contains, min_contains, max_contains, arr_checks
@@ -218,7 +219,10 @@ class Node:
     A plain class whose defaults live on the class, ``kind`` (``JSON_ANY``)
     included, made with no arguments: compiling makes one node per schema
     object, and setting only what differs keeps that cheap (no ``__init__``, so
-    making one runs no Python code on either twin).
+    making one runs no Python code). The compiled twin's compiler makes
+    ``_schema_c.CompiledNode`` instead: these fields, in this order, with these
+    defaults, as C members its table builds read without an attribute lookup
+    (its import fails if the two field lists differ).
     """
 
     kind: int = JSON_ANY

@@ -15,6 +15,7 @@ from _shared_helpers import require_compiled_twin
 
 from dsh_codegen.schema import _compile_py
 from dsh_codegen.schema._errors import JsonSchemaError
+from dsh_codegen.schema._shared import Node
 from tests.corpus import corpus
 
 pytestmark = pytest.mark.once
@@ -26,7 +27,9 @@ def _compiled() -> ModuleType:
 
 def _table(twin: Any, schema: Any, formats: bool = False) -> tuple[bool, bool, list[dict[str, Any]]]:
     program = twin.compile_program(schema, formats)
-    return program.dialect, program.recursive, [vars(node) for node in program.nodes]
+    # every field by name: the compiled twin's nodes are CompiledNode (C members, no __dict__)
+    fields = Node.__annotations__
+    return program.dialect, program.recursive, [{f: getattr(node, f) for f in fields} for node in program.nodes]
 
 
 def _violations(twin: Any, schema: Any) -> list[tuple[Any, str, str]]:

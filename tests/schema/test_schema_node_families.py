@@ -1,9 +1,11 @@
 """``Node.uses``: a compiled node whose mask lacks a keyword family keeps that family's class defaults.
 
-The compiled twin's table builds read a family's fields only when the node's
-``uses`` names it, so a compiler path that sets a field without its family
-bit would be silently ignored by the compiled validator. This holds the
-invariant on every program the corpus, the catalog and our vectors compile.
+The compiler's own walks over finished nodes (its reference edges, which
+nodes walk members) read a family's fields only when the node's ``uses``
+names it, so a compiler path that sets a field without its family bit would
+be silently ignored there. This holds the invariant on every program the
+corpus, the catalog and our vectors compile. Also: the compiled twin's node
+type (``_schema_c.CompiledNode``) has ``Node``'s fields and defaults.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _shared_helpers import require_compiled_twin
 
 from dsh_codegen.schema._compile import compile_program
 from dsh_codegen.schema._shared import (
@@ -104,4 +107,34 @@ def test_the_shared_plain_leaves_are_unchanged_by_every_compile() -> None:
     uses = sum(1 for program in programs for node in program.nodes if id(node) in shared)
     assert uses > 100, "most programs hold a shared leaf"
     for kind, leaf in running.SHARED_LEAVES.items():
-        assert vars(leaf) == vars(_compile_py._leaf_node(kind)), kind
+        assert _fields(leaf) == _fields(_compile_py._leaf_node(kind)), kind
+
+
+def _fields(node: Any) -> dict[str, Any]:
+    return {name: getattr(node, name) for name in Node.__annotations__}
+
+
+def test_the_compiled_node_type_has_the_fields_and_defaults_of_node() -> None:
+    schema_c = require_compiled_twin("_schema_c")
+    fresh = schema_c.CompiledNode()
+    for name in Node.__annotations__:
+        assert getattr(fresh, name) is getattr(Node, name), name
+    members = {name for name in dir(schema_c.CompiledNode) if not name.startswith("_")}
+    assert members == set(Node.__annotations__)
+    assert repr(fresh) == "Node()"
+    fresh.kind = 5
+    fresh.required = ("a",)
+    assert repr(fresh) == "Node(kind=5, required=('a',))"
+    with pytest.raises(AttributeError):
+        fresh.colour = "red"  # type: ignore[attr-defined]
+
+
+def test_the_compiled_twin_compiles_into_compiled_nodes() -> None:
+    schema_c = require_compiled_twin("_schema_c")
+    require_compiled_twin("_compile_c")
+    from dsh_codegen.schema import _compile
+
+    if _compile._c is None:
+        pytest.skip("the pure twin runs (DSH_CODEGEN_PURE_PYTHON=1)")
+    program = compile_program({"type": "object", "properties": {"a": {"type": "string", "minLength": 1}}})
+    assert {type(node) for node in program.nodes} == {schema_c.CompiledNode}
