@@ -546,19 +546,11 @@ cdef bint _scalars_unique(PyObject* v, Py_ssize_t size) except -1:
     return True
 
 
-# The compiled twin's node: ``_shared.Node``'s fields as C struct members, each starting at the
-# default ``_shared.Node`` declares (``_DEFAULTS``, read from it once). The C tables below
-# read a node's fields as struct loads, and making one allocates no instance dict.
-NODE_FIELDS = (
-    "kind", "enum", "enum_values", "has_const", "const", "props", "required", "closed", "items",
-    "branches", "inline", "texts", "types", "admit", "shape", "false", "trivial", "enum_keys",
-    "has_const_key", "const_key", "num_checks", "str_checks", "arr_checks", "obj_checks", "prefix",
-    "additional", "contains", "min_contains", "max_contains", "property_names", "dependent",
-    "all_of", "any_of", "one_of", "ref", "obj_members", "arr_members", "uses",
-)
-if tuple(_PyNode.__annotations__) != NODE_FIELDS:  # __cinit__ below sets them by position
-    raise ImportError("dsh_codegen._schema_c.CompiledNode no longer has _shared.Node's fields: rebuild it from them")
-cdef tuple _DEFAULTS = tuple([getattr(_PyNode, name) for name in NODE_FIELDS])
+# The compiled twin's node: ``_shared.Node``'s fields as C struct members. A new node copies
+# every field from ``_DEFAULTS``, one node made at import with ``Node``'s class defaults, so
+# the defaults have one source; the C tables below read a node's fields as struct loads, and
+# making one allocates no instance dict.
+NODE_FIELDS = tuple(_PyNode.__annotations__)
 
 
 @cython.no_gc  # holds ints, strs and containers of schema data, never a node: in no cycle
@@ -573,50 +565,59 @@ cdef class CompiledNode:
     cdef public object dependent, all_of, any_of, one_of, ref, obj_members, arr_members, uses
 
     def __cinit__(self):
-        cdef tuple d = _DEFAULTS
-        self.kind = d[0]
-        self.enum = d[1]
-        self.enum_values = d[2]
-        self.has_const = d[3]
-        self.const = d[4]
-        self.props = d[5]
-        self.required = d[6]
-        self.closed = d[7]
-        self.items = d[8]
-        self.branches = d[9]
-        self.inline = d[10]
-        self.texts = d[11]
-        self.types = d[12]
-        self.admit = d[13]
-        self.shape = d[14]
-        self.false = d[15]
-        self.trivial = d[16]
-        self.enum_keys = d[17]
-        self.has_const_key = d[18]
-        self.const_key = d[19]
-        self.num_checks = d[20]
-        self.str_checks = d[21]
-        self.arr_checks = d[22]
-        self.obj_checks = d[23]
-        self.prefix = d[24]
-        self.additional = d[25]
-        self.contains = d[26]
-        self.min_contains = d[27]
-        self.max_contains = d[28]
-        self.property_names = d[29]
-        self.dependent = d[30]
-        self.all_of = d[31]
-        self.any_of = d[32]
-        self.one_of = d[33]
-        self.ref = d[34]
-        self.obj_members = d[35]
-        self.arr_members = d[36]
-        self.uses = d[37]
+        cdef CompiledNode p = _DEFAULTS
+        if p is None:  # making _DEFAULTS itself: filled by name below
+            return
+        self.kind = p.kind
+        self.enum = p.enum
+        self.enum_values = p.enum_values
+        self.has_const = p.has_const
+        self.const = p.const
+        self.props = p.props
+        self.required = p.required
+        self.closed = p.closed
+        self.items = p.items
+        self.branches = p.branches
+        self.inline = p.inline
+        self.texts = p.texts
+        self.types = p.types
+        self.admit = p.admit
+        self.shape = p.shape
+        self.false = p.false
+        self.trivial = p.trivial
+        self.enum_keys = p.enum_keys
+        self.has_const_key = p.has_const_key
+        self.const_key = p.const_key
+        self.num_checks = p.num_checks
+        self.str_checks = p.str_checks
+        self.arr_checks = p.arr_checks
+        self.obj_checks = p.obj_checks
+        self.prefix = p.prefix
+        self.additional = p.additional
+        self.contains = p.contains
+        self.min_contains = p.min_contains
+        self.max_contains = p.max_contains
+        self.property_names = p.property_names
+        self.dependent = p.dependent
+        self.all_of = p.all_of
+        self.any_of = p.any_of
+        self.one_of = p.one_of
+        self.ref = p.ref
+        self.obj_members = p.obj_members
+        self.arr_members = p.arr_members
+        self.uses = p.uses
 
     def __repr__(self):
-        changed = [f"{name}={getattr(self, name)!r}" for name, default in zip(NODE_FIELDS, _DEFAULTS)
-                   if getattr(self, name) is not default]
+        changed = [f"{name}={getattr(self, name)!r}" for name in NODE_FIELDS
+                   if getattr(self, name) is not getattr(_DEFAULTS, name)]
         return f"Node({', '.join(changed)})"
+
+
+cdef CompiledNode _DEFAULTS = None
+_DEFAULTS = CompiledNode()
+for _name in NODE_FIELDS:  # an AttributeError here: Node has a field CompiledNode does not declare
+    setattr(_DEFAULTS, _name, getattr(_PyNode, _name))
+del _name
 
 
 @cython.final

@@ -220,9 +220,9 @@ class Node:
     included, made with no arguments: compiling makes one node per schema
     object, and setting only what differs keeps that cheap (no ``__init__``, so
     making one runs no Python code). The compiled twin's compiler makes
-    ``_schema_c.CompiledNode`` instead: these fields, in this order, with these
-    defaults, as C members its table builds read without an attribute lookup
-    (its import fails if the two field lists differ).
+    ``_schema_c.CompiledNode`` instead: these fields with these defaults (copied
+    from here by name), as C members its table builds read without an attribute
+    lookup.
     """
 
     kind: int = JSON_ANY
