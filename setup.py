@@ -1,4 +1,5 @@
-"""Build script: compiles every ``_ext/*.pyx`` into ``dsh_codegen.<name>``.
+"""Build script: compiles every ``_ext/*.pyx`` into ``dsh_codegen.<name>``, and the Python
+modules of ``COMPILED_AS_IS`` into theirs.
 
 Without a working compiler (or without Cython) the package installs as pure
 Python with a warning; ``DSH_CODEGEN_REQUIRE_EXTENSIONS=1`` turns that into a
@@ -31,17 +32,21 @@ def _warn(message: str) -> None:
     print(f"WARNING: dsh_codegen: {message}; installing the pure-Python twin", file=sys.stderr)
 
 
+#: Twins compiled from the pure twin's own file (one source): extension name -> that ``.py``. Cython
+#: reads the C declarations of each from ``dsh_codegen/<name>.pxd`` (its "augmenting .pxd").
+COMPILED_AS_IS = {"_compile_c": ROOT / "dsh_codegen" / "schema" / "_compile_py.py"}
+
+
 def _extensions() -> list[Extension]:
-    sources = sorted((ROOT / "_ext").glob("*.pyx"))
+    named = {path.stem: path for path in (ROOT / "_ext").glob("*.pyx")} | COMPILED_AS_IS
     # Development convenience: DSH_CODEGEN_EXT=_json_c,_schema_c builds only those.
     only = {name for name in os.environ.get("DSH_CODEGEN_EXT", "").split(",") if name}
-    if only:
-        sources = [path for path in sources if path.stem in only]
+    sources = sorted((name, path) for name, path in named.items() if not only or name in only)
     if not sources:
-        # An sdist without its .pyx files (a broken MANIFEST.in) would otherwise build a pure wheel.
+        # Only when DSH_CODEGEN_EXT names nothing that exists (a missing .pyx the wheel test catches).
         if REQUIRE:
-            raise RuntimeError("DSH_CODEGEN_REQUIRE_EXTENSIONS=1 but there is no _ext/*.pyx to compile")
-        _warn("there is no _ext/*.pyx to compile")
+            raise RuntimeError("DSH_CODEGEN_REQUIRE_EXTENSIONS=1 but there is nothing to compile")
+        _warn("there is nothing to compile")
         return []
     try:
         from Cython.Build import cythonize
@@ -51,8 +56,8 @@ def _extensions() -> list[Extension]:
         _warn("Cython is not available")
         return []
     modules = [
-        Extension(f"dsh_codegen.{path.stem}", [str(path.relative_to(ROOT))], extra_compile_args=["-O2"])
-        for path in sources
+        Extension(f"dsh_codegen.{name}", [str(path.relative_to(ROOT))], extra_compile_args=["-O2"])
+        for name, path in sources
     ]
     return list(cythonize(modules, compiler_directives=COMPILER_DIRECTIVES, quiet=True))
 

@@ -558,11 +558,7 @@ NODE_FIELDS = tuple(_PyNode.__annotations__)
 cdef class CompiledNode:
     """One compiled schema node (see ``_shared.Node``): the same fields, the same defaults."""
 
-    cdef public object kind, enum, enum_values, has_const, const, props, required, closed, items
-    cdef public object branches, inline, texts, types, admit, shape, false, trivial, enum_keys
-    cdef public object has_const_key, const_key, num_checks, str_checks, arr_checks, obj_checks
-    cdef public object prefix, additional, contains, min_contains, max_contains, property_names
-    cdef public object dependent, all_of, any_of, one_of, ref, obj_members, arr_members, uses
+    # Its fields are declared in dsh_codegen/_schema_c.pxd (the compiled dialect check reads them too).
 
     def __cinit__(self):
         cdef CompiledNode p = _DEFAULTS

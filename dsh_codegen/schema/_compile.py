@@ -1,8 +1,8 @@
 """Selects the dialect-check twin: ``dsh_codegen._compile_c`` (``_compile_py`` compiled by Cython) or ``_compile_py``.
 
-Both twins are one source (``_ext/_compile_c.pyx`` includes ``_compile_py.py``),
-so they give the same programs and the same messages. Type checkers see the
-Python twin.
+Both twins are one source (setup.py compiles ``_compile_py.py`` itself, with the C
+declarations of ``dsh_codegen/_compile_c.pxd``), so they give the same programs
+and the same messages. Type checkers see the Python twin.
 """
 
 from __future__ import annotations

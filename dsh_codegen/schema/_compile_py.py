@@ -1,3 +1,4 @@
+# cython: annotation_typing=False, infer_types=False, wraparound=True, boundscheck=True
 """The tool-schema dialect check and its compilation to a flat node table (cold code, both twins).
 
 One walk with an explicit stack checks every node and, when the schema is
@@ -12,14 +13,19 @@ a node whose keywords all belong to the seed's subset keeps that subset's node
 kinds (the twins' fast walks run such programs), any other node is a
 ``DIALECT`` node and makes the whole program run on the dialect walk.
 
-This file is the pure twin and also Cython source: ``_ext/_compile_c.pyx``
-compiles this very source (``include``), so the twins cannot disagree on a
-verdict or a message. Hence no ``from __future__`` import, and only Python
+This file is the pure twin and also Cython source: setup.py compiles this very
+file into ``dsh_codegen._compile_c``, so the twins cannot disagree on a verdict
+or a message. ``dsh_codegen/_compile_c.pxd`` beside it declares C types for the
+compiled build only (``_Checker``'s fields, the node arguments as
+``CompiledNode``); the first line sets Cython's directives: annotations are not
+read as C types, no C types are inferred, and negative indices and bounds keep
+their Python meaning. Hence no ``from __future__`` import, and only Python
 syntax Cython compiles unchanged.
 """
 
 from collections.abc import Callable
 from fractions import Fraction
+from importlib import import_module
 from typing import Any, Final
 from urllib.parse import unquote
 
@@ -62,7 +68,6 @@ from dsh_codegen.schema._shared import (
     V_PATTERN,
     V_UNIQUE,
     ChainPath,
-    ExactContainers,
     Node,
     Program,
     Violation,
@@ -196,7 +201,11 @@ _ANCHOR_NAME: Final = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstu
 # The compiled twin's copies of the property loop and of every node's key test (``None``
 # when the pure twin runs): the loop is most of compiling a typical tool schema, which is
 # mostly plain leaves; the key test over a C dict walk is about a tenth of the loop below.
-_c = load_compiled("_schema_c")
+# This file built as ``dsh_codegen._compile_c`` always takes them: its C declarations type its
+# nodes as ``_schema_c.CompiledNode`` (so even where a test imports it beside the pure twin).
+_c = (
+    import_module("dsh_codegen._schema_c") if __name__ == "dsh_codegen._compile_c" else load_compiled("_schema_c")
+)
 _fill_props: Callable[..., bool] | None = None if _c is None else _c.fill_props
 _str_keys: Callable[[dict[Any, Any]], bool] | None = None if _c is None else _c.str_keys
 #: What makes a compile's nodes: with the compiled twin, its ``CompiledNode`` extension type (the same
@@ -213,10 +222,12 @@ _NAMES: Final = ("property_names", None)
 _NOWHERE: Final = ("", None)  # $defs members: checked and compiled, referenced only by $ref
 
 
-class _Checker(ExactContainers):
+class _Checker:
     """One dialect-check walk; ``build`` also compiles the node table."""
 
     __slots__ = (
+        "_fobj",
+        "_farr",
         "violations",
         "nodes",
         "lists",
@@ -236,7 +247,7 @@ class _Checker(ExactContainers):
     )
 
     def __init__(self, root: object, formats: bool) -> None:
-        self._fobj, self._farr = frozen_types()  # ExactContainers.__init__, inlined
+        self._fobj, self._farr = frozen_types()
         self.violations: list[Violation] = []
         self.nodes: list[Node] = []
         self.lists: dict[tuple[int, str], list[int]] = {}
@@ -255,8 +266,9 @@ class _Checker(ExactContainers):
         self.ref_paths: dict[int, ChainPath] = {}
         self.linked: list[int] | None = None  # _linked(), once
 
-    # ExactContainers' two tests, again here: compiled with this file they are C calls, where
-    # the inherited ones run as Python bytecode (the walk asks them several times per node).
+    # ExactContainers' two tests (not inherited: compiled, this class is an extension type, which
+    # cannot extend a Python class; and its own copies are C calls, where the inherited ones would
+    # run as Python bytecode several times per node).
     def _is_object(self, value: object) -> bool:
         t = type(value)
         return t is dict or (self._fobj is not None and t is self._fobj)

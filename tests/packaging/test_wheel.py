@@ -62,9 +62,9 @@ def artefacts(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     shutil.copytree(ROOT, source, ignore=_SKIP)
     # The sdist step runs setup.py, which cythonizes: the checkout's C (up to date after `make setup`;
     # Cython redoes any older than its sources) spares that translation. The sdist leaves the C out
-    # (test_the_sdist_holds_the_build_inputs), so the wheel is still built from the .pyx alone.
-    for generated in (ROOT / "_ext").glob("*.c"):
-        shutil.copy2(generated, source / "_ext" / generated.name)
+    # (test_the_sdist_holds_the_build_inputs), so the wheel is still built from the Cython sources alone.
+    for generated in [*(ROOT / "_ext").glob("*.c"), *(ROOT / "dsh_codegen" / "schema").glob("*.c")]:
+        shutil.copy2(generated, source / generated.relative_to(ROOT))
     env = _build_env()
     # No flag: build makes the sdist, then the wheel from the unpacked sdist (not from src/).
     _run([sys.executable, "-m", "build", "--outdir", str(tmp / "raw"), str(source)], tmp, env)
@@ -81,6 +81,9 @@ def test_the_sdist_holds_the_build_inputs(artefacts: dict[str, Path]) -> None:
         names = {name.split("/", 1)[1] for name in archive.getnames() if "/" in name}
     pyx = {f"_ext/{path.name}" for path in (ROOT / "_ext").glob("*.pyx")}
     assert pyx and pyx <= names, sorted(names)
+    # the C declarations setup.py compiles dsh_codegen/schema/_compile_py.py with
+    pxd = {f"dsh_codegen/{path.name}" for path in (ROOT / "dsh_codegen").glob("*.pxd")}
+    assert {"dsh_codegen/_compile_c.pxd", "dsh_codegen/_schema_c.pxd"} <= pxd <= names, sorted(names)
     assert {"setup.py", "pyproject.toml", "README.md", "dsh_codegen/py.typed", "dsh_codegen/__init__.py"} <= names
     assert any(name.startswith("templates/") and name.endswith(".jinja") for name in names)
     # Build inputs only: no generated C, no binaries, no test suite.
@@ -104,7 +107,7 @@ def test_the_wheel_is_manylinux_and_ships_the_extension_and_templates(artefacts:
     assert all(f".cpython-{sys.version_info.major}{sys.version_info.minor}-" in n for n in names if n.endswith(".so"))
     assert "dsh_codegen/py.typed" in names
     assert any(n.startswith("dsh_codegen/templates/") and n.endswith(".jinja") for n in names), names
-    assert not any(n.endswith((".pyx", ".c")) for n in names), "sources must not ship in the wheel"
+    assert not any(n.endswith((".pyx", ".pxd", ".c")) for n in names), "sources must not ship in the wheel"
     (wheel_meta,) = [n for n in names if n.endswith(".dist-info/WHEEL")]
     lines = archive.read(wheel_meta).decode().splitlines()
     tags = [line.split(": ", 1)[1] for line in lines if line.startswith("Tag: ")]

@@ -42,6 +42,26 @@ def test_the_compiled_twin_is_this_source_compiled() -> None:
     assert compiled.__all__ == _compile_py.__all__
 
 
+def test_the_compiled_twin_runs_on_its_c_declarations() -> None:
+    """``dsh_codegen/_compile_c.pxd`` reached the build: ``_Checker`` is a final extension type with typed
+    fields, and the hot functions take ``CompiledNode``s only (the pure twin is none of this)."""
+    compiled = _compiled()
+    checker = compiled._Checker({"type": "string"}, False)
+    with pytest.raises(TypeError):
+        checker.nodes = ()  # a C field typed list
+    with pytest.raises(TypeError):
+        type("Sub", (compiled._Checker,), {})  # final
+    with pytest.raises(TypeError, match="CompiledNode"):
+        compiled._check_pattern(checker, "^a", {}, Node(), 0, None, [])
+    node = compiled._new_node()
+    compiled._check_pattern(checker, "^a", {}, node, 0, None, [])
+    assert [code for code, _check in node.str_checks] == [compiled.V_PATTERN]
+    # the pure twin's checker stays a plain slotted class
+    pure = _compile_py._Checker({"type": "string"}, False)
+    pure.nodes = ()  # type: ignore[assignment]
+    type("Sub", (_compile_py._Checker,), {})
+
+
 @pytest.mark.parametrize("formats", [False, True])
 def test_same_tables_for_the_corpus(formats: bool) -> None:
     compiled = _compiled()
