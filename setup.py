@@ -38,16 +38,16 @@ COMPILED_AS_IS = {"_compile_c": ROOT / "dsh_codegen" / "schema" / "_compile_py.p
 
 
 def _extensions() -> list[Extension]:
-    named = {path.stem: path for path in (ROOT / "_ext").glob("*.pyx")} | COMPILED_AS_IS
+    pyx = {path.stem: path for path in (ROOT / "_ext").glob("*.pyx")}
+    if not pyx:
+        # An sdist without its .pyx files (a broken MANIFEST.in) would otherwise build a partial wheel.
+        if REQUIRE:
+            raise RuntimeError("DSH_CODEGEN_REQUIRE_EXTENSIONS=1 but there is no _ext/*.pyx to compile")
+        _warn("there is no _ext/*.pyx to compile")
+        return []
     # Development convenience: DSH_CODEGEN_EXT=_json_c,_schema_c builds only those.
     only = {name for name in os.environ.get("DSH_CODEGEN_EXT", "").split(",") if name}
-    sources = sorted((name, path) for name, path in named.items() if not only or name in only)
-    if not sources:
-        # Only when DSH_CODEGEN_EXT names nothing that exists (a missing .pyx the wheel test catches).
-        if REQUIRE:
-            raise RuntimeError("DSH_CODEGEN_REQUIRE_EXTENSIONS=1 but there is nothing to compile")
-        _warn("there is nothing to compile")
-        return []
+    sources = sorted((name, path) for name, path in (pyx | COMPILED_AS_IS).items() if not only or name in only)
     try:
         from Cython.Build import cythonize
     except ImportError:

@@ -15,7 +15,7 @@ kinds (the twins' fast walks run such programs), any other node is a
 
 This file is the pure twin and also Cython source: setup.py compiles this very
 file into ``dsh_codegen._compile_c``, so the twins cannot disagree on a verdict
-or a message. ``dsh_codegen/_compile_c.pxd`` beside it declares C types for the
+or a message. ``dsh_codegen/_compile_c.pxd`` declares C types for the
 compiled build only (``_Checker``'s fields, the node arguments as
 ``CompiledNode``); the first line sets Cython's directives: annotations are not
 read as C types, no C types are inferred, and negative indices and bounds keep
