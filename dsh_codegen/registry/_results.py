@@ -84,18 +84,17 @@ class ToolError:
 
 # The two results are frozen dataclasses (equality, hash, repr, ``dataclasses.replace``
 # and pickling as generated; assignment and deletion raise ``FrozenInstanceError``)
-# with their own ``__init__``: it stores the fields in one write of the instance's
-# attribute dict, where the generated frozen ``__init__`` makes one
+# with their own ``__init__``: it writes the fields straight into the instance's
+# attribute dict (reading ``self.__dict__`` does not go through the frozen
+# ``__setattr__``), where the generated frozen ``__init__`` makes one
 # ``object.__setattr__`` call per field (a result is built once per call, and those
 # calls were the most expensive statement of a plain ``execute``). Not slotted, so
-# that the one write exists. A field left at its default is not stored: the
-# dataclass keeps each default as a class attribute, which the instance reads
-# instead (most results store two of their fields).
+# that the dict exists. A field left at its default is not stored: the dataclass
+# keeps each default as a class attribute, which the instance reads instead (most
+# results store two of their fields).
 
 #: The default ``additional_contexts`` (compared by identity: any other value is stored as given).
 _NO_CONTEXTS: Final[tuple[AdditionalContext, ...]] = ()
-#: What the two ``__init__`` write the instance dict with (the frozen classes' own ``__setattr__`` raises).
-_object_setattr: Final = object.__setattr__
 
 
 @dataclass(frozen=True, init=False)
@@ -122,14 +121,15 @@ class ToolSuccess:
         additional_contexts: Sequence[AdditionalContext] = _NO_CONTEXTS,
         concludes_turn: bool = False,
     ) -> None:
-        fields: dict[str, Any] = {"value": value, "content": content}
+        fields = self.__dict__
+        fields["value"] = value
+        fields["content"] = content
         if meta is not UNSET:
             fields["meta"] = meta
         if additional_contexts is not _NO_CONTEXTS:
             fields["additional_contexts"] = additional_contexts
         if concludes_turn is not False:
             fields["concludes_turn"] = concludes_turn
-        _object_setattr(self, "__dict__", fields)
 
 
 @dataclass(frozen=True, init=False)
@@ -150,12 +150,13 @@ class ToolFailure:
         meta: JsonValue | Unset = UNSET,
         additional_contexts: Sequence[AdditionalContext] = _NO_CONTEXTS,
     ) -> None:
-        fields: dict[str, Any] = {"error": error, "content": content}
+        fields = self.__dict__
+        fields["error"] = error
+        fields["content"] = content
         if meta is not UNSET:
             fields["meta"] = meta
         if additional_contexts is not _NO_CONTEXTS:
             fields["additional_contexts"] = additional_contexts
-        _object_setattr(self, "__dict__", fields)
 
 
 ToolExecutionResult: TypeAlias = ToolSuccess | ToolFailure
