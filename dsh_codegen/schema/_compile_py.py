@@ -301,14 +301,14 @@ class _Checker:
         stack = self.stack
         pop = stack.pop
         push = stack.append
-        check_node = self._check_node
         while stack:
             node_schema, index, path = pop()
             if index < 0:  # exit marker (None, -1, id of the schema whose subtree is done)
                 on_path.discard(path)
                 continue
             try:
-                children = check_node(node_schema, nodes[index], index, path)
+                # a C call in the compiled twin (a bound method kept in a local would go through Python)
+                children = self._check_node(node_schema, nodes[index], index, path)
             except Exception:
                 # A key that is not an exact str ran its own __hash__/__eq__ during a
                 # keyword lookup and raised: the node is not a plain schema object.
