@@ -17,6 +17,8 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+import pytest
+
 import dsh_codegen
 from _registry_helpers import async_test, call, echo_tool, registry_with, text
 from dsh_codegen.registry import Allow, ToolRegistry, ToolRunContext
@@ -76,27 +78,28 @@ def _recording_tool(seen: dict[str, Any], *, suspend: bool = False) -> Any:
     return echo_tool(execute=body)
 
 
+@pytest.mark.parametrize(
+    ("suspend", "expected"),
+    [
+        (False, ["_run:run_pipeline", "_dispatch:dispatch_started", "_trampoline:body_steps"]),
+        (
+            True,  # resumed by the event loop after its first step
+            [
+                "_run:run_pipeline",
+                "_dispatch:drive_body",
+                "_trampoline:BodyDriver.__await__",
+                "_trampoline:body_steps",
+            ],
+        ),
+    ],
+)
 @async_test
-async def test_a_plain_call_reaches_the_body_through_the_pipeline_functions() -> None:
+async def test_a_plain_call_reaches_the_body_through_the_pipeline_functions(
+    suspend: bool, expected: list[str]
+) -> None:
     seen: dict[str, Any] = {}
-    registry = registry_with(_recording_tool(seen))
-    assert await _walk(registry, seen, set()) == [
-        "_run:run_pipeline",
-        "_dispatch:dispatch_started",
-        "_trampoline:body_steps",
-    ]
-
-
-@async_test
-async def test_a_body_that_suspends_is_resumed_through_the_pipeline_functions() -> None:
-    seen: dict[str, Any] = {}
-    registry = registry_with(_recording_tool(seen, suspend=True))
-    assert await _walk(registry, seen, set()) == [
-        "_run:run_pipeline",
-        "_dispatch:drive_body",
-        "_trampoline:BodyDriver.__await__",
-        "_trampoline:body_steps",
-    ]
+    registry = registry_with(_recording_tool(seen, suspend=suspend))
+    assert await _walk(registry, seen, set()) == expected
 
 
 @async_test
