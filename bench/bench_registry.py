@@ -9,6 +9,10 @@ each pays for JSON parsing:
 - ``dsh execute``: ``parse_call_arguments`` + ``registry.execute`` (argument
   snapshot and freeze, validation, pipeline, output snapshot, validation and
   render, final materialization, exactly-once accounting), no listeners;
+- ``dsh data steps alone (no pipeline)``: the same data work as ``dsh
+  execute`` (resolve, argument validation, run context, the body stepped as
+  the trampoline steps it, output snapshot, validation and render) with no
+  orchestration around it (``_data_steps``): the floor under the pipeline;
 - ``dsh execute + 5 hooks``: the same with one pre-execute listener, one
   guard, one ``wrap_execute`` wrapper, one post-execute listener and one
   ``on_result`` observer;
@@ -60,11 +64,13 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from bench._util import ratio_table
+from bench._util import format_seconds, ratio_table
 
 ARGUMENTS = {"a": "hello", "b": 42, "c": 2.5, "d": True, "e": ["x", "y", "z"]}
 RAW = json.dumps(ARGUMENTS)
 BATCH = 200
+#: The row of the data work of a plain ``execute`` without the pipeline around it.
+STEPS = "dsh data steps alone (no pipeline)"
 
 
 async def body(args: Any, run: Any = None) -> dict[str, Any]:
@@ -171,6 +177,12 @@ def _dsh_variants(loop: asyncio.AbstractEventLoop) -> list[tuple[str, Callable[[
         assert isinstance(result, ToolSuccess), result
 
     loop.run_until_complete(check(plain))
+    floor = loop.run_until_complete(
+        _data_steps(plain)(ToolExecutionInput("c1", "echo5", parse_call_arguments(RAW), signal))
+    )
+    assert floor == loop.run_until_complete(
+        plain.execute(ToolExecutionInput("c1", "echo5", parse_call_arguments(RAW), signal))
+    ), floor
     loop.run_until_complete(check(hooked))
 
     def run_plain() -> Awaitable[Any]:
@@ -178,6 +190,11 @@ def _dsh_variants(loop: asyncio.AbstractEventLoop) -> list[tuple[str, Callable[[
 
     def run_hooked() -> Awaitable[Any]:
         return hooked.execute(ToolExecutionInput("c1", "echo5", parse_call_arguments(RAW), signal))
+
+    data_steps = _data_steps(plain)
+
+    def run_data_steps() -> Awaitable[Any]:
+        return data_steps(ToolExecutionInput("c1", "echo5", parse_call_arguments(RAW), signal))
 
     one_call = [ToolCall("c1", "echo5", RAW)]
     ten_calls = [ToolCall(f"c{i}", "echo5", RAW) for i in range(10)]
@@ -190,10 +207,55 @@ def _dsh_variants(loop: asyncio.AbstractEventLoop) -> list[tuple[str, Callable[[
 
     return [
         ("dsh execute", run_plain, 1),
+        (STEPS, run_data_steps, 1),
         ("dsh execute + 5 hooks", run_hooked, 1),
         ("dsh execute_tool_calls, 1 call", run_loop_one, 1),
         ("dsh execute_tool_calls, 10 calls (per call)", run_loop_ten, 10),
     ]
+
+
+class _BodyValue:
+    """Where ``body_steps`` leaves the body's return value (the pipeline's call state holds it)."""
+
+    __slots__ = ("value",)
+
+
+def _data_steps(registry: Any) -> Callable[[Any], Awaitable[Any]]:
+    """The data work of one plain ``execute`` on ``registry``, with no orchestration around it: the floor under the pipeline.
+
+    What ``dsh execute`` does to its input and its value, step for step, with
+    the registry's own functions: resolve the tool, validate the arguments,
+    make the run context, step the body through the trampoline's
+    ``body_steps``, snapshot and validate the value, render it, snapshot the
+    content, build the ``ToolSuccess``. Left out is everything the pipeline
+    decides and keeps: the input's type checks, the listener snapshot and the
+    call state, the signal checks, the cancellation shield of a body that
+    suspends, finalization and observers. ``dsh execute`` less this row is what
+    the orchestration costs.
+    """
+    from dsh_codegen.json import snapshot_json
+    from dsh_codegen.json._json import snapshot_content
+    from dsh_codegen.registry._execution import FollowingRunContext
+    from dsh_codegen.registry._results import ToolSuccess
+    from dsh_codegen.registry.pipeline._trampoline import DONE, body_steps
+
+    async def steps(input: Any) -> Any:
+        compiled = registry.resolve(input.name, ())
+        args = input.arguments
+        if not compiled.args_validator.is_valid(args):
+            raise AssertionError("invalid arguments")
+        holder = _BodyValue()
+        run = FollowingRunContext(holder, input.signal)
+        body = body_steps(holder, compiled.execute(args, run))
+        if next(body, DONE) is not DONE:
+            raise AssertionError("the body suspended")
+        run._release()
+        frozen = snapshot_json(holder.value)
+        if not compiled.output_validator.is_valid(frozen):
+            raise AssertionError("invalid output")
+        return ToolSuccess(frozen, snapshot_content(compiled.render(args, frozen)))
+
+    return steps
 
 
 def _openai_agents(
@@ -319,8 +381,10 @@ def main() -> None:
     print(ratio_table("registry: per-call time, trivial 5-property tool (median, round-robin)", rows, baseline="bare body"))
     for peer, _make, _render in PEERS:
         if peer in timed:
-            for ours in ("dsh execute", "dsh execute + 5 hooks"):
+            for ours in ("dsh execute", "dsh execute + 5 hooks", STEPS):
                 print(f"  {ours} / {peer}: {timed[ours] / timed[peer]:.2f}x")
+    orchestration = timed["dsh execute"] - timed[STEPS]
+    print(f"  orchestration of a plain call (dsh execute less the data steps alone): {format_seconds(orchestration)}")
 
 
 def callgrind(variant: str, count: int) -> None:
@@ -329,7 +393,7 @@ def callgrind(variant: str, count: int) -> None:
     ``python -m bench.bench_registry VARIANT N`` under ``valgrind --tool=callgrind``;
     per-call instructions are the difference of two runs with different N,
     divided by the difference of N (start-up and imports cancel out). VARIANT
-    is ``execute``, ``hooks`` (five hooks), ``loop`` (``execute_tool_calls``,
+    is ``execute``, ``steps`` (the data steps alone), ``hooks`` (five hooks), ``loop`` (``execute_tool_calls``,
     one call), ``openai`` or ``pydantic`` (the peer's call), ``openai-render``
     or ``pydantic-render`` (the call plus the peer's own rendering).
     """
@@ -343,7 +407,12 @@ def callgrind(variant: str, count: int) -> None:
                 raise SystemExit(f"{variant}: {peer}")
             one = peer
         else:
-            names = {"execute": "dsh execute", "hooks": "dsh execute + 5 hooks", "loop": "dsh execute_tool_calls, 1 call"}
+            names = {
+                "execute": "dsh execute",
+                "steps": STEPS,
+                "hooks": "dsh execute + 5 hooks",
+                "loop": "dsh execute_tool_calls, 1 call",
+            }
             one = {name: run for name, run, _ in _dsh_variants(loop)}[names[variant]]
 
         async def calls() -> None:
