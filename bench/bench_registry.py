@@ -215,7 +215,10 @@ def _dsh_variants(loop: asyncio.AbstractEventLoop) -> list[tuple[str, Callable[[
 
 
 class _BodyValue:
-    """Where ``body_steps`` leaves the body's return value (the pipeline's call state holds it)."""
+    """Where ``body_steps`` leaves the body's return value (the pipeline's call state holds it).
+
+    It is no execution source: the bench's body never reads ``run.execution``.
+    """
 
     __slots__ = ("value",)
 

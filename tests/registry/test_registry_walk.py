@@ -58,12 +58,12 @@ def _stack_below(caller: FrameType) -> list[FrameType]:
     return frames[::-1]
 
 
-async def _walk(registry: ToolRegistry, seen: dict[str, Any], listeners: set[Any]) -> list[str]:
+async def _walk(registry: ToolRegistry, seen: dict[str, Any], test_code: set[Any]) -> list[str]:
     seen["caller"] = sys._getframe()
     result = await registry.execute(call())
     assert text(result) == "echo:hi"
     return [
-        f"test:{frame.f_code.co_name}" if frame.f_code in listeners else _defined_as(frame)
+        f"test:{frame.f_code.co_name}" if frame.f_code in test_code else _defined_as(frame)
         for frame in seen["stack"]
     ]
 
