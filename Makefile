@@ -2,11 +2,14 @@
 # pyproject.toml or setup.py change), the compiled extension (rebuilt when
 # _ext/ changes) and, for the TypeScript checks, a local node_modules.
 #
-# PY=X.Y runs any target on that interpreter, in its own venv .venv-X.Y with
-# its own extension build (.ci/find-python finds it on PATH or in pyenv):
-# `make test-compiled PY=3.13`. Without PY, `python3` and .venv.
+# PY=X.Y on the command line runs any target on that interpreter, in its own
+# venv .venv-X.Y with its own extension build (.ci/find-python finds it on PATH
+# or in pyenv): `make test-compiled PY=3.13`. Without it, `python3` and .venv.
+# PY is read from the command line only (sub-makes inherit it through
+# MAKEFLAGS): a PY exported in the environment, often an interpreter path such
+# as /usr/bin/python3, is not ours and is ignored.
 SHELL := /bin/bash
-ifeq ($(origin PY),undefined)
+ifneq ($(origin PY),command line)
 PYTHON ?= python3
 VENV := .venv
 else
