@@ -130,6 +130,7 @@ _EXPORTS: dict[str, str] = {
     "metrics_policy": "registry",
     "ToolMetrics": "registry",
     "ToolStats": "registry",
+    "CallSettle": "registry",
     # dsh_codegen.codemode: the dispatch bridge and the runtime contract
     "CodeDispatch": "codemode",
     "CodeModeBridge": "codemode",
@@ -274,6 +275,7 @@ __all__ = [
     "metrics_policy",
     "ToolMetrics",
     "ToolStats",
+    "CallSettle",
     "CodeDispatch",
     "CodeModeBridge",
     "CodeRunFailure",

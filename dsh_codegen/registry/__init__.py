@@ -24,7 +24,7 @@ from dsh_codegen.registry._execution import (
 )
 from dsh_codegen.registry._gate import PipelineGate
 from dsh_codegen.registry._loop import ToolCall, execute_tool_calls, parse_call_arguments
-from dsh_codegen.registry.pipeline import PIPELINE_STAGES
+from dsh_codegen.registry.pipeline import PIPELINE_STAGES, CallSettle
 from dsh_codegen.registry._registry import Disposer, ToolChange, ToolRegistry, ToolSchema, ToolScope
 from dsh_codegen.registry._results import (
     UNSET,
@@ -121,4 +121,6 @@ __all__ = [
     "metrics_policy",
     "ToolMetrics",
     "ToolStats",
+    # The call hook's settle (on_execute).
+    "CallSettle",
 ]

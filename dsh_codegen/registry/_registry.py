@@ -42,11 +42,12 @@ from dsh_codegen.registry._definitions import CompiledTool, check_for_registrati
 from dsh_codegen.registry._errors import RUN_CODE_NAME
 from dsh_codegen.registry._execution import ToolExecutionInput
 from dsh_codegen.registry._gate import PipelineGate
-from dsh_codegen.registry.pipeline import run_pipeline
+from dsh_codegen.registry.pipeline import CallSettle, run_hooked, run_pipeline
 from dsh_codegen.registry._results import ToolExecutionResult
 
 if TYPE_CHECKING:
     from dsh_codegen.registry._definitions import ToolDefinition
+    from dsh_codegen.registry._execution import ToolExecution
 
 __all__ = ["Disposer", "ToolChange", "ToolRegistry", "ToolSchema", "ToolScope"]
 
@@ -148,7 +149,7 @@ class _Layer:
 class ListenerSnapshot:
     """The listeners one call runs, fixed when the call starts (guards excepted)."""
 
-    __slots__ = ("any", "observers", "post", "pre", "wrappers")
+    __slots__ = ("any", "calls", "observers", "post", "pre", "wrappers")
 
     def __init__(
         self,
@@ -156,13 +157,16 @@ class ListenerSnapshot:
         wrappers: tuple[_Listener, ...],
         post: tuple[_Listener, ...],
         observers: tuple[_Listener, ...],
+        calls: tuple[_Listener, ...] = (),
     ) -> None:
         self.pre = pre
         self.wrappers = wrappers
         self.post = post
         self.observers = observers
+        # The on_execute hooks (entry to settlement of the whole call).
+        self.calls = calls
         # Whether there is any listener at all (a call without one makes no execution up front).
-        self.any = bool(pre or wrappers or post or observers)
+        self.any = bool(pre or wrappers or post or observers or calls)
 
 
 _METHOD_OF: Final = {
@@ -173,6 +177,7 @@ _METHOD_OF: Final = {
     "_changes": "on_change()",
     "_assemblers": "on_assemble()",
     "_dispatch_log": "on_code_dispatch_log()",
+    "_calls": "on_execute()",
 }
 
 
@@ -245,6 +250,29 @@ class _Surface:
         is the outermost.
         """
         return self._track(self._registry._add_listener("_wrappers", fn, self._owner, prepend))
+
+    def on_execute(self, fn: Callable[[ToolExecution], CallSettle | None]) -> Disposer:
+        """Add a call hook ``fn(execution) -> settle | None`` that spans a whole call, entry to settlement.
+
+        ``fn`` (synchronous) is called once per call when the call enters
+        ``execute``, after its input was read and before any stage runs, in the
+        task (and ``contextvars`` context) that runs the call; it sees every
+        call of this layer's chains, entry failures included. It may return
+        ``settle(result, error)``, which the registry calls exactly once when
+        the call is over, in that same task and context, even if the hook was
+        disposed meanwhile: after ``finalize_content`` and the ``on_result``
+        observers, just before ``execute`` returns or raises. ``result`` is the
+        final result (the object the observers saw), or ``None`` if an
+        exception escaped before there was one; ``error`` is the exception
+        ``execute`` is about to raise (the ``CancelledError`` of a cancelled
+        task, which comes with its ``ABORTED`` result), else ``None``. Hooks run
+        in registration order, their settles in the reverse order. An exception
+        from either is logged at WARNING on the ``dsh_codegen`` logger and
+        changes nothing in the call. Raised errors: ``TypeError`` for a
+        coroutine function (see ``docs/registry.md``, "Call hooks").
+        """
+        _check_listener("on_execute()", fn, sync_only=True)
+        return self._track(self._registry._add_listener("_calls", fn, self._owner, False))
 
     def on_post_execute(self, fn: Callable[..., Any], *, prepend: bool = False) -> Disposer:
         """Add a post-execute listener ``fn(execution, result, next) -> Accept | Block`` (sync or async)."""
@@ -488,6 +516,7 @@ class ToolRegistry(_Surface):
         self._changes: tuple[_Listener, ...] = ()
         self._assemblers: tuple[_Listener, ...] = ()
         self._dispatch_log: tuple[_Listener, ...] = ()
+        self._calls: tuple[_Listener, ...] = ()
         # Bumped on every tool/mask/presentation change (scope views cache on it)
         # and on every listener change (listener snapshots cache on it).
         self._version = 0
@@ -751,7 +780,11 @@ class ToolRegistry(_Surface):
             return tuple(e for e in entries if e.scope is None or e.scope in scopes)
 
         return ListenerSnapshot(
-            pick(self._pre), pick(self._wrappers), pick(self._post), pick(self._observers)
+            pick(self._pre),
+            pick(self._wrappers),
+            pick(self._post),
+            pick(self._observers),
+            pick(self._calls),
         )
 
     def get(self, name: str, scope: ToolScope | Hashable | None = None) -> ToolDefinition | None:
@@ -861,8 +894,12 @@ class ToolRegistry(_Surface):
         the gate) is delivered there; the call then records
         ``ABORTED_BEFORE_DISPATCH`` (or ``ABORTED`` if a body already ran).
 
-        (A plain method returning the pipeline coroutine: one frame less per call.)
+        (A plain method returning the pipeline coroutine: one frame less per call.
+        With an ``on_execute`` hook anywhere on the registry, the pipeline runs
+        inside :func:`run_hooked`, which settles the hooks.)
         """
+        if self._calls:
+            return run_hooked(self, input, gate)
         return run_pipeline(self, input, gate)
 
     def execution_mode(self, input: ToolExecutionInput) -> Literal["parallel", "exclusive"]:

@@ -45,6 +45,7 @@ from dsh_codegen.registry.pipeline._policy import run_policy
 
 if TYPE_CHECKING:
     from dsh_codegen.registry._gate import PipelineGate
+    from dsh_codegen.registry.pipeline._hooks import CallHooks
     from dsh_codegen.registry._registry import ToolRegistry
 
 __all__ = ["PIPELINE_STAGES", "run_pipeline"]
@@ -62,7 +63,10 @@ PIPELINE_STAGES: Final = (
 
 
 async def run_pipeline(
-    registry: ToolRegistry, input: ToolExecutionInput, gate: PipelineGate | None
+    registry: ToolRegistry,
+    input: ToolExecutionInput,
+    gate: PipelineGate | None,
+    hooks: CallHooks | None = None,
 ) -> ToolExecutionResult:
     """Run every stage in order and return the one frozen result that observers saw.
 
@@ -73,8 +77,13 @@ async def run_pipeline(
     ``ABORTED_BEFORE_DISPATCH``, skips post-execute, runs finalize and
     observers once (inside ``gate.commit()`` unless entering it is cancelled
     too), and the original ``CancelledError`` is re-raised.
+
+    ``hooks`` (from :func:`~._hooks.run_hooked`): the ``on_execute`` hooks
+    are entered right after the input is read, and get the final result.
     """
     call, failure = create_execution(registry, input, gate is not None)
+    if hooks is not None:
+        hooks.enter(call)
     listeners = call.listeners
     result: ToolExecutionResult | None
     if failure is None and not call.chain and registry.mode != "code" and not call.signal.is_aborted():
@@ -127,6 +136,8 @@ async def run_pipeline(
     # point at each other: drop the call's side now, and reference counting frees both
     # (no cycle left for the collector).
     call.run = None
+    if hooks is not None:
+        hooks.result = result
     if cancelled:
         raise cancel_exc if cancel_exc is not None else asyncio.CancelledError()
     return result
