@@ -85,6 +85,9 @@ def test_the_sdist_holds_the_build_inputs(artefacts: dict[str, Path]) -> None:
     pxd = {f"dsh_codegen/{path.name}" for path in (ROOT / "dsh_codegen").glob("*.pxd")}
     assert {"dsh_codegen/_compile_c.pxd", "dsh_codegen/_schema_c.pxd"} <= pxd <= names, sorted(names)
     assert {"setup.py", "pyproject.toml", "README.md", "dsh_codegen/py.typed", "dsh_codegen/__init__.py"} <= names
+    # The licence, the changelog and the documentation's sources travel with the source.
+    assert {"LICENSE", "CHANGELOG.md", "docs/index.md"} <= names, sorted(names)
+    assert {f"docs/{path.name}" for path in (ROOT / "docs").glob("*.md")} <= names
     assert any(name.startswith("templates/") and name.endswith(".jinja") for name in names)
     # Build inputs only: no generated C, no binaries, no test suite.
     assert not [name for name in names if name.endswith((".c", ".so")) or name.startswith("tests/")]
@@ -108,6 +111,13 @@ def test_the_wheel_is_manylinux_and_ships_the_extension_and_templates(artefacts:
     assert "dsh_codegen/py.typed" in names
     assert any(n.startswith("dsh_codegen/templates/") and n.endswith(".jinja") for n in names), names
     assert not any(n.endswith((".pyx", ".pxd", ".c")) for n in names), "sources must not ship in the wheel"
+    (licence,) = [n for n in names if n.endswith(".dist-info/licenses/LICENSE")]
+    assert archive.read(licence) == (ROOT / "LICENSE").read_bytes()
+    (metadata,) = [n for n in names if n.endswith(".dist-info/METADATA")]
+    fields = archive.read(metadata).decode().split("\n\n", 1)[0].splitlines()
+    assert "License-Expression: MIT" in fields and "License-File: LICENSE" in fields, fields
+    assert {"Classifier: Typing :: Typed", "Classifier: Programming Language :: Python :: 3.13"} <= set(fields)
+    assert any(field.startswith("Keywords: ") for field in fields), fields
     (wheel_meta,) = [n for n in names if n.endswith(".dist-info/WHEEL")]
     lines = archive.read(wheel_meta).decode().splitlines()
     tags = [line.split(": ", 1)[1] for line in lines if line.startswith("Tag: ")]
