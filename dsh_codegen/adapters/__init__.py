@@ -28,7 +28,13 @@ if TYPE_CHECKING:
         to_openai_tools,
     )
     from dsh_codegen.adapters._lowering import LoweredSchema, SchemaNote, lower_json_schema
-    from dsh_codegen.adapters._mcp_import import McpImport, McpToolError, import_mcp_tools
+    from dsh_codegen.adapters._mcp_import import (
+        McpElicitation,
+        McpImport,
+        McpToolError,
+        import_mcp_tools,
+        mcp_elicitation_callback,
+    )
     from dsh_codegen.adapters._mcp_serve import McpToolServer, serve_mcp
     from dsh_codegen.adapters._schema_tools import render_value_as_text, tool_from_schema
     from dsh_codegen.adapters._strict import StrictSchemaError, relax_strict_arguments
@@ -49,9 +55,11 @@ _EXPORTS: dict[str, str] = {
     "LoweredSchema": "_lowering",
     "SchemaNote": "_lowering",
     "lower_json_schema": "_lowering",
+    "McpElicitation": "_mcp_import",
     "McpImport": "_mcp_import",
     "McpToolError": "_mcp_import",
     "import_mcp_tools": "_mcp_import",
+    "mcp_elicitation_callback": "_mcp_import",
     "McpToolServer": "_mcp_serve",
     "serve_mcp": "_mcp_serve",
     "render_value_as_text": "_schema_tools",
@@ -62,6 +70,7 @@ _EXPORTS: dict[str, str] = {
 
 __all__ = [
     "LoweredSchema",
+    "McpElicitation",
     "McpImport",
     "McpToolError",
     "McpToolServer",
@@ -77,6 +86,7 @@ __all__ = [
     "load_catalog_document",
     "load_catalog_file",
     "lower_json_schema",
+    "mcp_elicitation_callback",
     "relax_strict_arguments",
     "render_value_as_text",
     "serve_mcp",

@@ -22,6 +22,7 @@ from dsh_codegen.registry._execution import (
     ToolExecutionToken,
     ToolRunContext,
 )
+from dsh_codegen.registry._events import LogLevel, ToolEvent, ToolLog, ToolProgress, watch_tool_events
 from dsh_codegen.registry._gate import PipelineGate
 from dsh_codegen.registry._loop import ToolCall, execute_tool_calls, parse_call_arguments
 from dsh_codegen.registry.pipeline import PIPELINE_STAGES, CallSettle
@@ -90,6 +91,11 @@ __all__ = [
     "ToolExecutionInput",
     "ToolExecutionResult",
     "ToolExecutionToken",
+    "ToolEvent",
+    "ToolLog",
+    "ToolProgress",
+    "LogLevel",
+    "watch_tool_events",
     "ToolFailure",
     "ToolNotFoundError",
     "ToolOutput",

@@ -13,6 +13,13 @@ from __future__ import annotations
 from collections.abc import Hashable
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, final
 
+from dsh_codegen.registry._events import (
+    LogLevel,
+    emit_tool_event,
+    has_tool_event_listeners,
+    log_event,
+    progress_event,
+)
 from dsh_codegen.registry._materialize import snapshot_context
 from dsh_codegen.registry._results import AdditionalContext, JsonValue
 from dsh_codegen.registry.cancel import AbortSignal, derive_signal, release_signal
@@ -220,6 +227,31 @@ class ToolRunContext(_ExecutionFields):
     def conclude_turn(self) -> None:
         """Mark the result as concluding the agent's turn (kept only if the call succeeds)."""
         self._concluded = True
+
+    def report_progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
+        """Report how far the body has come (``progress`` of ``total``, both finite numbers).
+
+        The event goes to the listeners of the calling context
+        (:func:`~dsh_codegen.registry.watch_tool_events`): ``serve_mcp`` sends it
+        as an MCP progress notification to a client that asked for progress;
+        with no listener it is dropped. Raised errors: ``TypeError``/``ValueError``
+        for a value that is not a finite number (or a message that is not a string).
+        """
+        event = progress_event(self.execution, progress, total, message)  # checked with or without a listener
+        if has_tool_event_listeners():
+            emit_tool_event(event)
+
+    def log(self, level: LogLevel, data: object, *, logger: str | None = None) -> None:
+        """Send a log entry (``level`` one of MCP's syslog levels, ``data`` lossless JSON) to the caller.
+
+        Like :meth:`report_progress`: ``serve_mcp`` sends it as an MCP log
+        notification (subject to the client's ``logging/setLevel``); with no
+        listener it is dropped. Raised errors: ``ValueError`` for an unknown
+        level or data that is not lossless JSON.
+        """
+        event = log_event(self.execution, level, data, logger)
+        if has_tool_event_listeners():
+            emit_tool_event(event)
 
 
 class FollowingRunContext(ToolRunContext):

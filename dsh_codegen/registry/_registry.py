@@ -333,6 +333,11 @@ class ToolScope(_Surface):
     def __repr__(self) -> str:
         return f"<ToolScope agent={self.agent!r}{' disposed' if self._disposed else ''}>"
 
+    @property
+    def registry(self) -> ToolRegistry:
+        """The registry this scope belongs to (its approval service, its ``execute``)."""
+        return self._registry
+
     def _layer(self) -> _Layer:
         if self._disposed:
             raise ValueError(f"scope {self.agent!r} is disposed")

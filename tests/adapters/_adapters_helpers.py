@@ -43,13 +43,22 @@ def process_gone(pid: int) -> bool:
 
 
 @asynccontextmanager
-async def mcp_session(script: Path, markers: Path, args: Sequence[str] = ()) -> AsyncIterator[Any]:
-    """An initialised ``mcp.ClientSession`` to ``python script *args`` over stdio (closed and reaped on exit)."""
+async def mcp_session(
+    script: Path, markers: Path, args: Sequence[str] = (), *, modern: bool = False, **options: Any
+) -> AsyncIterator[Any]:
+    """An initialised ``mcp.ClientSession`` to ``python script *args`` over stdio (closed and reaped on exit).
+
+    ``modern=True`` negotiates MCP 2026-07-28 (``server/discover``) instead of the
+    2025 handshake (``initialize``); ``options`` go to ``ClientSession``.
+    """
     from mcp import ClientSession, StdioServerParameters, stdio_client
 
     env = {"SDK_SERVER_DIR": str(markers), "PATH": os.environ.get("PATH", ""), "PYTHONPATH": os.pathsep.join(sys.path)}
     params = StdioServerParameters(command=sys.executable, args=[str(script), *args], env=env)
     async with stdio_client(params) as (read, write):
-        async with ClientSession(read, write) as session:
-            await session.initialize()
+        async with ClientSession(read, write, **options) as session:
+            if modern:
+                await session.discover()
+            else:
+                await session.initialize()
             yield session

@@ -1,0 +1,180 @@
+"""``import_mcp_tools`` against servers written with the SDK's own API, over stdio (issue 35, "MCP in").
+
+``lowlevel_server.py`` (the SDK's low-level ``Server``) publishes what the
+high-level ``MCPServer`` cannot: a task-only tool, an image with an
+``outputSchema``, ``[text, image, text]``, progress, and an elicitation on both
+protocol eras. ``sdk_server.py`` (``MCPServer``) serves the rest.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("mcp")
+
+from dsh_codegen import (
+    AbortController,
+    ApprovalRequest,
+    ToolExecutionInput,
+    ToolFailure,
+    ToolProgress,
+    ToolRegistry,
+    ToolSuccess,
+    watch_tool_events,
+)
+from dsh_codegen.adapters import McpElicitation, McpToolError, import_mcp_tools, mcp_elicitation_callback
+
+from _adapters_helpers import HERE, mcp_session
+
+pytestmark = pytest.mark.once
+
+LOWLEVEL = HERE / "lowlevel_server.py"
+SDK_SERVER = HERE / "sdk_server.py"
+PIXEL = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGNgAAACAAFUok9dAAAAAElFTkSuQmCC"
+IMAGE = {"type": "image", "data": PIXEL, "mimeType": "image/png"}
+
+
+def call(registry: ToolRegistry, name: str, args: object, agent: object = None) -> Any:
+    return registry.execute(ToolExecutionInput("c1", name, args, AbortController().signal, agent))
+
+
+def run(coro: Any) -> Any:
+    async def bounded() -> Any:
+        async with asyncio.timeout(60):  # a hang fails the test instead of the suite
+            return await coro
+
+    return asyncio.run(bounded())
+
+
+class Approvals:
+    """An approval service that answers ``answer`` and records what it was asked."""
+
+    def __init__(self, answer: str) -> None:
+        self.answer = answer
+        self.asked: list[ApprovalRequest] = []
+
+    async def request(self, request: ApprovalRequest) -> str:
+        self.asked.append(request)
+        return self.answer
+
+
+def test_binary_content_is_never_copied_into_text_and_block_order_is_kept(tmp_path: Path) -> None:
+    async def main() -> None:
+        registry = ToolRegistry()
+        async with mcp_session(LOWLEVEL, tmp_path) as session:
+            await import_mcp_tools(registry, session)
+            photo = await call(registry, "photo", {})
+            assert isinstance(photo, ToolSuccess)
+            assert photo.value == {"data": PIXEL, "mimeType": "image/png"}  # programs still see the structure
+            assert photo.content == [IMAGE]  # the model sees the image once, not its base64 as text too
+            mixed = await call(registry, "mixed", {})
+            assert isinstance(mixed, ToolSuccess) and mixed.value == "before\nafter"
+            assert mixed.content == [{"type": "text", "text": "before"}, IMAGE, {"type": "text", "text": "after"}]
+
+    run(main())
+
+
+def test_task_only_tools_are_skipped_with_a_note(tmp_path: Path) -> None:
+    async def main() -> None:
+        registry = ToolRegistry()
+        async with mcp_session(LOWLEVEL, tmp_path) as session:
+            imported = await import_mcp_tools(registry, session)
+            assert "batch" not in imported.names and registry.get("batch") is None
+            reason = imported.skipped["batch"]
+            assert isinstance(reason, McpToolError) and reason.code == "MCP_TASK_REQUIRED"
+            assert 'runs only as a task (taskSupport: "required")' in reason.message
+            assert imported.names == ("photo", "mixed", "steps", "confirm")
+
+    run(main())
+
+
+def test_server_progress_becomes_tool_progress_events(tmp_path: Path) -> None:
+    async def main() -> None:
+        registry = ToolRegistry()
+        events: list[ToolProgress] = []
+        async with mcp_session(LOWLEVEL, tmp_path) as session:
+            await import_mcp_tools(registry, session)
+            with watch_tool_events(events.append):
+                result = await call(registry, "steps", {})
+            assert isinstance(result, ToolSuccess) and result.value == "done"
+        assert [(e.progress, e.total, e.message) for e in events] == [
+            (0, 100, "step 0"),
+            (50, 100, "step 50"),
+            (100, 100, "step 100"),
+        ]
+        assert {e.execution.name for e in events} == {"steps"}
+
+    run(main())
+
+
+@pytest.mark.parametrize("modern", [False, True], ids=["2025-11-25", "2026-07-28"])
+def test_elicitation_is_answered_through_the_registry_approval(tmp_path: Path, modern: bool) -> None:
+    async def main() -> None:
+        approvals = Approvals("allowed-once")
+        registry = ToolRegistry(approval=approvals)
+        options = {"elicitation_callback": mcp_elicitation_callback(registry)}
+        async with mcp_session(LOWLEVEL, tmp_path, modern=modern, **options) as session:
+            await import_mcp_tools(registry, session)
+            result = await call(registry, "confirm", {"what": "delete"}, agent="alice")
+            assert isinstance(result, ToolSuccess) and result.value == 'accept {"sure": true}'
+            [asked] = approvals.asked
+            assert (asked.agent, asked.tool_name, asked.call_id, asked.reason) == ("alice", "confirm", "c1", "Really delete?")
+            approvals.answer = "rejected"
+            result = await call(registry, "confirm", {"what": "delete"})
+            assert isinstance(result, ToolSuccess) and result.value == "decline null"
+
+    run(main())
+
+
+@pytest.mark.parametrize("modern", [False, True], ids=["2025-11-25", "2026-07-28"])
+def test_elicitation_callback_of_our_own(tmp_path: Path, modern: bool) -> None:
+    seen: list[McpElicitation] = []
+
+    async def answer(elicitation: McpElicitation) -> dict[str, Any]:
+        seen.append(elicitation)
+        return {"action": "accept", "content": {"sure": False}}
+
+    async def main() -> None:
+        registry = ToolRegistry()
+        options = {"elicitation_callback": mcp_elicitation_callback(registry, elicitation=answer)}
+        async with mcp_session(LOWLEVEL, tmp_path, modern=modern, **options) as session:
+            await import_mcp_tools(registry, session, elicitation=answer)
+            result = await call(registry, "confirm", {"what": "go"})
+            assert isinstance(result, ToolSuccess) and result.value == 'accept {"sure": false}'
+        [elicitation] = seen
+        assert elicitation.message == "Really go?" and elicitation.mode == "form"
+        assert elicitation.requested_schema == {"type": "object", "properties": {"sure": {"type": "boolean", "default": True}}}
+        assert elicitation.call is not None and elicitation.call.name == "confirm"
+
+    run(main())
+
+
+def test_without_approval_service_an_elicitation_is_cancelled(tmp_path: Path) -> None:
+    async def main() -> None:
+        registry = ToolRegistry()
+        async with mcp_session(LOWLEVEL, tmp_path, modern=True) as session:
+            await import_mcp_tools(registry, session)
+            result = await call(registry, "confirm", {"what": "x"})
+            assert isinstance(result, ToolSuccess) and result.value == "cancel null"
+
+    run(main())
+
+
+def test_a_lone_surrogate_fails_its_call_and_the_session_lives_on(tmp_path: Path) -> None:
+    async def main() -> None:
+        registry = ToolRegistry()
+        async with mcp_session(SDK_SERVER, tmp_path) as session:
+            await import_mcp_tools(registry, session, on_unsupported="skip")
+            bad = await call(registry, "greet", {"name": "\ud800"})
+            assert isinstance(bad, ToolFailure) and bad.error.info is not None
+            assert bad.error.info.code in ("MCP_REQUEST_NOT_SENT", "INVALID_ARGS", "NOT_LOSSLESS_JSON")
+            assert "surrogate" in bad.error.message
+            # The same session still serves every tool.
+            ok = await call(registry, "greet", {"name": "ada"})
+            assert isinstance(ok, ToolSuccess) and ok.value == "hello ada"
+
+    run(main())
