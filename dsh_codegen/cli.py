@@ -6,6 +6,10 @@ errors); 141 stdout was closed early (``dsh-codegen demo | head``), the code
 a program killed by ``SIGPIPE`` reports in a shell. Errors go to stderr and
 name the file and, where there is one, the JSON path.
 
+``sdk`` and ``catalog`` say on stderr what they wrote (``dsh-codegen: wrote
+tools_sdk.py (5,000 tools)``) and, when stderr is a terminal and the work
+lasts, show a one-line status while they work; ``-q`` silences both.
+
 Every JSON input (catalog, schema, data; a file or stdin) is read as bytes,
 decoded as strict UTF-8 and parsed by the library's stack-safe ``parse_json``,
 so any nesting depth parses (docs/cli.md, "Limits").
@@ -17,8 +21,11 @@ import argparse
 import importlib
 import os
 import sys
+import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
+from types import TracebackType
 from typing import TextIO
 
 __all__ = ["main"]
@@ -44,6 +51,89 @@ exit codes:
 
 class _InputError(Exception):
     """An input problem already phrased for the user (``<file>: <what>``)."""
+
+
+class _Status:
+    """What ``sdk`` and ``catalog`` say on stderr besides errors: the closing ``wrote`` line and,
+    on a terminal, a one-line status that a thread redraws while a long run works.
+
+    The status appears only after ``delay_s`` (a quick run shows none), says the current stage and
+    the seconds so far, and is erased before any other line is written and when the run ends. The
+    work itself never waits for it: a thread, because the stages are single calls into the code
+    generator with no place to report from. ``quiet`` silences everything but errors and warnings.
+    """
+
+    def __init__(self, stream: TextIO, *, quiet: bool, delay_s: float = 0.5, period_s: float = 0.1) -> None:
+        self._stream = stream
+        self._quiet = quiet
+        self._live = not quiet and _is_terminal(stream)
+        self._delay_s = delay_s
+        self._period_s = period_s
+        self._stage = ""
+        self._shown = False
+        self._lock = threading.Lock()
+        self._stopped = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._started = time.monotonic()
+
+    def __enter__(self) -> _Status:
+        if self._live:
+            self._thread = threading.Thread(target=self._redraw, name="dsh-codegen-status", daemon=True)
+            self._thread.start()
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        self._stopped.set()
+        if self._thread is not None:
+            self._thread.join()
+        with self._lock:
+            self._erase()
+
+    def stage(self, text: str) -> None:
+        """Name what the run does now (shown on the status line)."""
+        self._stage = text
+
+    def say(self, line: str) -> None:
+        """Write ``line`` (a warning, an error) on its own line, the status line erased first."""
+        with self._lock:
+            self._erase()
+            print(line, file=self._stream)
+
+    def done(self, line: str) -> None:
+        """The closing line (``wrote ...``), unless quiet; the status line is not drawn again."""
+        self._stopped.set()
+        if not self._quiet:
+            self.say(line)
+
+    def _erase(self) -> None:
+        if self._shown:
+            self._stream.write("\r\x1b[K")
+            self._stream.flush()
+            self._shown = False
+
+    def _redraw(self) -> None:
+        pause = self._delay_s
+        while not self._stopped.wait(pause):
+            pause = self._period_s
+            with self._lock:
+                if self._stage and not self._stopped.is_set():
+                    elapsed = time.monotonic() - self._started
+                    self._stream.write(f"\r\x1b[Kdsh-codegen: {self._stage} ({elapsed:.1f}s)")
+                    self._stream.flush()
+                    self._shown = True
+
+
+def _is_terminal(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):  # an embedding program's stream, or a closed one
+        return False
+
+
+def _tools(count: int) -> str:
+    return f"{count:,} tool" + ("" if count == 1 else "s")
 
 
 def _build_parser() -> argparse.ArgumentParser:
@@ -79,6 +169,12 @@ def _build_parser() -> argparse.ArgumentParser:
             "--check",
             action="store_true",
             help="do not write; exit 1 and print a unified diff when OUT is missing or stale",
+        )
+        sub.add_argument(
+            "-q",
+            "--quiet",
+            action="store_true",
+            help="say nothing on success (no 'wrote OUT' line, no status line on a terminal)",
         )
 
     sdk = commands.add_parser(
@@ -311,11 +407,12 @@ def _write_atomic(path: Path, text: str) -> None:
         raise
 
 
-def _emit(args: argparse.Namespace, text: str, stdout: TextIO) -> int:
+def _emit(args: argparse.Namespace, text: str, stdout: TextIO, status: _Status, count: int) -> int:
+    """Write ``text`` (for ``count`` tools) to OUT or stdout, or compare it with OUT (``--check``)."""
     if args.output is None:
         if args.check:
             raise _InputError("--check needs -o/--output OUT (the file to compare)")
-        stdout.write(text)
+        stdout.write(text)  # the text is the report: nothing more is said
         return EXIT_OK
     out = Path(args.output)
     if args.check:
@@ -328,6 +425,7 @@ def _emit(args: argparse.Namespace, text: str, stdout: TextIO) -> int:
         except (OSError, UnicodeDecodeError) as error:
             raise _InputError(f"{out}: cannot read: {error}") from None
         if current == text:
+            status.done(f"dsh-codegen: {out} is up to date ({_tools(count)})")
             return EXIT_OK
         import difflib
 
@@ -338,12 +436,14 @@ def _emit(args: argparse.Namespace, text: str, stdout: TextIO) -> int:
             tofile=f"{out} (expected)",
         )
         stdout.writelines(line if line.endswith("\n") else line + "\n" for line in diff)
-        print(f"dsh-codegen: {out} is {'missing' if current is None else 'stale'}; rerun without --check", file=sys.stderr)
+        status.say(f"dsh-codegen: {out} is {'missing' if current is None else 'stale'}; rerun without --check")
         return EXIT_CHECK_FAILED
+    status.stage(f"writing {out}")
     try:
         _write_atomic(out, text)
     except OSError as error:
         raise _InputError(f"{out}: cannot write: {error.strerror or error}") from None
+    status.done(f"dsh-codegen: wrote {out} ({_tools(count)})")
     return EXIT_OK
 
 
@@ -351,7 +451,7 @@ def _source_name(args: argparse.Namespace) -> str:
     return str(args.catalog) if args.catalog is not None else f"--registry {args.registry}"
 
 
-def _unsupported_schemas(catalog: list[object], source: str) -> bool:
+def _unsupported_schemas(catalog: list[object], source: str, status: _Status) -> bool:
     """Print every schema the registry would refuse (as ``check-schema`` does: parameters
     must be object schemas); whether there was one."""
     from dsh_codegen.codegen import ToolSchemaEntry
@@ -370,41 +470,49 @@ def _unsupported_schemas(catalog: list[object], source: str) -> bool:
             except JsonSchemaError as error:
                 failed = True
                 for violation in error.violations:
-                    print(f'dsh-codegen: error: {source}: tool "{entry.name}" {document}: {violation}', file=sys.stderr)
+                    status.say(f'dsh-codegen: error: {source}: tool "{entry.name}" {document}: {violation}')
     return failed
 
 
-def _cmd_sdk(args: argparse.Namespace, stdout: TextIO) -> int:
+def _cmd_sdk(args: argparse.Namespace, stdout: TextIO, status: _Status) -> int:
     from dsh_codegen.codegen import render_sdk_module
     from dsh_codegen.codegen._degraded import degraded_nodes
 
+    status.stage("reading the tools")
     catalog = _load_source(args)
     source = _source_name(args)
-    if _unsupported_schemas(catalog, source):
+    status.stage(f"checking {_tools(len(catalog))}")
+    if _unsupported_schemas(catalog, source, status):
         return EXIT_CHECK_FAILED
     language = "typescript" if args.lang == "ts" else "python"
+    status.stage(f"looking for types that degrade in {_tools(len(catalog))}")
     degraded = degraded_nodes(catalog, language)  # type: ignore[arg-type]
     level = "error" if args.strict else "warning"
     for node in degraded:
-        print(f"dsh-codegen: {level}: {source}: {node}", file=sys.stderr)
+        status.say(f"dsh-codegen: {level}: {source}: {node}")
     if degraded and args.strict:
-        print(f"dsh-codegen: {len(degraded)} degraded type(s); nothing written (--strict)", file=sys.stderr)
+        status.say(f"dsh-codegen: {len(degraded)} degraded type(s); nothing written (--strict)")
         return EXIT_CHECK_FAILED
+    status.stage(f"rendering the {'TypeScript' if args.lang == 'ts' else 'Python'} SDK of {_tools(len(catalog))}")
     try:
         text = render_sdk_module(catalog, language)  # type: ignore[arg-type]
     except ValueError as error:
         source = args.catalog or (f"--mcp {args.mcp}" if args.mcp else f"--registry {args.registry}")
         raise _InputError(f"{source}: {error}") from None
-    return _emit(args, text, stdout)
+    return _emit(args, text, stdout, status, len(catalog))
 
 
-def _cmd_catalog(args: argparse.Namespace, stdout: TextIO) -> int:
+def _cmd_catalog(args: argparse.Namespace, stdout: TextIO, status: _Status) -> int:
     from dsh_codegen.codegen import render_catalog_markdown
 
+    status.stage("reading the tools")
     catalog = _load_source(args)
-    if _unsupported_schemas(catalog, _source_name(args)):
+    status.stage(f"checking {_tools(len(catalog))}")
+    if _unsupported_schemas(catalog, _source_name(args), status):
         return EXIT_CHECK_FAILED
-    return _emit(args, render_catalog_markdown(catalog), stdout)  # type: ignore[arg-type]
+    status.stage(f"rendering the catalog of {_tools(len(catalog))}")
+    text = render_catalog_markdown(catalog)  # type: ignore[arg-type]
+    return _emit(args, text, stdout, status, len(catalog))
 
 
 def _read_supported_schema(path: str) -> tuple[object, bool]:
@@ -450,14 +558,11 @@ def _run(args: argparse.Namespace) -> int:
         from dsh_codegen._demo import run_demo
 
         return run_demo()
-    handlers = {
-        "sdk": _cmd_sdk,
-        "catalog": _cmd_catalog,
-        "check-schema": _cmd_check_schema,
-        "validate": _cmd_validate,
-    }
     try:
-        return handlers[args.command](args, sys.stdout)
+        if args.command in ("sdk", "catalog"):
+            with _Status(sys.stderr, quiet=args.quiet) as status:
+                return (_cmd_sdk if args.command == "sdk" else _cmd_catalog)(args, sys.stdout, status)
+        return (_cmd_check_schema if args.command == "check-schema" else _cmd_validate)(args, sys.stdout)
     except _InputError as error:
         print(f"dsh-codegen: error: {error}", file=sys.stderr)
         return EXIT_USAGE

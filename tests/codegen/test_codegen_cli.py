@@ -30,10 +30,12 @@ def test_sdk_writes_the_module_and_check_detects_staleness(
 ) -> None:
     out = tmp_path / f"sdk.{lang}"
     expected = render_sdk_module(load_catalog(CATALOG), language)  # type: ignore[arg-type]
-    assert _run(capsys, "sdk", "--lang", lang, "--catalog", str(CATALOG), "-o", str(out)) == (0, "", "")
+    wrote = (0, "", f"dsh-codegen: wrote {out} (3 tools)\n")
+    assert _run(capsys, "sdk", "--lang", lang, "--catalog", str(CATALOG), "-o", str(out)) == wrote
     assert out.read_text(encoding="utf-8") == expected
     assert [p.name for p in tmp_path.iterdir()] == [out.name]  # no temp file left behind
-    assert _run(capsys, "sdk", "--lang", lang, "--catalog", str(CATALOG), "-o", str(out), "--check") == (0, "", "")
+    current = (0, "", f"dsh-codegen: {out} is up to date (3 tools)\n")
+    assert _run(capsys, "sdk", "--lang", lang, "--catalog", str(CATALOG), "-o", str(out), "--check") == current
     out.write_text(expected.replace("read_file", "read_files", 1), encoding="utf-8")
     code, stdout, stderr = _run(capsys, "sdk", "--lang", lang, "--catalog", str(CATALOG), "-o", str(out), "--check")
     assert code == 1
@@ -64,6 +66,108 @@ def test_sdk_to_stdout_and_catalog_markdown(tmp_path: Path, capsys: pytest.Captu
     out = tmp_path / "catalog.md"
     assert _run(capsys, "catalog", "--catalog", str(CATALOG), "-o", str(out))[0] == 0
     assert _run(capsys, "catalog", "--catalog", str(CATALOG), "-o", str(out), "--check")[0] == 0
+
+
+@pytest.mark.once
+@pytest.mark.parametrize("command", [["sdk", "--lang", "py"], ["catalog"]])
+def test_a_write_is_said_on_stderr_and_q_silences_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: list[str]
+) -> None:
+    # Issue 39: a successful run used to say nothing at all.
+    out = tmp_path / "out.txt"
+    assert _run(capsys, *command, "--catalog", str(CATALOG), "-o", str(out)) == (
+        0, "", f"dsh-codegen: wrote {out} (3 tools)\n"
+    )
+    one = tmp_path / "one.json"
+    one.write_text(json.dumps(json.loads(CATALOG.read_text(encoding="utf-8"))[:1]), encoding="utf-8")
+    assert _run(capsys, *command, "--catalog", str(one), "-o", str(out))[2] == f"dsh-codegen: wrote {out} (1 tool)\n"
+    for check in ([], ["--check"]):
+        assert _run(capsys, *command, "-q", "--catalog", str(CATALOG), "-o", str(out), *check) == (0, "", "")
+    # Stdout is the output itself: nothing is added to it or said beside it.
+    code, stdout, stderr = _run(capsys, *command, "--catalog", str(CATALOG))
+    assert code == 0 and stdout and stderr == ""
+    # -q silences the report, not the problems.
+    code, _, stderr = _run(capsys, *command, "-q", "--catalog", str(CATALOG), "-o", str(tmp_path / "no" / "out"))
+    assert code == 2 and stderr.startswith("dsh-codegen: error: ")
+
+
+class _Terminal:
+    """A text stream that says it is a terminal and keeps what was written."""
+
+    def __init__(self) -> None:
+        self.text = ""
+
+    def isatty(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        self.text += text
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+
+@pytest.mark.once
+def test_the_status_line_is_drawn_on_a_terminal_and_erased_before_other_lines() -> None:
+    import threading
+
+    from dsh_codegen.cli import _Status
+
+    terminal = _Terminal()
+    drawn = threading.Event()
+    with _Status(terminal, quiet=False, delay_s=0, period_s=0.01) as status:  # type: ignore[arg-type]
+        status.stage("rendering the Python SDK of 5,000 tools")
+        for _ in range(1000):  # the thread draws within a few periods; ten seconds at most
+            if "rendering" in terminal.text:
+                break
+            drawn.wait(0.01)
+        status.say("dsh-codegen: warning: something")
+        status.done("dsh-codegen: wrote out.py (5,000 tools)")
+    status_line = "\r\x1b[Kdsh-codegen: rendering the Python SDK of 5,000 tools ("
+    assert status_line in terminal.text
+    # Every other line starts on a clean line, and the run ends with no status left on screen.
+    assert "\r\x1b[Kdsh-codegen: warning: something\n" in terminal.text
+    assert terminal.text.endswith("something\ndsh-codegen: wrote out.py (5,000 tools)\n")
+    assert "dsh-codegen:  (" not in terminal.text  # no status before a stage is named
+    quiet = _Terminal()
+    with _Status(quiet, quiet=True, delay_s=0, period_s=0.01) as status:  # type: ignore[arg-type]
+        status.stage("working")
+        status.done("dsh-codegen: wrote out.py (5,000 tools)")
+    assert quiet.text == ""
+
+
+@pytest.mark.once
+def test_a_long_run_on_a_terminal_shows_its_stages(tmp_path: Path) -> None:
+    import pty
+
+    # Long enough to outlast the status line's half-second delay on any machine (about 2 s here).
+    tools = json.loads(CATALOG.read_text(encoding="utf-8"))
+    big = [{**tools[i % len(tools)], "name": f"tool_{i}"} for i in range(4000)]
+    catalog = tmp_path / "big.json"
+    catalog.write_text(json.dumps(big), encoding="utf-8")
+    out = tmp_path / "sdk.py"
+    leader, follower = pty.openpty()
+    env = {k: v for k, v in os.environ.items() if k != "DSH_CODEGEN_PURE_PYTHON"}
+    with subprocess.Popen(
+        [sys.executable, "-m", "dsh_codegen", "sdk", "--lang", "py", "--catalog", str(catalog), "-o", str(out)],
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=follower, env=env,
+    ) as process:
+        os.close(follower)
+        screen = b""
+        while True:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:  # the terminal's other end closed: the command has exited
+                break
+            if not chunk:
+                break
+            screen += chunk
+    os.close(leader)
+    assert process.returncode == 0, screen.decode(errors="replace")
+    text = screen.decode()
+    assert "\r\x1b[Kdsh-codegen: rendering the Python SDK of 4,000 tools (" in text, text[-2000:]
+    assert text.endswith(f"\r\x1b[Kdsh-codegen: wrote {out} (4,000 tools)\r\n"), text[-500:]
 
 
 @pytest.mark.once

@@ -85,7 +85,8 @@ def test_sdk_warns_about_degraded_types_and_strict_refuses_them(tmp_path: Path, 
     catalog = tmp_path / "tools.json"
     catalog.write_text(json.dumps(EXOTIC), encoding="utf-8")
     out = tmp_path / "sdk.py"
-    code, stdout, stderr = _run(capsys, "sdk", "--lang", "py", "--catalog", str(catalog), "-o", str(out))
+    # -q: no "wrote" line; the warnings are still said.
+    code, stdout, stderr = _run(capsys, "sdk", "-q", "--lang", "py", "--catalog", str(catalog), "-o", str(out))
     assert code == 0 and stdout == ""
     assert stderr == (
         f'dsh-codegen: warning: {catalog}: tool "t" parameters#/: '
