@@ -109,9 +109,14 @@ def _completion(outcome: object, run: ToolRunContext) -> Any:
         kind = outcome.kind if outcome.kind in FAILURE_KINDS else "invalid-output"
         message = outcome.message if type(outcome.message) is str else _INVALID_COMPLETION
         caller = run.execution.signal
-        if kind == "abort" and caller.aborted and isinstance(caller.reason, BaseException):
-            # The run stopped because the caller aborted: the outer result is ABORTED.
-            raise caller.reason
+        if kind == "abort" and caller.aborted:
+            # The run stopped because the caller aborted: the outer result is ABORTED, whatever
+            # the reason. Re-raising an exception reason says so; for any other reason (a string,
+            # say) the body ends without an error and the pipeline replaces that ending of an
+            # aborted call with ABORTED, as it does for any tool.
+            if isinstance(caller.reason, BaseException):
+                raise caller.reason
+            return {"logs": logs}
         raise CodeRunFailedError(kind, message, logs)
     raise TypeError(f"code runtime returned {type(outcome).__name__}, not a CodeRunResult")
 

@@ -678,6 +678,7 @@ class SubCallPool:
             "parentCallId": self.parent_call_id,
             "subCallId": call.input.call_id,
             "name": call.name,
+            "arguments": call.input.arguments,
             "isError": result.is_error,
             "content": result.content,
         }

@@ -141,6 +141,8 @@ async def test_b130_one_start_and_one_settle_event_per_started_sub_call() -> Non
     }
     assert settle["isError"] is False and settle["content"] == [{"type": "text", "text": "echo:a"}]
     assert start["time"] <= settle["time"] and "value" not in settle
+    # The settle event names the call as its start event does, so either one renders the sub-call.
+    assert {k: settle[k] for k in ("name", "arguments")} == {"name": "echo", "arguments": {"text": "a"}}
 
 
 @async_test
@@ -778,6 +780,23 @@ async def test_b143_outer_abort_mid_run() -> None:
     assert late[0] == "run_code run is over (This operation was aborted); later not dispatched"
     assert late[2] == "run_code run is over (This operation was aborted); later tool call abandoned"
     assert [(e["type"], e["name"]) for e in log.events] == [(START, "hang"), (SETTLE, "hang")]
+
+
+@pytest.mark.parametrize("reason", [None, "user pressed stop", AbortError("user pressed stop"), 42])
+@async_test
+async def test_b143_an_outer_abort_is_aborted_whatever_its_reason(reason: Any) -> None:
+    controller = AbortController()
+    registry, runtime, _ = code_registry(text_tool("echo"))
+
+    async def forever(tools: Any, print: Any) -> Any:
+        print("before")
+        await tools.echo({"text": "a"})
+        await asyncio.sleep(10)
+
+    asyncio.get_running_loop().call_later(0.01, controller.abort, reason)
+    result = await run_code(registry, program(runtime, forever), signal=controller.signal)
+    assert isinstance(result, ToolFailure)
+    assert result.error.info is not None and result.error.info.code == "ABORTED", text(result)
 
 
 @async_test
