@@ -177,7 +177,7 @@ _EXPORTS: dict[str, str] = {
     "tool_from_schema": "adapters",
 }
 
-_LAYERS = frozenset(_EXPORTS.values()) | {"codemode", "adapters", "cli"}
+_LAYERS = frozenset(_EXPORTS.values()) | {"codemode", "adapters", "cli", "otel"}
 
 __all__ = [
     "__version__",

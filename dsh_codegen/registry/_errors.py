@@ -115,8 +115,12 @@ class CodeRunFailedError(HarnessError):
 
     ``kind`` is one of ``exception``, ``timeout``, ``abort``, ``worker-exit``,
     ``invalid-output``, ``output-limit``; captured ``logs`` are appended to the
-    message only when there are any.
+    message only when there are any, after :attr:`LOGS_HEADER` (so a reader of
+    the message alone, such as tracing, can leave them out).
     """
+
+    #: What separates the failure's text from the captured logs in the message.
+    LOGS_HEADER: Final = "\nCaptured output:\n"
 
     def __init__(self, kind: str, message: str, logs: Sequence[str] = ()) -> None:
         self.kind = kind
@@ -124,7 +128,7 @@ class CodeRunFailedError(HarnessError):
         self.logs: tuple[str, ...] = tuple(logs)
         text = f"code run failed ({kind}): {message}"
         if self.logs:
-            text += "\nCaptured output:\n" + "\n".join(self.logs)
+            text += self.LOGS_HEADER + "\n".join(self.logs)
         super().__init__(text, CODE_RUN_FAILED)
 
 

@@ -23,6 +23,7 @@ LAYERS = {
     "templates": 3,
     "registry": 4,
     "codemode": 5,
+    "otel": 5,
     "adapters": 6,
     "cli": 7,
     "__main__": 7,

@@ -23,6 +23,7 @@ MODULES = (
     "dsh_codegen.registry",
     "dsh_codegen.codemode",
     "dsh_codegen.adapters",
+    "dsh_codegen.otel",
 )
 
 # Named in DESIGN.md "Public API (import from dsh_codegen)" for the layers built so far.
