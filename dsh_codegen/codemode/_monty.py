@@ -1,25 +1,28 @@
 """``MontyRuntime``: the same programs on ``pydantic-monty``'s sandboxed interpreter.
 
-The program is rewritten on the host (Python's own ``ast``) into the body of
-``async def __program__()`` awaited at the top level, behind a short prelude
-that binds ``tools`` and ``ToolCallError``. Monty has no ``__getattr__`` and no
-class inheritance, so the prelude declares one method per tool whose name is a
-plain identifier, ``tools["any name"]`` for every tool, and ``ToolCallError``
-is Monty's built-in ``RuntimeError`` (it carries the message; ``toolName`` is
-not available there). Each run gets a fresh session from the runtime's own
-worker pool, so no state crosses runs.
+``_monty_program`` turns the program into one Monty source text (the program's
+lines kept where they were, behind a prelude that binds ``tools`` and
+``ToolCallError``). This module drives it: each run checks a fresh session out
+of the runtime's own worker pool (no state crosses runs) and steps the feed
+itself, suspension by suspension, so a binding call is dispatched the moment
+the program makes it (a call the program never awaits is still dispatched),
+and each suspended ``await`` is answered as soon as one of the calls it waits
+for settles.
 """
 
 from __future__ import annotations
 
-import ast
 import asyncio
 import contextlib
-import keyword
+import sys
+import threading
+import time
 from typing import Any, Final
 
+from dsh_codegen.codemode._monty_program import CALL, LOG_SEPARATOR, TOOL_CALL_ERROR, MontySource, monty_source
 from dsh_codegen.codemode._preflight import preflight_findings, preflight_message
-from dsh_codegen.json import LosslessJsonError, dump_canonical_json, snapshot_json
+from dsh_codegen.codemode._subprocess import _finish  # the one "clean-up to its end" helper of the layer
+from dsh_codegen.json import JsonBudgetError, LosslessJsonError, dump_canonical_json, snapshot_json
 from dsh_codegen.registry._code_runtime import (
     CodeRunFailure,
     CodeRunRequest,
@@ -27,50 +30,21 @@ from dsh_codegen.registry._code_runtime import (
     CodeRunSuccess,
     ToolCallError,
 )
-from dsh_codegen.registry._results import UNSET, JsonValue
+from dsh_codegen.registry._results import UNSET, JsonValue, Unset
 
 __all__ = ["MontyRuntime"]
 
 _LOSSY_ARGS: Final = "tool arguments must be lossless JSON (call the tool with an arguments object, e.g. `{}`)"
 _LOG_MARKER: Final = "[output truncated: the program printed more than {} bytes]"
-
-
-def _prelude(names: tuple[str, ...]) -> str:
-    methods = []
-    for name in names:
-        if name.isidentifier() and not keyword.iskeyword(name) and not name.startswith("_"):
-            methods.append(f"    async def {name}(self, args=...):\n        return await __dsh_call__({name!r}, args)\n")
-    return (
-        "ToolCallError = RuntimeError\n"
-        "class _Tools:\n"
-        f"    _names = {sorted(names)!r}\n"
-        + "".join(methods)
-        + "    def __getitem__(self, name):\n"
-        "        if name not in self._names:\n"
-        "            raise KeyError(name)\n"
-        "        async def bound(args=...):\n"
-        "            return await __dsh_call__(name, args)\n"
-        "        return bound\n"
-        "    def __contains__(self, name):\n"
-        "        return name in self._names\n"
-        "tools = _Tools()\n"
-    )
-
-
-def _wrap(code: str) -> str:
-    """The program as the body of ``async def __program__()``, re-rendered from its syntax tree."""
-    module = ast.parse(code, filename="<program>", mode="exec")
-    function = ast.AsyncFunctionDef(
-        name="__program__",
-        args=ast.arguments(posonlyargs=[], args=[], vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None,
-                           defaults=[]),
-        body=module.body or [ast.Pass()],
-        decorator_list=[],
-        returns=None,
-    )
-    if hasattr(ast, "TypeVar"):  # Python 3.12+ nodes carry type parameters
-        setattr(function, "type_params", [])
-    return ast.unparse(ast.fix_missing_locations(ast.Module(body=[function], type_ignores=[])))
+#: Values at this depth (inside this many lists, tuples or dicts) leave Monty as the
+#: string ``'<deeply nested>'``: pydantic-monty's conversion stops there.
+MAX_DEPTH: Final = 1000
+#: Monty counts every suspension (a call, an ``await`` answered) against a per-session
+#: budget whose overrun it reports in its own words; the bridge's ``max_sub_calls`` is
+#: the call budget, so Monty's is set out of reach.
+_SUSPENSIONS: Final = 1 << 40
+#: How long ``aclose`` waits for pydantic-monty's last completion callback to leave Python.
+_SETTLE_S: Final = 2.0
 
 
 def _utf8_size(text: str) -> int:
@@ -121,7 +95,13 @@ class MontyRuntime:
         await self.aclose()
 
     async def aclose(self) -> None:
-        """Stop the worker pool.
+        """Stop the worker pool, and return once none of its threads is still in Python.
+
+        pydantic-monty's pool settles the awaited shutdown from one of its own
+        threads, which then still has to return from the event loop's
+        ``call_soon_threadsafe``. An interpreter that exits before it has done
+        so kills that thread inside Rust code, and the process aborts
+        (SIGABRT) after the program succeeded; so this waits for it.
 
         Cancellation: the pool's own shutdown runs to its end (shielded) before
         ``CancelledError`` propagates.
@@ -129,15 +109,7 @@ class MontyRuntime:
         self._closed = True
         pool, self._pool = self._pool, None
         if pool is not None:
-            closing = asyncio.ensure_future(pool.__aexit__(None, None, None))
-            cancelled = False
-            while not closing.done():
-                try:
-                    await asyncio.shield(closing)
-                except asyncio.CancelledError:
-                    cancelled = True
-            if cancelled:
-                raise asyncio.CancelledError
+            await _finish(asyncio.ensure_future(_shut_down(pool)))
 
     async def _session(self) -> Any:
         if self._pool is None:
@@ -146,7 +118,7 @@ class MontyRuntime:
             pool = pydantic_monty.AsyncMonty()
             await pool.__aenter__()
             self._pool = pool
-        limits: dict[str, Any] = {"max_feed_duration_secs": self.wall_timeout_s}
+        limits: dict[str, Any] = {"max_feed_duration_secs": self.wall_timeout_s, "max_suspensions": _SUSPENSIONS}
         if self.memory_bytes is not None:
             limits["max_memory"] = self.memory_bytes
         return self._pool.checkout(limits=limits)
@@ -154,10 +126,10 @@ class MontyRuntime:
     async def run(self, request: CodeRunRequest) -> CodeRunResult:
         """Run ``request.code`` in a fresh Monty session and describe how it ended.
 
-        Cancellation: the feed is cancelled and awaited to its end (its pending
-        binding futures are left to the dispatcher), then ``CancelledError`` is
-        re-raised. An abort of ``request.signal`` does the same and returns
-        ``abort``.
+        Cancellation: the feed is cancelled and awaited to its end (dispatched
+        calls are left to the dispatcher, which drains them), then
+        ``CancelledError`` is re-raised. An abort of ``request.signal`` does the
+        same and returns ``abort``.
         """
         if self._closed:
             raise RuntimeError("this MontyRuntime is closed")
@@ -169,33 +141,16 @@ class MontyRuntime:
                 return CodeRunFailure("exception", preflight_message(findings))
         logs = _Logs(self.max_log_bytes)
         try:
-            source = _prelude(request.tool_names) + _wrap(request.code) + "\nawait __program__()\n"
+            source = monty_source(request.code, request.tool_names)
         except (SyntaxError, ValueError, RecursionError) as error:
             return CodeRunFailure("exception", f"{type(error).__name__}: {error}")
-        names = frozenset(request.tool_names)
-
-        async def call(name: object, args: object) -> Any:
-            if type(name) is not str or name not in names:
-                raise KeyError(name)
-            try:
-                frozen = snapshot_json(args)
-            except LosslessJsonError:
-                raise RuntimeError(_LOSSY_ARGS) from None
-            try:
-                value = await request.dispatch(name, frozen)
-            except ToolCallError as error:
-                raise RuntimeError(error.message) from None
-            return snapshot_json(value, freeze=False)
-
         try:
             session = await self._session()
         except Exception as error:  # the pool could not start a worker: no sandbox to run in
             return CodeRunFailure("worker-exit", f"the Monty worker could not be started: {error}")
-        feed: asyncio.Task[Any] | None = None
+        calls = _Calls(request)
         async with session:
-            feed = asyncio.ensure_future(
-                session.feed_run(source, external_lookup={"__dsh_call__": call}, print_callback=logs.write)
-            )
+            feed = asyncio.ensure_future(_feed(session, source.text, calls, logs))
             stop = asyncio.get_running_loop().create_future()
             remove = request.signal.add_listener(lambda _s: _decide(stop, "abort"))
             timer = asyncio.get_running_loop().call_later(self.wall_timeout_s + 1.0, _decide, stop, "timeout")
@@ -213,9 +168,9 @@ class MontyRuntime:
                     return CodeRunFailure("abort", "the run was aborted", logs.lines())
                 return CodeRunFailure("timeout", f"the program ran past its wall-clock budget of {self.wall_timeout_s:g} s",
                                       logs.lines())
-            return self._outcome(feed, logs)
+            return self._outcome(feed, source, calls, logs)
 
-    def _outcome(self, feed: asyncio.Task[Any], logs: _Logs) -> CodeRunResult:
+    def _outcome(self, feed: asyncio.Task[Any], source: MontySource, calls: _Calls, logs: _Logs) -> CodeRunResult:
         import pydantic_monty
 
         lines = logs.lines()
@@ -223,27 +178,168 @@ class MontyRuntime:
         if error is not None:
             if isinstance(error, pydantic_monty.MontyCrashedError):
                 return CodeRunFailure("worker-exit", f"the Monty worker died: {error}", lines)
-            text = error.display("type-msg") if isinstance(
-                error, (pydantic_monty.MontyRuntimeError, pydantic_monty.MontySyntaxError)) else str(error)
-            if text.startswith("TimeoutError: feed time limit exceeded"):
+            if not isinstance(error, (pydantic_monty.MontyRuntimeError, pydantic_monty.MontySyntaxError)):
+                return CodeRunFailure("exception", f"{type(error).__name__}: {error}", lines)
+            raised = error.exception()
+            text = str(raised)
+            if isinstance(raised, TimeoutError) and text.startswith("feed time limit exceeded"):
                 return CodeRunFailure(
                     "timeout", f"the program ran past its wall-clock budget of {self.wall_timeout_s:g} s", lines)
-            return CodeRunFailure("exception", text, lines)
+            if isinstance(raised, SystemExit) and not text:
+                return CodeRunSuccess(lines, UNSET)  # ``sys.exit()``, ``sys.exit(0)``: a normal end, as on CPython
+            name = type(raised).__name__
+            if f"{type(raised).__module__}.{name}" == TOOL_CALL_ERROR:
+                name = "ToolCallError"
+            where = _where(error, source)
+            return CodeRunFailure("exception", f"{name}: {text}{where}" if text else f"{name}{where}", lines)
         value = feed.result()
         if value is None:
-            result: JsonValue | Any = UNSET
-            size = 0
+            return self._checked(CodeRunSuccess(lines, UNSET), 0)
+        if _depth_reaches(value, MAX_DEPTH):
+            return CodeRunFailure("invalid-output", f"program completion is nested deeper than {MAX_DEPTH - 1} levels, "
+                                  "the most a value can be on its way out of the Monty sandbox", lines)
+        try:
+            result = snapshot_json(value)
+        except (LosslessJsonError, JsonBudgetError):
+            return CodeRunFailure("invalid-output", "program completion must be lossless JSON", lines)
+        return self._checked(CodeRunSuccess(lines, result), _utf8_size(dump_canonical_json(result, sort_keys=False)))
+
+    def _checked(self, success: CodeRunSuccess, payload_bytes: int) -> CodeRunResult:
+        size = payload_bytes
+        if success.logs:
+            size += _utf8_size(dump_canonical_json(list(success.logs), sort_keys=False))
+        if size > self.max_output_bytes:
+            return CodeRunFailure("output-limit", f"outer output exceeded {self.max_output_bytes} bytes", success.logs)
+        return success
+
+
+def _where(error: Any, source: MontySource) -> str:
+    """`` (line N)``: the innermost frame of the program's own (the prelude's frames are skipped)."""
+    line = None
+    for frame in error.traceback():
+        found = source.program_line(frame.line)
+        if found is not None:
+            line = found
+    return f" (line {line})" if line is not None else ""
+
+
+def _depth_reaches(value: object, limit: int) -> bool:
+    """Whether ``value`` holds anything inside ``limit`` nested lists, tuples or dicts."""
+    stack: list[tuple[object, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if depth >= limit:
+            return True
+        if isinstance(item, (list, tuple)):
+            stack.extend((member, depth + 1) for member in item)
+        elif isinstance(item, dict):
+            stack.extend((member, depth + 1) for member in item.values())
+    return False
+
+
+class _Calls:
+    """The run's binding calls, by Monty's call id: dispatched at once, answered when settled."""
+
+    def __init__(self, request: CodeRunRequest) -> None:
+        self.request = request
+        self.names = frozenset(request.tool_names)
+        self.loop = asyncio.get_running_loop()
+        self.futures: dict[int, asyncio.Future[JsonValue]] = {}
+
+    def start(self, call_id: int, args: tuple[Any, ...]) -> None:
+        """Dispatch ``__dsh_call__(name, arguments)`` now (or keep a failed future for what cannot be)."""
+        if len(args) != 2 or type(args[0]) is not str or args[0] not in self.names:
+            future = self._failed(ToolCallError(str(args[0]) if args else "", f"{CALL} takes a bound tool's name"))
+        elif args[1] is Ellipsis:
+            future = self._failed(ToolCallError(args[0], _LOSSY_ARGS))  # called with no argument
+        elif _depth_reaches(args[1], MAX_DEPTH):
+            future = self._failed(ToolCallError(args[0], f"tool arguments are nested deeper than {MAX_DEPTH - 1} "
+                                                         "levels, the most a value can be on its way out of the Monty "
+                                                         "sandbox"))
         else:
             try:
-                result = snapshot_json(value)
-            except LosslessJsonError:
-                return CodeRunFailure("invalid-output", "program completion must be lossless JSON", lines)
-            size = _utf8_size(dump_canonical_json(result, sort_keys=False))
-        if lines:
-            size += _utf8_size(dump_canonical_json(list(lines), sort_keys=False))
-        if size > self.max_output_bytes:
-            return CodeRunFailure("output-limit", f"outer output exceeded {self.max_output_bytes} bytes", lines)
-        return CodeRunSuccess(lines, result)
+                frozen = snapshot_json(args[1])
+            except (LosslessJsonError, JsonBudgetError):
+                future = self._failed(ToolCallError(args[0], _LOSSY_ARGS))
+            else:
+                try:
+                    future = self.request.dispatch(args[0], frozen)
+                    if not isinstance(future, asyncio.Future):
+                        raise TypeError(f"dispatch returned {type(future).__name__}, not a future")
+                except Exception as error:  # dispatch never raises by contract; a broken one fails the call only
+                    future = self._failed(ToolCallError(args[0], str(error) or type(error).__name__))
+        self.futures[call_id] = future
+
+    def _failed(self, error: ToolCallError) -> asyncio.Future[JsonValue]:
+        future: asyncio.Future[JsonValue] = self.loop.create_future()
+        future.set_exception(error)
+        return future
+
+    def knows(self, call_ids: list[int]) -> bool:
+        return all(call_id in self.futures for call_id in call_ids)
+
+    async def settled(self, call_ids: list[int]) -> dict[int, Any]:
+        """Wait until one of ``call_ids`` has settled; the answers of all that have."""
+        pending = [self.futures[call_id] for call_id in call_ids]
+        if not any(future.done() for future in pending):
+            await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+        return {call_id: self._answer(self.futures.pop(call_id)) for call_id in call_ids
+                if self.futures[call_id].done()}
+
+    @staticmethod
+    def _answer(future: asyncio.Future[JsonValue]) -> dict[str, Any]:
+        if future.cancelled():
+            return {"exc_type": TOOL_CALL_ERROR, "message": "tool call cancelled"}
+        error = future.exception()
+        if error is not None:
+            message = error.message if isinstance(error, ToolCallError) else (str(error) or type(error).__name__)
+            return {"exc_type": TOOL_CALL_ERROR, "message": message}
+        return {"return_value": snapshot_json(future.result(), freeze=False)}
+
+
+def _never_called(*_args: object) -> None:
+    """``__dsh_call__``'s name resolves to a host function; its calls are answered by ``_feed``."""
+    raise RuntimeError(f"{CALL} is answered by the runtime")
+
+
+async def _feed(session: Any, source: str, calls: _Calls, logs: _Logs) -> Any:
+    """Step the feed to its end: binding calls dispatched as made, awaits answered as calls settle."""
+    import pydantic_monty
+
+    snapshot = await session.feed_start(source, external_lookup={CALL: _never_called}, print_callback=logs.write)
+    while not isinstance(snapshot, pydantic_monty.MontyComplete):
+        if (isinstance(snapshot, pydantic_monty.AsyncFunctionSnapshot) and not snapshot.is_os_function
+                and snapshot.function_name == CALL):
+            calls.start(snapshot.call_id, snapshot.args)
+            snapshot = await snapshot.resume({"future": ...})
+        elif isinstance(snapshot, pydantic_monty.AsyncFutureSnapshot) and calls.knows(snapshot.pending_call_ids):
+            snapshot = await snapshot.resume(await calls.settled(snapshot.pending_call_ids))
+        else:  # imports, OS calls (Monty's own answer: no filesystem, no network), sleeps
+            snapshot = await snapshot.resume_auto()
+    return snapshot.output
+
+
+async def _shut_down(pool: Any) -> None:
+    await pool.__aexit__(None, None, None)
+    loop = asyncio.get_running_loop()
+    deadline = time.monotonic() + _SETTLE_S
+    while _completing(loop) and time.monotonic() < deadline:
+        await asyncio.sleep(0.001)
+
+
+def _completing(loop: asyncio.AbstractEventLoop) -> bool:
+    """Whether another thread is still inside ``loop.call_soon_threadsafe`` (a pool thread settling a future)."""
+    entry = getattr(type(loop).call_soon_threadsafe, "__code__", None)
+    if entry is None:
+        return False
+    me = threading.get_ident()
+    for ident, frame in sys._current_frames().items():  # noqa: SLF001 (the one public view of other threads' stacks)
+        walked: Any = frame
+        while walked is not None and ident != me:
+            if walked.f_code is entry:
+                return True
+            walked = walked.f_back
+    return False
 
 
 def _decide(stop: asyncio.Future[str], why: str) -> None:
@@ -269,22 +365,35 @@ async def _stop(feed: asyncio.Task[Any]) -> None:
 
 
 class _Logs:
-    """``print`` output as one entry per line, capped with one marker line."""
+    """The program's ``print`` records (``<length>:<text>``, one per call) as log entries, capped with one marker."""
 
     def __init__(self, cap: int) -> None:
         self.cap = cap
         self.used = 0
         self.entries: list[str] = []
-        self.partial = ""
+        self.buffer = ""
         self.closed = False
 
-    def write(self, stream: str, text: str) -> None:
-        if stream != "stdout" or self.closed:
+    def write(self, _stream: str, text: str) -> None:
+        if self.closed:
             return
-        self.partial += text
-        *complete, self.partial = self.partial.split("\n")
-        for entry in complete:
-            self._add(entry)
+        self.buffer += text
+        while True:
+            head, separator, rest = self.buffer.partition(LOG_SEPARATOR)
+            if not separator:
+                return
+            if not head.isdigit():  # not a record of ours (nothing else prints there): kept as it came
+                entry, newline, self.buffer = self.buffer.partition("\n")
+                if not newline:
+                    self.buffer = entry
+                    return
+                self._add(entry)
+                continue
+            size = int(head)
+            if len(rest) <= size:
+                return  # the rest of the record is still on its way
+            self._add(rest[:size])
+            self.buffer = rest[size + 1:]  # the record's newline
 
     def _add(self, entry: str) -> None:
         if self.closed:
@@ -301,7 +410,4 @@ class _Logs:
         self.entries.append(entry)
 
     def lines(self) -> tuple[str, ...]:
-        if self.partial and not self.closed:
-            self._add(self.partial)
-            self.partial = ""
         return tuple(self.entries)
