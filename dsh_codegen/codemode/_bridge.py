@@ -24,6 +24,7 @@ from dsh_codegen.registry import (
 )
 from dsh_codegen.registry._code_runtime import CodeRunFailure, CodeRunRequest, CodeRunSuccess
 from dsh_codegen.codemode._pool import SubCallPool
+from dsh_codegen.codemode._texts import INVALID_COMPLETION, completion_error_text
 
 __all__ = ["FAILURE_KINDS", "CodeModeBridge"]
 
@@ -31,7 +32,6 @@ __all__ = ["FAILURE_KINDS", "CodeModeBridge"]
 FAILURE_KINDS: Final = frozenset(
     {"exception", "timeout", "abort", "worker-exit", "invalid-output", "output-limit"}
 )
-_INVALID_COMPLETION: Final = "program completion must be lossless JSON"
 
 
 class CodeModeBridge:
@@ -96,18 +96,20 @@ def _completion(outcome: object, run: ToolRunContext) -> Any:
     if isinstance(outcome, CodeRunSuccess):
         logs = _logs(outcome.logs)
         if logs is None:
-            raise CodeRunFailedError("invalid-output", _INVALID_COMPLETION)
+            raise CodeRunFailedError("invalid-output", INVALID_COMPLETION)
         value: dict[str, Any] = {"logs": logs}
         if outcome.result is not UNSET:
             try:
                 value["result"] = snapshot_json(outcome.result)
-            except (LosslessJsonError, ValueError, TypeError):
-                raise CodeRunFailedError("invalid-output", _INVALID_COMPLETION, logs) from None
+            except LosslessJsonError as exc:
+                raise CodeRunFailedError("invalid-output", completion_error_text(exc), logs) from None
+            except (ValueError, TypeError):
+                raise CodeRunFailedError("invalid-output", INVALID_COMPLETION, logs) from None
         return value
     if isinstance(outcome, CodeRunFailure):
         logs = _logs(outcome.logs) or []
         kind = outcome.kind if outcome.kind in FAILURE_KINDS else "invalid-output"
-        message = outcome.message if type(outcome.message) is str else _INVALID_COMPLETION
+        message = outcome.message if type(outcome.message) is str else INVALID_COMPLETION
         caller = run.execution.signal
         if kind == "abort" and caller.aborted:
             # The run stopped because the caller aborted: the outer result is ABORTED, whatever

@@ -23,7 +23,10 @@ program does not need, and it is small enough to read whole. Three roles:
 Frames are JSON lines (UTF-8, ASCII-escaped by the writer here). Child to host:
 ``{"t":"call","id":n,"tool":name,"args":v}``, ``{"t":"log","text":s}``,
 ``{"t":"logcap"}``, ``{"t":"done"}`` / ``{"t":"done","result":v}``,
-``{"t":"fail","kind":k,"message":s}``. Host to child: the init frame
+``{"t":"error","type":s,"text":s,"line":n|null,"tool":s|null}`` (an uncaught exception),
+``{"t":"fail","kind":"invalid-output","path":[...],"reason":s}`` (a lossy returned value),
+``{"t":"fail","kind":"output-limit"}``, ``{"t":"fail","kind":"exception","message":s}`` (the run
+could not be confined). The host words the model-facing text. Host to child: the init frame
 ``{"code","tools","limits"}`` then ``{"t":"ok","id":n,"value":v}`` /
 ``{"t":"err","id":n,"message":s}``. The host trusts none of it.
 """
@@ -134,6 +137,88 @@ def dump(value: object) -> str:
         else:
             raise Lossy(f"{kind.__name__} is not JSON")
     return "".join(out)
+
+
+def offence(value: object) -> tuple[list[str | int], str]:
+    """Where ``value`` first stops being lossless JSON (document order) and why, as the host's
+    ``snapshot_json`` words it; the host renders both (``dump`` only says that it does).
+
+    Iterative like ``dump``; each item remembers its parent's link, so a path is built only for
+    the offence (a deep value costs no path copies).
+    """
+    open_ids: set[int] = set()
+    # Work items: (value, link) with link = (parent link, segment) or None at the root;
+    # (_Leave, None) closes a container; (_KeyCheck, link) checks one object key.
+    work: list[tuple[object, Any]] = [(value, None)]
+    reason = ""
+    link: Any = None
+    while work:
+        item, link = work.pop()
+        kind = type(item)
+        if kind is _Leave:
+            open_ids.discard(item.ident)  # type: ignore[attr-defined]
+        elif kind is _KeyCheck:
+            key = item.key  # type: ignore[attr-defined]
+            if type(key) is not str:
+                reason = f"object key of type {type(key).__name__} (keys must be exactly str)"
+                break
+        elif item is None or item is True or item is False or kind is str:
+            continue
+        elif kind is int:
+            try:
+                int.__repr__(item)
+            except ValueError:
+                reason = (f"int with more than {sys.get_int_max_str_digits()} decimal digits cannot be written"
+                          " as JSON (sys.get_int_max_str_digits())")
+                break
+        elif kind is float:
+            number: float = item  # type: ignore[assignment]
+            if number != number:
+                reason = "NaN is not a JSON number"
+                break
+            if number == 0.0 and math.copysign(1.0, number) < 0:
+                reason = "-0.0 does not survive a JSON round trip"
+                break
+            if math.isinf(number):
+                reason = f"{'inf' if number > 0 else '-inf'} is not a JSON number"
+                break
+        elif kind is list or kind is tuple or kind is dict:
+            ident = id(item)
+            if ident in open_ids:
+                reason = "the container contains itself (a cycle)"
+                break
+            open_ids.add(ident)
+            work.append((_Leave(ident), None))
+            if kind is dict:
+                pairs = list(item.items())  # type: ignore[attr-defined]
+                for key, member in reversed(pairs):
+                    work.append((member, (link, key)))
+                    work.append((_KeyCheck(key), link))
+            else:
+                seq: list[object] | tuple[object, ...] = item  # type: ignore[assignment]
+                for index in range(len(seq) - 1, -1, -1):
+                    work.append((seq[index], (link, index)))
+        else:
+            reason = f"type {kind.__name__} is not a JSON type"
+            for base, what in ((dict, "dict"), (list, "list"), (tuple, "tuple"), (str, "str"), (int, "int"),
+                               (float, "float")):
+                if issubclass(kind, base):
+                    reason += f" (a subclass of {what}; only the exact type is)"
+                    break
+            break
+    path: list[str | int] = []
+    while link is not None:
+        link, segment = link
+        path.append(segment)
+    path.reverse()
+    return path, reason or "not JSON"
+
+
+class _KeyCheck:
+    __slots__ = ("key",)
+
+    def __init__(self, key: object) -> None:
+        self.key = key
 
 
 class _Text:
@@ -424,10 +509,16 @@ def _compile_program(code: str) -> Any:
     return compile(wrapper, "<program>", "exec", dont_inherit=True)
 
 
-def _describe(error: BaseException) -> str:
-    name = type(error).__name__
+def _error_frame(error: BaseException) -> str:
+    """The ``error`` frame for an exception the program did not catch: the facts, which the host words.
+
+    ``line`` is the deepest line of the program itself in the traceback; ``tool`` the tool a
+    ``ToolCallError`` names.
+    """
     try:
         text = str(error)
+        if type(text) is not str:
+            raise TypeError
     except Exception:
         text = "<unprintable exception>"
     line = None
@@ -436,8 +527,10 @@ def _describe(error: BaseException) -> str:
         if trace.tb_frame.f_code.co_filename == "<program>":
             line = trace.tb_lineno
         trace = trace.tb_next
-    where = f" (line {line})" if line is not None else ""
-    return f"{name}: {text}{where}" if text else f"{name}{where}"
+    tool = getattr(error, "toolName", None) if isinstance(error, ToolCallError) else None
+    return '{"t":"error","type":%s,"text":%s,"line":%s,"tool":%s}' % (
+        _ENCODE_STR(type(error).__name__), _ENCODE_STR(text), "null" if line is None else int.__repr__(line),
+        _ENCODE_STR(tool) if type(tool) is str else "null")
 
 
 def _apply_limits(limits: dict[str, object]) -> None:
@@ -520,13 +613,14 @@ def run_program(workdir: str | None) -> None:
         if isinstance(error, SystemExit) and not error.code:
             value = None
         else:
-            _complete('{"t":"fail","kind":"exception","message":%s}' % _ENCODE_STR(_describe(error)))
+            _complete(_error_frame(error))
     if value is None:
         _complete('{"t":"done"}')
     try:
         text = dump(value)
     except Lossy:
-        _complete('{"t":"fail","kind":"invalid-output"}')
+        path, reason = offence(value)
+        _complete('{"t":"fail","kind":"invalid-output","path":%s,"reason":%s}' % (dump(path), _ENCODE_STR(reason)))
     if len(text) > int(limits["max_output_bytes"]) * 6 + 64:  # type: ignore[call-overload]
         _complete('{"t":"fail","kind":"output-limit"}')  # ASCII escapes at most 6x the UTF-8 size
     _complete('{"t":"done","result":' + text + "}")

@@ -29,10 +29,10 @@ from dsh_codegen.codemode._processes import (
     spawn_keeper,
 )
 from dsh_codegen.codemode._preflight import preflight_findings, preflight_message
+from dsh_codegen.codemode._texts import LogSink, completion_error_text, program_error_text
 from dsh_codegen.json import LosslessJsonError, dump_canonical_json, parse_json
 from dsh_codegen.registry._code_runtime import (
     CodeRunFailure,
-    CodeRunFailureKind,
     CodeRunRequest,
     CodeRunResult,
     CodeRunSuccess,
@@ -52,8 +52,8 @@ _RAW_KEEP: Final = 2048
 _EXIT_GRACE_S: Final = 2.0
 #: Bytes asked of one read: what a pipe holds (a larger request only costs a larger buffer per read).
 _READ_SIZE: Final = 1 << 16
-_LOG_MARKER: Final = "[output truncated: the program printed more than {} bytes]"
-_INVALID_COMPLETION: Final = "program completion must be lossless JSON"
+#: The longest reason text of a lossy completion the host passes on (the child's text is hostile).
+_REASON_CAP: Final = 1000
 
 
 class _ProtocolError(Exception):
@@ -62,10 +62,6 @@ class _ProtocolError(Exception):
 
 def _utf8_size(text: str) -> int:
     return len(text.encode("utf-8", "surrogatepass"))
-
-
-def _kind_message(kind: CodeRunFailureKind, cap: int) -> str:
-    return f"outer output exceeded {cap} bytes" if kind == "output-limit" else _INVALID_COMPLETION
 
 
 class PythonSubprocessRuntime:
@@ -234,9 +230,7 @@ class _Run:
         self.names = frozenset(request.tool_names)
         self.outcome: asyncio.Future[CodeRunResult | None] = self.loop.create_future()
         self.completion: CodeRunResult | None = None
-        self.logs: list[str] = []
-        self.log_bytes = 0
-        self.log_closed = False
+        self.logs = LogSink(runtime.max_log_bytes)
         self.next_call = 1
         self.frame_cap = max(runtime.max_output_bytes, runtime.max_log_bytes) * 6 + _FRAME_SLACK
         self.frames = bytearray()
@@ -363,7 +357,7 @@ class _Run:
         return CodeRunFailure("worker-exit", message)
 
     def _with_logs(self, result: CodeRunResult) -> CodeRunResult:
-        logs = tuple(self.logs)
+        logs = self.logs.lines()
         if isinstance(result, CodeRunFailure):
             return CodeRunFailure(result.kind, result.message, logs)
         assert isinstance(result, CodeRunSuccess)
@@ -501,7 +495,7 @@ class _Run:
         if kind == "log" and keys == {"t", "text"} and type(frame["text"]) is str:
             self._on_log(str(frame["text"]))
         elif kind == "logcap" and keys == {"t"}:
-            self._close_logs()
+            self.logs.close()
         elif kind == "call" and keys == {"t", "id", "tool", "args"}:
             self._on_call(frame["id"], frame["tool"], frame["args"])
         elif kind == "done" and keys in ({"t"}, {"t", "result"}):
@@ -510,30 +504,32 @@ class _Run:
                 frame["message"]) is str:
             message = str(frame["message"])
             self._complete(CodeRunFailure("exception", message), _utf8_size(message))
-        elif kind == "fail" and keys == {"t", "kind"} and frame["kind"] in ("invalid-output", "output-limit"):
-            failure_kind: CodeRunFailureKind = "invalid-output" if frame["kind"] == "invalid-output" else "output-limit"
-            self.completion = CodeRunFailure(failure_kind, _kind_message(failure_kind, self.runtime.max_output_bytes))
+        elif kind == "error" and keys == {"t", "type", "text", "line", "tool"}:
+            self._on_error(frame["type"], frame["text"], frame["line"], frame["tool"])
+        elif kind == "fail" and keys == {"t", "kind", "path", "reason"} and frame["kind"] == "invalid-output":
+            self._on_lossy(frame["path"], frame["reason"])
+        elif kind == "fail" and keys == {"t", "kind"} and frame["kind"] == "output-limit":
+            self.completion = CodeRunFailure("output-limit", f"outer output exceeded {self.runtime.max_output_bytes} bytes")
         else:
             raise _ProtocolError(f"an unexpected {kind!r} frame")
 
-    def _on_log(self, text: str) -> None:
-        if self.log_closed:
-            return
-        size = _utf8_size(text)
-        room = self.runtime.max_log_bytes - self.log_bytes
-        if size > room:
-            cut = text.encode("utf-8", "surrogatepass")[:room].decode("utf-8", "ignore")
-            if cut:
-                self.logs.append(cut)
-            self._close_logs()
-            return
-        self.log_bytes += size
-        self.logs.append(text)
+    def _on_error(self, type_name: object, text: object, line: object, tool: object) -> None:
+        if (type(type_name) is not str or type(text) is not str or not (line is None or type(line) is int)
+                or not (tool is None or type(tool) is str)):
+            raise _ProtocolError("a malformed 'error' frame")
+        message = program_error_text(str(type_name), str(text), line if type(line) is int else None,
+                                     str(tool) if tool is not None else None)
+        self._complete(CodeRunFailure("exception", message), _utf8_size(message))
 
-    def _close_logs(self) -> None:
-        if not self.log_closed:
-            self.log_closed = True
-            self.logs.append(_LOG_MARKER.format(self.runtime.max_log_bytes))
+    def _on_lossy(self, path: object, reason: object) -> None:
+        if (not isinstance(path, list) or any(type(segment) not in (str, int) for segment in path)
+                or type(reason) is not str):
+            raise _ProtocolError("a malformed 'fail' frame")
+        error = LosslessJsonError(str(reason)[:_REASON_CAP], tuple(path))
+        self.completion = CodeRunFailure("invalid-output", completion_error_text(error))
+
+    def _on_log(self, text: str) -> None:
+        self.logs.add(text)
 
     def _on_call(self, call_id: object, tool: object, args: object) -> None:
         if type(call_id) is not int or call_id != self.next_call:
@@ -580,7 +576,8 @@ class _Run:
 
     def _complete(self, result: CodeRunResult, payload_bytes: int) -> None:
         cap = self.runtime.max_output_bytes
-        logs_bytes = _utf8_size(dump_canonical_json(self.logs, sort_keys=False)) if self.logs else 0
+        lines = self.logs.lines()
+        logs_bytes = _utf8_size(dump_canonical_json(lines, sort_keys=False)) if lines else 0
         if payload_bytes + logs_bytes > cap:
             result = CodeRunFailure("output-limit", f"outer output exceeded {cap} bytes")
         self.completion = result

@@ -1025,7 +1025,8 @@ async def test_hostile_runtime_answers_become_errors() -> None:
     texts = [text(await run_code(registry, "p")) for _ in range(4)]
     assert texts == [
         "Error: code run failed (invalid-output): program completion must be lossless JSON",
-        "Error: code run failed (invalid-output): program completion must be lossless JSON",
+        "Error: code run failed (invalid-output): program completion must be lossless JSON:"
+        " result: NaN is not a JSON number",
         "Error: code run failed (invalid-output): m",
         "Error: code runtime returned str, not a CodeRunResult",
     ]

@@ -9,6 +9,7 @@ import time
 from typing import Any
 
 import pytest
+from lossy_cases import LOSSY_COMPLETIONS, LOSSY_PRELUDE
 from _runtime_helpers import STARTS, TOOL_NAMES, FakeTools, request, run_code, run_sync
 
 from dsh_codegen.codemode import PythonSubprocessRuntime
@@ -70,7 +71,11 @@ def test_tool_call_error_carries_tool_name_and_message(start: str) -> None:
 
 def test_uncaught_tool_call_error_is_an_exception(start: str) -> None:
     result = go("print('before')\nawait tools.fail({})", start)
-    assert result == CodeRunFailure("exception", "ToolCallError: deliberate failure (line 2)", ("before",))
+    assert result == CodeRunFailure("exception", "ToolCallError: tools.fail failed: deliberate failure (line 2)",
+                                    ("before",))
+    # A tool reached by subscript is named the way the program wrote it.
+    result = go("x = 1\nawait tools['my-tool'](float('nan'))", start)
+    assert result == CodeRunFailure("exception", f'ToolCallError: tools["my-tool"] failed: {LOSSY} (line 2)')
 
 
 def test_gather_submits_every_call_before_any_settles(start: str) -> None:
@@ -111,11 +116,16 @@ def test_exception_names_the_program_line(start: str) -> None:
     assert result.message.startswith("SyntaxError")
 
 
-@pytest.mark.parametrize("value", ["{1, 2}", "float('nan')", "float('inf')", "-0.0", "{1: 2}", "object()",
-                                   "[print]", "10 ** 5000"])
-def test_lossy_completion_is_invalid_output(start: str, value: str) -> None:
-    result = go(f"print('x')\nreturn {value}", start)
-    assert result == CodeRunFailure("invalid-output", "program completion must be lossless JSON", ("x",))
+def test_lossy_completion_names_the_path_and_the_type(start: str) -> None:
+    async def main() -> list[Any]:
+        async with PythonSubprocessRuntime(start=start) as runtime:  # type: ignore[arg-type]
+            return [await runtime.run(request(f"{LOSSY_PRELUDE}print('x')\nreturn {value}", FakeTools()))
+                    for value, _ in LOSSY_COMPLETIONS]
+
+    assert run_sync(main) == [
+        CodeRunFailure("invalid-output", f"program completion must be lossless JSON: {where}", ("x",))
+        for _, where in LOSSY_COMPLETIONS
+    ]
 
 
 def test_a_100000_deep_list_comes_back_exactly(start: str) -> None:
