@@ -346,7 +346,10 @@ def _adapted_source(args: argparse.Namespace) -> list[object] | None:
 
             from dsh_codegen.adapters import catalog_from_mcp_command
 
-            return list(asyncio.run(catalog_from_mcp_command(shlex.split(args.mcp))))
+            try:
+                return list(asyncio.run(catalog_from_mcp_command(shlex.split(args.mcp))))
+            except ImportError as error:  # the extra is missing: the message says which and how
+                raise _InputError(str(error)) from None
         if args.catalog is None or args.format == "catalog":
             return None
         if args.format == "auto":

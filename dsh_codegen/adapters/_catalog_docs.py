@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from dsh_codegen._extras import require_extra
 from dsh_codegen.codegen import CatalogError, ToolSchemaEntry, catalog_from_json
 
 if TYPE_CHECKING:
@@ -161,11 +162,13 @@ async def catalog_from_mcp_command(
 
     Raised errors: :class:`CatalogError` (source ``--mcp <command>``) when the
     server cannot be started, fails to initialise or lists tools that cannot
-    be converted.
+    be converted; ``ImportError`` naming the extra and its install command
+    when the ``mcp`` extra is not installed.
 
     Cancellation: cancelling this coroutine closes the session and stops the
     server (the SDK terminates, then kills, and reaps it).
     """
+    require_extra("mcp", "mcp", "--mcp (an MCP server's tools)")
     from mcp import ClientSession, StdioServerParameters, stdio_client
 
     from dsh_codegen.adapters._mcp_import import list_all_tools

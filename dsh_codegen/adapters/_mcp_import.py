@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
+from dsh_codegen._extras import require_extra
 from dsh_codegen.adapters._formats import ToolNote, from_mcp_tools
 from dsh_codegen.adapters._schema_tools import render_value_as_text, tool_from_schema
 from dsh_codegen.registry import (
@@ -481,11 +482,15 @@ async def import_mcp_tools(
     session must stay open while the tools are used; dispose the result
     before closing it.
 
+    Raised errors: ``ImportError`` naming the extra and its install command
+    (``pip install 'dsh_codegen[mcp]'``) when the ``mcp`` extra is not installed.
+
     Cancellation: cancelling this coroutine while it lists the tools cancels
     the ``tools/list`` request and registers nothing. A call's signal
     aborting while its request runs cancels the request (the SDK sends
     ``notifications/cancelled``) and the call ends ``ABORTED``.
     """
+    require_extra("mcp.types", "mcp", "import_mcp_tools")
     if on_unsupported not in ("raise", "skip"):
         raise ValueError(f'on_unsupported must be "raise" or "skip", got {on_unsupported!r}')
     tools = await list_all_tools(session)

@@ -14,6 +14,7 @@ import json
 from collections.abc import Hashable, Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
+from dsh_codegen._extras import require_extra
 from dsh_codegen.adapters._formats import mcp_output_schema, to_mcp_tools
 from dsh_codegen.registry import (
     RUN_CODE_NAME,
@@ -54,6 +55,7 @@ class McpToolServer:
         version: str = "",
         instructions: str | None = None,
     ) -> None:
+        require_extra("mcp.server.lowlevel", "mcp", "McpToolServer")
         from mcp.server.lowlevel import Server
 
         self.registry = registry
@@ -250,9 +252,13 @@ async def serve_mcp(
     ``registry.execute``. For embedding (another transport, an ASGI app),
     build a :class:`McpToolServer`.
 
+    Raised errors: ``ImportError`` naming the extra and its install command
+    (``pip install 'dsh_codegen[mcp]'``) when the ``mcp`` extra is not installed.
+
     Cancellation: cancelling this coroutine stops the server; calls in flight
     are cancelled and their bodies aborted and awaited by the registry.
     """
+    require_extra("mcp.server.lowlevel", "mcp", "serve_mcp")
     server = McpToolServer(registry, scope=scope, name=name)
     if transport == "stdio":
         await server.run_stdio()

@@ -19,6 +19,7 @@ import threading
 import time
 from typing import Any, Final
 
+from dsh_codegen._extras import require_extra
 from dsh_codegen.codemode._monty_program import CALL, LOG_SEPARATOR, TOOL_CALL_ERROR, MontySource, monty_source
 from dsh_codegen.codemode._preflight import preflight_findings, preflight_message
 from dsh_codegen.codemode._subprocess import _finish  # the one "clean-up to its end" helper of the layer
@@ -59,6 +60,10 @@ class MontyRuntime:
     ``MemoryError``), ``max_output_bytes`` and ``max_log_bytes`` as on
     :class:`PythonSubprocessRuntime`, and the same opt-in ``preflight``. The
     pool starts on the first run and stops with :meth:`aclose`.
+
+    Raised errors: ``ImportError`` naming the extra and its install command
+    (``pip install 'dsh_codegen[monty]'``) when ``pydantic-monty`` is not
+    installed; ``ValueError`` for a budget that is not a positive finite number.
     """
 
     language = "python"
@@ -72,7 +77,8 @@ class MontyRuntime:
         max_log_bytes: int = 1 << 20,
         preflight: bool = False,
     ) -> None:
-        import pydantic_monty  # noqa: F401 (fail at construction when the extra is missing)
+        # Fail at construction, naming the extra, when it is missing.
+        require_extra("pydantic_monty", "monty", "MontyRuntime")
 
         if not (isinstance(wall_timeout_s, (int, float)) and 0 < wall_timeout_s < float("inf")):
             raise ValueError("wall_timeout_s must be a positive finite number")

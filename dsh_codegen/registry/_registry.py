@@ -39,7 +39,7 @@ from dsh_codegen.registry._assembly import (
 from dsh_codegen.registry._codemode_seam import CodeRuntime, run_code_tool
 from dsh_codegen.registry._definitions import _MALFORMED as MALFORMED
 from dsh_codegen.registry._definitions import CompiledTool, check_for_registration, soft_arguments
-from dsh_codegen.registry._errors import RUN_CODE_NAME
+from dsh_codegen.registry._errors import RUN_CODE_NAME, ToolNotFoundError
 from dsh_codegen.registry._execution import ToolExecutionInput
 from dsh_codegen.registry._gate import PipelineGate
 from dsh_codegen.registry.pipeline import CallSettle, run_hooked, run_pipeline
@@ -483,7 +483,11 @@ class ToolRegistry(_Surface):
 
     ``mode`` is the deployment presentation (``native``, ``code``, ``both``);
     ``code_runtime`` is needed by the non-native modes (checked when
-    assembling and when ``run_code`` runs, not here); ``approval`` services
+    assembling and when ``run_code`` runs, not here). A runtime alone does not
+    offer ``run_code``: under ``mode="native"`` it serves only scopes that
+    ``present_as("code")`` or ``"both"``; when no scope chose a presentation,
+    a ``run_code`` call fails naming the setting. :meth:`set_code_runtime` mounts a runtime (and a
+    mode) on a registry built without one. ``approval`` services
     ``Ask`` decisions; ``max_parallel_sub_calls`` caps Code Mode sub-call
     overlap; ``log`` is the default session log of the loop helper.
 
@@ -657,6 +661,48 @@ class ToolRegistry(_Surface):
     def present_as(self, mode: PresentationMode) -> Disposer:
         """Always raises ``ValueError``: use ``ToolRegistry(mode=...)`` or a scope's ``present_as``."""
         raise ValueError(UNSCOPED_PRESENT_AS)
+
+    def set_code_runtime(self, runtime: CodeRuntime | None, *, mode: PresentationMode | None = None) -> None:
+        """Mount ``runtime`` for Code Mode (``None`` unmounts it), and select the deployment ``mode`` if given.
+
+        For a registry built before its runtime, or one that changes runtime:
+        ``registry.set_code_runtime(PythonSubprocessRuntime(), mode="code")`` is
+        ``ToolRegistry(mode="code", code_runtime=...)`` after the fact. Without
+        ``mode`` the deployment presentation stays as it is. Assemblies, the SDK
+        text and ``run_code`` calls started from now on use the new runtime; a
+        run already started keeps the runtime it started with. Closing the old
+        runtime is the caller's business. Notifies ``on_change`` listeners
+        (kind ``present_as``, no agent).
+
+        Raised errors: ``ValueError`` for an unknown ``mode``.
+        """
+        checked = self.mode if mode is None else _check_mode(mode)
+        self.code_runtime = runtime
+        self.mode = checked
+        self._changed(ToolChange("present_as", None, None))
+
+    def unknown_tool_error(self, name: str, chain: tuple[ToolScope, ...]) -> ToolNotFoundError:
+        """The ``UNKNOWN_TOOL`` error for a call of ``name`` that ``chain`` does not resolve.
+
+        ``unknown tool "<name>"``; for ``run_code`` when a runtime is mounted
+        but no presentation was ever chosen (a native deployment and no scope
+        that declared ``present_as``: a forgotten ``mode=``), the same text
+        followed by how to offer it. Where scopes choose their presentation,
+        a native caller's view is deliberate and the text stays plain.
+        """
+        if name == RUN_CODE_NAME and self.code_runtime is not None and self._runtime_unused():
+            return ToolNotFoundError(
+                f'unknown tool "{name}": a code runtime is mounted but this caller\'s presentation is "native";'
+                ' set the mode to offer run_code: ToolRegistry(mode="code", code_runtime=...) or "both",'
+                ' registry.set_code_runtime(runtime, mode="code"), or present_as("code") on the scope'
+            )
+        return ToolNotFoundError.unknown(name)
+
+    def _runtime_unused(self) -> bool:
+        """Whether presentation was never chosen: a native deployment and no live scope that ``present_as``."""
+        if self.mode != "native":
+            return False
+        return all(scope.layer.presentation is None for scope in self._scopes.values())
 
     # --- views -----------------------------------------------------------------------
 

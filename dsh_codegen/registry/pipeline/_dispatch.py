@@ -13,7 +13,6 @@ from collections.abc import Coroutine, Generator
 from types import CoroutineType
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from dsh_codegen.registry._errors import ToolNotFoundError
 from dsh_codegen.registry._execution import (
     FollowingRunContext,
     ToolDispatchExecution,
@@ -156,7 +155,7 @@ def _resolve_for_dispatch(call: Call) -> CompiledTool | ToolFailure:
     except Exception as exc:  # e.g. run_code for an unknown runtime language
         return failure_from_exception(exc)
     if compiled is None:
-        return not_found(ToolNotFoundError.unknown(name))
+        return not_found(call.registry.unknown_tool_error(name, call.chain))
     return compiled
 
 
