@@ -37,9 +37,12 @@ __all__ = ["MontyRuntime"]
 
 _LOSSY_ARGS: Final = "tool arguments must be lossless JSON (call the tool with an arguments object, e.g. `{}`)"
 _LOG_MARKER: Final = "[output truncated: the program printed more than {} bytes]"
-#: Values at this depth (inside this many lists, tuples or dicts) leave Monty as the
-#: string ``'<deeply nested>'``: pydantic-monty's conversion stops there.
-MAX_DEPTH: Final = 1000
+#: What pydantic-monty hands out in place of a value nested about 1,000 levels deep (counted from
+#: the root of what it converts, which for a call's arguments includes a few levels of its own).
+_TOO_DEEP: Final = "<deeply nested>"
+#: Below this depth the stand-in cannot occur, so a string that equals it there is the program's own.
+_TOO_DEEP_FROM: Final = 900
+_TOO_DEEP_TEXT: Final = "nested too deeply to leave the Monty sandbox (about 1,000 levels is its limit)"
 #: Monty counts every suspension (a call, an ``await`` answered) against a per-session
 #: budget whose overrun it reports in its own words; the bridge's ``max_sub_calls`` is
 #: the call budget, so Monty's is set out of reach.
@@ -201,9 +204,8 @@ class MontyRuntime:
         value = feed.result()
         if value is None:
             return self._checked(CodeRunSuccess(lines, UNSET), 0)
-        if _depth_reaches(value, MAX_DEPTH):
-            return CodeRunFailure("invalid-output", f"program completion is nested deeper than {MAX_DEPTH - 1} levels, "
-                                  "the most a value can be on its way out of the Monty sandbox", lines)
+        if _cut_short(value):
+            return CodeRunFailure("invalid-output", f"program completion is {_TOO_DEEP_TEXT}", lines)
         try:
             result = snapshot_json(value)
         except (LosslessJsonError, JsonBudgetError):
@@ -229,17 +231,17 @@ def _where(error: Any, source: MontySource) -> str:
     return f" (line {line})" if line is not None else ""
 
 
-def _depth_reaches(value: object, limit: int) -> bool:
-    """Whether ``value`` holds anything inside ``limit`` nested lists, tuples or dicts."""
+def _cut_short(value: object) -> bool:
+    """Whether pydantic-monty replaced part of ``value`` with its stand-in for a value nested too deeply."""
     stack: list[tuple[object, int]] = [(value, 0)]
     while stack:
         item, depth = stack.pop()
-        if depth >= limit:
-            return True
         if isinstance(item, (list, tuple)):
             stack.extend((member, depth + 1) for member in item)
         elif isinstance(item, dict):
             stack.extend((member, depth + 1) for member in item.values())
+        elif depth >= _TOO_DEEP_FROM and item == _TOO_DEEP:
+            return True
     return False
 
 
@@ -258,10 +260,8 @@ class _Calls:
             future = self._failed(ToolCallError(str(args[0]) if args else "", f"{CALL} takes a bound tool's name"))
         elif args[1] is Ellipsis:
             future = self._failed(ToolCallError(args[0], _LOSSY_ARGS))  # called with no argument
-        elif _depth_reaches(args[1], MAX_DEPTH):
-            future = self._failed(ToolCallError(args[0], f"tool arguments are nested deeper than {MAX_DEPTH - 1} "
-                                                         "levels, the most a value can be on its way out of the Monty "
-                                                         "sandbox"))
+        elif _cut_short(args[1]):
+            future = self._failed(ToolCallError(args[0], f"tool arguments are {_TOO_DEEP_TEXT}"))
         else:
             try:
                 frozen = snapshot_json(args[1])

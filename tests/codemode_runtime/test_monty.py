@@ -244,3 +244,29 @@ def test_the_process_exits_cleanly_after_aclose() -> None:
         processes = [subprocess.Popen([sys.executable, "-c", EXIT_SCRIPT], stderr=subprocess.PIPE) for _ in range(4)]
         codes += [(process.wait(), process.communicate()[1].decode()[-300:]) for process in processes]
     assert codes == [(0, "")] * 16
+
+
+DEEP = "x = 0\nfor i in range({n}):\n    x = [x]\n{tail}"
+
+
+def test_a_value_too_deep_for_monty_is_a_failure_never_a_substitute() -> None:
+    # pydantic-monty hands a value out of the sandbox with '<deeply nested>' in place of whatever lies inside
+    # about 1,000 containers; the runtime refuses such a value instead of passing the stand-in on.
+    too_deep = "program completion is nested too deeply to leave the Monty sandbox (about 1,000 levels is its limit)"
+    assert go(DEEP.format(n=100_000, tail="return x")) == CodeRunFailure("invalid-output", too_deep)
+    assert go(DEEP.format(n=1000, tail="return x")) == CodeRunFailure("invalid-output", too_deep)
+    result = go(DEEP.format(n=999, tail="return x"))
+    assert isinstance(result, CodeRunSuccess)
+    value, depth = result.result, 0
+    while isinstance(value, list):
+        value, depth = value[0], depth + 1
+    assert (depth, value) == (999, 0)
+    assert go("return ['<deeply nested>']") == CodeRunSuccess((), ["<deeply nested>"])  # the program's own string
+
+
+def test_arguments_too_deep_for_monty_are_refused_in_the_program() -> None:
+    tools = FakeTools()
+    code = DEEP.format(n=5000, tail="try:\n    await tools.echo({'x': x})\nexcept ToolCallError as e:\n    return e.message")
+    assert go(code, tools) == CodeRunSuccess(
+        (), "tool arguments are nested too deeply to leave the Monty sandbox (about 1,000 levels is its limit)")
+    assert tools.calls == []
