@@ -88,23 +88,23 @@ class CodeModeBridge:
             raise pool.failure
         if error is not None:
             raise error
-        return _completion(outcome, run)
+        return _completion(outcome, run, pool)
 
 
-def _completion(outcome: object, run: ToolRunContext) -> Any:
+def _completion(outcome: object, run: ToolRunContext, pool: SubCallPool) -> Any:
     """The canonical value of a successful run, or the exception a failed one raises."""
     if isinstance(outcome, CodeRunSuccess):
         logs = _logs(outcome.logs)
         if logs is None:
-            raise CodeRunFailedError("invalid-output", INVALID_COMPLETION)
+            raise CodeRunFailedError("invalid-output", INVALID_COMPLETION, (), pool.report())
         value: dict[str, Any] = {"logs": logs}
         if outcome.result is not UNSET:
             try:
                 value["result"] = snapshot_json(outcome.result)
             except LosslessJsonError as exc:
-                raise CodeRunFailedError("invalid-output", completion_error_text(exc), logs) from None
+                raise CodeRunFailedError("invalid-output", completion_error_text(exc), logs, pool.report()) from None
             except (ValueError, TypeError):
-                raise CodeRunFailedError("invalid-output", INVALID_COMPLETION, logs) from None
+                raise CodeRunFailedError("invalid-output", INVALID_COMPLETION, logs, pool.report()) from None
         return value
     if isinstance(outcome, CodeRunFailure):
         logs = _logs(outcome.logs) or []
@@ -119,7 +119,7 @@ def _completion(outcome: object, run: ToolRunContext) -> Any:
             if isinstance(caller.reason, BaseException):
                 raise caller.reason
             return {"logs": logs}
-        raise CodeRunFailedError(kind, message, logs)
+        raise CodeRunFailedError(kind, message, logs, pool.report())
     raise TypeError(f"code runtime returned {type(outcome).__name__}, not a CodeRunResult")
 
 

@@ -42,9 +42,12 @@ from collections import deque
 from collections.abc import Callable, Coroutine, Generator, Hashable, Mapping
 from typing import TYPE_CHECKING, Any, Final
 
-from dsh_codegen.json import JsonBudgetError, LosslessJsonError, snapshot_json
+from dsh_codegen.codemode._texts import tool_expression
+from dsh_codegen.json import JsonBudgetError, LosslessJsonError, dump_canonical_json, snapshot_json
 from dsh_codegen.registry import (
     RUN_CODE_NAME,
+    TOOL_ABORTED,
+    TOOL_ABORTED_BEFORE_DISPATCH,
     UNSET,
     AbortController,
     AbortError,
@@ -92,6 +95,11 @@ SETTLED_REASON: Final = "run_code settled"
 CODE_MODE_CONTEXT_SOURCE: Final = "tools-code-mode"
 #: Why a started sub-call is aborted when the program stops waiting for it.
 _CANCELLED_BY_PROGRAM: Final = "tool call cancelled by the run_code program"
+#: How many started calls a failure's report lists (the first and the last halves), and how much of
+#: each call's arguments and error message it quotes.
+_REPORTED_CALLS: Final = 20
+_REPORTED_ARGUMENTS: Final = 100
+_REPORTED_MESSAGE: Final = 160
 
 
 def budget_spent_message(limit: int, name: str) -> str:
@@ -131,6 +139,7 @@ class _SubCall:
         "policy_passed",
         "pool",
         "prev",
+        "result",
         "signal",
         "state",
         "waiter",
@@ -157,6 +166,8 @@ class _SubCall:
         self.policy_passed = False
         self.commit_passed = False
         self.waiter: asyncio.Future[None] | None = None
+        #: The pipeline's result, once the call has run (``None`` if it never produced one).
+        self.result: ToolExecutionResult | None = None
 
     def future_done(self, future: asyncio.Future[Any]) -> None:
         # The program stopped waiting (it cancelled the binding's future): a
@@ -291,6 +302,8 @@ class SubCallPool:
         )
         self.queue: deque[_SubCall] = deque()
         self.started: set[_SubCall] = set()
+        #: Every call that started, in start order (what a failure's report lists).
+        self.history: list[_SubCall] = []
         self.tasks: set[asyncio.Task[None]] = set()
         self.in_flight = 0
         self.exclusive = False
@@ -473,6 +486,7 @@ class SubCallPool:
         call.parallel = parallel
         self.in_flight += 1
         self.started.add(call)
+        self.history.append(call)
         if not parallel:
             self.exclusive = True
         # The first step runs here, synchronously (in a context of its own, as
@@ -512,7 +526,7 @@ class SubCallPool:
                     await self._rewrite_and_append(self._start_event(call))
                 else:
                     self._append(self._start_event(call))
-            result = await self.registry.execute(call.input, gate=self._gate(call))
+            result = call.result = await self.registry.execute(call.input, gate=self._gate(call))
         except (Exception, asyncio.CancelledError) as exc:
             error = exc
         try:
@@ -655,6 +669,28 @@ class SubCallPool:
                 cancelled = True
         return cancelled
 
+    def report(self) -> list[str]:
+        """One line per call that started, in order, saying how it ended (for a failed run's text).
+
+        ``2. tools.write_note({"path":"a.txt"}): succeeded``. Past
+        ``_REPORTED_CALLS`` calls, the first and the last halves are listed
+        around a line counting the rest. Read it once the pool has drained.
+        """
+        calls = self.history
+        half = _REPORTED_CALLS // 2
+        shown: list[_SubCall | None] = (
+            list(calls) if len(calls) <= _REPORTED_CALLS else [*calls[:half], None, *calls[-half:]]
+        )
+        lines = []
+        for call in shown:
+            if call is None:
+                lines.append(f"... {len(calls) - 2 * half} more ...")
+                continue
+            number = call.input.call_id.rsplit(":", 1)[-1]
+            arguments = _clip(dump_canonical_json(call.input.arguments, sort_keys=False), _REPORTED_ARGUMENTS)
+            lines.append(f"{number}. {tool_expression(call.name)}({arguments}): {_ending(call.result)}")
+        return lines
+
     # -- events ------------------------------------------------------------------------
 
     def _start_event(self, call: _SubCall) -> SessionEvent:
@@ -762,6 +798,26 @@ class _Resumed:
                     yielded = steps.send(sent)
                 except StopIteration:
                     return
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _ending(result: ToolExecutionResult | None) -> str:
+    """How a started call ended, in a failed run's report."""
+    if result is None:
+        return "did not finish (the bridge failed)"
+    if isinstance(result, ToolSuccess):
+        return "succeeded"
+    info = result.error.info
+    code = info.code if info is not None else None
+    if code == TOOL_ABORTED_BEFORE_DISPATCH:
+        return "aborted before its tool ran"
+    if code == TOOL_ABORTED:
+        return "aborted while it ran (it may have done part of its work)"
+    message = result.error.message.strip().splitlines()
+    return "failed: " + _clip(message[0] if message else "", _REPORTED_MESSAGE)
 
 
 def _fail(future: asyncio.Future[Any], name: str, message: str) -> None:

@@ -114,19 +114,27 @@ class CodeRunFailedError(HarnessError):
     """Raised when a ``run_code`` program fails (code ``CODE_RUN_FAILED``).
 
     ``kind`` is one of ``exception``, ``timeout``, ``abort``, ``worker-exit``,
-    ``invalid-output``, ``output-limit``; captured ``logs`` are appended to the
-    message only when there are any, after :attr:`LOGS_HEADER` (so a reader of
+    ``invalid-output``, ``output-limit``. ``calls`` (one line each) are the
+    tool calls the program started before it failed and how each ended, so
+    the model does not repeat side effects blindly; they follow
+    :attr:`CALLS_HEADER` when there are any. Captured ``logs`` are appended
+    last, only when there are any, after :attr:`LOGS_HEADER` (so a reader of
     the message alone, such as tracing, can leave them out).
     """
 
+    #: What introduces the tool calls the program started before it failed.
+    CALLS_HEADER: Final = "\nTool calls the program started (their effects stay):\n"
     #: What separates the failure's text from the captured logs in the message.
     LOGS_HEADER: Final = "\nCaptured output:\n"
 
-    def __init__(self, kind: str, message: str, logs: Sequence[str] = ()) -> None:
+    def __init__(self, kind: str, message: str, logs: Sequence[str] = (), calls: Sequence[str] = ()) -> None:
         self.kind = kind
         self.detail = message
         self.logs: tuple[str, ...] = tuple(logs)
+        self.calls: tuple[str, ...] = tuple(calls)
         text = f"code run failed ({kind}): {message}"
+        if self.calls:
+            text += self.CALLS_HEADER + "\n".join(self.calls)
         if self.logs:
             text += self.LOGS_HEADER + "\n".join(self.logs)
         super().__init__(text, CODE_RUN_FAILED)

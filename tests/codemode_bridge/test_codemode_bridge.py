@@ -959,6 +959,66 @@ async def test_b148_failure_rendering_with_captured_output() -> None:
 
 
 @async_test
+async def test_a_failure_lists_the_sub_calls_that_started_and_how_each_ended() -> None:
+    async def slow(args: Any, run: Any) -> Any:
+        await run.signal.wait()
+        raise run.signal.reason
+
+    async def broken(args: Any, run: Any) -> Any:
+        raise OSError("disk full\nsecond line")
+
+    registry, runtime, _ = code_registry(text_tool("write_note"), text_tool("my-tool", broken), text_tool("slow", slow))
+
+    async def fails(tools: Any, print: Any) -> Any:
+        await tools.write_note({"text": "a"})
+        await tools.write_note({"text": "b" * 200})
+        try:
+            await tools["my-tool"]({})
+        except ToolCallError:
+            print("caught")
+        with pytest.raises(ToolCallError):
+            await tools.write_note(float("nan"))  # rejected: it never started, so it is not listed
+        tools.slow({})
+        await asyncio.sleep(0.01)
+        raise ValueError("boom")
+
+    result = await run_code(registry, program(runtime, fails))
+    assert text(result) == (
+        "Error: code run failed (exception): ValueError: boom\n"
+        "Tool calls the program started (their effects stay):\n"
+        '1. tools.write_note({"text":"a"}): succeeded\n'
+        f'2. tools.write_note({{"text":"{"b" * 88}...): succeeded\n'
+        '3. tools["my-tool"]({}): failed: disk full\n'
+        "4. tools.slow({}): aborted while it ran (it may have done part of its work)\n"
+        "Captured output:\ncaught"
+    )
+
+
+@async_test
+async def test_a_long_failure_report_lists_the_first_and_last_calls() -> None:
+    registry, runtime, _ = code_registry(text_tool("echo"))
+
+    async def many(tools: Any, print: Any) -> Any:
+        for i in range(25):
+            await tools.echo({"text": str(i)})
+        raise ValueError("late")
+
+    lines = text(await run_code(registry, program(runtime, many))).splitlines()
+    assert lines[2:] == [
+        *(f'{i}. tools.echo({{"text":"{i - 1}"}}): succeeded' for i in range(1, 11)),
+        "... 5 more ...",
+        *(f'{i}. tools.echo({{"text":"{i - 1}"}}): succeeded' for i in range(16, 26)),
+    ]
+    # A failure before any call started has no list; neither has a success.
+    runtime.add("early", lambda tools, print: _raise(ValueError("early")))
+    assert text(await run_code(registry, "early")) == "Error: code run failed (exception): ValueError: early"
+
+
+async def _raise(error: Exception) -> Any:
+    raise error
+
+
+@async_test
 async def test_b149_blank_description_and_missing_runtime() -> None:
     registry, runtime, _ = code_registry()
     runtime.add("p", lambda tools, print: asyncio.sleep(0))
@@ -1049,7 +1109,11 @@ async def test_a_timeout_failure_aborts_the_in_flight_sub_call() -> None:
 
     registry, _, log = code_registry(text_tool("hang", hangs), runtime=Budgeted())
     result = await run_code(registry, "p")
-    assert text(result) == "Error: code run failed (timeout): wall time budget of 0.005s exceeded"
+    assert text(result) == (
+        "Error: code run failed (timeout): wall time budget of 0.005s exceeded\n"
+        "Tool calls the program started (their effects stay):\n"
+        "1. tools.hang({}): aborted while it ran (it may have done part of its work)"
+    )
     assert aborted == ["aborted"] and [e["type"] for e in log.events] == [START, SETTLE]
 
 
