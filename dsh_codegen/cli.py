@@ -159,6 +159,13 @@ def _build_parser() -> argparse.ArgumentParser:
         )
         source.add_argument("--mcp", metavar="'COMMAND ARGS...'", help="the tools of an MCP server started over stdio")
         sub.add_argument(
+            "--mcp-timeout",
+            type=_positive_seconds,
+            default=30.0,
+            metavar="SECONDS",
+            help="with --mcp: how long the server may take to start and list its tools (default: 30)",
+        )
+        sub.add_argument(
             "--format",
             choices=("auto", "catalog", "mcp", "openai", "anthropic"),
             default="auto",
@@ -205,6 +212,16 @@ def _build_parser() -> argparse.ArgumentParser:
     validate.add_argument("--schema", required=True, metavar="FILE", help="a JSON file holding one schema")
     validate.add_argument("data", metavar="DATA", help="a JSON file holding the value ('-' reads stdin)")
     return parser
+
+
+def _positive_seconds(text: str) -> float:
+    try:
+        seconds = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not seconds > 0 or seconds == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
+    return seconds
 
 
 def version_text() -> str:
@@ -347,7 +364,8 @@ def _adapted_source(args: argparse.Namespace) -> list[object] | None:
             from dsh_codegen.adapters import catalog_from_mcp_command
 
             try:
-                return list(asyncio.run(catalog_from_mcp_command(shlex.split(args.mcp))))
+                argv = shlex.split(args.mcp)
+                return list(asyncio.run(catalog_from_mcp_command(argv, timeout=args.mcp_timeout)))
             except ImportError as error:  # the extra is missing: the message says which and how
                 raise _InputError(str(error)) from None
         if args.catalog is None or args.format == "catalog":
@@ -451,7 +469,12 @@ def _emit(args: argparse.Namespace, text: str, stdout: TextIO, status: _Status, 
 
 
 def _source_name(args: argparse.Namespace) -> str:
-    return str(args.catalog) if args.catalog is not None else f"--registry {args.registry}"
+    """How messages name the source: the catalog file, ``--mcp <command>`` or ``--registry <spec>``."""
+    if args.catalog is not None:
+        return str(args.catalog)
+    if getattr(args, "mcp", None) is not None:
+        return f"--mcp {args.mcp}"
+    return f"--registry {args.registry}"
 
 
 def _unsupported_schemas(catalog: list[object], source: str, status: _Status) -> bool:
@@ -500,8 +523,7 @@ def _cmd_sdk(args: argparse.Namespace, stdout: TextIO, status: _Status) -> int:
     try:
         text = render_sdk_module(catalog, language)  # type: ignore[arg-type]
     except ValueError as error:
-        source = args.catalog or (f"--mcp {args.mcp}" if args.mcp else f"--registry {args.registry}")
-        raise _InputError(f"{source}: {error}") from None
+        raise _InputError(f"{_source_name(args)}: {error}") from None
     return _emit(args, text, stdout, status, len(catalog))
 
 

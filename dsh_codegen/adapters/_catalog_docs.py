@@ -79,7 +79,9 @@ def load_catalog_document(
     """Catalog entries from a parsed document in any supported format (see the module docstring).
 
     Foreign forms of JSON Schema are lowered (notes appended to ``notes``);
-    MCP ``outputSchema`` becomes the entry's output schema.
+    MCP ``outputSchema`` becomes the entry's output schema, and an MCP tool
+    without one gets ``{"type": "string"}`` (its value is its text, as
+    ``import_mcp_tools`` returns it).
 
     Raised errors: :class:`CatalogError` naming ``source`` (an unknown or
     mixed format, a malformed entry, a schema form that cannot be kept).
@@ -95,6 +97,14 @@ def load_catalog_document(
         raise
     except (ValueError, TypeError) as error:
         raise CatalogError(source, str(error)) from None
+    if kind == "mcp":
+        from dsh_codegen.adapters._formats import mcp_value_schema
+
+        # An MCP tool without an outputSchema answers text: its value is a string (as imported).
+        return [
+            ToolSchemaEntry(schema["name"], schema["description"], schema["parameters"], mcp_value_schema(schema))
+            for schema in schemas
+        ]
     return [
         ToolSchemaEntry(schema["name"], schema["description"], schema["parameters"], schema.get("output_schema"))
         for schema in schemas
@@ -153,41 +163,56 @@ async def catalog_from_mcp_command(
     env: Mapping[str, str] | None = None,
     cwd: str | os.PathLike[str] | None = None,
     notes: list[ToolNote] | None = None,
+    timeout: float = 30.0,
 ) -> list[ToolSchemaEntry]:
     """Start the MCP server ``argv`` over stdio, list its tools, stop it, and return them as a catalog.
 
     ``argv`` is a list (no shell); ``env`` defaults to the SDK's safe subset of
-    this process's environment. The server is stopped and reaped before this
-    returns or raises.
+    this process's environment. ``timeout`` (seconds) bounds the start-up: the
+    ``initialize`` handshake and the ``tools/list`` pages together. The server
+    is stopped and reaped before this returns or raises.
 
     Raised errors: :class:`CatalogError` (source ``--mcp <command>``) when the
-    server cannot be started, fails to initialise or lists tools that cannot
-    be converted; ``ImportError`` naming the extra and its install command
-    when the ``mcp`` extra is not installed.
+    server cannot be started, does not answer within ``timeout`` (``the MCP
+    server did not answer within 30 s``), fails to initialise or lists tools
+    that cannot be converted; ``ImportError`` naming the extra and its install
+    command when the ``mcp`` extra is not installed.
 
     Cancellation: cancelling this coroutine closes the session and stops the
     server (the SDK terminates, then kills, and reaps it).
     """
     require_extra("mcp", "mcp", "--mcp (an MCP server's tools)")
+    import anyio
     from mcp import ClientSession, StdioServerParameters, stdio_client
 
     from dsh_codegen.adapters._mcp_import import list_all_tools
 
     if not argv:
         raise CatalogError("--mcp", "the MCP server command is empty")
-    source = "--mcp " + " ".join(argv)
+    import shlex
+
+    source = "--mcp " + shlex.join(argv)
     params = StdioServerParameters(
         command=argv[0], args=list(argv[1:]), env=None if env is None else dict(env), cwd=None if cwd is None else Path(cwd)
     )
+    answered = False
     try:
         async with stdio_client(params) as (read, write):
             async with ClientSession(read, write) as session:
-                await session.initialize()
-                tools = await list_all_tools(session)
+                with anyio.move_on_after(timeout):
+                    await session.initialize()
+                    tools = await list_all_tools(session)
+                    answered = True
     except Exception as caught:  # noqa: BLE001 - any SDK/transport failure is reported with its source
         error = _first_leaf(caught)
         if isinstance(error, OSError):
             raise CatalogError(source, f"cannot start the MCP server: {error.strerror or error}") from None
         raise CatalogError(source, f"the MCP server failed: {type(error).__name__}: {error}") from None
+    if not answered:
+        raise CatalogError(
+            source,
+            f"the MCP server did not answer within {timeout:g} s (initialize and tools/list); "
+            "check the command, or allow more time (--mcp-timeout)",
+        )
     dumped = [tool.model_dump(by_alias=True, exclude_none=True, mode="json") for tool in tools]
     return load_catalog_document({"tools": dumped}, format="mcp", source=source, notes=notes)

@@ -131,6 +131,19 @@ def to_mcp_tools(schemas: Iterable[object]) -> list[dict[str, Any]]:
     return out
 
 
+def mcp_value_schema(schema: Mapping[str, Any]) -> Any:
+    """The schema of an MCP tool's value, for what ``from_mcp_tools`` gives: its output schema, else a string.
+
+    The one rule for both sides: ``import_mcp_tools`` returns a tool's
+    structured content when it publishes an ``outputSchema`` and its text
+    content (a string) when it does not, so the SDK a registry of imported
+    tools renders and the catalog of the same ``tools/list`` (``sdk --mcp``,
+    ``load_catalog_document``) type the value alike.
+    """
+    output = schema.get("output_schema")
+    return {"type": "string"} if output is None else output
+
+
 def mcp_output_schema(output: Any) -> dict[str, Any] | None:
     """The MCP ``outputSchema`` for a catalog output schema (``None``: any JSON, published as text only)."""
     if output is None or output == {} or output is True:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from dsh_codegen._extras import require_extra
-from dsh_codegen.adapters._formats import ToolNote, from_mcp_tools
+from dsh_codegen.adapters._formats import ToolNote, from_mcp_tools, mcp_value_schema
 from dsh_codegen.adapters._schema_tools import render_value_as_text, tool_from_schema
 from dsh_codegen.registry import (
     AbortSignal,
@@ -516,7 +516,7 @@ async def import_mcp_tools(
                 definition = tool_from_schema(
                     schema,
                     _body(session, tool.name, structured, content, answer_elicitation),
-                    output_schema=schema.get("output_schema", {"type": "string"}),
+                    output_schema=mcp_value_schema(schema),
                     render=render_value_as_text,
                     timeout_ms=timeout_ms,
                     is_concurrency_safe=(

@@ -50,6 +50,11 @@ TOOLS = [
     types.Tool(name="mixed", description="Text, an image, text.", input_schema=EMPTY),
     types.Tool(name="steps", description="Reports progress three times.", input_schema=EMPTY),
     types.Tool(
+        name="pick",
+        description="An enum with an object member (the Python SDK types it Any: the CLI warns).",
+        input_schema={"type": "object", "properties": {"choice": {"enum": ["a", {"b": 1}]}}},
+    ),
+    types.Tool(
         name="confirm",
         description="Asks the user to confirm.",
         input_schema={"type": "object", "properties": {"what": {"type": "string"}}, "required": ["what"]},
@@ -78,6 +83,8 @@ async def call_tool(
             await ctx.session.report_progress(step, 100, f"step {step}")
             await anyio.sleep(0.01)
         return types.CallToolResult(content=[text("done")])
+    if params.name == "pick":
+        return types.CallToolResult(content=[text(json.dumps((params.arguments or {}).get("choice")))])
     if params.name == "confirm":
         what = (params.arguments or {}).get("what", "")
         message = f"Really {what}?"

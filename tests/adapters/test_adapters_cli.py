@@ -40,7 +40,9 @@ def dsh(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     ],
 )
 def test_sdk_from_foreign_tool_lists_detected_or_named(document: object, name: str, tmp_path: Path) -> None:
-    (tmp_path / "ours.json").write_text(json.dumps([{**SCHEMAS[0]}]), encoding="utf-8")
+    # An MCP tool without an outputSchema answers text, so its catalog types the value a string.
+    ours = {**SCHEMAS[0], "output_schema": {"type": "string"}} if name == "mcp" else {**SCHEMAS[0]}
+    (tmp_path / "ours.json").write_text(json.dumps([ours]), encoding="utf-8")
     (tmp_path / "tools.json").write_text(json.dumps(document), encoding="utf-8")
     expected = dsh("sdk", "--lang", "py", "--catalog", "ours.json", cwd=tmp_path)
     assert expected.returncode == 0, expected.stderr
@@ -79,3 +81,32 @@ def test_sdk_from_a_running_mcp_server_with_check(tmp_path: Path) -> None:
     missing = dsh("sdk", "--lang", "py", "--mcp", "/nonexistent/server", cwd=tmp_path)
     assert missing.returncode == 2
     assert "--mcp /nonexistent/server: cannot start the MCP server" in missing.stderr
+
+
+@pytest.mark.once
+def test_sdk_mcp_warnings_name_the_mcp_source(tmp_path: Path) -> None:
+    pytest.importorskip("mcp")
+    command = shlex.join([sys.executable, str(HERE / "lowlevel_server.py")])
+    done = dsh("sdk", "--lang", "py", "--mcp", command, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == (
+        f'dsh-codegen: warning: --mcp {command}: tool "pick" parameters#/properties/choice: '
+        "unsupported or malformed schema: Any\n"
+    )
+    # A tool without an outputSchema answers text: str, as import_mcp_tools returns it.
+    assert "async def mixed(self, args: dict[str, Any]) -> str:" in done.stdout
+
+
+@pytest.mark.once
+def test_sdk_mcp_start_up_timeout_is_a_clear_error(tmp_path: Path) -> None:
+    pytest.importorskip("mcp")
+    command = shlex.join([sys.executable, "-c", "import time; time.sleep(60)"])
+    done = dsh("sdk", "--lang", "py", "--mcp", command, "--mcp-timeout", "0.5", cwd=tmp_path)
+    assert done.returncode == 2
+    assert done.stderr == (
+        f"dsh-codegen: error: --mcp {command}: the MCP server did not answer within 0.5 s "
+        "(initialize and tools/list); check the command, or allow more time (--mcp-timeout)\n"
+    )
+    bad = dsh("sdk", "--lang", "py", "--mcp", command, "--mcp-timeout", "0", cwd=tmp_path)
+    assert bad.returncode == 2 and "--mcp-timeout: expected a positive number of seconds, got '0'" in bad.stderr
+

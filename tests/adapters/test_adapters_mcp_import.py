@@ -87,7 +87,7 @@ def test_task_only_tools_are_skipped_with_a_note(tmp_path: Path) -> None:
             reason = imported.skipped["batch"]
             assert isinstance(reason, McpToolError) and reason.code == "MCP_TASK_REQUIRED"
             assert 'runs only as a task (taskSupport: "required")' in reason.message
-            assert imported.names == ("photo", "mixed", "steps", "confirm")
+            assert imported.names == ("photo", "mixed", "steps", "pick", "confirm")
 
     run(main())
 
@@ -176,5 +176,28 @@ def test_a_lone_surrogate_fails_its_call_and_the_session_lives_on(tmp_path: Path
             # The same session still serves every tool.
             ok = await call(registry, "greet", {"name": "ada"})
             assert isinstance(ok, ToolSuccess) and ok.value == "hello ada"
+
+    run(main())
+
+
+def test_an_imported_registry_and_the_catalog_of_the_same_server_type_values_alike(tmp_path: Path) -> None:
+    # One rule for a tool without an outputSchema: its value is its text (a string), in the
+    # registry's own catalog (what render_sdk_module gets from a registry) and in `sdk --mcp`'s.
+    import sys
+
+    from dsh_codegen.adapters import catalog_from_mcp_command
+
+    async def main() -> None:
+        registry = ToolRegistry()
+        async with mcp_session(LOWLEVEL, tmp_path) as session:
+            imported = await import_mcp_tools(registry, session)
+            served = {entry.name: entry for entry in registry.catalog()}
+        listed = await catalog_from_mcp_command([sys.executable, str(LOWLEVEL)])
+        from_command = {entry.name: entry for entry in listed if entry.name not in imported.skipped}
+        assert served.keys() == from_command.keys()
+        for name, entry in served.items():
+            assert (entry.parameters, entry.output_schema) == (from_command[name].parameters, from_command[name].output_schema), name
+        assert from_command["mixed"].output_schema == {"type": "string"}
+        assert from_command["photo"].output_schema is not None and "data" in from_command["photo"].output_schema["properties"]
 
     run(main())
