@@ -604,7 +604,7 @@ class RaisingInput:
 @pytest.mark.parametrize(
     ("field", "message"),
     [
-        ("arguments", "tool execution arguments must be losslessly JSON-serializable"),
+        ("arguments", "ToolExecutionInput.arguments could not be read: arguments getter failed"),
         ("call_id", "ToolExecutionInput.call_id could not be read: call_id getter failed"),
         ("name", "ToolExecutionInput.name could not be read: name getter failed"),
         ("signal", "ToolExecutionInput.signal could not be read: signal getter failed"),

@@ -33,8 +33,9 @@ def _read_fields(input: object) -> tuple[list[Any], str | None]:
 
     A field that raises on read is ``None`` (``""`` for the two names, a
     fresh signal for ``signal``), so the execution observers see is still
-    well formed. A raising ``arguments`` is CONTRACT.md's throwing getter
-    (behaviour 37): the arguments are not lossless.
+    well formed. The failure names the field and carries the getter's own
+    message, for ``arguments`` too (a throwing getter has no arguments to
+    call with, and its message says why better than "not lossless").
     """
     values: list[Any] = []
     failure: str | None = None
@@ -42,12 +43,8 @@ def _read_fields(input: object) -> tuple[list[Any], str | None]:
         try:
             values.append(getattr(input, field))
         except Exception as exc:
-            if field == "arguments":
-                problem = ARGUMENTS_NOT_LOSSLESS
-            else:
-                problem = f"ToolExecutionInput.{field} could not be read: {error_message(exc)}"
             if failure is None:
-                failure = problem
+                failure = f"ToolExecutionInput.{field} could not be read: {error_message(exc)}"
             values.append(AbortSignal() if field == "signal" else "" if field in ("call_id", "name") else None)
     return values, failure
 
