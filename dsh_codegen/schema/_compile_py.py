@@ -956,7 +956,22 @@ def _check_dependent_required(c: _Checker_, value: Any, schema: Any, node: Node,
         for name, names in value.items():
             if not c._is_array(names) or not _all_str(names):
                 break
-            entries.append((name, tuple(dict.fromkeys(names))))
+            unique = tuple(dict.fromkeys(names))
+            if len(unique) < len(names):
+                # JSON Schema 2020-12 requires each array's names to be unique.
+                seen: set[str] = set()
+                twice = ""
+                for listed in names:
+                    if listed in seen:
+                        twice = listed
+                        break
+                    seen.add(listed)
+                segments = (*chain_segments(path), "dependentRequired", name)
+                where = format_path(segments, "schema")
+                c.violations.append(
+                    Violation(segments, "dependentRequired", f"{where} must be an array of unique strings ({quote_path(twice)} is listed twice)")
+                )
+            entries.append((name, unique))
         else:
             node.dependent = tuple(entries)
             return
@@ -1219,37 +1234,39 @@ def assert_supported_json_schema(schema: object) -> None:
         raise JsonSchemaError(violations)
 
 
-def _root_type(schema: Any) -> Any:
-    """The root's ``type``, looked up through a root ``$ref`` chain of local JSON pointers (pydantic's shape)."""
-    here = schema
-    for _ in range(64):
-        if "type" in here or type(here.get("$ref")) is not str or not here["$ref"].startswith("#/"):
-            return here.get("type")
-        target: Any = schema
-        for raw in unquote(here["$ref"][2:]).split("/"):
-            segment = raw.replace("~1", "/").replace("~0", "~")
-            if type(target) is not dict or segment not in target:
-                return None
-            target = target[segment]
-        if type(target) is not dict:
-            return None
-        here = target
-    return None
+def _object_rooted(checker: _Checker) -> bool:
+    """Whether the checked schema's root declares ``type: "object"``, itself or through a root ``$ref`` chain.
+
+    Read from the node table, so a ``$ref`` counts however it names its
+    target (a JSON pointer or an ``$anchor``), exactly as validation resolves
+    it. A boolean root declares no type: it is not an object schema.
+    """
+    nodes = checker.nodes
+    index = 0
+    for _ in range(len(nodes)):  # a ref chain visits each node at most once
+        node = nodes[index]
+        if node.types:
+            return bool(node.types == _OBJECT_BIT)
+        if node.ref < 0:
+            return False
+        index = node.ref
+    return False
 
 
 def assert_object_json_schema(schema: object) -> None:
     """Like :func:`assert_supported_json_schema`, and the root must declare ``type: "object"``.
 
-    A root ``$ref`` (``{"$ref": "#/$defs/Model", "$defs": ...}``) counts when its
-    target declares ``type: "object"``.
+    A root ``$ref`` (``{"$ref": "#/$defs/Model", "$defs": ...}``, or an
+    ``$anchor`` name) counts when its target declares ``type: "object"``; a
+    boolean root (``true``, ``false``) is not an object schema.
 
     Raised errors: :class:`JsonSchemaError`; the object-root violation
     (``schema.type must be "object" (structured output is object-rooted)``)
     comes first.
     """
-    violations = schema_violations(schema)
-    fobj, _ = frozen_types()
-    if (type(schema) is dict or (fobj is not None and type(schema) is fobj)) and _root_type(schema) != "object":
+    checker = _check(schema, False)
+    violations = checker.violations
+    if (type(schema) is bool or checker._is_object(schema)) and not _object_rooted(checker):
         violations.insert(
             0, Violation(("type",), "type", 'schema.type must be "object" (structured output is object-rooted)')
         )

@@ -245,3 +245,30 @@ def test_object_root_through_a_root_ref() -> None:
     with pytest.raises(JsonSchemaError) as info:
         assert_object_json_schema({"$ref": "#/$defs/M", "$defs": {"M": {"type": "string"}}})
     assert [str(v) for v in info.value.violations] == ['schema.type must be "object" (structured output is object-rooted)']
+
+
+def test_object_root_through_a_root_ref_to_an_anchor() -> None:
+    # The root $ref is resolved as validation resolves it: an $anchor name counts like a pointer.
+    assert_object_json_schema({"$defs": {"A": {"$anchor": "args", "type": "object"}}, "$ref": "#args"})
+    with pytest.raises(JsonSchemaError) as info:
+        assert_object_json_schema({"$defs": {"A": {"$anchor": "args", "type": "string"}}, "$ref": "#args"})
+    assert [str(v) for v in info.value.violations] == ['schema.type must be "object" (structured output is object-rooted)']
+
+
+@pytest.mark.parametrize("schema", [True, False])
+def test_a_boolean_root_is_not_an_object_schema(schema: bool) -> None:
+    assert_supported_json_schema(schema)  # a schema, but not an object schema
+    with pytest.raises(JsonSchemaError) as info:
+        assert_object_json_schema(schema)
+    assert [str(v) for v in info.value.violations] == ['schema.type must be "object" (structured output is object-rooted)']
+
+
+def test_dependent_required_names_must_be_unique() -> None:
+    # JSON Schema 2020-12: each array of dependentRequired holds unique strings.
+    assert messages({"dependentRequired": {"a": ["b", "c", "b"], "d": ["e"]}}) == [
+        'schema.dependentRequired.a must be an array of unique strings ("b" is listed twice)'
+    ]
+    assert messages({"properties": {"p": {"dependentRequired": {"x y": ["z", "z"]}}}}) == [
+        'schema.properties.p.dependentRequired["x y"] must be an array of unique strings ("z" is listed twice)'
+    ]
+    assert_supported_json_schema({"dependentRequired": {"a": ["b", "c"]}})
