@@ -68,11 +68,17 @@ test: setup
 	$(MAKE) --no-print-directory test-compiled
 	$(MAKE) --no-print-directory test-pure
 
+# pytest-xdist spreads each pass over WORKERS processes (one per core by default;
+# WORKERS=0 runs in this process). TESTS narrows a pass to some paths.
+WORKERS ?= auto
+TESTS ?=
+PYTEST := $(BIN)/python -m pytest -q -n $(WORKERS)
+
 test-compiled: setup
-	DSH_CODEGEN_REQUIRE_EXTENSIONS=1 $(BIN)/python -m pytest -q
+	DSH_CODEGEN_REQUIRE_EXTENSIONS=1 $(PYTEST) $(TESTS)
 
 test-pure: setup
-	DSH_CODEGEN_PURE_PYTHON=1 $(BIN)/python -m pytest -q -m "not once"
+	DSH_CODEGEN_PURE_PYTHON=1 $(PYTEST) -m "not once" $(TESTS)
 
 typecheck: setup
 	$(BIN)/python -m mypy

@@ -56,8 +56,14 @@ def run_sync(main: Callable[[], Awaitable[Any]]) -> Any:
 
 
 def our_processes() -> list[str]:
-    """Every live or zombie process started from this checkout's child script, with its state."""
-    found = []
+    """Every live or zombie process started from this checkout's child script, with its state.
+
+    Under pytest-xdist the other workers run child scripts of their own at the same time: a process
+    that descends from a sibling worker is theirs and is left out. Orphans (reparented away from
+    every worker) still count, whoever leaked them: an orphan is a leak in any test.
+    """
+    parents: dict[int, int] = {}
+    children: list[tuple[int, str, str]] = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -66,11 +72,31 @@ def our_processes() -> list[str]:
             stat = Path(f"/proc/{entry}/stat").read_text()
         except OSError:
             continue
+        fields = stat.rsplit(")", 1)[1].split()
+        parents[int(entry)] = int(fields[1])
         if CHILD_SCRIPT.encode() in cmdline:
-            state = stat.rsplit(")", 1)[1].split()[0]
-            command = cmdline.replace(b"\0", b" ").decode(errors="replace")
-            found.append(f"{entry} {state} {command}")
-    return found
+            children.append((int(entry), fields[0], cmdline.replace(b"\0", b" ").decode(errors="replace")))
+    siblings = _sibling_workers(parents)
+    return [f"{pid} {state} {command}" for pid, state, command in children
+            if not _descends_from(pid, siblings, parents)]
+
+
+def _sibling_workers(parents: dict[int, int]) -> set[int]:
+    """The other pytest-xdist workers: the children of this worker's controller but this one."""
+    if "PYTEST_XDIST_WORKER" not in os.environ:
+        return set()
+    controller, me = os.getppid(), os.getpid()
+    return {pid for pid, parent in parents.items() if parent == controller and pid != me}
+
+
+def _descends_from(pid: int, ancestors: set[int], parents: dict[int, int]) -> bool:
+    seen = set()
+    while pid > 1 and pid not in seen:
+        if pid in ancestors:
+            return True
+        seen.add(pid)
+        pid = parents.get(pid, 0)
+    return False
 
 
 async def run_code(code: str, start: str, tools: FakeTools | None = None, **options: Any) -> CodeRunResult:
