@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import weakref
 from collections.abc import Hashable, Mapping
+from contextvars import Token
 from typing import Any, Final
 
 from dsh_codegen._version import __version__
@@ -29,6 +30,7 @@ from dsh_codegen.registry import (
     Allow,
     Ask,
     Block,
+    CallSettle,
     CodeRunFailedError,
     Deny,
     Disposer,
@@ -44,6 +46,7 @@ from dsh_codegen.registry import (
 try:
     from opentelemetry import context as otel_context
     from opentelemetry import trace
+    from opentelemetry.context import Context
     from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer, TracerProvider
 except ImportError as exc:  # the optional extra is not installed
     raise ImportError(
@@ -80,19 +83,9 @@ OTHER: Final = "_OTHER"
 
 _DECISIONS: Final = {Allow: "allow", Deny: "deny", Ask: "ask", Block: "block"}
 
-#: The live instrumentation of each registry (for instrument()'s idempotence).
-_ACTIVE: weakref.WeakKeyDictionary[ToolRegistry, _Instrumentation] = weakref.WeakKeyDictionary()
-
-
-class _Instrumentation:
-    """One ``instrument()`` of one registry: its options and its disposer."""
-
-    __slots__ = ("disposer", "record_logs", "tracer_provider")
-
-    def __init__(self, tracer_provider: TracerProvider | None, record_logs: bool) -> None:
-        self.tracer_provider = tracer_provider
-        self.record_logs = record_logs
-        self.disposer: Disposer | None = None
+#: The live instrumentation of each registry, weakly on both sides: the registry keeps its
+#: instrumentation alive through its listeners, and nothing here keeps the registry alive.
+_ACTIVE: weakref.WeakKeyDictionary[ToolRegistry, weakref.ref[_Tracing]] = weakref.WeakKeyDictionary()
 
 
 def instrument(
@@ -124,16 +117,16 @@ def instrument(
         raise TypeError(f"instrument() expects a ToolRegistry, got {type(registry).__name__}")
     if type(record_logs) is not bool:
         raise TypeError(f"instrument(): record_logs must be a bool, got {type(record_logs).__name__}")
-    current = _ACTIVE.get(registry)
-    if current is not None and current.disposer is not None:
+    live = _ACTIVE.get(registry)
+    current = None if live is None else live()
+    if current is not None:
         if current.tracer_provider is tracer_provider and current.record_logs == record_logs:
             return current.disposer
         raise ValueError(
             "instrument(): this registry is already instrumented with other options;"
             " call the disposer the first instrument() returned before instrumenting it again"
         )
-    tracer = trace.get_tracer("dsh_codegen", __version__, tracer_provider)
-    tracing = _Tracing(tracer, record_logs)
+    tracing = _Tracing(trace.get_tracer("dsh_codegen", __version__, tracer_provider), tracer_provider, record_logs)
     undo: list[Disposer] = []
     try:
         undo.append(registry.on_execute(tracing.enter))
@@ -144,31 +137,34 @@ def instrument(
         for disposer in reversed(undo):
             disposer()
         raise
-    instrumentation = _Instrumentation(tracer_provider, record_logs)
+    target = weakref.ref(registry)
 
     def dispose() -> None:
-        if _ACTIVE.get(registry) is instrumentation:
-            del _ACTIVE[registry]
+        instrumented = target()
+        if instrumented is not None and _ACTIVE.get(instrumented) is entry:
+            del _ACTIVE[instrumented]
         for disposer in reversed(undo):
             disposer()
 
-    instrumentation.disposer = Disposer(dispose)
-    _ACTIVE[registry] = instrumentation
-    return instrumentation.disposer
+    tracing.disposer = Disposer(dispose)
+    entry = _ACTIVE[registry] = weakref.ref(tracing)
+    return tracing.disposer
 
 
 class _Tracing:
-    """The listeners of one instrumentation and the spans of the calls in flight."""
+    """One instrumentation: its options, its listeners, its disposer and the spans of the calls in flight."""
 
-    __slots__ = ("live", "record_logs", "tracer")
+    __slots__ = ("__weakref__", "disposer", "live", "record_logs", "tracer", "tracer_provider")
 
-    def __init__(self, tracer: Tracer, record_logs: bool) -> None:
+    def __init__(self, tracer: Tracer, tracer_provider: TracerProvider | None, record_logs: bool) -> None:
         self.tracer = tracer
+        self.tracer_provider = tracer_provider
         self.record_logs = record_logs
+        self.disposer = Disposer(lambda: None)  # replaced by instrument() once the listeners are in
         # The span of every call in flight, by the call's token (a sub-call finds its parent here).
         self.live: dict[ToolExecutionToken, _CallSpan] = {}
 
-    def enter(self, execution: ToolExecution) -> Any:
+    def enter(self, execution: ToolExecution) -> CallSettle:
         """The ``on_execute`` hook: start the call's span, make it current, return its settle."""
         parent = None if execution.parent is None else self.live.get(execution.parent)
         name = execution.name
@@ -190,13 +186,12 @@ class _Tracing:
             kind=SpanKind.INTERNAL,
             attributes=attributes,
         )
-        call = _CallSpan(self, execution.token, span, name == RUN_CODE_NAME)
-        self.live[execution.token] = call
-        if parent is not None:
-            parent.sub_calls += 1
         # Current for the whole call: the body's own spans, and the tasks a run_code runtime
         # starts, nest under it.
-        call.context_token = otel_context.attach(trace.set_span_in_context(span))
+        attached = otel_context.attach(trace.set_span_in_context(span))
+        call = self.live[execution.token] = _CallSpan(self, execution.token, span, attached, name == RUN_CODE_NAME)
+        if parent is not None:
+            parent.sub_calls += 1
         return call.settle
 
     async def pre_execute(self, execution: ToolExecution, next: Any) -> Any:
@@ -272,12 +267,14 @@ class _CallSpan:
         "tracing",
     )
 
-    def __init__(self, tracing: _Tracing, token: ToolExecutionToken, span: Span, run_code: bool) -> None:
+    def __init__(
+        self, tracing: _Tracing, token: ToolExecutionToken, span: Span, attached: Token[Context], run_code: bool
+    ) -> None:
         self.tracing = tracing
         self.token = token
         self.span = span
+        self.context_token = attached
         self.run_code = run_code
-        self.context_token: object = None
         self.sub_calls = 0
         self.policy_ran = False
         self.dispatched = False
@@ -304,7 +301,7 @@ class _CallSpan:
                 span.set_status(Status(StatusCode.ERROR, _describe(error)))
         finally:
             span.end()
-            otel_context.detach(self.context_token)  # type: ignore[arg-type]
+            otel_context.detach(self.context_token)
 
     def _failed(self, result: ToolFailure) -> None:
         span = self.span

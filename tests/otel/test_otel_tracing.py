@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import subprocess
 import sys
+import weakref
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -451,6 +453,15 @@ async def test_after_dispose_nothing_is_recorded_and_a_call_in_flight_still_ends
     assert span.status.status_code is StatusCode.UNSET
     # Its post-execute listener was disposed with the rest (the wrapper already running still reports).
     assert events(span) == ALLOWED_AND_DISPATCHED[:3]
+
+
+def test_an_instrumented_registry_is_freed_like_any_other() -> None:
+    registry = ToolRegistry()
+    instrument(registry, tracer_provider=TracerProvider())
+    gone = weakref.ref(registry)
+    del registry
+    gc.collect()
+    assert gone() is None
 
 
 def test_instrument_refuses_what_is_not_a_registry() -> None:
