@@ -10,6 +10,7 @@ CONTRACT.md "requires a code runtime" message.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Final, Protocol, runtime_checkable
 
 from dsh_codegen.json import render_json_pretty
@@ -18,7 +19,8 @@ from dsh_codegen.registry._definitions import CompiledTool, ToolDefinition, Tool
 from dsh_codegen.registry._errors import RUN_CODE_NAME
 
 if TYPE_CHECKING:
-    from dsh_codegen.registry._execution import ToolRunContext
+    from dsh_codegen.registry._execution import ToolExecution, ToolRunContext
+    from dsh_codegen.registry._results import ToolExecutionResult
     from dsh_codegen.registry._registry import ToolRegistry
     from dsh_codegen.registry.views import GenericCallView
 
@@ -36,6 +38,39 @@ KNOWN_LANGUAGES: Final = tuple(_FLAVORS)
 #: How the unknown-language errors list the known ones: ``"typescript", "python"``.
 KNOWN_LANGUAGES_TEXT: Final = ", ".join(f'"{name}"' for name in KNOWN_LANGUAGES)
 NO_OUTPUT: Final = "(run_code completed with no output)"
+#: The default ``ToolRegistry(max_run_code_chars=)``: about 10,000 tokens, a few percent of a
+#: 128k-200k-token context, so several large results still fit in one conversation (see docs/codemode.md).
+DEFAULT_RUN_CODE_CHARS: Final = 40_000
+
+
+def clip_text(text: str, limit: int) -> str:
+    """``text`` if it has at most ``limit`` characters, else its head and tail around a marker line.
+
+    The head and the tail keep ``limit // 2`` characters each (the first lines,
+    where a dump's shape shows, and the last, where a program prints its
+    summary, its result and its errors); the marker says how much was cut.
+    """
+    if len(text) <= limit:
+        return text
+    half = limit // 2
+    cut = len(text) - 2 * half
+    marker = (
+        f"\n[... {cut:,} of {len(text):,} characters cut here: run_code shows the first and the last"
+        f" {half:,}; print less, or print a slice ...]\n"
+    )
+    return text[:half] + marker + text[len(text) - half:]
+
+
+def clip_content(content: Sequence[Any], limit: int | None) -> list[Any] | None:
+    """``content`` with each text block clipped to ``limit`` characters, or ``None`` when none is longer."""
+    if limit is None or not any(
+        block.get("type") == "text" and len(block.get("text", "")) > limit for block in content
+    ):
+        return None
+    return [
+        {**block, "text": clip_text(block["text"], limit)} if block.get("type") == "text" else block
+        for block in content
+    ]
 
 
 @runtime_checkable
@@ -127,6 +162,10 @@ def run_code_tool(registry: ToolRegistry, language: str) -> CompiledTool:
             )
         return await _provider.run_code(registry, run, args["code"], description)
 
+    def finalize(_execution: ToolExecution, result: ToolExecutionResult) -> list[Any] | None:
+        # After post-execute (where spill_policy, when configured, saw and kept the whole text).
+        return clip_content(result.content, registry.max_run_code_chars)
+
     definition = ToolDefinition(
         name=RUN_CODE_NAME,
         description=(
@@ -160,6 +199,7 @@ def run_code_tool(registry: ToolRegistry, language: str) -> CompiledTool:
             render_run_code,
         ),
         execute=execute,
+        finalize_content=finalize,
         present_call=present_run_code,
         validates_arguments=True,
     )

@@ -36,7 +36,7 @@ from dsh_codegen.registry._assembly import (
     run_assemble_listeners,
     sdk_renderer,
 )
-from dsh_codegen.registry._codemode_seam import CodeRuntime, run_code_tool
+from dsh_codegen.registry._codemode_seam import DEFAULT_RUN_CODE_CHARS, CodeRuntime, run_code_tool
 from dsh_codegen.registry._definitions import _MALFORMED as MALFORMED
 from dsh_codegen.registry._definitions import CompiledTool, check_for_registration, soft_arguments
 from dsh_codegen.registry._errors import RUN_CODE_NAME, ToolNotFoundError
@@ -489,10 +489,14 @@ class ToolRegistry(_Surface):
     a ``run_code`` call fails naming the setting. :meth:`set_code_runtime` mounts a runtime (and a
     mode) on a registry built without one. ``approval`` services
     ``Ask`` decisions; ``max_parallel_sub_calls`` caps Code Mode sub-call
-    overlap; ``log`` is the default session log of the loop helper.
+    overlap; ``max_sub_calls`` caps one program's binding calls;
+    ``max_run_code_chars`` caps the text a ``run_code`` result shows the model
+    (its head and tail around a marker; ``None``: no cap; see
+    ``docs/codemode.md``); ``log`` is the default session log of the loop helper.
 
     Raised errors (``ValueError``): an unknown ``mode``;
-    ``max_parallel_sub_calls must be a positive integer``.
+    ``max_parallel_sub_calls must be a positive integer`` (and the same for
+    ``max_sub_calls``); ``max_run_code_chars must be a positive integer or None``.
     """
 
     def __init__(
@@ -503,13 +507,17 @@ class ToolRegistry(_Surface):
         max_parallel_sub_calls: int = 10,
         log: Any = None,
         max_sub_calls: int = 1000,
+        max_run_code_chars: int | None = DEFAULT_RUN_CODE_CHARS,
     ) -> None:
         self.mode: PresentationMode = _check_mode(mode)
         if type(max_parallel_sub_calls) is not int or max_parallel_sub_calls < 1:
             raise ValueError("max_parallel_sub_calls must be a positive integer")
         if type(max_sub_calls) is not int or max_sub_calls < 1:
             raise ValueError("max_sub_calls must be a positive integer")
+        if max_run_code_chars is not None and (type(max_run_code_chars) is not int or max_run_code_chars < 1):
+            raise ValueError("max_run_code_chars must be a positive integer or None")
         self.max_sub_calls = max_sub_calls
+        self.max_run_code_chars = max_run_code_chars
         self.code_runtime = code_runtime
         self.approval = approval
         self.max_parallel_sub_calls = max_parallel_sub_calls

@@ -71,3 +71,58 @@ def test_spill_policy_validates_its_limits(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="preview_bytes"):
         spill_policy(registry, tmp_path, 10, preview_bytes=11)
     assert os.listdir(tmp_path) == []
+
+
+def printing(lines: int, width: int = 99) -> Any:
+    async def program(tools: Any, print: Any) -> Any:
+        for i in range(lines):
+            print(f"{i:06d}" + "x" * (width - 6))
+        return "done"
+
+    return program
+
+
+@async_test
+async def test_run_code_text_is_cut_to_its_head_and_tail_by_default() -> None:
+    registry, runtime, _ = code_registry()
+    runtime.add("big", printing(3000))  # 3000 lines of 99 characters, then the result: 300,004 characters
+    result = await run_code(registry, "big")
+    shown = text(result)
+    full = "\n".join(result.value["logs"]) + "\ndone"
+    assert len(full) == 300_004 and len(result.value["logs"]) == 3000  # the canonical value keeps everything
+    marker = ("\n[... 260,004 of 300,004 characters cut here: run_code shows the first and the last 20,000;"
+              " print less, or print a slice ...]\n")
+    assert shown == full[:20_000] + marker + full[-20_000:]
+    # The cap is the registry's: a larger one, or none.
+    registry, runtime, _ = code_registry(max_run_code_chars=None)
+    runtime.add("big", printing(3000))
+    assert text(await run_code(registry, "big")) == full
+    with pytest.raises(ValueError, match="max_run_code_chars must be a positive integer or None"):
+        code_registry(max_run_code_chars=0)
+
+
+@async_test
+async def test_a_failure_text_is_cut_the_same_way() -> None:
+    registry, runtime, _ = code_registry(max_run_code_chars=1000)
+
+    async def fails(tools: Any, print: Any) -> Any:
+        for i in range(200):
+            print(f"line {i}")
+        raise ValueError("late")
+
+    runtime.add("fails", fails)
+    shown = text(await run_code(registry, "fails"))
+    assert shown.startswith("Error: code run failed (exception): ValueError: late\nCaptured output:\nline 0\n")
+    assert "characters cut here" in shown and shown.endswith("\nline 198\nline 199") and len(shown) < 1200
+
+
+@async_test
+async def test_with_spill_policy_the_whole_run_code_text_is_in_the_file(tmp_path: Path) -> None:
+    registry, runtime, _ = code_registry()
+    spill_policy(registry, tmp_path / "spill", max_bytes=20_000)
+    runtime.add("big", printing(3000))
+    result = await run_code(registry, "big")
+    shown = text(result)
+    full = "\n".join(result.value["logs"]) + "\ndone"
+    assert shown == full[:10_000] + f"\n[output truncated: {len(full)} bytes in full at {spilled_path(shown)}]"
+    assert spilled_path(shown).read_text(encoding="utf-8") == full

@@ -105,6 +105,9 @@ def dispatch_started(
             resolved = _resolve_for_dispatch(call)
             if isinstance(resolved, ToolFailure):
                 return resolved
+            if compiled is None and call.finalize is None:
+                # Resolved only now (run_code always is): its finalizer applies from here.
+                call.finalize = resolved.finalize_content
             compiled = resolved
         if caller.is_aborted() or (signal is not caller and signal.is_aborted()):
             return aborted_before_dispatch()

@@ -60,7 +60,8 @@ def create_execution(
     Returns the call and the entry failure's message (or ``None``): lossy
     arguments, or a field of a duck-typed description that raised on read.
     ``finalize_content`` is taken from the tool the calling scope resolves
-    now, so it still applies if the tool is disposed mid-pipeline; the
+    now, so it still applies if the tool is disposed mid-pipeline (a tool
+    resolved only at dispatch, such as ``run_code``, gives its own then); the
     listeners are the ones registered now. Raises ``TypeError`` only for a
     field of the wrong type (not a call description).
     Cancellation: synchronous; nothing to cancel.
