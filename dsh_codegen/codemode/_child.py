@@ -49,7 +49,8 @@ import socket
 import sys
 import threading
 import time
-from collections.abc import Callable, Collection
+import warnings
+from collections.abc import Callable, Collection, Coroutine
 from typing import Any, NoReturn
 
 _FD_IN = 3
@@ -441,11 +442,19 @@ class _Binding:
         self._channel = channel
         self._name = name
 
-    def __call__(self, args: object = _MISSING, /) -> asyncio.Future[object]:
-        return self._channel.call(self._name, args)
+    def __call__(self, args: object = _MISSING, /) -> Coroutine[Any, Any, object]:
+        # The call is submitted now (a call the program never awaits still runs); what the program
+        # holds is a coroutine, as from any ``async def``, so every asyncio idiom takes it:
+        # ``await``, ``gather``, ``create_task``, ``ensure_future``, ``TaskGroup``, ``wait_for``.
+        return _answer(self._channel.call(self._name, args))
 
     def __repr__(self) -> str:
         return f"<tool {self._name!r}>"
+
+
+async def _answer(future: asyncio.Future[object]) -> object:
+    """The result of a submitted binding call."""
+    return await future
 
 
 class _Tools:
@@ -490,6 +499,9 @@ _BINDINGS: dict[str, _Binding] = {}
 _LOGS: list[_Channel] = []  # the channel ``print`` writes to, once the program process has one
 _TOOLS = _Tools()
 _PROGRAM_BUILTINS = dict(builtins.__dict__, print=_program_print)
+# A binding call the program never awaits has run all the same (it was submitted when made): the
+# warning Python prints for its unawaited coroutine would only be noise in a dead run's last output.
+warnings.filterwarnings("ignore", "coroutine '_answer' was never awaited", RuntimeWarning)
 
 
 def _compile_program(code: str) -> Any:

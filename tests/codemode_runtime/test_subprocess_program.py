@@ -78,6 +78,65 @@ def test_uncaught_tool_call_error_is_an_exception(start: str) -> None:
     assert result == CodeRunFailure("exception", f'ToolCallError: tools["my-tool"] failed: {LOSSY} (line 2)')
 
 
+ASYNCIO_IDIOMS = {
+    "await": "return await tools.echo({'i': 1})",
+    "gather": "return list(await asyncio.gather(tools.echo({'i': 1}), tools.slow({'s': 0.01, 'v': 2})))",
+    "create_task": "task = asyncio.create_task(tools.echo({'i': 1}))\nreturn await task",
+    "ensure_future": "return await asyncio.ensure_future(tools.echo({'i': 1}))",
+    "create_task(ensure_future)": "return await asyncio.ensure_future(asyncio.create_task(tools.echo({'i': 1})))",
+    "wait": ("done, pending = await asyncio.wait([asyncio.create_task(tools.echo({'i': 1}))])\n"
+             "return [t.result() for t in done]"),
+    "as_completed": "return [await f for f in asyncio.as_completed([tools.slow({'s': 0.05, 'v': 2}), tools.echo({})])]",
+    "TaskGroup": ("async with asyncio.TaskGroup() as group:\n    a = group.create_task(tools.echo({'i': 1}))\n"
+                  "    b = group.create_task(tools.slow({'s': 0.01, 'v': 2}))\nreturn [a.result(), b.result()]"),
+    "wait_for": "return await asyncio.wait_for(tools.echo({'i': 1}), 5)",
+    "timeout": "async with asyncio.timeout(5):\n    return await tools.echo({'i': 1})",
+    "shield": "return await asyncio.shield(tools.echo({'i': 1}))",
+    "unawaited": "tools.echo({'i': 1})\ntools['my-tool']({})\nreturn 'fired'",
+    "coroutine wrapper": "async def twice(x):\n    return [await tools.echo(x), await tools.echo(x)]\n"
+                         "return await asyncio.create_task(twice({'i': 1}))",
+}
+ECHO = {"echo": {"i": 1}}
+
+
+def test_binding_calls_work_with_every_asyncio_idiom(start: str) -> None:
+    async def main() -> dict[str, Any]:
+        out = {}
+        async with PythonSubprocessRuntime(start=start) as runtime:  # type: ignore[arg-type]
+            for idiom, code in ASYNCIO_IDIOMS.items():
+                tools = FakeTools()
+                result = await runtime.run(request("import asyncio\n" + code, tools))
+                out[idiom] = (result, [name for name, _ in tools.calls])
+        return out
+
+    results = run_sync(main)
+    assert results == {
+        "await": (CodeRunSuccess((), ECHO), ["echo"]),
+        "gather": (CodeRunSuccess((), [ECHO, 2]), ["echo", "slow"]),
+        "create_task": (CodeRunSuccess((), ECHO), ["echo"]),
+        "ensure_future": (CodeRunSuccess((), ECHO), ["echo"]),
+        "create_task(ensure_future)": (CodeRunSuccess((), ECHO), ["echo"]),
+        "wait": (CodeRunSuccess((), [ECHO]), ["echo"]),
+        "as_completed": (CodeRunSuccess((), [{"echo": {}}, 2]), ["slow", "echo"]),
+        "TaskGroup": (CodeRunSuccess((), [ECHO, 2]), ["echo", "slow"]),
+        "wait_for": (CodeRunSuccess((), ECHO), ["echo"]),
+        "timeout": (CodeRunSuccess((), ECHO), ["echo"]),
+        "shield": (CodeRunSuccess((), ECHO), ["echo"]),
+        # Dispatched when made, though never awaited; the run still ends at once.
+        "unawaited": (CodeRunSuccess((), "fired"), ["echo", "my-tool"]),
+        "coroutine wrapper": (CodeRunSuccess((), [ECHO, ECHO]), ["echo", "echo"]),
+    }
+
+
+def test_a_binding_call_is_a_coroutine_like_any_async_def(start: str) -> None:
+    # So asyncio.wait takes tasks, not the calls themselves, exactly as in Python (the call still ran).
+    tools = FakeTools()
+    code = ("import asyncio, inspect\nc = tools.echo({})\nkind = inspect.iscoroutine(c)\n"
+            "try:\n    await asyncio.wait([c])\nexcept TypeError as e:\n    return [kind, str(e)]")
+    assert go(code, start, tools) == CodeRunSuccess((), [True, "Passing coroutines is forbidden, use tasks explicitly."])
+    assert tools.calls == [("echo", {})]
+
+
 def test_gather_submits_every_call_before_any_settles(start: str) -> None:
     tools = FakeTools()
     code = (
