@@ -9,7 +9,7 @@ from typing import Any
 from dsh_codegen.adapters._strict import relax_strict_arguments
 from dsh_codegen.json import snapshot_json
 from dsh_codegen.registry import ToolDefinition, ToolOutput, ToolRunContext
-from dsh_codegen.schema import ToolArgsError, assert_supported_json_schema, compile_validator
+from dsh_codegen.schema import JsonSchemaObject, ToolArgsError, assert_supported_json_schema, compile_validator
 
 __all__ = ["render_value_as_text", "tool_from_schema"]
 
@@ -57,7 +57,7 @@ def tool_from_schema(
     parameters = snapshot_json(schema.get("parameters", {"type": "object"}), freeze=False)
     if output_schema is None:
         output_schema = schema.get("output_schema")
-    output = {} if output_schema is None else snapshot_json(output_schema, freeze=False)
+    output: JsonSchemaObject = {} if output_schema is None else snapshot_json(output_schema, freeze=False)
     tool_name = schema["name"] if name is None else name
     body: Execute = execute
     if relax_strict_nulls:

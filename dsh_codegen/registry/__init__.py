@@ -40,7 +40,7 @@ from dsh_codegen.registry._results import (
     ToolFailure,
     ToolSuccess,
 )
-from dsh_codegen.registry._typed import tool
+from dsh_codegen.registry._typed import TypedTool, tool
 from dsh_codegen.registry._session_log import (
     JsonlSessionLog,
     MemorySessionLog,
@@ -107,6 +107,7 @@ __all__ = [
     "ToolScope",
     "ToolSuccess",
     "ToolTimeoutError",
+    "TypedTool",
     "define_tool",
     "tool",
     "install_code_mode",

@@ -1,9 +1,10 @@
 """Tool definitions: ``ToolOutput``, ``ToolDefinition``, ``define_tool`` and their compiled form.
 
 A :class:`ToolDefinition` holds JSON schemas. ``define_tool`` builds one from
-the schema DSL and marks it ``validates_arguments=True`` (the registry checks
-arguments before the body); a definition built directly is *raw*: it owns its
-input validation, but its output is still enforced by the registry.
+the schema DSL or from plain JSON Schema (whichever each schema is) and marks
+it ``validates_arguments=True`` (the registry checks arguments before the
+body); a definition built directly is *raw*: it owns its input validation, but
+its output is still enforced by the registry.
 
 Validators are compiled once per definition (at ``define_tool`` or at the
 first registration) and reused by every call.
@@ -17,17 +18,20 @@ import math
 import weakref
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, cast
 
 from dsh_codegen.json import FrozenJsonObject, LosslessJsonError, snapshot_json
 from dsh_codegen.registry._errors import RUN_CODE_NAME
 from dsh_codegen.registry._results import ContentBlock, JsonValue, ToolExecutionResult
 from dsh_codegen.schema import (
     CompiledValidator,
+    JsonSchema,
     JsonSchemaError,
+    JsonSchemaObject,
     ParameterSchemaSpec,
     Violation,
     ValueSchemaSpec,
+    assert_object_json_schema,
     assert_supported_json_schema,
     compile_validator,
     parameter_schema_spec_to_json_schema,
@@ -60,14 +64,17 @@ RESERVED_NAME_MESSAGE: Final = (
 class ToolOutput:
     """A tool's canonical output declaration.
 
-    ``schema`` is the JSON schema of the value the body returns (a
-    ``ValueSchemaSpec`` when given to ``define_tool``); ``render(args, value)``
-    returns the model-facing content blocks; ``presentation_meta(args, value)``
-    optionally derives JSON metadata for top-level calls. Both projectors must
-    be synchronous.
+    ``schema`` is the schema of the value the body returns: plain JSON Schema
+    of the tool-schema dialect (a :data:`JsonSchemaObject`), or, given to
+    ``define_tool``, a ``ValueSchemaSpec`` of the schema DSL (``define_tool``
+    reads either, see there). Both are typed, so ``mypy`` rejects a misspelt
+    keyword or an unknown type in a schema literal. ``render(args, value)``
+    returns the model-facing content blocks; ``presentation_meta(args,
+    value)`` optionally derives JSON metadata for top-level calls. Both
+    projectors must be synchronous.
     """
 
-    schema: Any
+    schema: ValueSchemaSpec | JsonSchemaObject
     render: Render
     presentation_meta: PresentationMeta | None = None
 
@@ -300,28 +307,86 @@ def check_for_registration(definition: object) -> CompiledTool:
     return compiled
 
 
-_RAW_SCHEMA_MESSAGE: Final = (
-    "define_tool({name}): parameters is a JSON Schema, not a ParameterSchemaSpec; register it through the "
-    "raw-schema entry, ToolDefinition(name=..., description=..., parameters=<the schema>, output=..., "
-    "execute=..., validates_arguments=True), and the registry validates arguments with it"
-)
+#: Keywords that mark a mapping as JSON Schema rather than a ParameterSchemaSpec: in the DSL every
+#: value is a property's spec (a mapping), never a string, a list or a boolean.
+_SCHEMA_MARKERS: Final = ("type", "$schema", "$ref", "$id", "required", "additionalProperties", "anyOf", "oneOf", "allOf")
+#: JSON Schema keywords whose value is a mapping: a parameter spec made only of these may be a JSON
+#: Schema that forgot its ``"type": "object"``.
+_MAPPING_KEYWORDS: Final = frozenset(("properties", "$defs", "definitions", "propertyNames", "dependentRequired"))
 
 
 def _is_raw_json_schema(parameters: object) -> bool:
     """Whether ``parameters`` is plainly JSON Schema: a DSL spec maps every name to a spec mapping."""
     if type(parameters) is not dict:
         return False
-    return any(
-        type(parameters.get(keyword)) in (str, list, bool)
-        for keyword in ("type", "$schema", "required", "additionalProperties", "anyOf", "oneOf", "$ref")
-    )
+    return any(type(parameters.get(keyword)) in (str, list, bool) for keyword in _SCHEMA_MARKERS)
+
+
+def _note(text: str) -> Violation:
+    return Violation((), "spec", text)
+
+
+def _parameters_schema(name: str, parameters: object) -> JsonSchema:
+    """``define_tool``'s parameter schema: JSON Schema when a keyword marks it so, else the DSL.
+
+    The two cannot be confused once a value is a string, a list or a boolean
+    (``"type": "object"``, a ``required`` list): a DSL spec has only
+    mappings. A failure says which reading was used and how to ask for the
+    other.
+    """
+    if _is_raw_json_schema(parameters):
+        try:
+            assert_object_json_schema(parameters)
+            checked: JsonSchema = snapshot_json(parameters, freeze=False)
+        except JsonSchemaError as error:
+            raise JsonSchemaError([*error.violations, _note(
+                f"define_tool({name}): parameters was read as JSON Schema (a keyword such as type or required"
+                " has a string, list or boolean value); a ParameterSchemaSpec maps each parameter name to its"
+                ' spec instead, e.g. {"path": {"type": "string", "required": True}}'
+            )]) from None
+        return checked
+    try:
+        return parameter_schema_spec_to_json_schema(cast(ParameterSchemaSpec, parameters))
+    except JsonSchemaError as error:
+        if type(parameters) is dict and _MAPPING_KEYWORDS.intersection(parameters):
+            raise JsonSchemaError([*error.violations, _note(
+                f"define_tool({name}): parameters was read as a ParameterSchemaSpec (parameter name -> spec),"
+                ' as no value marks it as JSON Schema; to pass a JSON Schema, declare "type": "object" at its root'
+            )]) from None
+        raise
+
+
+def _output_schema(name: str, spec: object) -> JsonSchema:
+    """``define_tool``'s output schema: the DSL when ``spec`` compiles as a ``ValueSchemaSpec``, else JSON Schema.
+
+    Where both readings accept a spec they mean the same (the DSL compiles to
+    JSON Schema, and its own marks, ``required: True`` and ``type: "json"``,
+    are not JSON Schema); so the DSL is tried first, then JSON Schema, and a
+    spec that is neither reports both readings' violations.
+    """
+    try:
+        return value_schema_spec_to_json_schema(cast(ValueSchemaSpec, spec))
+    except JsonSchemaError as dsl_error:
+        try:
+            assert_supported_json_schema(spec)
+            checked: JsonSchema = snapshot_json(spec, freeze=False)
+        except JsonSchemaError as schema_error:
+            raise JsonSchemaError([
+                _note(
+                    f"define_tool({name}): output.schema is neither a ValueSchemaSpec (the schema DSL; paths from"
+                    " spec) nor a supported JSON Schema (paths from schema)"
+                ),
+                *dsl_error.violations,
+                *schema_error.violations,
+            ]) from None
+        return checked
 
 
 def define_tool(
     *,
     name: str,
     description: str,
-    parameters: ParameterSchemaSpec,
+    parameters: ParameterSchemaSpec | JsonSchemaObject,
     output: ToolOutput,
     execute: Execute,
     finalize_content: FinalizeContent | None = None,
@@ -330,15 +395,22 @@ def define_tool(
     present_call: PresentCall | None = None,
     present_result: PresentResult | None = None,
 ) -> ToolDefinition:
-    """Build a validated tool from the schema DSL.
+    """Build a validated tool from the schema DSL or from plain JSON Schema.
 
-    ``parameters`` is a ``ParameterSchemaSpec`` (the implicit open object
-    root) and ``output.schema`` a ``ValueSchemaSpec``; both are compiled to
-    JSON schemas and validators now. The registry validates call arguments
-    before the body and reports bad ones as ``INVALID_ARGS`` results.
+    ``parameters`` is a ``ParameterSchemaSpec`` (parameter name -> spec, the
+    implicit object root, which stays open: an undeclared key reaches the
+    body, which receives the whole arguments object) or an object-rooted JSON
+    Schema, read as such when a keyword marks it (``"type": "object"``, a
+    ``required`` list; its root is open or closed as it says).
+    ``output.schema`` is a ``ValueSchemaSpec``, or a JSON Schema when it does
+    not compile as one (where both readings accept a spec they mean the
+    same). Both are compiled to JSON schemas and validators now. The registry
+    validates call arguments before the body and reports bad ones as
+    ``INVALID_ARGS`` results.
 
-    Raised errors: ``JsonSchemaError`` for a bad spec; ``TypeError`` for a
-    missing ``output`` or a bad callback; ``ValueError`` for a bad name, the
+    Raised errors: ``JsonSchemaError`` for a bad spec or schema (it says
+    which reading was used and how to pass the other form); ``TypeError`` for
+    a missing ``output`` or a bad callback; ``ValueError`` for a bad name, the
     reserved name or ``define_tool(<name>): timeout_ms must be a positive
     finite number``.
     """
@@ -352,15 +424,13 @@ def define_tool(
         raise TypeError(missing_output_message(name))
     if not valid_timeout(timeout_ms):
         raise ValueError(f"define_tool({name}): timeout_ms must be a positive finite number")
-    if _is_raw_json_schema(parameters):
-        raise JsonSchemaError([Violation((), "parameters", _RAW_SCHEMA_MESSAGE.format(name=name))])
-    parameters_schema = parameter_schema_spec_to_json_schema(parameters)
-    output_schema = value_schema_spec_to_json_schema(output.schema)
+    parameters_schema = _parameters_schema(name, parameters)
+    output_schema = _output_schema(name, output.schema)
     definition = ToolDefinition(
         name=name,
         description=description,
         parameters=parameters_schema,
-        output=ToolOutput(output_schema, output.render, output.presentation_meta),
+        output=ToolOutput(cast(JsonSchemaObject, output_schema), output.render, output.presentation_meta),
         execute=execute,
         finalize_content=finalize_content,
         timeout_ms=timeout_ms,

@@ -8,6 +8,10 @@ result is an ordinary :class:`ToolDefinition` with ``validates_arguments``,
 checked as ``define_tool`` checks its input, so the registry validates
 arguments before the body and the output after it, as for any definition.
 
+What ``@tool`` returns is a :class:`TypedTool`: a ``ToolDefinition`` that is
+also still the function (calling it calls the function as written, for unit
+tests; ``__wrapped__`` is the function).
+
 Guaranteed: the parameter root is closed; the body is called as
 ``await fn(**declared, run=run)`` with the declared names present in the
 (validated, frozen) arguments, converted where the annotation promises more
@@ -25,7 +29,8 @@ import inspect
 import re
 import typing
 from collections.abc import Callable, Coroutine
-from typing import Any, Final, TypeAlias, overload
+from dataclasses import dataclass, field
+from typing import Any, Final, Generic, ParamSpec, Protocol, TypeAlias, TypeVar, cast, overload
 
 from dsh_codegen.json import is_json_value, render_json_pretty, snapshot_json
 from dsh_codegen.registry._definitions import (
@@ -44,12 +49,46 @@ from dsh_codegen.registry._definitions import (
 from dsh_codegen.registry._execution import ToolRunContext
 from dsh_codegen.registry._results import ContentBlock
 from dsh_codegen.registry._typed_schema import Converter, SchemaBuilder, encode_output, type_text
-from dsh_codegen.schema import assert_object_json_schema
+from dsh_codegen.schema import JsonSchemaObject, assert_object_json_schema
 
-__all__ = ["tool"]
+__all__ = ["TypedTool", "tool"]
 
 #: A typed tool body: an ``async def`` function, or a plain one (run in a worker thread).
 AsyncToolFunction: TypeAlias = Callable[..., Coroutine[Any, Any, Any]] | Callable[..., Any]
+
+P = ParamSpec("P")
+R = TypeVar("R")
+R_co = TypeVar("R_co", covariant=True)
+
+
+@dataclass(frozen=True, eq=False)
+class TypedTool(ToolDefinition, Generic[P, R_co]):
+    """What ``@tool`` returns: a :class:`ToolDefinition` that is still the decorated function.
+
+    Register it like any definition (``registry.register(read_file)``): calls
+    from a model then run the whole pipeline, with validated, frozen
+    arguments. Call it like the function (``await read_file(path="a.txt")``)
+    to run the function itself, as written: no validation, no registry, no
+    output check, so a unit test exercises the body directly, as with
+    pydantic-ai's and FastMCP's decorators. ``__wrapped__`` is the function
+    (``inspect.signature`` and ``inspect.unwrap`` follow it); ``function``
+    holds the same object.
+    """
+
+    function: Callable[P, R_co] = field(kw_only=True)
+
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R_co:
+        return self.function(*args, **kwargs)
+
+    @property
+    def __wrapped__(self) -> Callable[P, R_co]:
+        return self.function
+
+
+class _ToolDecorator(Protocol):
+    """What ``@tool(...)`` with options returns: the decorator proper."""
+
+    def __call__(self, fn: Callable[P, R], /) -> TypedTool[P, R]: ...
 
 _RUN: Final = "run"
 _SECTION_NAMES: Final = frozenset(
@@ -283,7 +322,7 @@ def _check_options(owner: str, name: str, timeout_ms: float | None) -> None:
 
 
 def _build(
-    fn: AsyncToolFunction,
+    fn: Callable[P, R],
     *,
     name: str | None,
     description: str | None,
@@ -293,7 +332,7 @@ def _build(
     finalize_content: FinalizeContent | None,
     present_call: PresentCall | None,
     present_result: PresentResult | None,
-) -> ToolDefinition:
+) -> TypedTool[P, R]:
     owner = f"tool({getattr(fn, '__qualname__', None) or repr(fn)})"
     if inspect.isasyncgenfunction(fn) or inspect.isgeneratorfunction(fn):
         kind = "an async generator" if inspect.isasyncgenfunction(fn) else "a generator"
@@ -315,6 +354,9 @@ def _build(
     declared = tuple(params.names)
     converters = tuple(params.converters)
     wants_run = params.wants_run
+    # The body is called with the keyword arguments the schema declared, which the
+    # signature's static types cannot follow (hence the plain callable type here).
+    body: AsyncToolFunction = fn
 
     async def execute(args: Any, run: ToolRunContext) -> Any:
         # args is the registry's validated, frozen snapshot (an object): only the
@@ -326,19 +368,21 @@ def _build(
         if wants_run:
             kwargs[_RUN] = run
         if is_async:
-            value = await fn(**kwargs)
+            value = await body(**kwargs)
         else:
             # A plain function runs in the default executor (with the caller's context
             # variables); the registry waits for the thread, never abandons it.
-            value = await asyncio.to_thread(fn, **kwargs)
+            value = await asyncio.to_thread(body, **kwargs)
         return encode_output(value) if encodes else value
 
     assert_object_json_schema(params.schema)
-    definition = ToolDefinition(
+    definition: TypedTool[P, R] = TypedTool(
         name=tool_name,
         description=tool_description,
         parameters=params.schema,
-        output=ToolOutput(output_schema, output_render if output_render is not None else _render_default),
+        output=ToolOutput(
+            cast(JsonSchemaObject, output_schema), output_render if output_render is not None else _render_default
+        ),
         execute=execute,
         finalize_content=finalize_content,
         timeout_ms=timeout_ms,
@@ -346,6 +390,7 @@ def _build(
         present_call=present_call,
         present_result=present_result,
         validates_arguments=True,
+        function=fn,
     )
     check_callbacks(f"define_tool({tool_name})", definition)
     compiled_for(definition)  # compiles both validators now: a bad schema fails at decoration
@@ -354,7 +399,7 @@ def _build(
 
 @overload
 def tool(
-    fn: AsyncToolFunction,
+    fn: Callable[P, R],
     *,
     name: str | None = None,
     description: str | None = None,
@@ -364,7 +409,7 @@ def tool(
     finalize_content: FinalizeContent | None = None,
     present_call: PresentCall | None = None,
     present_result: PresentResult | None = None,
-) -> ToolDefinition: ...
+) -> TypedTool[P, R]: ...
 
 
 @overload
@@ -379,11 +424,11 @@ def tool(
     finalize_content: FinalizeContent | None = None,
     present_call: PresentCall | None = None,
     present_result: PresentResult | None = None,
-) -> Callable[[AsyncToolFunction], ToolDefinition]: ...
+) -> _ToolDecorator: ...
 
 
 def tool(
-    fn: AsyncToolFunction | None = None,
+    fn: Callable[P, R] | None = None,
     *,
     name: str | None = None,
     description: str | None = None,
@@ -393,8 +438,13 @@ def tool(
     finalize_content: FinalizeContent | None = None,
     present_call: PresentCall | None = None,
     present_result: PresentResult | None = None,
-) -> ToolDefinition | Callable[[AsyncToolFunction], ToolDefinition]:
-    """Turn a typed function into a :class:`ToolDefinition` (``@tool`` or ``@tool(...)``).
+) -> TypedTool[P, R] | _ToolDecorator:
+    """Turn a typed function into a :class:`TypedTool`, a registrable definition (``@tool`` or ``@tool(...)``).
+
+    The decorated name stays callable as the function (``await
+    read_file(path="a.txt")`` runs the body directly, for unit tests) and
+    ``read_file.__wrapped__`` is the function; ``registry.register(read_file)``
+    makes it a tool whose calls run the whole pipeline.
 
     An ``async def`` body runs in the task that awaits ``execute``; a plain
     ``def`` body runs in a worker thread of the loop's default executor
@@ -423,7 +473,7 @@ def tool(
     parameter; whatever :func:`define_tool` raises (name, timeout, callbacks).
     """
 
-    def decorate(function: AsyncToolFunction) -> ToolDefinition:
+    def decorate(function: Callable[P, R]) -> TypedTool[P, R]:
         return _build(
             function,
             name=name,
@@ -436,4 +486,5 @@ def tool(
             present_result=present_result,
         )
 
-    return decorate if fn is None else decorate(fn)
+    # decorate's P and R are bound per call when it is returned: the protocol says so to mypy.
+    return cast(_ToolDecorator, decorate) if fn is None else decorate(fn)

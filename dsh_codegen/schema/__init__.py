@@ -17,6 +17,8 @@ if TYPE_CHECKING:
     from dsh_codegen.schema._compile import assert_object_json_schema, assert_supported_json_schema
     from dsh_codegen.schema._dsl import (
         JsonSchema,
+        JsonSchemaNode,
+        JsonSchemaObject,
         JsonValue,
         ParameterSchemaSpec,
         PropertySchemaSpec,
@@ -38,6 +40,8 @@ _HOME: dict[str, str] = {
     "CompiledValidator": "_validator",
     "JsonSchema": "_dsl",
     "JsonSchemaError": "_errors",
+    "JsonSchemaNode": "_dsl",
+    "JsonSchemaObject": "_dsl",
     "JsonValue": "_dsl",
     "ParameterSchemaSpec": "_dsl",
     "PropertySchemaSpec": "_dsl",
@@ -57,6 +61,8 @@ __all__: list[str] = [
     "CompiledValidator",
     "JsonSchema",
     "JsonSchemaError",
+    "JsonSchemaNode",
+    "JsonSchemaObject",
     "JsonValue",
     "ParameterSchemaSpec",
     "PropertySchemaSpec",

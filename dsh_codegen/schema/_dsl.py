@@ -37,6 +37,8 @@ __all__ = [
     "BooleanSpec",
     "IntegerSpec",
     "JsonSchema",
+    "JsonSchemaNode",
+    "JsonSchemaObject",
     "JsonSpec",
     "JsonValue",
     "NullSpec",
@@ -55,6 +57,70 @@ __all__ = [
 JsonValue: TypeAlias = Union[None, bool, int, float, str, list["JsonValue"], tuple["JsonValue", ...], dict[str, "JsonValue"]]
 #: A raw JSON schema of the supported subset (a plain ``dict``; checked at run time).
 JsonSchema: TypeAlias = dict[str, Any]
+
+_TypeName: TypeAlias = Literal["object", "array", "string", "number", "integer", "boolean", "null"]
+
+#: A JSON Schema object of the tool-schema dialect, as a static type: every keyword the dialect
+#: knows, each with the type its value must have, so ``mypy`` rejects a misspelt keyword, an
+#: unknown ``type`` or a value of the wrong kind in a schema literal. Keys such as ``$ref`` are not
+#: identifiers, hence the functional form. ``x-*`` extension keys cannot be listed: a schema that
+#: has them is typed ``Any`` (as ``json.load`` gives it) or cast. The run-time check
+#: (``assert_supported_json_schema``) stays the authority.
+JsonSchemaObject = TypedDict(
+    "JsonSchemaObject",
+    {
+        "$schema": str,
+        "$id": str,
+        "$comment": str,
+        "$anchor": str,
+        "$ref": str,
+        "$defs": Mapping[str, "JsonSchemaNode"],
+        "definitions": Mapping[str, "JsonSchemaNode"],
+        "title": str,
+        "description": str,
+        "default": "JsonValue",
+        "examples": Sequence["JsonValue"],
+        "deprecated": bool,
+        "readOnly": bool,
+        "writeOnly": bool,
+        "format": str,
+        "contentMediaType": str,
+        "contentEncoding": str,
+        "discriminator": Mapping[str, Any],
+        "type": Union[_TypeName, Sequence[_TypeName]],
+        "enum": Sequence["JsonValue"],
+        "const": "JsonValue",
+        "minimum": float,
+        "maximum": float,
+        "exclusiveMinimum": float,
+        "exclusiveMaximum": float,
+        "multipleOf": float,
+        "minLength": int,
+        "maxLength": int,
+        "pattern": str,
+        "items": "JsonSchemaNode",
+        "prefixItems": Sequence["JsonSchemaNode"],
+        "minItems": int,
+        "maxItems": int,
+        "uniqueItems": bool,
+        "contains": "JsonSchemaNode",
+        "minContains": int,
+        "maxContains": int,
+        "properties": Mapping[str, "JsonSchemaNode"],
+        "required": Sequence[str],
+        "additionalProperties": "JsonSchemaNode",
+        "minProperties": int,
+        "maxProperties": int,
+        "propertyNames": "JsonSchemaNode",
+        "dependentRequired": Mapping[str, Sequence[str]],
+        "anyOf": Sequence["JsonSchemaNode"],
+        "oneOf": Sequence["JsonSchemaNode"],
+        "allOf": Sequence["JsonSchemaNode"],
+    },
+    total=False,
+)
+#: A subschema: an object, or a boolean schema (``true`` any value, ``false`` none).
+JsonSchemaNode: TypeAlias = Union[bool, JsonSchemaObject]
 
 
 class _Annotations(TypedDict, total=False):

@@ -49,6 +49,40 @@ def add(a: int, b: int = 1) -> int:
 
 catalog: list[ToolDefinition] = [read_file, apply_edits, count, add]
 name: str = read_file.name
+
+# The decorated names are still the functions, with their signatures (issue 39).
+total: int = add(1, b=2)
+
+
+async def use() -> None:
+    applied: dict[str, Any] = await apply_edits([{"old": "a", "new": "b"}], mode="write")
+    counted: int = await count()
+
+
+# define_tool and ToolOutput take the schema DSL or plain JSON Schema, both typed (issue 39).
+from dsh_codegen.registry import ToolOutput, define_tool
+
+
+async def body(args: Any, run: ToolRunContext) -> Any:
+    return args
+
+
+json_output = ToolOutput(
+    schema={"type": "object", "properties": {"a": {"type": "string", "maxLength": 3}}, "required": ["a"]},
+    render=render,
+)
+dsl_output = ToolOutput(
+    schema={"type": "object", "additionalProperties": False, "properties": {"a": {"type": "string", "required": True}}},
+    render=render,
+)
+from_dsl = define_tool(
+    name="t", description="d", parameters={"path": {"type": "string", "required": True}}, output=dsl_output,
+    execute=body,
+)
+from_json_schema = define_tool(
+    name="u", description="d", parameters={"type": "object", "properties": {"path": {"type": "string"}}},
+    output=json_output, execute=body,
+)
 """
 
 BAD = """
@@ -66,6 +100,13 @@ async def fine(x: int) -> int:
 
 result: int = fine
 tool(timeout_ms="soon")
+wrong: str = fine(1)
+fine("one")
+
+from dsh_codegen.registry import ToolOutput
+ToolOutput(schema={"type": "date"}, render=lambda args, value: [])
+ToolOutput(schema={"type": "string", "maxLength": "3"}, render=lambda args, value: [])
+ToolOutput(schema={"type": "object", "propertes": {}}, render=lambda args, value: [])
 """
 
 
@@ -99,7 +140,11 @@ def test_decorated_functions_type_check(mypy_output: str) -> None:
 @pytest.mark.once
 def test_misuse_is_reported(mypy_output: str) -> None:
     lines = BAD.splitlines()
-    for marker in ("tool(42)", "result: int = fine", 'tool(timeout_ms="soon")'):
+    for marker in (
+        "tool(42)", "result: int = fine", 'tool(timeout_ms="soon")', "wrong: str = fine(1)", 'fine("one")',
+        'ToolOutput(schema={"type": "date"}', 'ToolOutput(schema={"type": "string", "maxLength": "3"}',
+        'ToolOutput(schema={"type": "object", "propertes": {}}',
+    ):
         first = marker.splitlines()[0]
-        number = next(i for i, line in enumerate(lines) if line == first) + 1
+        number = next(i for i, line in enumerate(lines) if line.startswith(first)) + 1
         assert f"typed_bad.py:{number}:" in mypy_output, (marker, mypy_output)

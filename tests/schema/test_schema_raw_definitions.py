@@ -31,18 +31,20 @@ def _render(args: Any, value: Any) -> list[dict[str, Any]]:
     return [{"type": "text", "text": "ok"}]
 
 
-def test_define_tool_names_the_raw_schema_entry_for_json_schema() -> None:
-    with pytest.raises(JsonSchemaError) as info:
-        define_tool(
-            name="weather",
-            description="d",
-            parameters=PYDANTIC_LIKE,  # type: ignore[arg-type]
-            output=ToolOutput(schema={"type": "json"}, render=_render),
-            execute=_echo,
-        )
-    message = str(info.value)
-    assert "define_tool(weather): parameters is a JSON Schema, not a ParameterSchemaSpec" in message
-    assert "ToolDefinition(" in message and "validates_arguments=True" in message
+def test_define_tool_takes_a_published_json_schema_as_parameters() -> None:
+    # Issue 39: this was refused ("parameters is a JSON Schema, not a ParameterSchemaSpec").
+    definition = define_tool(
+        name="weather",
+        description="d",
+        parameters=PYDANTIC_LIKE,  # type: ignore[arg-type]  # "title" keys are fine; mypy cannot type the literal's inferred dict
+        output=ToolOutput(schema={"type": "json"}, render=_render),
+        execute=_echo,
+    )
+    assert definition.parameters == PYDANTIC_LIKE and definition.parameters is not PYDANTIC_LIKE  # a detached copy
+    registry = ToolRegistry()
+    registry.register(definition)
+    result = _run(registry, {"city": "", "unit": "k"})
+    assert result.error.message == 'invalid arguments: "city" must be at least 1 character; "unit" must be one of ["c","f"]'
 
 
 def _run(registry: ToolRegistry, arguments: Any) -> Any:
