@@ -1,14 +1,21 @@
-"""Python SDK files come out of the templates in black's style: no formatter at run time.
+"""Python SDK files come out of the templates in black's style, and survive the user's own formatter.
 
 black (in the pinned mode below, never the user's configuration) and libcst
 (parse and print back) must leave every generated file unchanged: the golden
 cases, the hostile catalog and seeded random catalogs of hostile names,
-descriptions and dialect schemas. Both are test dependencies only.
+descriptions and dialect schemas. The pinned mode is checked on the text
+without its ``# fmt: off`` line, which would otherwise make black skip it.
+With that line, black and ``ruff format`` on their DEFAULT settings (what a
+user's pre-commit runs) leave every generated file byte for byte as it is, so
+``dsh-codegen sdk --check`` keeps passing after them (issue 39). All three
+are test dependencies only.
 """
 
 from __future__ import annotations
 
 import random
+import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -30,9 +37,51 @@ MODE = black.Mode(
 )
 
 
+#: The line that makes black and ruff format leave a generated file alone.
+SKIP_MARKER = "\n# fmt: off\n"
+
+
 def _assert_stable(text: str) -> None:
-    assert black.format_str(text, mode=MODE) == text
+    assert text.count(SKIP_MARKER) == 1 and text.index(SKIP_MARKER) < text.index('"""Typed stubs')
+    styled = text.replace(SKIP_MARKER, "\n", 1)
+    assert black.format_str(styled, mode=MODE) == styled
     assert libcst.parse_module(text).code == text
+
+
+def _ruff_format(texts: list[str]) -> list[str]:
+    """Each text as ``ruff format`` (defaults, no configuration file) writes it."""
+    out = []
+    for text in texts:
+        done = subprocess.run(
+            [sys.executable, "-m", "ruff", "format", "--isolated", "--no-cache", "--stdin-filename", "tools_sdk.py", "-"],
+            input=text, capture_output=True, text=True, timeout=120, check=True,
+        )
+        out.append(done.stdout)
+    return out
+
+
+def _catalogs() -> list[list[ToolSchemaEntry]]:
+    return [load_catalog(CASES / case / "catalog.json") for case in case_names()] + [_random_catalog(seed) for seed in range(8)]
+
+
+@pytest.mark.once
+def test_generated_files_survive_black_and_ruff_format_on_their_defaults() -> None:
+    pytest.importorskip("ruff")
+    texts = [render_sdk_module(catalog, "python") for catalog in _catalogs()]
+    assert max(max(map(len, text.splitlines())) for text in texts) > 88  # wider than both defaults
+    for text in texts:
+        assert black.format_str(text, mode=black.Mode()) == text
+    assert _ruff_format(texts) == texts
+
+
+@pytest.mark.once
+def test_without_the_marker_the_defaults_would_rewrite_them() -> None:
+    # What the marker is for: the golden contract example, as black and ruff would rewrite it.
+    pytest.importorskip("ruff")
+    text = render_sdk_module(load_catalog(CASES / "contract_example" / "catalog.json"), "python")
+    bare = text.replace(SKIP_MARKER, "\n", 1)
+    assert black.format_str(bare, mode=black.Mode()) != bare
+    assert _ruff_format([bare]) != [bare]
 
 
 @pytest.mark.parametrize("case", case_names())
@@ -79,16 +128,19 @@ def _schema(rng: random.Random, depth: int) -> Any:
     return rng.choice(leaves)
 
 
-@pytest.mark.parametrize("seed", range(40))
-def test_random_catalogs_are_black_and_libcst_stable(seed: int) -> None:
+def _random_catalog(seed: int) -> list[ToolSchemaEntry]:
     rng = random.Random(seed)
     names = rng.sample(NAMES, rng.randrange(0, 8))
-    catalog = [
+    return [
         ToolSchemaEntry(name, rng.choice(TEXTS), {"type": "object", "properties": {"x": _schema(rng, 3)}},
                         rng.choice([None, _schema(rng, 3)]))
         for name in names
     ]
-    _assert_stable(render_sdk_module(catalog, "python"))
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_random_catalogs_are_black_and_libcst_stable(seed: int) -> None:
+    _assert_stable(render_sdk_module(_random_catalog(seed), "python"))
 
 
 def test_long_lines_are_not_wrapped() -> None:
