@@ -923,8 +923,16 @@ def zygote(tmp: str) -> None:
             # The host's ends are non-blocking for the host's loop (a flag of the host's side of each pipe only).
             for fd in (host_in, host_out, host_raw):
                 os.set_blocking(fd, False)
+            # A pidfd of the child too (opened before it can be reaped, so it is this child's): if a
+            # program kills this zygote, the host can still stop the child and see it exit.
+            handed = [host_in, host_out, host_raw]
+            try:
+                handed.append(os.pidfd_open(pid))
+                pipes.append(handed[-1])  # closed here after sending, like the pipes
+            except (OSError, AttributeError):
+                pass
             reply('{"op":"forked","id":%d,"pid":%d,"cwd":%s}' % (request_id, pid, _ENCODE_STR(workdir)),
-                  (host_in, host_out, host_raw))
+                  tuple(handed))
         finally:
             for fd in pipes:
                 os.close(fd)

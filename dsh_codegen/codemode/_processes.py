@@ -24,16 +24,16 @@ import asyncio
 import contextlib
 import json
 import os
-import shutil
 import signal
 import site
 import socket
 import sys
+import tempfile
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 __all__ = ["CHILD_SCRIPT", "Child", "ExitReport", "ForkServer", "RunPipes", "fork_server_supported", "spawn_keeper"]
 
@@ -78,6 +78,8 @@ class ExitReport:
             except ValueError:
                 name = str(self.signal)
             return f"the program process was killed by {name}"
+        if self.code is None:
+            return "the program process ended after its fork server was lost (its exit status is unknown)"
         return f"the program process exited with code {self.code} before completing"
 
 
@@ -250,6 +252,52 @@ async def spawn_keeper(python: str, env: dict[str, str]) -> tuple[Child, RunPipe
     return Child(exited, kill), RunPipes(to_child, from_child, raw_r)
 
 
+class _Forked:
+    """A child a zygote forked, as the host holds it: its pid, a pidfd of it (when the zygote could
+    open one), the working directory the zygote made for it, and its exit."""
+
+    __slots__ = ("exited", "kill_requested", "pid", "pidfd", "workdir", "zygote")
+
+    def __init__(self, zygote: _Zygote, pid: int, pidfd: int, workdir: str | None,
+                 exited: asyncio.Future[ExitReport]) -> None:
+        self.zygote = zygote
+        self.pid = pid
+        self.pidfd = pidfd
+        self.workdir = workdir
+        self.exited = exited
+        self.kill_requested = False
+
+    def kill_directly(self) -> None:
+        """SIGKILL the child through its pidfd (its zygote is gone; its process group is out of reach)."""
+        if self.pidfd >= 0 and not self.exited.done():
+            with contextlib.suppress(OSError):
+                signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
+
+
+class _Zygote:
+    """One zygote process and what the host holds of it. A lost zygote's state is never reused: a
+    callback of the old one can only ever touch the old one."""
+
+    __slots__ = ("asked", "children", "lost", "orphans", "process", "ready", "served", "sock", "tmp")
+
+    def __init__(self, process: _Watched, sock: socket.socket, tmp: str) -> None:
+        self.process = process
+        self.sock: socket.socket | None = sock
+        #: The directory it makes its children's working directories in (removed with the last of them).
+        self.tmp = tmp
+        self.asked = 0  # fork requests not answered yet
+        self.served = 0  # children it forked
+        self.ready: deque[tuple[_Forked, RunPipes]] = deque()
+        #: Its children not reported exited, by pid (spares, and the children of running runs).
+        self.children: dict[int, _Forked] = {}
+        self.lost = False
+        self.orphans = 0  # children still running after it was lost
+
+
+#: The exit of a child whose zygote was lost: it is no child of ours, so its status is unknown.
+_ORPHAN_EXIT: Final = ExitReport(None, None, 0.0)
+
+
 class ForkServer:
     """A pristine zygote process that forks one child per run (see ``_child.py``).
 
@@ -257,6 +305,14 @@ class ForkServer:
     are kept forked, set up (in the working directory the zygote made for each)
     and blocked on their init frame, so a run that finds one pays neither the
     fork, nor the child's set-up, nor a ``mkdir``.
+
+    A zygote can die under it (a program may kill its parent). A new one is
+    started for the runs that follow (at once when a run ends, or by the next
+    run that finds the old one dead), and the runs waiting for a child are
+    served by it. The old zygote's children are no longer ours to reap, but the
+    zygote handed the host a pidfd of each: a child already running its program
+    goes on to its end (killed through its pidfd when its run asks), and its
+    exit and the removal of its working directory follow its pidfd.
     """
 
     def __init__(self, python: str, env: dict[str, str], tmp: str, remove: Callable[[str], None]) -> None:
@@ -264,44 +320,55 @@ class ForkServer:
         self._env = env
         self._tmp = tmp  # where the zygote makes (and removes) each child's working directory
         self._remove = remove  # removes a directory the zygote leaves to the host, off the loop
-        self._sock: socket.socket | None = None
-        self._process: _Watched | None = None
+        self._zygote: _Zygote | None = None
         self._next_id = 0
-        self._asked = 0  # fork requests not answered yet
-        self._ready: deque[tuple[int, RunPipes]] = deque()
-        self._waiters: deque[asyncio.Future[tuple[int, RunPipes]]] = deque()
-        self._exits: dict[int, asyncio.Future[ExitReport]] = {}
-        self._early_exits: dict[int, ExitReport] = {}
-        #: Working directories of the zygote's children not reported exited: the zygote removes them,
-        #: the host only if the zygote died without doing so.
-        self._workdirs: dict[int, str] = {}
+        self._waiters: deque[asyncio.Future[tuple[_Forked, RunPipes]]] = deque()
+        #: Exits of children whose zygote was lost, watched through their pidfds (``aclose`` waits for them).
+        self._orphans: set[asyncio.Future[ExitReport]] = set()
+        self._closing = False
         self._loop: asyncio.AbstractEventLoop | None = None
 
     @property
     def running(self) -> bool:
-        return self._process is not None and not self._process.done.done()
+        zygote = self._zygote
+        return zygote is not None and not zygote.lost and not zygote.process.done.done()
 
-    def _start(self) -> None:
+    def _start(self) -> _Zygote:
         loop = asyncio.get_running_loop()
+        # Each zygote makes its children's directories in one of its own, so whatever it leaves
+        # behind when a program kills it (directories it had not removed yet) goes with that one.
+        tmp = tempfile.mkdtemp(prefix="dsh-fork-", dir=self._tmp)
         host, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
-            pid = _spawn([self._python, "-I", "-S", CHILD_SCRIPT, "zygote", self._tmp, *_site_dirs()],
+            pid = _spawn([self._python, "-I", "-S", CHILD_SCRIPT, "zygote", tmp, *_site_dirs()],
                          {3: child.fileno()}, self._env)
         except BaseException:
             host.close()
+            os.rmdir(tmp)
             raise
         finally:
             child.close()
         host.setblocking(False)
-        self._sock = host
         self._loop = loop
-        self._asked = 0
-        self._process = _Watched(loop, pid)
-        self._process.done.add_done_callback(lambda _: self._lost())
-        loop.add_reader(host.fileno(), self._readable)
+        zygote = _Zygote(_Watched(loop, pid), host, tmp)
+        self._zygote = zygote
+        zygote.process.done.add_done_callback(lambda _: self._lost(zygote))
+        loop.add_reader(host.fileno(), self._readable, zygote)
+        return zygote
 
-    def _send(self, message: bytes) -> None:
-        sock = self._sock
+    def _current(self) -> _Zygote:
+        """The live zygote, started if there is none. One that has died without the loop having
+        noticed yet (its exit is reaped here, now) is given up first, so no run takes its spares."""
+        zygote = self._zygote
+        if zygote is not None and not zygote.lost and zygote.process._try_reap():
+            self._lost(zygote)  # which may start the next one already, for runs waiting
+            zygote = self._zygote
+        if zygote is None or zygote.lost:
+            zygote = self._start()
+        return zygote
+
+    def _send(self, zygote: _Zygote, message: bytes) -> None:
+        sock = zygote.sock
         if sock is None:
             return
         try:
@@ -314,23 +381,35 @@ class ForkServer:
                 sock.setblocking(False)
 
     def replenish(self) -> None:
-        """A run has ended: ask for the children that keep the spares full (see ``_SPARES``)."""
+        """A run has ended: ask for the children that keep the spares full (see ``_SPARES``), starting
+        a new zygote if the last one was lost."""
+        if self._closing:
+            return
+        try:
+            self._current()
+        except OSError:
+            return  # the next run reports why a zygote cannot start
         self._top_up()
 
     def _top_up(self) -> None:
-        """Ask for as many children as the waiting runs need, plus the spares."""
+        """Ask the live zygote for as many children as the waiting runs need, plus the spares."""
+        zygote = self._zygote
+        if zygote is None or zygote.lost or zygote.sock is None:
+            return
         while self._waiters and self._waiters[0].done():
             self._waiters.popleft()
         waiting = sum(1 for waiter in self._waiters if not waiter.done())
-        while self._sock is not None and self._asked + len(self._ready) < waiting + _SPARES:
+        while zygote.asked + len(zygote.ready) < waiting + _SPARES:
             self._next_id += 1
-            self._asked += 1
-            self._send(b'{"op":"fork","id":%d}' % self._next_id)
+            zygote.asked += 1
+            with contextlib.suppress(OSError):  # a dead zygote: its exit brings the next one
+                self._send(zygote, b'{"op":"fork","id":%d}' % self._next_id)
 
-    def _readable(self) -> None:
-        while self._sock is not None:
+    def _readable(self, zygote: _Zygote) -> None:
+        assert self._loop is not None
+        while zygote.sock is not None:
             try:
-                message, fds, _flags, _addr = socket.recv_fds(self._sock, 1 << 16, 3, socket.MSG_CMSG_CLOEXEC)
+                message, fds, _flags, _addr = socket.recv_fds(zygote.sock, 1 << 16, 4, socket.MSG_CMSG_CLOEXEC)
             except (BlockingIOError, InterruptedError):
                 return
             except OSError:
@@ -338,140 +417,198 @@ class ForkServer:
             if not message:
                 for fd in fds:
                     os.close(fd)
-                self._detach()
+                self._detach(zygote)
                 return
             try:
                 reply = json.loads(message)
                 op = reply.get("op")
             except (ValueError, AttributeError):
                 op = None
-            if op == "forked" and len(fds) == 3:
-                self._asked -= 1
+            if op == "forked" and len(fds) in (3, 4):
+                zygote.asked -= 1
+                zygote.served += 1
+                pid = int(reply["pid"])
                 workdir = reply.get("cwd")
-                if isinstance(workdir, str) and os.path.dirname(workdir) == self._tmp:
-                    self._workdirs[int(reply["pid"])] = workdir
-                self._arrived(int(reply["pid"]), RunPipes(fds[0], fds[1], fds[2]))
+                forked = _Forked(zygote, pid, fds[3] if len(fds) == 4 else -1,
+                                 workdir if isinstance(workdir, str) and os.path.dirname(workdir) == zygote.tmp
+                                 else None, self._loop.create_future())
+                zygote.children[pid] = forked
+                self._arrived(forked, RunPipes(fds[0], fds[1], fds[2]))
                 continue
             for fd in fds:
                 os.close(fd)
             if op == "forked":  # its descriptors did not all arrive (the host is out of them): unusable
-                self._send(b'{"op":"kill","pid":%d}' % int(reply["pid"]))
+                self._send(zygote, b'{"op":"kill","pid":%d}' % int(reply["pid"]))
                 reply = {"message": "the child's pipes did not arrive (too many open files?)"}
                 op = "failed"
             if op == "failed":
-                self._asked -= 1
+                zygote.asked -= 1
                 error = OSError(f"the fork server could not fork: {reply.get('message')}")
                 waiter = self._next_waiter()
                 if waiter is not None:
                     waiter.set_exception(error)
             elif op == "leftover":  # a run's directory the program left files in
                 workdir = reply.get("cwd")
-                if isinstance(workdir, str) and os.path.dirname(workdir) == self._tmp:
+                if isinstance(workdir, str) and os.path.dirname(workdir) == zygote.tmp:
                     self._remove(workdir)
             elif op == "exit":
-                pid = int(reply["pid"])
-                self._workdirs.pop(pid, None)
-                report = _parse_report(reply.get("status"))
-                exit_waiter = self._exits.pop(pid, None)
-                if exit_waiter is None:
-                    self._early_exits[pid] = report
-                elif not exit_waiter.done():
-                    exit_waiter.set_result(report)
+                gone = zygote.children.pop(int(reply["pid"]), None)
+                if gone is not None:
+                    _close_pidfd(gone)
+                    if not gone.exited.done():
+                        gone.exited.set_result(_parse_report(reply.get("status")))
 
-    def _next_waiter(self) -> asyncio.Future[tuple[int, RunPipes]] | None:
+    def _next_waiter(self) -> asyncio.Future[tuple[_Forked, RunPipes]] | None:
         while self._waiters:
             waiter = self._waiters.popleft()
             if not waiter.done():  # a run cancelled while waiting leaves its waiter cancelled
                 return waiter
         return None
 
-    def _arrived(self, pid: int, pipes: RunPipes) -> None:
+    def _arrived(self, forked: _Forked, pipes: RunPipes) -> None:
         waiter = self._next_waiter()
         if waiter is None:
-            self._ready.append((pid, pipes))
+            forked.zygote.ready.append((forked, pipes))
         else:
-            waiter.set_result((pid, pipes))
+            waiter.set_result((forked, pipes))
 
-    def _detach(self) -> None:
-        if self._sock is not None and self._loop is not None:
-            self._loop.remove_reader(self._sock.fileno())
-            self._sock.close()
-            self._sock = None
-        while self._ready:  # the spares die with the zygote
-            self._ready.popleft()[1].close()
+    def _detach(self, zygote: _Zygote) -> None:
+        """Stop talking to ``zygote``; its unused spares are closed (they exit on the end of file)."""
+        sock = zygote.sock
+        if sock is not None:
+            zygote.sock = None
+            if self._loop is not None:
+                self._loop.remove_reader(sock.fileno())
+            sock.close()
+        while zygote.ready:
+            forked, pipes = zygote.ready.popleft()
+            pipes.close()
+            if zygote.lost:
+                forked.kill_directly()
 
-    def _lost(self) -> None:
-        """The zygote is gone: every outstanding run ends as a killed worker.
+    def _lost(self, zygote: _Zygote) -> None:
+        """``zygote`` is gone (once per zygote, whoever notices first).
 
-        The working directories of its children are its to remove, and it does
-        before it exits; a zygote that was killed leaves them to the host.
+        Its children are no longer its to kill, reap and clean up after: each
+        one's exit is now watched through its pidfd (a child already asked to
+        stop is killed through it), and its working directory removed after.
+        The runs waiting for a child are served by a new zygote, unless this
+        one never forked one (then the fork server cannot start: they fail).
         """
-        self._detach()
-        for workdir in self._workdirs.values():
-            shutil.rmtree(workdir, ignore_errors=True)
-        self._workdirs.clear()
-        lost = ExitReport(None, signal.SIGKILL, 0.0)
+        if zygote.lost:
+            return
+        zygote.lost = True
+        self._detach(zygote)
+        if self._zygote is zygote:
+            self._zygote = None
+        for forked in list(zygote.children.values()):
+            self._orphaned(forked)
+        zygote.children.clear()
+        if not zygote.orphans:
+            self._remove(zygote.tmp)
+        if self._zygote is not None or not any(not waiter.done() for waiter in self._waiters):
+            return
+        if zygote.served and not self._closing:
+            try:
+                self._start()
+            except OSError as error:
+                self._fail_waiters(error)
+                return
+            self._top_up()
+        else:
+            self._fail_waiters(ConnectionError("the fork server exited"))
+
+    def _fail_waiters(self, error: Exception) -> None:
         while (waiter := self._next_waiter()) is not None:
-            waiter.set_exception(ConnectionError("the fork server exited"))
-        for exit_waiter in self._exits.values():
-            if not exit_waiter.done():
-                exit_waiter.set_result(lost)
-        self._exits.clear()
+            waiter.set_exception(error)
+
+    def _orphaned(self, forked: _Forked) -> None:
+        """``forked``'s zygote is gone: follow its exit through its pidfd, then remove its directory."""
+        if forked.exited.done():
+            return
+        if forked.kill_requested:
+            forked.kill_directly()
+        if forked.pidfd < 0 or self._loop is None:  # nothing to follow it by: count it gone now
+            forked.exited.set_result(_ORPHAN_EXIT)
+            return
+        forked.zygote.orphans += 1
+        self._orphans.add(forked.exited)
+        forked.exited.add_done_callback(self._orphans.discard)
+        self._loop.add_reader(forked.pidfd, self._orphan_exited, forked)
+
+    def _orphan_exited(self, forked: _Forked) -> None:
+        if self._loop is not None and forked.pidfd >= 0:
+            self._loop.remove_reader(forked.pidfd)
+        _close_pidfd(forked)
+        if not forked.exited.done():
+            forked.exited.set_result(_ORPHAN_EXIT)
+        zygote = forked.zygote
+        zygote.orphans -= 1
+        if not zygote.orphans:  # the last of its children: its directory, with theirs, goes now
+            self._remove(zygote.tmp)
 
     async def fork(self) -> tuple[Child, RunPipes]:
-        """A fresh child for one run (starting the zygote on first use) and the host's ends of its pipes.
+        """A fresh child for one run (starting a zygote if none is alive) and the host's ends of its pipes.
 
         Cancellation: a run cancelled while its child is on the way leaves the
         child to the next run (it has not seen an init frame, so it is still
         unused); nothing leaks.
         """
-        if not self.running:
-            self._start()
+        zygote = self._current()
         assert self._loop is not None
-        if self._ready:  # its replacement is asked for when the run ends (``replenish``)
-            pid, pipes = self._ready.popleft()
+        if zygote.ready:  # its replacement is asked for when the run ends (``replenish``)
+            forked, pipes = zygote.ready.popleft()
         else:
-            waiter: asyncio.Future[tuple[int, RunPipes]] = self._loop.create_future()
+            waiter: asyncio.Future[tuple[_Forked, RunPipes]] = self._loop.create_future()
             self._waiters.append(waiter)
             self._top_up()
-            pid, pipes = await waiter
-        return self._child(pid), pipes
+            forked, pipes = await waiter
+        return self._child(forked), pipes
 
-    def _child(self, pid: int) -> Child:
-        assert self._loop is not None
-        exited: asyncio.Future[ExitReport] = self._loop.create_future()
-        early = self._early_exits.pop(pid, None)
-        if early is not None:
-            exited.set_result(early)
-        elif not self.running:
-            exited.set_result(ExitReport(None, signal.SIGKILL, 0.0))
-        else:
-            self._exits[pid] = exited
-
+    def _child(self, forked: _Forked) -> Child:
         def kill() -> None:
-            with contextlib.suppress(OSError):
-                self._send(b'{"op":"kill","pid":%d}' % pid)
+            forked.kill_requested = True
+            zygote = forked.zygote
+            if zygote.lost:
+                forked.kill_directly()
+                return
+            try:
+                self._send(zygote, b'{"op":"kill","pid":%d}' % forked.pid)
+            except OSError:  # the zygote is dying: its loss kills this child through its pidfd
+                pass
 
-        return Child(exited, kill)
+        return Child(forked.exited, kill)
 
     async def aclose(self) -> None:
         """Stop the zygote: it kills and reaps every child it still has (spares too), then exits.
 
+        Children of zygotes lost earlier are waited for through their pidfds.
         Cancellation: the close is finished (bounded by a grace period, then
         SIGKILL) before a ``CancelledError`` propagates.
         """
-        process = self._process
-        if process is None:
-            return
-        self._detach()  # EOF on the socket tells the zygote to stop
-        if not process.done.done():
-            try:
-                await _bounded(asyncio.shield(process.done), _GRACE_S)
-            finally:
-                if not process.done.done():
-                    process.signal(signal.SIGKILL)
-                    await _uncancellable(process.done)
-        self._process = None
+        self._closing = True
+        zygote = self._zygote
+        if zygote is not None:
+            process = zygote.process
+            self._detach(zygote)  # EOF on the socket tells the zygote to stop
+            if not process.done.done():
+                try:
+                    await _bounded(asyncio.shield(process.done), _GRACE_S)
+                finally:
+                    if not process.done.done():
+                        process.signal(signal.SIGKILL)
+                        await _uncancellable(process.done)
+            self._lost(zygote)
+        if self._orphans:  # killed already (spares when their zygote was lost, runs by their own end)
+            await _uncancellable(asyncio.ensure_future(asyncio.wait(list(self._orphans), timeout=_GRACE_S)))
+        self._fail_waiters(ConnectionError("the fork server was closed"))
+
+
+def _close_pidfd(forked: _Forked) -> None:
+    if forked.pidfd >= 0:
+        with contextlib.suppress(OSError):
+            os.close(forked.pidfd)
+        forked.pidfd = -1
 
 
 async def _bounded(awaitable: asyncio.Future[int], timeout_s: float) -> None:
@@ -479,7 +616,7 @@ async def _bounded(awaitable: asyncio.Future[int], timeout_s: float) -> None:
         await asyncio.wait_for(awaitable, timeout_s)
 
 
-async def _uncancellable(future: asyncio.Future[int]) -> None:
+async def _uncancellable(future: asyncio.Future[Any]) -> None:
     """Await ``future`` to the end, then re-raise a cancellation that arrived meanwhile."""
     cancelled = False
     while not future.done():

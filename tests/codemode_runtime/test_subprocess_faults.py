@@ -337,12 +337,13 @@ def test_a_killed_fork_server_leaves_no_directory_and_the_next_run_works(start: 
         async with PythonSubprocessRuntime(start="fork-server") as runtime:
             await runtime.run(request("pass", FakeTools()))
             await asyncio.sleep(0.2)  # the spares' replies arrive
-            spares = os.listdir(tmp_path)
+            (own,) = os.listdir(tmp_path)  # the zygote's own directory, with its spares' in it
+            spares = os.listdir(tmp_path / own)
             server = runtime._server
-            assert server is not None and server._process is not None
-            os.kill(server._process.pid, signal.SIGKILL)
-            for _ in range(200):
-                if not server.running:
+            assert server is not None and server._zygote is not None
+            os.kill(server._zygote.process.pid, signal.SIGKILL)
+            for _ in range(200):  # its spares exit, then their directories and its own are removed
+                if not server.running and own not in os.listdir(tmp_path):
                     break
                 await asyncio.sleep(0.01)
             left = os.listdir(tmp_path)
@@ -351,4 +352,45 @@ def test_a_killed_fork_server_leaves_no_directory_and_the_next_run_works(start: 
 
     spares, left, again = run_sync(main)
     assert len(spares) == 2 and left == [] and again == CodeRunSuccess((), 2)
+    assert os.listdir(tmp_path) == []
+
+
+KILL_PARENT = "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\n"
+HOSTILE = [
+    KILL_PARENT + "return 'after'",  # completes normally once its zygote is gone
+    KILL_PARENT + "await tools.echo({})\nreturn 1",  # binding calls still work
+    KILL_PARENT + "import time\ntime.sleep(0.05)\nraise ValueError('x')",
+    KILL_PARENT + "os._exit(3)",  # an orphan's exit: seen through its pidfd
+    KILL_PARENT + "while True:\n    pass",  # timed out: killed through its pidfd
+]
+
+
+def test_runs_after_programs_that_kill_their_fork_server_all_succeed(start: str, tmp_path: Any,
+                                                                       monkeypatch: Any) -> None:
+    # Issue 34: in a sequence, a run after such a program sometimes failed ("the fork server exited",
+    # or a spare whose directory the host had already removed): the old zygote's loss, noticed late,
+    # tore down the new one's state. Each hostile run here is followed at once by two concurrent runs.
+    if start != "fork-server":
+        pytest.skip("the spawn strategy has no fork server")
+    import os
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+
+    async def main() -> tuple[list[Any], list[Any]]:
+        hostile, after = [], []
+        async with PythonSubprocessRuntime(start="fork-server", wall_timeout_s=0.5) as runtime:
+            for round in range(3):
+                for code in HOSTILE:
+                    hostile.append(await runtime.run(request(code, FakeTools())))
+                    after += await asyncio.gather(*(runtime.run(request(f"return {i}", FakeTools())) for i in (1, 2)))
+        return hostile, after
+
+    hostile, after = run_sync(main)
+    assert after == [CodeRunSuccess((), i) for _ in range(15) for i in (1, 2)]
+    assert [type(result).__name__ for result in hostile[:5]] == [
+        "CodeRunSuccess", "CodeRunSuccess", "CodeRunFailure", "CodeRunFailure", "CodeRunFailure"]
+    assert hostile[3] == CodeRunFailure(
+        "worker-exit", "the program process ended after its fork server was lost (its exit status is unknown)")
+    assert hostile[4].kind == "timeout"  # type: ignore[union-attr]
     assert os.listdir(tmp_path) == []
