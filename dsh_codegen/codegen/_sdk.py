@@ -172,14 +172,15 @@ def _ts_context(catalog: Iterable[ToolSchemaEntry], export: str) -> dict[str, ob
     }
 
 
-def render_ts_sdk(catalog: Iterable[ToolSchemaEntry]) -> str:
+def render_ts_sdk(catalog: Iterable[ToolSchemaEntry], *, notes: tuple[str, ...] = ()) -> str:
     """The TypeScript ``tools:sdk`` prompt text for ``catalog`` (CONTRACT.md §5).
 
     Byte-identical for the same set of tools in any order; never raises for
     odd schemas (they render ``unknown``). Ends with the closing fence and a
-    newline.
+    newline. ``notes``: what the runtime that will run the program says of
+    itself (its ``sdk_notes``), one bullet each after the fixed ones.
     """
-    return render_template("typescript/sdk_prompt.md.jinja", **_ts_context(catalog, ""))
+    return render_template("typescript/sdk_prompt.md.jinja", notes=notes, **_ts_context(catalog, ""))
 
 
 #: Exact types of the JSON scalars: most values popped by ``_property_names`` are one.
@@ -400,13 +401,15 @@ def _black_blank_lines(members: list[_PyMember]) -> None:
             in_comments = True
 
 
-def render_py_sdk(catalog: Iterable[ToolSchemaEntry]) -> str:
+def render_py_sdk(catalog: Iterable[ToolSchemaEntry], *, notes: tuple[str, ...] = ()) -> str:
     """The Python ``tools:sdk`` prompt text for ``catalog`` (CONTRACT.md §6).
 
     Byte-identical for the same set of tools in any order; never raises for
-    odd schemas (they render ``Any`` / ``dict[str, Any]``).
+    odd schemas (they render ``Any`` / ``dict[str, Any]``). ``notes``: what the
+    runtime that will run the program says of itself (its ``sdk_notes``), one
+    bullet each after the fixed ones.
     """
-    return render_template("python/sdk_prompt.md.jinja", **_py_context(catalog, qualify=False))
+    return render_template("python/sdk_prompt.md.jinja", notes=notes, **_py_context(catalog, qualify=False))
 
 
 def render_sdk_module(

@@ -20,9 +20,18 @@ import time
 from typing import Any, Final
 
 from dsh_codegen._extras import require_extra
-from dsh_codegen.codemode._monty_program import CALL, LOG_SEPARATOR, TOOL_CALL_ERROR, MontySource, monty_source
+from dsh_codegen.codemode._monty_program import (
+    CALL,
+    CHECK,
+    DIAGNOSE,
+    LOG_SEPARATOR,
+    TOOL_CALL_ERROR,
+    MontySource,
+    monty_source,
+)
 from dsh_codegen.codemode._preflight import preflight_findings, preflight_message
 from dsh_codegen.codemode._subprocess import _finish  # the one "clean-up to its end" helper of the layer
+from dsh_codegen.codemode._texts import LogSink, completion_error_text, program_error_text
 from dsh_codegen.json import JsonBudgetError, LosslessJsonError, dump_canonical_json, snapshot_json
 from dsh_codegen.registry._code_runtime import (
     CodeRunFailure,
@@ -36,7 +45,6 @@ from dsh_codegen.registry._results import UNSET, JsonValue, Unset
 __all__ = ["MontyRuntime"]
 
 _LOSSY_ARGS: Final = "tool arguments must be lossless JSON (call the tool with an arguments object, e.g. `{}`)"
-_LOG_MARKER: Final = "[output truncated: the program printed more than {} bytes]"
 #: What pydantic-monty hands out in place of a value nested about 1,000 levels deep (counted from
 #: the root of what it converts, which for a call's arguments includes a few levels of its own).
 _TOO_DEEP: Final = "<deeply nested>"
@@ -70,6 +78,16 @@ class MontyRuntime:
     """
 
     language = "python"
+    #: What the SDK text tells the model of this runtime, beyond the contract both runtimes keep.
+    sdk_notes: tuple[str, ...] = (
+        "This runtime is a sandboxed subset of Python (Monty): no files, network, subprocesses or third-party "
+        "packages, and no class inheritance. It can import asyncio, base64, binascii, bisect, collections, copy, "
+        "csv, dataclasses, datetime, decimal, functools, hashlib, itertools, json, math, random, re, sys, time, "
+        "tomllib, typing and unicodedata.",
+        "Its `asyncio` has `gather` and `sleep` only: `asyncio.create_task(x)` and `asyncio.ensure_future(x)` "
+        "return `x` itself (a tool call starts when it is made), and there is no `async with`, `TaskGroup`, "
+        "`wait`, `wait_for` or `as_completed`.",
+    )
 
     def __init__(
         self,
@@ -196,39 +214,44 @@ class MontyRuntime:
                     "timeout", f"the program ran past its wall-clock budget of {self.wall_timeout_s:g} s", lines)
             if isinstance(raised, SystemExit) and not text:
                 return CodeRunSuccess(lines, UNSET)  # ``sys.exit()``, ``sys.exit(0)``: a normal end, as on CPython
-            name = type(raised).__name__
+            name, tool = type(raised).__name__, None
             if f"{type(raised).__module__}.{name}" == TOOL_CALL_ERROR:
-                name = "ToolCallError"
-            where = _where(error, source)
-            return CodeRunFailure("exception", f"{name}: {text}{where}" if text else f"{name}{where}", lines)
-        value = feed.result()
+                name, tool = "ToolCallError", calls.tool_failed_with(text)
+            message = program_error_text(name, text, _line(error, source), tool)
+            return self._checked(CodeRunFailure("exception", message, lines), _utf8_size(message))
+        value, offence = feed.result()
+        if offence is not None:
+            return CodeRunFailure("invalid-output", completion_error_text(offence), lines)
         if value is None:
             return self._checked(CodeRunSuccess(lines, UNSET), 0)
         if _cut_short(value):
             return CodeRunFailure("invalid-output", f"program completion is {_TOO_DEEP_TEXT}", lines)
         try:
             result = snapshot_json(value)
-        except (LosslessJsonError, JsonBudgetError):
-            return CodeRunFailure("invalid-output", "program completion must be lossless JSON", lines)
+        except LosslessJsonError as lossy:
+            return CodeRunFailure("invalid-output", completion_error_text(lossy), lines)
+        except JsonBudgetError:
+            return CodeRunFailure("output-limit", f"outer output exceeded {self.max_output_bytes} bytes", lines)
         return self._checked(CodeRunSuccess(lines, result), _utf8_size(dump_canonical_json(result, sort_keys=False)))
 
-    def _checked(self, success: CodeRunSuccess, payload_bytes: int) -> CodeRunResult:
+    def _checked(self, outcome: CodeRunResult, payload_bytes: int) -> CodeRunResult:
+        """``outcome``, or ``output-limit`` when it and the logs are over ``max_output_bytes``."""
         size = payload_bytes
-        if success.logs:
-            size += _utf8_size(dump_canonical_json(list(success.logs), sort_keys=False))
+        if outcome.logs:
+            size += _utf8_size(dump_canonical_json(list(outcome.logs), sort_keys=False))
         if size > self.max_output_bytes:
-            return CodeRunFailure("output-limit", f"outer output exceeded {self.max_output_bytes} bytes", success.logs)
-        return success
+            return CodeRunFailure("output-limit", f"outer output exceeded {self.max_output_bytes} bytes", outcome.logs)
+        return outcome
 
 
-def _where(error: Any, source: MontySource) -> str:
-    """`` (line N)``: the innermost frame of the program's own (the prelude's frames are skipped)."""
+def _line(error: Any, source: MontySource) -> int | None:
+    """The program's line where ``error`` was raised: its innermost frame of the program's own."""
     line = None
     for frame in error.traceback():
         found = source.program_line(frame.line)
         if found is not None:
             line = found
-    return f" (line {line})" if line is not None else ""
+    return line
 
 
 def _cut_short(value: object) -> bool:
@@ -245,6 +268,45 @@ def _cut_short(value: object) -> bool:
     return False
 
 
+#: The exact types of a value pydantic-monty handed out as it was.
+_PLAIN: Final = frozenset({dict, list, tuple, str, int, float, bool, type(None)})
+
+
+def _stand_in(value: object) -> bool:
+    """Whether ``value`` may hold one of pydantic-monty's stand-ins for what it could not hand out.
+
+    A cycle comes out as ``'[...]'`` or ``'{...}'``, a function or a class as
+    ``"<function 'f' at 0x..>"`` / ``"<class 'A'>"``, an instance as a proxy
+    object; anything but plain JSON-shaped values, or such a string, means the
+    sandbox must say what the value really is.
+    """
+    stack: list[Any] = [value]
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind is str:
+            if item in ("[...]", "{...}") or (item.startswith("<") and item.endswith(">")):
+                return True
+        elif kind is list or kind is tuple:
+            stack.extend(item)
+        elif kind is dict:
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif kind not in _PLAIN:
+            return True
+    return False
+
+
+def _offence(verdict: object) -> LosslessJsonError | None:
+    """The program's own verdict on a value (``__dsh_offence__``: ``None`` or ``[path, reason]``)."""
+    if verdict is None:
+        return None
+    if (isinstance(verdict, list) and len(verdict) == 2 and isinstance(verdict[0], list) and type(verdict[1]) is str
+            and all(type(segment) in (str, int) for segment in verdict[0])):
+        return LosslessJsonError(verdict[1], tuple(verdict[0]))
+    return LosslessJsonError("not JSON")  # a verdict the prelude never gives: the program meddled with it
+
+
 class _Calls:
     """The run's binding calls, by Monty's call id: dispatched at once, answered when settled."""
 
@@ -253,28 +315,48 @@ class _Calls:
         self.names = frozenset(request.tool_names)
         self.loop = asyncio.get_running_loop()
         self.futures: dict[int, asyncio.Future[JsonValue]] = {}
+        self.tools: dict[int, str] = {}
+        #: Each failure handed to the program, in order: (tool name, message).
+        self.failures: list[tuple[str, str]] = []
 
-    def start(self, call_id: int, args: tuple[Any, ...]) -> None:
-        """Dispatch ``__dsh_call__(name, arguments)`` now (or keep a failed future for what cannot be)."""
-        if len(args) != 2 or type(args[0]) is not str or args[0] not in self.names:
-            future = self._failed(ToolCallError(str(args[0]) if args else "", f"{CALL} takes a bound tool's name"))
-        elif args[1] is Ellipsis:
-            future = self._failed(ToolCallError(args[0], _LOSSY_ARGS))  # called with no argument
+    def start(self, call_id: int, args: tuple[Any, ...]) -> bool:
+        """Dispatch ``__dsh_call__(name, arguments)`` now (or keep a failed future for what cannot be).
+
+        ``False`` instead when the arguments hold a stand-in: the program is asked to check them
+        and to call again as ``__dsh_call__(name, arguments, verdict)``.
+        """
+        name = args[0] if args and type(args[0]) is str else None
+        if len(args) not in (2, 3) or name not in self.names:
+            future = self._failed(ToolCallError(str(name), f"{CALL} takes a bound tool's name"))
+        elif len(args) == 2 and _stand_in(args[1]):
+            return False
+        elif args[1] is Ellipsis or (len(args) == 3 and _offence(args[2]) is not None):
+            future = self._failed(ToolCallError(name, _LOSSY_ARGS))  # no argument, or not lossless JSON
         elif _cut_short(args[1]):
-            future = self._failed(ToolCallError(args[0], f"tool arguments are {_TOO_DEEP_TEXT}"))
+            future = self._failed(ToolCallError(name, f"tool arguments are {_TOO_DEEP_TEXT}"))
         else:
             try:
                 frozen = snapshot_json(args[1])
             except (LosslessJsonError, JsonBudgetError):
-                future = self._failed(ToolCallError(args[0], _LOSSY_ARGS))
+                future = self._failed(ToolCallError(name, _LOSSY_ARGS))
             else:
                 try:
-                    future = self.request.dispatch(args[0], frozen)
+                    future = self.request.dispatch(name, frozen)
                     if not isinstance(future, asyncio.Future):
                         raise TypeError(f"dispatch returned {type(future).__name__}, not a future")
                 except Exception as error:  # dispatch never raises by contract; a broken one fails the call only
-                    future = self._failed(ToolCallError(args[0], str(error) or type(error).__name__))
+                    future = self._failed(ToolCallError(name, str(error) or type(error).__name__))
         self.futures[call_id] = future
+        self.tools[call_id] = str(name)
+        return True
+
+    def tool_failed_with(self, message: str) -> str | None:
+        """The tool of the latest failure handed to the program with ``message`` (what an uncaught
+        ``ToolCallError`` reports; Monty's traceback does not carry the error's tool)."""
+        for tool, text in reversed(self.failures):
+            if text == message:
+                return tool
+        return None
 
     def _failed(self, error: ToolCallError) -> asyncio.Future[JsonValue]:
         future: asyncio.Future[JsonValue] = self.loop.create_future()
@@ -289,18 +371,19 @@ class _Calls:
         pending = [self.futures[call_id] for call_id in call_ids]
         if not any(future.done() for future in pending):
             await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
-        return {call_id: self._answer(self.futures.pop(call_id)) for call_id in call_ids
-                if self.futures[call_id].done()}
+        return {call_id: self._answer(call_id) for call_id in call_ids if self.futures[call_id].done()}
 
-    @staticmethod
-    def _answer(future: asyncio.Future[JsonValue]) -> dict[str, Any]:
+    def _answer(self, call_id: int) -> dict[str, Any]:
+        future = self.futures.pop(call_id)
         if future.cancelled():
-            return {"exc_type": TOOL_CALL_ERROR, "message": "tool call cancelled"}
-        error = future.exception()
-        if error is not None:
+            message = "tool call cancelled"
+        else:
+            error = future.exception()
+            if error is None:
+                return {"return_value": snapshot_json(future.result(), freeze=False)}
             message = error.message if isinstance(error, ToolCallError) else (str(error) or type(error).__name__)
-            return {"exc_type": TOOL_CALL_ERROR, "message": message}
-        return {"return_value": snapshot_json(future.result(), freeze=False)}
+        self.failures.append((self.tools[call_id], message))
+        return {"exc_type": TOOL_CALL_ERROR, "message": message}
 
 
 def _never_called(*_args: object) -> None:
@@ -308,21 +391,28 @@ def _never_called(*_args: object) -> None:
     raise RuntimeError(f"{CALL} is answered by the runtime")
 
 
-async def _feed(session: Any, source: str, calls: _Calls, logs: _Logs) -> Any:
-    """Step the feed to its end: binding calls dispatched as made, awaits answered as calls settle."""
+async def _feed(session: Any, source: str, calls: _Calls, logs: _Logs) -> tuple[Any, LosslessJsonError | None]:
+    """Step the feed to its end: binding calls dispatched as made, awaits answered as calls settle.
+
+    Returns the program's value, and where it stops being lossless JSON when it showed one of
+    pydantic-monty's stand-ins (the sandbox, which holds the real value, is asked).
+    """
     import pydantic_monty
 
     snapshot = await session.feed_start(source, external_lookup={CALL: _never_called}, print_callback=logs.write)
     while not isinstance(snapshot, pydantic_monty.MontyComplete):
         if (isinstance(snapshot, pydantic_monty.AsyncFunctionSnapshot) and not snapshot.is_os_function
                 and snapshot.function_name == CALL):
-            calls.start(snapshot.call_id, snapshot.args)
-            snapshot = await snapshot.resume({"future": ...})
+            started = calls.start(snapshot.call_id, snapshot.args)
+            snapshot = await snapshot.resume({"future": ...} if started else {"return_value": CHECK})
         elif isinstance(snapshot, pydantic_monty.AsyncFutureSnapshot) and calls.knows(snapshot.pending_call_ids):
             snapshot = await snapshot.resume(await calls.settled(snapshot.pending_call_ids))
         else:  # imports, OS calls (Monty's own answer: no filesystem, no network), sleeps
             snapshot = await snapshot.resume_auto()
-    return snapshot.output
+    value = snapshot.output
+    if not _stand_in(value):
+        return value, None
+    return value, _offence(await session.feed_run(DIAGNOSE))
 
 
 async def _shut_down(pool: Any) -> None:
@@ -371,17 +461,14 @@ async def _stop(feed: asyncio.Task[Any]) -> None:
 
 
 class _Logs:
-    """The program's ``print`` records (``<length>:<text>``, one per call) as log entries, capped with one marker."""
+    """The program's ``print`` records (``<length>:<text>``, one per call) read into a :class:`LogSink`."""
 
     def __init__(self, cap: int) -> None:
-        self.cap = cap
-        self.used = 0
-        self.entries: list[str] = []
+        self.sink = LogSink(cap)
         self.buffer = ""
-        self.closed = False
 
     def write(self, _stream: str, text: str) -> None:
-        if self.closed:
+        if self.sink.closed:
             return
         self.buffer += text
         while True:
@@ -389,31 +476,17 @@ class _Logs:
             if not separator:
                 return
             if not head.isdigit():  # not a record of ours (nothing else prints there): kept as it came
-                entry, newline, self.buffer = self.buffer.partition("\n")
+                entry, newline, rest = self.buffer.partition("\n")
                 if not newline:
-                    self.buffer = entry
                     return
-                self._add(entry)
+                self.sink.add(entry)
+                self.buffer = rest
                 continue
             size = int(head)
             if len(rest) <= size:
                 return  # the rest of the record is still on its way
-            self._add(rest[:size])
+            self.sink.add(rest[:size])
             self.buffer = rest[size + 1:]  # the record's newline
 
-    def _add(self, entry: str) -> None:
-        if self.closed:
-            return
-        size = _utf8_size(entry)
-        if self.used + size > self.cap:
-            cut = entry.encode("utf-8", "surrogatepass")[: self.cap - self.used].decode("utf-8", "ignore")
-            if cut:
-                self.entries.append(cut)
-            self.entries.append(_LOG_MARKER.format(self.cap))
-            self.closed = True
-            return
-        self.used += size
-        self.entries.append(entry)
-
     def lines(self) -> tuple[str, ...]:
-        return tuple(self.entries)
+        return self.sink.lines()

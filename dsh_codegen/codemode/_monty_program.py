@@ -19,10 +19,19 @@ Monty source text that behaves as the program does on CPython:
   of ``.toolName`` / ``.message`` / ``.__name__`` (and ``getattr`` / ``hasattr``)
   are rewritten to helpers that consult it; for any other object they read the
   attribute as written.
+- pydantic-monty hands out what it cannot convert as a stand-in string (a
+  cycle as ``'[...]'``, a function as ``"<function 'f' at 0x..>"``). When the
+  host sees one in a call's arguments, ``__dsh_call__`` asks the program to
+  check them (``__dsh_offence__``, run in the sandbox where the real values
+  are) and call again with the verdict; in the returned value, the host feeds
+  the same check after the run. So a stand-in is never taken for the value.
 - ``print`` writes one framed record per call (``<length>:<text>``), so the
   host keeps one log entry per ``print`` call as the subprocess runtime does.
 - ``sys.exit(code)`` raises ``SystemExit`` (empty for a successful exit, else
   the code as text), which Monty's own ``sys`` lacks.
+- ``asyncio.create_task(x)`` and ``asyncio.ensure_future(x)`` return ``x``
+  itself (Monty's ``asyncio`` has neither; a tool call starts when it is made,
+  so awaiting or gathering what they return is what the program meant).
 
 The rewrites are text edits at positions taken from CPython's own syntax tree,
 which keep every line where it was.
@@ -35,7 +44,7 @@ import keyword
 from dataclasses import dataclass
 from typing import Final
 
-__all__ = ["CALL", "LOG_SEPARATOR", "TOOL_CALL_ERROR", "MontySource", "monty_source"]
+__all__ = ["CALL", "CHECK", "DIAGNOSE", "LOG_SEPARATOR", "TOOL_CALL_ERROR", "MontySource", "monty_source"]
 
 #: The external function a binding call reaches: ``__dsh_call__(tool_name, args)``.
 CALL: Final = "__dsh_call__"
@@ -50,6 +59,8 @@ _READS: Final = {
     "message": "__dsh_message__",
     "__name__": "__dsh_type_name__",
     "exit": "__dsh_exit_of__",
+    "create_task": "__dsh_create_task_of__",
+    "ensure_future": "__dsh_ensure_future_of__",
 }
 
 _HEAD: Final = "async def __dsh_program__():\n"
@@ -61,6 +72,9 @@ import binascii as __dsh_binascii__
 ToolCallError = __dsh_binascii__.Incomplete
 __dsh_error_class__ = repr(ToolCallError)
 __dsh_failed__ = {}
+__dsh_check__ = "__dsh_check__"
+__dsh_leave__ = []
+__dsh_key__ = []
 __dsh_getattr__ = getattr
 __dsh_hasattr__ = hasattr
 __dsh_print__ = print
@@ -77,7 +91,62 @@ async def __dsh_settle__(name, pending):
 def __dsh_invoke__(name, positional, keywords):
     if len(positional) > 1 or keywords:
         raise TypeError(__dsh_shape__(name, len(positional), keywords))
-    return __dsh_settle__(name, __dsh_call__(name, positional[0] if positional else ...))
+    args = positional[0] if positional else ...
+    pending = __dsh_call__(name, args)
+    if pending == __dsh_check__:  # the host saw a stand-in for a value Monty could not hand out
+        pending = __dsh_call__(name, args, __dsh_offence__(args))
+    return __dsh_settle__(name, pending)
+
+
+def __dsh_offence__(value):
+    # Where value first stops being lossless JSON (document order), as [path, reason]; None if it is.
+    # Run only when the host saw one of Monty's stand-ins (a cycle, a function, a class instance).
+    work = [(value, None)]
+    open_ids = {}
+    while work:
+        item, link = work.pop()
+        if item is __dsh_leave__:
+            open_ids.pop(link)
+            continue
+        if item is __dsh_key__:
+            key, link = link
+            if type(key).__name__ != "str":
+                return __dsh_found__(link, "object key of type " + type(key).__name__ + " (keys must be exactly str)")
+            continue
+        kind = type(item).__name__
+        if item is None or item is True or item is False or kind == "str" or kind == "int":
+            continue
+        if kind == "float":
+            if item != item:
+                return __dsh_found__(link, "NaN is not a JSON number")
+            if item == 0.0 and str(item) == "-0.0":
+                return __dsh_found__(link, "-0.0 does not survive a JSON round trip")
+            if item == float("inf") or item == float("-inf"):
+                return __dsh_found__(link, str(item) + " is not a JSON number")
+            continue
+        if kind != "list" and kind != "tuple" and kind != "dict":
+            return __dsh_found__(link, "type " + kind + " is not a JSON type")
+        if id(item) in open_ids:
+            return __dsh_found__(link, "the container contains itself (a cycle)")
+        open_ids[id(item)] = True
+        work.append((__dsh_leave__, id(item)))
+        if kind == "dict":
+            for key in reversed(list(item)):
+                work.append((item[key], (link, key)))
+                work.append((__dsh_key__, (key, link)))
+        else:
+            for index in range(len(item) - 1, -1, -1):
+                work.append((item[index], (link, index)))
+    return None
+
+
+def __dsh_found__(link, reason):
+    path = []
+    while link is not None:
+        link, segment = link
+        path.append(segment)
+    path.reverse()
+    return [path, reason]
 
 
 def __dsh_shape__(name, count, keywords):
@@ -131,6 +200,22 @@ def __dsh_exit_of__(value):
     return value.exit
 
 
+def __dsh_same__(awaitable):
+    return awaitable
+
+
+def __dsh_create_task_of__(value):
+    if repr(value) == "<module 'asyncio'>":
+        return __dsh_same__
+    return value.create_task
+
+
+def __dsh_ensure_future_of__(value):
+    if repr(value) == "<module 'asyncio'>":
+        return __dsh_same__
+    return value.ensure_future
+
+
 def getattr(value, name, *default):
     found = __dsh_record__(value)
     if found is not None and name == "toolName":
@@ -157,7 +242,11 @@ def print(*values, sep=" ", end="\\n", file=None, flush=False):
 
 '''
 
-_TAIL: Final = "\nawait __dsh_program__()\n"
+_TAIL: Final = "\n__dsh_result__ = await __dsh_program__()\n__dsh_result__\n"
+#: Fed after a run whose value showed one of Monty's stand-ins: where the value stops being JSON.
+DIAGNOSE: Final = "__dsh_offence__(__dsh_result__)"
+#: ``__dsh_call__``'s answer that asks the program to check its arguments first (see ``_PRELUDE``).
+CHECK: Final = "__dsh_check__"
 
 
 @dataclass(frozen=True, slots=True)

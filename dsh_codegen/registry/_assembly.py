@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 from dsh_codegen.codegen import ToolSchemaEntry, render_py_sdk, render_ts_sdk
+from dsh_codegen.registry._code_runtime import runtime_sdk_notes
 from dsh_codegen.registry._errors import RUN_CODE_NAME
 
 if TYPE_CHECKING:
@@ -26,7 +27,7 @@ CODE_ONLY_RULE: Final = (
     "`run_code` is the only tool you can call directly \u2014 a tool call naming any other tool"
     " fails. Reach every tool the SDK declares below from inside the program."
 )
-_RENDERERS: Final[dict[str, Callable[[list[ToolSchemaEntry]], str]]] = {
+_RENDERERS: Final[dict[str, Callable[..., str]]] = {
     "typescript": render_ts_sdk,
     "python": render_py_sdk,
 }
@@ -52,8 +53,12 @@ class PromptAssembly:
 def sdk_renderer(registry: ToolRegistry, mode: str) -> Callable[[list[ToolSchemaEntry]], str]:
     """The SDK renderer for the registry's runtime, checked before anything else is assembled.
 
+    The text it renders carries the runtime's own ``sdk_notes`` (what its
+    programs can and cannot do beyond the common contract).
+
     Raised errors (``ValueError``): no runtime (``dsh_codegen: mode "<mode>"
     requires a code runtime ...``); a runtime language without a renderer.
+    ``TypeError`` for ``sdk_notes`` that are not a tuple of ``str``.
     """
     from dsh_codegen.registry._codemode_seam import KNOWN_LANGUAGES_TEXT, no_runtime_message
 
@@ -67,7 +72,8 @@ def sdk_renderer(registry: ToolRegistry, mode: str) -> Callable[[list[ToolSchema
             f'dsh_codegen: no SDK renderer registered for runtime language "{language}"'
             f" (known: {KNOWN_LANGUAGES_TEXT})"
         )
-    return renderer
+    notes = runtime_sdk_notes(runtime)
+    return lambda catalog: renderer(catalog, notes=notes)
 
 
 def assemble_for(

@@ -23,6 +23,13 @@ One run, from the runtime's side:
    of the :data:`CodeRunFailureKind` kinds. It never raises for anything the
    program did.
 
+What the model is told: the registry renders the SDK text (the ``tools:sdk``
+prompt section) for the runtime it holds. A runtime whose programs can do more,
+or less, than the common contract says so in an optional ``sdk_notes``
+attribute (a tuple of ``str``, each rendered as one more bullet of the SDK
+text's ``Inside the program:`` list; see :func:`runtime_sdk_notes`), so the
+prompt promises exactly what that runtime runs.
+
 Cancellation: ``request.signal`` aborts when the caller cancels the outer call
 or the run settles; the runtime then stops the program and returns a failure of
 kind ``"abort"`` once it has stopped (no process or task of the run may
@@ -50,6 +57,7 @@ __all__ = [
     "CodeRunSuccess",
     "CodeRuntime",
     "ToolCallError",
+    "runtime_sdk_notes",
 ]
 
 #: How a run failed (CONTRACT.md §4 "Code runtime failure kinds").
@@ -119,6 +127,9 @@ CodeRunResult: TypeAlias = CodeRunSuccess | CodeRunFailure
 class CodeRuntime(Protocol):
     """A program runner: ``language`` selects the SDK flavor; ``run`` executes one program.
 
+    Optional: ``sdk_notes: tuple[str, ...]``, what the SDK text says of this
+    runtime (see the module docstring and :func:`runtime_sdk_notes`).
+
     Cancellation: see the module docstring.
     """
 
@@ -127,3 +138,16 @@ class CodeRuntime(Protocol):
     async def run(self, request: CodeRunRequest) -> CodeRunResult:
         """Run ``request.code`` to completion and describe how it ended."""
         ...
+
+
+def runtime_sdk_notes(runtime: object) -> tuple[str, ...]:
+    """The SDK-text notes ``runtime`` declares (its ``sdk_notes``), ``()`` when it declares none.
+
+    Raised errors: ``TypeError`` ``code runtime sdk_notes must be a tuple of
+    str, not ...`` for anything else (checked where the SDK text is rendered,
+    so a wrong value fails the prompt's assembly, not a model's run).
+    """
+    notes = getattr(runtime, "sdk_notes", ())
+    if type(notes) is not tuple or not all(type(note) is str for note in notes):
+        raise TypeError(f"code runtime sdk_notes must be a tuple of str, not {notes!r:.80}")
+    return notes

@@ -66,7 +66,7 @@ def test_a_missing_variable_fails_as_in_jinja() -> None:
         _environment.render_template("typescript/sdk_prompt.md.jinja")
     with pytest.raises(jinja2.UndefinedError) as theirs:
         _environment.environment().get_template("typescript/sdk_prompt.md.jinja").render()
-    assert str(ours.value) == str(theirs.value) == "'export' is undefined"
+    assert str(ours.value) == str(theirs.value) == "'notes' is undefined"
 
 
 @pytest.mark.parametrize("owner", [object(), {"a": 1}, None, ToolSchemaEntry("t", "", {"type": "object"}, None)])

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from _runtime_helpers import FakeTools, request, run_sync
+from lossy_cases import LOSSY_COMPLETIONS, LOSSY_PRELUDE
 
 pytest.importorskip("pydantic_monty")
 
@@ -109,7 +110,7 @@ LINES = [
     ("def f():\n    return {}['k']\n\nf()", "KeyError: 'k' (line 2)"),
     ('s = """\nline\n  more\n"""\nt = f"""{s}\n{1}"""\nundefined_name', "NameError: name 'undefined_name' is not defined (line 7)"),
     ("if True:\n\tx = 1\n\tx.nope", "AttributeError: 'int' object has no attribute 'nope' (line 3)"),
-    ("print('a')\nawait tools.fail({})", "ToolCallError: deliberate failure (line 2)"),
+    ("print('a')\nawait tools.fail({})", "ToolCallError: tools.fail failed: deliberate failure (line 2)"),
     ("tools['nope']", "KeyError: 'nope' (line 1)"),
     ("raise ValueError", "ValueError (line 1)"),
 ]
@@ -136,9 +137,31 @@ def test_non_lossless_arguments_reject_in_the_program(call: str) -> None:
     assert tools.calls == []
 
 
-@pytest.mark.parametrize("value", ["{1, 2}", "float('nan')", "-0.0"])
-def test_lossy_completion_is_invalid_output(value: str) -> None:
-    assert go(f"return {value}") == CodeRunFailure("invalid-output", "program completion must be lossless JSON")
+@pytest.mark.parametrize(("value", "where"), [
+    case if "OrderedDict" not in case[0] else pytest.param(*case, marks=pytest.mark.skip("Monty has no OrderedDict"))
+    for case in LOSSY_COMPLETIONS
+])
+def test_a_lossy_completion_names_the_path_and_the_type(value: str, where: str) -> None:
+    # The same text as on the subprocess runtime, also where pydantic-monty would hand out a stand-in string
+    # (a cycle, a function, a class instance): the sandbox says what the value really is.
+    assert go(f"{LOSSY_PRELUDE}return {value}") == CodeRunFailure(
+        "invalid-output", f"program completion must be lossless JSON: {where}")
+
+
+def test_strings_like_monty_stand_ins_are_kept() -> None:
+    value = ["[...]", "{...}", "<b>", "<function 'f' at 0x1>", {"<k>": "<v>"}]
+    tools = FakeTools()
+    code = f"r = await tools.echo({{'v': {value!r}}})\nreturn [r, {value!r}]"
+    assert go(code, tools) == CodeRunSuccess((), [{"echo": {"v": value}}, value])
+    assert tools.calls == [("echo", {"v": value})]
+
+
+@pytest.mark.parametrize("argument", ["cyclic", "[len]", "{'f': lambda: 1}", "{'p': Point(1, 2)}"])
+def test_arguments_monty_cannot_hand_out_are_refused_in_the_program(argument: str) -> None:
+    tools = FakeTools()
+    code = f"{LOSSY_PRELUDE}try:\n    await tools.echo({argument})\nexcept ToolCallError as e:\n    return e.message"
+    assert go(code, tools) == CodeRunSuccess((), LOSSY)
+    assert tools.calls == []
 
 
 def test_an_exception_is_exception() -> None:
@@ -270,3 +293,17 @@ def test_arguments_too_deep_for_monty_are_refused_in_the_program() -> None:
     assert go(code, tools) == CodeRunSuccess(
         (), "tool arguments are nested too deeply to leave the Monty sandbox (about 1,000 levels is its limit)")
     assert tools.calls == []
+
+
+def test_the_sdk_text_says_what_monty_supports() -> None:
+    from dsh_codegen.registry import ToolRegistry
+
+    async def main() -> str:
+        async with MontyRuntime() as runtime:
+            registry = ToolRegistry(mode="code", code_runtime=runtime)
+            return registry.assemble().sections[1].text
+
+    text = run_sync(main)
+    for note in MontyRuntime.sdk_notes:
+        assert f"\n- {note}\n" in text
+    assert "no class inheritance" in text and "`asyncio` has `gather` and `sleep` only" in text

@@ -329,3 +329,30 @@ def test_scope_assembly_catalog_and_change_notifications() -> None:
         ("restrict", None, "a"),
         ("unregister", "own", "a"),
     ]
+
+
+@pytest.mark.parametrize("language", ["python", "typescript"])
+def test_the_sdk_text_carries_the_runtime_s_own_notes(language: str) -> None:
+    # The prompt is rendered for the runtime that will run the program: what it says of itself
+    # (``sdk_notes``) is one more bullet each, after the fixed ones and before the tools.
+    class Runtime:
+        def __init__(self, notes: object = None) -> None:
+            self.language = language
+            if notes is not None:
+                self.sdk_notes = notes
+
+        async def run(self, request: Any) -> Any:
+            raise NotImplementedError
+
+    def sdk(runtime: Runtime) -> str:
+        return registry_with(echo_tool(), mode="code", code_runtime=runtime).assemble().sections[1].text
+
+    plain = sdk(Runtime())
+    noted = sdk(Runtime(("No files here.", "Its `asyncio` has `gather` only.")))
+    fixed = "Images in successful tool results are attached after the run.\n"
+    assert noted == plain.replace(fixed, fixed + "- No files here.\n- Its `asyncio` has `gather` only.\n")
+    assert sdk(Runtime(())) == plain
+    for wrong in (["a list"], ("ok", 3), "a string"):
+        with pytest.raises(TypeError) as info:
+            sdk(Runtime(wrong))
+        assert str(info.value).startswith("code runtime sdk_notes must be a tuple of str, not ")
