@@ -94,7 +94,26 @@ def render_page() -> str:
         kind = "`async def`" if is_async else "`def`"
         cell = summary.replace("|", "\\|")
         lines.append(f"| {index} | `{name}` | `pipeline.{module}` | {kind} | {cell} |")
+    lines += ["", *_NOTES]
     return "\n".join(lines) + "\n"
+
+
+#: What the drawing cannot show: the rules that decide which stages a call reaches.
+_NOTES = [
+    "## Order of checks",
+    "",
+    "Arguments are read and snapshotted first (stage 1); a call whose arguments cannot be read or are",
+    "not lossless JSON ends at stage 2. Then, for a tool whose arguments the registry validates",
+    "(`define_tool`, `@tool`, `ToolDefinition(validates_arguments=True)`, tools imported with a",
+    "schema), stage 2 validates them against the tool's parameter schema: an invalid call ends there",
+    "with `INVALID_ARGS` and reaches no pre-execute listener, approval, guard, wrapper or post-execute",
+    "listener. Policies therefore only ever see arguments that fit the schema (a guard may compare",
+    "`execution.arguments[\"a\"] < 0` without checking its type), and no human is asked to approve a",
+    "call that cannot run. `finalize_content` and the `on_result` observers still see the one result.",
+    "Raw tools (a `ToolDefinition` without `validates_arguments`) own their validation inside their",
+    "body, so their policies run first, on whatever arrived. If the registry changes between entry",
+    "and dispatch, dispatch validates the arguments again against the tool it resolves then.",
+]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

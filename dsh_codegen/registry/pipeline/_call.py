@@ -33,6 +33,7 @@ from dsh_codegen.registry._results import (
 )
 
 from dsh_codegen.registry._execution import ToolExecution, ToolExecutionToken
+from dsh_codegen.schema import ToolArgsError
 
 if TYPE_CHECKING:
     from dsh_codegen.registry._definitions import CompiledTool
@@ -46,6 +47,7 @@ __all__ = [
     "aborted",
     "aborted_before_dispatch",
     "cancellation_withdrawn",
+    "invalid_arguments",
     "is_awaitable",
     "maybe_await",
     "not_found",
@@ -104,6 +106,7 @@ class Call:
         "run",
         "settled",
         "signal",
+        "validated",
         "value",
         "version",
     )
@@ -164,6 +167,9 @@ class Call:
         self.cancelling = 0
         # The body's return value (written by the trampoline's steps, read right after).
         self.value: Any = None
+        # The tool whose argument schema accepted ``arguments`` at entry (dispatch does not
+        # validate them again unless it resolves another tool).
+        self.validated: CompiledTool | None = None
 
     def made_execution(self) -> ToolExecution:
         """The call's immutable view (with its token): made on the first call, the same object after."""
@@ -221,6 +227,22 @@ async def maybe_await(value: Any) -> Any:
     if is_awaitable(value):
         return await value
     return value
+
+
+def invalid_arguments(compiled: CompiledTool, arguments: object) -> ToolFailure | None:
+    """``INVALID_ARGS`` when a validating tool's schema refuses ``arguments``, else ``None``.
+
+    Raw tools (no argument validator) own their validation: ``None``. Frozen
+    arguments that ``execution_mode`` already found valid (the same object)
+    are not validated again.
+    """
+    validator = compiled.args_validator
+    if validator is None:
+        return None
+    valid = compiled.valid_arguments
+    if (valid and valid.get(id(arguments)) is arguments) or validator.is_valid(arguments):
+        return None
+    return failure_from_exception(ToolArgsError(validator.validate_args(arguments)))
 
 
 def _coded_failure(message: str, name: str, code: str, contexts: Any = ()) -> ToolFailure:

@@ -1,9 +1,10 @@
 """Stage 4: the around-dispatch wrappers and, innermost, the body.
 
 :func:`run_dispatch` runs the ``wrap_execute`` wrappers (first registered
-outermost) around :func:`dispatch_core`, which resolves the tool, validates
-the arguments, runs the body through the trampoline (:mod:`._trampoline`)
-and normalizes its value (:mod:`._outcome`).
+outermost) around :func:`dispatch_core`, which resolves the tool, runs the
+body through the trampoline (:mod:`._trampoline`) and normalizes its value
+(:mod:`._outcome`). Arguments were validated at entry (stage 2); dispatch
+validates them only against a tool it resolves anew.
 """
 
 from __future__ import annotations
@@ -31,13 +32,13 @@ from dsh_codegen.registry.pipeline._call import (
     aborted,
     aborted_before_dispatch,
     cancellation_withdrawn,
+    invalid_arguments,
     is_awaitable,
     not_found,
     run_contexts,
 )
 from dsh_codegen.registry.pipeline._outcome import normalize_authored, normalize_value
 from dsh_codegen.registry.pipeline._trampoline import DONE, BodyDriver, await_any, body_steps
-from dsh_codegen.schema import ToolArgsError
 
 if TYPE_CHECKING:
     from dsh_codegen.registry._definitions import CompiledTool
@@ -59,12 +60,14 @@ def _raise_cancelled(call: Call, settled: ToolExecutionResult) -> NoReturn:
 
 
 async def dispatch_core(call: Call, signal: AbortSignal) -> ToolExecutionResult:
-    """The innermost dispatch: resolve the tool now, validate arguments, run the body, normalize.
+    """The innermost dispatch: resolve the tool now, run the body, normalize.
 
     ``signal`` is the current dispatch signal (the caller's, or a wrapper's
     replacement). Returns: ``UNKNOWN_TOOL`` for a tool the scope cannot see
     now; ``ABORTED_BEFORE_DISPATCH`` when the caller's or the current signal
-    already aborted; ``INVALID_ARGS`` for invalid ``define_tool`` arguments;
+    already aborted; ``INVALID_ARGS`` when the registry changed since entry
+    and the tool resolved now refuses the arguments (entry validated them
+    against the tool it saw);
     the body's exception as ``Error: <message>`` (its deferred contexts kept;
     ``ABORTED`` when it re-raises the abort reason of a caller cancellation);
     else the normalized success. The body gets a fused signal of the caller's
@@ -112,12 +115,11 @@ def dispatch_started(
         if caller.is_aborted() or (signal is not caller and signal.is_aborted()):
             return aborted_before_dispatch()
     args = call.arguments
-    validator = compiled.args_validator
-    if validator is not None:
-        # Arguments execution_mode() has found valid (the same frozen object) are not validated again.
-        valid = compiled.valid_arguments
-        if not (valid and valid.get(id(args)) is args) and not validator.is_valid(args):
-            return _invalid_arguments(validator, args)
+    if compiled is not call.validated and compiled.args_validator is not None:
+        # A tool resolved after entry (the registry changed): its own schema decides.
+        invalid = invalid_arguments(compiled, args)
+        if invalid is not None:
+            return invalid
     run = FollowingRunContext(call, caller if signal is caller else (caller, signal))
     call.run = run
     steps = None
@@ -160,10 +162,6 @@ def _resolve_for_dispatch(call: Call) -> CompiledTool | ToolFailure:
     if compiled is None:
         return not_found(call.registry.unknown_tool_error(name, call.chain))
     return compiled
-
-
-def _invalid_arguments(validator: Any, args: object) -> ToolFailure:
-    return failure_from_exception(ToolArgsError(validator.validate_args(args)))
 
 
 def body_failure(call: Call, run: ToolRunContext, exc: Exception, driven: bool) -> ToolFailure:

@@ -14,6 +14,7 @@ from dsh_codegen.registry.cancel import AbortSignal
 from dsh_codegen.registry.pipeline._call import (
     Call,
     aborted_before_dispatch,
+    invalid_arguments,
     not_found,
     plain_failure,
 )
@@ -21,7 +22,7 @@ from dsh_codegen.registry.pipeline._call import (
 if TYPE_CHECKING:
     from dsh_codegen.registry._registry import ToolRegistry
 
-__all__ = ["create_execution", "entry_outcome", "input_type_error"]
+__all__ = ["arguments_outcome", "create_execution", "entry_outcome", "input_type_error"]
 
 #: What snapshotting a call's arguments may raise for lossy arguments.
 ARGUMENT_SNAPSHOT_ERRORS: Final = (LosslessJsonError, RecursionError, TypeError, ValueError)
@@ -137,14 +138,17 @@ def input_type_error(
 
 
 def entry_outcome(call: Call, failure: str | None) -> ToolFailure | None:
-    """The final outcome decided at entry, or ``None`` to run the policy stages.
+    """The final outcome decided at entry (unreadable or lossy input, a pre-aborted signal,
+    the Code Mode collapse, invalid arguments), or None to run the policy stages.
 
-    In this order: the entry failure (lossy arguments: ``tool execution
-    arguments must be losslessly JSON-serializable``, no info; or an
-    unreadable field) wins over a pre-aborted caller signal
+    In this order: the entry failure (an unreadable field; or lossy
+    arguments: ``tool execution arguments must be losslessly
+    JSON-serializable``, no info) wins over a pre-aborted caller signal
     (``ABORTED_BEFORE_DISPATCH``), which wins over the Code Mode collapse (a
     model-direct call to a visible native tool under ``code``:
-    ``UNKNOWN_TOOL`` with the route-back message). Each skips pre-execute,
+    ``UNKNOWN_TOOL`` with the route-back message), which wins over invalid
+    arguments of a tool the registry validates (``INVALID_ARGS``, see
+    :func:`arguments_outcome`). Each skips pre-execute, approval, guards,
     dispatch and post-execute. Cancellation: synchronous.
     """
     if failure is not None:
@@ -162,4 +166,24 @@ def entry_outcome(call: Call, failure: str | None) -> ToolFailure | None:
         and name in registry.view(chain)
     ):
         return not_found(ToolNotFoundError.code_only(name))
-    return None
+    return arguments_outcome(call)
+
+
+def arguments_outcome(call: Call) -> ToolFailure | None:
+    """``INVALID_ARGS`` when the tool resolved at entry validates arguments and refuses these, else ``None``.
+
+    Validation comes before every policy: a pre-execute listener, a guard or
+    an approval never sees a call that cannot run, and no human is asked to
+    approve one. Raw tools (``ToolDefinition`` without
+    ``validates_arguments``) own their validation, inside their body: for
+    them this is ``None`` and their policies run first, as before. An
+    unknown tool is left to dispatch (``UNKNOWN_TOOL``).
+    Cancellation: synchronous.
+    """
+    compiled = call.compiled
+    if compiled is None or compiled.args_validator is None:
+        return None
+    invalid = invalid_arguments(compiled, call.arguments)
+    if invalid is None:
+        call.validated = compiled
+    return invalid

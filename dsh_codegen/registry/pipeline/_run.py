@@ -5,7 +5,7 @@ calls them. Each stage's contract (inputs, what its return means, failure and
 cancellation behaviour) is the docstring of the function of that name:
 
 1. ``create_execution``    (:mod:`._entry`)    read the input once, snapshot ``finalize_content``, the arguments and the listeners
-2. ``entry_outcome``       (:mod:`._entry`)    entry failure, pre-aborted entry, Code Mode collapse (all skip 3-5)
+2. ``entry_outcome``       (:mod:`._entry`)    entry failure, pre-aborted entry, Code Mode collapse, invalid arguments (all skip 3-5)
 3. ``run_policy``          (:mod:`._policy`)   pre-execute waterfall, approval, guards, cancellation recheck (inside ``gate.policy()``)
 4. ``run_dispatch``        (:mod:`._dispatch`) around-dispatch wrappers around the body (:mod:`._trampoline`) and the output normalization (:mod:`._outcome`)
 5. ``run_post_execute``    (:mod:`._commit`)   post-execute waterfall (accept / block); 5-8 inside ``gate.commit()``
@@ -40,7 +40,7 @@ from dsh_codegen.registry.pipeline._commit import (
     settle_cancellation,
 )
 from dsh_codegen.registry.pipeline._dispatch import dispatch_core, dispatch_started, run_dispatch
-from dsh_codegen.registry.pipeline._entry import create_execution, entry_outcome
+from dsh_codegen.registry.pipeline._entry import arguments_outcome, create_execution, entry_outcome
 from dsh_codegen.registry.pipeline._policy import run_policy
 
 if TYPE_CHECKING:
@@ -87,7 +87,7 @@ async def run_pipeline(
     listeners = call.listeners
     result: ToolExecutionResult | None
     if failure is None and not call.chain and registry.mode != "code" and not call.signal.is_aborted():
-        result = None  # what entry_outcome() would say
+        result = arguments_outcome(call)  # what entry_outcome() would say
     else:
         result = entry_outcome(call, failure)
     skip_post = True
