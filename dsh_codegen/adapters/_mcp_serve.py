@@ -9,8 +9,14 @@ the result observers). The ``mcp`` package is imported when a server is built.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import hashlib
+import hmac
 import itertools
 import json
+import logging
+import secrets
+import threading
 from collections.abc import Hashable, Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -19,17 +25,37 @@ from dsh_codegen.adapters._formats import mcp_output_schema, to_mcp_tools
 from dsh_codegen.registry import (
     RUN_CODE_NAME,
     AbortController,
+    ApprovalRequest,
+    LogLevel,
+    ToolEvent,
     ToolExecutionInput,
     ToolExecutionResult,
+    ToolLog,
+    ToolProgress,
     ToolRegistry,
     ToolScope,
     ToolSuccess,
+    approval_channel,
+    watch_tool_events,
 )
+from dsh_codegen.registry._events import LOG_LEVELS
 
 if TYPE_CHECKING:
     from mcp.server.lowlevel import Server
     from mcp.server.context import ServerRequestContext
-    from mcp.types import CallToolRequestParams, CallToolResult, ListToolsResult, PaginatedRequestParams
+    from mcp.types import (
+        CallToolRequestParams,
+        CallToolResult,
+        EmptyResult,
+        InputRequiredResult,
+        ListToolsResult,
+        PaginatedRequestParams,
+        SetLevelRequestParams,
+    )
+
+_log = logging.getLogger("dsh_codegen")
+#: The key of the approval question in a 2026-07-28 ``InputRequiredResult``.
+APPROVAL_INPUT = "dsh_codegen/approval"
 
 __all__ = ["McpToolServer", "serve_mcp"]
 
@@ -69,6 +95,15 @@ class McpToolServer:
             on_list_tools=self._list_tools,
             on_call_tool=self._call_tool,
         )
+        from mcp.types import SetLevelRequestParams
+
+        # logging/setLevel (MCP 2025): registered directly, so the SDK's deprecation warning for the
+        # constructor argument (logging is per request in 2026-07-28) is not raised for 2025 clients.
+        self.server.add_request_handler("logging/setLevel", SetLevelRequestParams, self._set_level)
+        #: The lowest level sent to 2025 clients (``None``: every level), set by ``logging/setLevel``.
+        self.log_level: LogLevel | None = None
+        # Signs the approvals a 2026-07-28 client echoes back in requestState (not forgeable by it).
+        self._state_key = secrets.token_bytes(32)
 
     def tool_list(self) -> list[dict[str, Any]]:
         """The ``tools/list`` entries now: the tools the scope's prompt assembly puts on the wire.
@@ -113,18 +148,34 @@ class McpToolServer:
 
         return ListToolsResult(tools=[Tool.model_validate(entry) for entry in self.tool_list()])
 
-    async def _call_tool(self, ctx: ServerRequestContext[Any, Any], params: CallToolRequestParams) -> CallToolResult:
+    async def _set_level(self, ctx: ServerRequestContext[Any, Any], params: SetLevelRequestParams) -> EmptyResult:
+        from mcp.types import EmptyResult
+
+        self.log_level = params.level
+        return EmptyResult()
+
+    async def _call_tool(
+        self, ctx: ServerRequestContext[Any, Any], params: CallToolRequestParams
+    ) -> CallToolResult | InputRequiredResult:
         controller = AbortController()
         call_id = f"mcp:{ctx.request_id if ctx.request_id is not None else next(self._calls)}"
         arguments: Any = {} if params.arguments is None else params.arguments
         execution = ToolExecutionInput(call_id, params.name, arguments, controller.signal, self.agent)
+        events = _CallEvents(self, ctx, call_id)
+        approval = _client_approval(self, ctx, params)
         try:
-            result = await self.registry.execute(execution)
+            with watch_tool_events(events.listen):
+                with approval_channel(approval) if approval is not None else contextlib.nullcontext():
+                    result = await self.registry.execute(execution)
         except asyncio.CancelledError:
             # notifications/cancelled (or the connection closing): the registry has already
             # aborted the body's signal and waited for it; make the caller's signal agree.
             controller.abort()
+            events.discard()
             raise
+        await events.flush()  # progress and logs go out before the result
+        if isinstance(approval, _RoundTripApproval) and approval.questions:
+            return approval.input_required()
         return self._to_mcp_result(params.name, result)
 
     def _to_mcp_result(self, name: str, result: ToolExecutionResult) -> CallToolResult:
@@ -232,6 +283,225 @@ def _content_block(block: Mapping[str, Any]) -> dict[str, Any]:
         else:
             return dict(plain)
     return {"type": "text", "text": json.dumps(plain, ensure_ascii=False)}
+
+
+class _CallEvents:
+    """The progress and log events of one served call, sent to its client in the order reported.
+
+    ``listen`` may be called from the call's body in any thread (a sync body
+    runs in a worker); it queues the event on the server's loop, and one
+    sender task sends them, so notifications keep their order. Progress is
+    sent only for the served call itself (a Code Mode run's sub-calls have
+    their own numbering, and MCP requires one token's progress to increase);
+    logs of nested calls are sent too, named by their tool.
+    """
+
+    def __init__(self, server: McpToolServer, ctx: ServerRequestContext[Any, Any], call_id: str) -> None:
+        self._server = server
+        self._ctx = ctx
+        self._call_id = call_id
+        self._loop = asyncio.get_running_loop()
+        self._thread = threading.get_ident()
+        self._queue: asyncio.Queue[ToolEvent | None] = asyncio.Queue()
+        self._sender: asyncio.Task[None] | None = None
+
+    def listen(self, event: ToolEvent) -> None:
+        if isinstance(event, ToolProgress) and event.execution.call_id != self._call_id:
+            return
+        if threading.get_ident() == self._thread:
+            self._enqueue(event)
+        else:
+            self._loop.call_soon_threadsafe(self._enqueue, event)
+
+    def _enqueue(self, event: ToolEvent) -> None:
+        if self._sender is None:
+            self._sender = asyncio.ensure_future(self._send_all())
+        self._queue.put_nowait(event)
+
+    async def _send_all(self) -> None:
+        while (event := await self._queue.get()) is not None:
+            try:
+                await self._send(event)
+            except Exception:  # noqa: BLE001 - a notification that cannot be sent never fails the call
+                _log.debug("dsh_codegen: serve_mcp could not send a %s notification", type(event).__name__, exc_info=True)
+
+    async def _send(self, event: ToolEvent) -> None:
+        session = self._ctx.session
+        if isinstance(event, ToolProgress):
+            await session.report_progress(event.progress, event.total, event.message)  # a no-op without a token
+            return
+        assert isinstance(event, ToolLog)
+        if event.level not in _allowed_log_levels(self._server, self._ctx):
+            return
+        from mcp.types import LoggingMessageNotification, LoggingMessageNotificationParams
+
+        logger = event.logger if event.logger is not None else event.execution.name
+        params = LoggingMessageNotificationParams(level=event.level, data=_plain(event.data), logger=logger)
+        await session.send_notification(LoggingMessageNotification(params=params), related_request_id=self._ctx.request_id)
+
+    async def flush(self) -> None:
+        """Send what is queued (events reported from worker threads included) and stop the sender.
+
+        Cancellation: cancelling this coroutine cancels the sender; what was
+        not sent yet is dropped.
+        """
+        await asyncio.sleep(0)  # let call_soon_threadsafe callbacks queued by workers run first
+        if self._sender is None:
+            return
+        self._queue.put_nowait(None)
+        try:
+            await self._sender
+        except asyncio.CancelledError:
+            self._sender.cancel()
+            raise
+
+    def discard(self) -> None:
+        if self._sender is not None:
+            self._sender.cancel()
+
+
+def _allowed_log_levels(server: McpToolServer, ctx: ServerRequestContext[Any, Any]) -> frozenset[str]:
+    """The log levels this request may receive.
+
+    MCP 2026-07-28: the levels the request opted in to (its ``_meta`` log
+    level; none without it). MCP 2025: the levels at or above the last
+    ``logging/setLevel`` (every level before one).
+    """
+    from mcp.server.connection import allowed_log_levels
+    from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+    if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+        return frozenset(allowed_log_levels(ctx.protocol_version, ctx.meta))
+    lowest = server.log_level
+    return frozenset(LOG_LEVELS if lowest is None else LOG_LEVELS[LOG_LEVELS.index(lowest) :])
+
+
+def _approval_message(request: ApprovalRequest) -> str:
+    message = f'Allow the tool "{request.tool_name}" to run?'
+    return message if not request.reason else f"{message} {request.reason}"
+
+
+#: An approval asks for no value: the client's user accepts, declines or cancels.
+_NO_FIELDS: dict[str, Any] = {"type": "object", "properties": {}}
+_ANSWERS = {"accept": "allowed-once", "decline": "rejected", "cancel": "cancelled"}
+
+
+def _client_approval(
+    server: McpToolServer, ctx: ServerRequestContext[Any, Any], params: CallToolRequestParams
+) -> _ElicitedApproval | _RoundTripApproval | None:
+    """The approval channel to the client's user for this call, or ``None`` (the registry's service answers).
+
+    A client that declared the elicitation capability (form mode) is asked:
+    on MCP 2025 with an ``elicitation/create`` request during the call, on
+    2026-07-28 through the multi-round-trip flow (:class:`_RoundTripApproval`).
+    """
+    from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+    capabilities = ctx.session.client_capabilities
+    elicitation = None if capabilities is None else capabilities.elicitation
+    if elicitation is None or (elicitation.form is None and elicitation.url is not None):
+        return None
+    if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+        return _RoundTripApproval(server, params)
+    if not ctx.session.can_send_request:
+        return None
+    return _ElicitedApproval(ctx)
+
+
+class _ElicitedApproval:
+    """Asks an MCP 2025 client's user about an ``Ask`` with ``elicitation/create`` (a form with no fields).
+
+    ``accept`` allows the call once, ``decline`` rejects it, ``cancel`` (or a
+    client that fails the request) cancels it; the call's signal aborting
+    cancels the question.
+    """
+
+    def __init__(self, ctx: ServerRequestContext[Any, Any]) -> None:
+        self._ctx = ctx
+
+    async def request(self, request: ApprovalRequest) -> str:
+        session = self._ctx.session
+        asking = asyncio.ensure_future(
+            session.elicit_form(_approval_message(request), _NO_FIELDS, related_request_id=self._ctx.request_id)
+        )
+        remove = request.signal.add_listener(lambda _signal: asking.cancel())
+        try:
+            result = await asking
+        except asyncio.CancelledError:
+            if request.signal.is_aborted():
+                return "cancelled"
+            raise
+        except Exception:  # noqa: BLE001 - a client that cannot answer leaves the call unapproved
+            _log.debug("dsh_codegen: serve_mcp's elicitation for an approval failed", exc_info=True)
+            return "cancelled"
+        finally:
+            remove()
+        return _ANSWERS.get(result.action, "cancelled")
+
+
+class _RoundTripApproval:
+    """Asks an MCP 2026-07-28 client's user about ``Ask`` decisions through the multi-round-trip flow.
+
+    The protocol is stateless: the server cannot wait for the user inside the
+    request. So a round answers every approval it has no answer for with
+    ``"unavailable"``, and the call's result becomes an ``InputRequiredResult``
+    holding the question (an ``elicitation/create`` form without fields). The
+    client asks its user and sends the call again with the answer and the
+    echoed ``requestState``, which carries the earlier answers, signed with a
+    key of this server so a client cannot forge them; the call then runs from
+    the start and each approval already answered (same tool, same reason: a
+    retry has new call ids, and the policy's reason is what the user read)
+    takes its answer. A Code Mode run that asks about several sub-calls takes
+    one round per question.
+    """
+
+    def __init__(self, server: McpToolServer, params: CallToolRequestParams) -> None:
+        self._key = server._state_key
+        self.answers: dict[str, str] = _verified_answers(self._key, params)
+        self.questions: list[tuple[str, str]] = []
+
+    async def request(self, request: ApprovalRequest) -> str:
+        decision = _decision_key(request)
+        answer = self.answers.get(decision)
+        if answer is not None:
+            return answer
+        self.questions.append((decision, _approval_message(request)))
+        return "unavailable"
+
+    def input_required(self) -> InputRequiredResult:
+        from mcp.types import ElicitRequest, ElicitRequestFormParams, InputRequiredResult
+
+        decision, message = self.questions[0]
+        state = json.dumps({"answers": self.answers, "asking": decision}, sort_keys=True)
+        signature = hmac.new(self._key, state.encode(), hashlib.sha256).hexdigest()
+        request = ElicitRequest(params=ElicitRequestFormParams(message=message, requested_schema=_NO_FIELDS))
+        return InputRequiredResult(input_requests={APPROVAL_INPUT: request}, request_state=f"{signature}.{state}")
+
+
+def _decision_key(request: ApprovalRequest) -> str:
+    """What an answer is about: the tool and the reason the policy gave (a retry has new call ids)."""
+    return json.dumps([request.tool_name, request.reason])
+
+
+def _verified_answers(key: bytes, params: CallToolRequestParams) -> dict[str, str]:
+    """The answers of earlier rounds (from a ``requestState`` this server signed), plus this round's."""
+    state_text = params.request_state
+    if state_text is None or "." not in state_text:
+        return {}
+    signature, _, state = state_text.partition(".")
+    expected = hmac.new(key, state.encode(), hashlib.sha256).hexdigest()
+    if not hmac.compare_digest(signature, expected):
+        return {}
+    try:
+        decoded = json.loads(state)
+        answers = {str(k): str(v) for k, v in dict(decoded["answers"]).items()}
+        asking = str(decoded["asking"])
+    except (ValueError, KeyError, TypeError):
+        return {}
+    response = (params.input_responses or {}).get(APPROVAL_INPUT)
+    action = getattr(response, "action", None)
+    answers[asking] = _ANSWERS.get(action, "cancelled") if isinstance(action, str) else "cancelled"
+    return answers
 
 
 async def serve_mcp(

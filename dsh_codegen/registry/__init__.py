@@ -1,6 +1,6 @@
 """Layer package: re-exports only (see DESIGN.md)."""
 
-from dsh_codegen.registry._approval import ApprovalAnswer, ApprovalRequest, ApprovalService
+from dsh_codegen.registry._approval import ApprovalAnswer, ApprovalRequest, ApprovalService, approval_channel
 from dsh_codegen.registry._assembly import PromptAssembly, PromptSection
 from dsh_codegen.registry._codemode_seam import CodeModeProvider, CodeRuntime, install_code_mode
 from dsh_codegen.registry._definitions import ToolDefinition, ToolOutput, define_tool
@@ -70,6 +70,7 @@ __all__ = [
     "ApprovalAnswer",
     "ApprovalRequest",
     "ApprovalService",
+    "approval_channel",
     "Ask",
     "Block",
     "CodeModeProvider",

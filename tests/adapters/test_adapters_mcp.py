@@ -234,10 +234,12 @@ def test_serve_mcp_runs_every_call_through_the_pipeline(tmp_path: Path) -> None:
     run(main())
 
 
-def test_import_of_our_own_served_registry_round_trips(tmp_path: Path) -> None:
+@pytest.mark.parametrize("modern", [False, True], ids=["2025-11-25", "2026-07-28"])
+def test_import_of_our_own_served_registry_round_trips(tmp_path: Path, modern: bool) -> None:
     async def main() -> None:
         registry = ToolRegistry()
-        async with mcp_session(SERVED, tmp_path) as session:
+        async with mcp_session(SERVED, tmp_path, modern=modern) as session:
+            assert session.protocol_version == ("2026-07-28" if modern else "2025-11-25")
             imported = await import_mcp_tools(registry, session, prefix="remote.")
             assert imported.names == ("remote.add", "remote.shout", "remote.slow", "remote.secret", "remote.wait")
             result = await call(registry, "remote.add", {"a": 20, "b": 22})
@@ -271,7 +273,8 @@ def test_client_cancelling_a_served_call_aborts_the_body(tmp_path: Path) -> None
     run(main())
 
 
-def test_serve_mcp_over_streamable_http_on_loopback() -> None:
+@pytest.mark.parametrize("modern", [False, True], ids=["2025-11-25", "2026-07-28"])
+def test_serve_mcp_over_streamable_http_on_loopback(modern: bool) -> None:
     import socket
 
     from mcp import ClientSession
@@ -305,7 +308,8 @@ def test_serve_mcp_over_streamable_http_on_loopback() -> None:
             # Our own HTTP client, closed here, so that no pooled connection outlives the test.
             async with httpx2.AsyncClient() as http, streamable_http_client(f"http://127.0.0.1:{port}/mcp", http_client=http) as streams:
                 async with ClientSession(streams[0], streams[1]) as session:
-                    await session.initialize()
+                    await (session.discover() if modern else session.initialize())
+                    assert session.protocol_version == ("2026-07-28" if modern else "2025-11-25")
                     listed = await session.list_tools()
                     assert "add" in {tool.name for tool in listed.tools}
                     result = await session.call_tool("add", {"a": 5, "b": 6})

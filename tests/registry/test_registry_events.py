@@ -103,3 +103,38 @@ def test_bad_reports_raise_in_the_body_with_or_without_a_listener(report: Any, m
 
     result = execute(registry_with(body))
     assert result.is_error and message in result.error.message
+
+
+def test_an_approval_channel_answers_asks_of_calls_started_inside_it() -> None:
+    from dsh_codegen import ApprovalRequest, Ask, approval_channel
+
+    class Service:
+        def __init__(self, answer: str) -> None:
+            self.answer = answer
+            self.asked: list[ApprovalRequest] = []
+
+        async def request(self, request: ApprovalRequest) -> str:
+            self.asked.append(request)
+            return self.answer
+
+    async def body(args: Any, run: Any) -> str:
+        return "done"
+
+    configured = Service("rejected")
+    registry = registry_with(body)
+    registry.approval = configured
+    registry.on_pre_execute(lambda execution, next: Ask("sure?"))
+    channel = Service("allowed-once")
+
+    async def main() -> tuple[Any, Any]:
+        with approval_channel(channel):
+            inside = await registry.execute(ToolExecutionInput("c1", "work", {}, AbortController().signal))
+        outside = await registry.execute(ToolExecutionInput("c2", "work", {}, AbortController().signal, "agent"))
+        return inside, outside
+
+    inside, outside = asyncio.run(main())
+    # Inside: the channel answers, and no agent is needed to route the question.
+    assert isinstance(inside, ToolSuccess) and [r.call_id for r in channel.asked] == ["c1"]
+    # Outside: the registry's configured service, as before.
+    assert outside.is_error and outside.error.message == 'the user rejected tool "work"'
+    assert [r.call_id for r in configured.asked] == ["c2"]

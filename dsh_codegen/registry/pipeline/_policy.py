@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Final
 
-from dsh_codegen.registry._approval import ApprovalRequest
+from dsh_codegen.registry._approval import ApprovalRequest, channel_approval
 from dsh_codegen.registry._results import (
     Allow,
     Ask,
@@ -127,12 +127,13 @@ async def _approve(call: Call, reason: str | None) -> ToolFailure | None:
     """Service an ``Ask``: ``None`` when approved, else the denial (or cancellation) result."""
     execution = call.execution or call.made_execution()
     name = execution.name
-    approval = call.registry.approval
+    channel = channel_approval()
+    approval = call.registry.approval if channel is None else channel
     if approval is None:
         return plain_failure(
             reason if reason is not None else f'tool "{name}" requires approval (not yet supported)'
         )
-    if execution.agent is None:
+    if execution.agent is None and channel is None:
         return plain_failure(
             f'tool "{name}" requires approval, but the call has no agent to route it through'
         )
