@@ -239,6 +239,7 @@ class _Tracing:
         call = self.live.get(execution.token)
         if call is None:
             return await next()
+        call.post_ran = True
         try:
             decision = await next()
         except Exception:
@@ -260,6 +261,7 @@ class _CallSpan:
         "dispatch_failed",
         "dispatched",
         "policy_ran",
+        "post_ran",
         "run_code",
         "span",
         "sub_calls",
@@ -279,6 +281,7 @@ class _CallSpan:
         self.policy_ran = False
         self.dispatched = False
         self.dispatch_failed = False
+        self.post_ran = False
         self.blocked = False
 
     def settle(self, result: ToolExecutionResult | None, error: BaseException | None) -> None:
@@ -319,7 +322,8 @@ class _CallSpan:
             error_type = BLOCKED
         elif self.dispatch_failed:
             error_type = TOOL_ERROR
-        elif self.policy_ran and not self.dispatched:
+        elif self.policy_ran and not self.dispatched and self.post_ran:
+            # Refused by the policy stage (a refusal reaches post-execute; a raising policy does not).
             error_type = DENIED
         else:
             error_type = OTHER

@@ -182,6 +182,8 @@ FAILURES = [
      [("dsh_codegen.pre_execute", {"dsh_codegen.decision": "deny"}), ALLOWED_AND_DISPATCHED[3]]),
     ("denied by a guard", "guarded", "denied", "guarded tool",
      [ALLOWED_AND_DISPATCHED[0], ALLOWED_AND_DISPATCHED[3]]),
+    # A policy that raises is no refusal, and skips post-execute.
+    ("a raising guard", "raising", "_OTHER", "guard broke", [ALLOWED_AND_DISPATCHED[0]]),
     ("timed out", "sleepy", "TOOL_TIMEOUT", "tool call timed out after 20ms",
      [*ALLOWED_AND_DISPATCHED[:2], ("dsh_codegen.dispatch.end", {"dsh_codegen.outcome": "failure"}),
       ("dsh_codegen.post_execute", {"dsh_codegen.decision": "accept"})]),
@@ -227,7 +229,14 @@ async def test_a_failed_call_ends_its_span_once_with_the_error_type_and_status(
     registry.on_pre_execute(
         lambda e, next: Deny("not today") if scenario.startswith("denied by a pre") and e.call_id == "c1" else next()
     )
-    registry.guard(lambda e: "guarded tool" if e.name == "guarded" else None)
+    registry.register(tool("raising"))
+
+    def guard(execution: Any) -> str | None:
+        if execution.name == "raising":
+            raise RuntimeError("guard broke")
+        return "guarded tool" if execution.name == "guarded" else None
+
+    registry.guard(guard)
     registry.on_post_execute(lambda e, r, next: Block([{"type": "text", "text": "withheld"}]) if e.name == "blocked"
                              else next())
     timeout_policy(registry)
