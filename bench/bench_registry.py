@@ -123,14 +123,15 @@ def _round_robin(runners: dict[str, Callable[[], None]], rounds: int = 61) -> di
     return {name: statistics.median(values) for name, values in samples.items()}
 
 
-def _dsh_variants(loop: asyncio.AbstractEventLoop) -> list[tuple[str, Callable[[], Awaitable[Any]], int]]:
-    from dsh_codegen.registry import AbortController, ToolExecutionInput
-    from dsh_codegen.registry._definitions import ToolOutput, define_tool
-    from dsh_codegen.registry._loop import ToolCall, execute_tool_calls, parse_call_arguments
-    from dsh_codegen.registry._registry import ToolRegistry
-    from dsh_codegen.registry._results import ToolSuccess
+def echo5_tool() -> Any:
+    """The benchmarked tool: ``echo5`` over ``ARGUMENTS``'s five fields, returning a small object.
 
-    tool = define_tool(
+    Built from names every tree of the registry has (``bench_otel`` builds it
+    against an older tree too).
+    """
+    from dsh_codegen.registry import ToolOutput, define_tool
+
+    return define_tool(
         name="echo5",
         description="Echo five fields.",
         parameters={
@@ -150,6 +151,15 @@ def _dsh_variants(loop: asyncio.AbstractEventLoop) -> list[tuple[str, Callable[[
         ),
         execute=body,
     )
+
+
+def _dsh_variants(loop: asyncio.AbstractEventLoop) -> list[tuple[str, Callable[[], Awaitable[Any]], int]]:
+    from dsh_codegen.registry import AbortController, ToolExecutionInput
+    from dsh_codegen.registry._loop import ToolCall, execute_tool_calls, parse_call_arguments
+    from dsh_codegen.registry._registry import ToolRegistry
+    from dsh_codegen.registry._results import ToolSuccess
+
+    tool = echo5_tool()
     signal = AbortController().signal
 
     plain = ToolRegistry()
