@@ -442,14 +442,24 @@ class _Binding:
         self._channel = channel
         self._name = name
 
-    def __call__(self, args: object = _MISSING, /) -> Coroutine[Any, Any, object]:
+    def __call__(self, *positional: object, **keywords: object) -> Coroutine[Any, Any, object]:
         # The call is submitted now (a call the program never awaits still runs); what the program
         # holds is a coroutine, as from any ``async def``, so every asyncio idiom takes it:
         # ``await``, ``gather``, ``create_task``, ``ensure_future``, ``TaskGroup``, ``wait_for``.
-        return _answer(self._channel.call(self._name, args))
+        if len(positional) > 1 or keywords:
+            raise TypeError(_call_shape(self._name, len(positional), keywords))
+        return _answer(self._channel.call(self._name, positional[0] if positional else _MISSING))
 
     def __repr__(self) -> str:
         return f"<tool {self._name!r}>"
+
+
+def _call_shape(name: str, count: int, keywords: dict[str, object]) -> str:
+    """Why a binding call with keyword or extra arguments fails (``MontyRuntime``'s prelude words it the same)."""
+    if keywords:
+        keys = ", ".join([repr(key) + ": ..." for key in keywords])
+        return "a tool takes one arguments dict, not keyword arguments: call tools[" + repr(name) + "]({" + keys + "})"
+    return "a tool takes one arguments dict, not " + str(count) + " positional arguments"
 
 
 async def _answer(future: asyncio.Future[object]) -> object:
@@ -486,7 +496,8 @@ class _Tools:
 
 def _program_print(*values: object, sep: str | None = " ", end: str | None = "\n", file: object = None,
                    flush: bool = False) -> None:
-    if file is not None or not _LOGS:
+    # Printing to sys.stdout or sys.stderr is output for the model too (as on MontyRuntime); another file is a file.
+    if (file is not None and file is not sys.stdout and file is not sys.stderr) or not _LOGS:
         builtins.print(*values, sep=sep, end=end, file=file, flush=flush)  # type: ignore[call-overload]
         return
     _LOGS[0].log((" " if sep is None else sep).join(map(str, values)))
@@ -504,8 +515,28 @@ _PROGRAM_BUILTINS = dict(builtins.__dict__, print=_program_print)
 warnings.filterwarnings("ignore", "coroutine '_answer' was never awaited", RuntimeWarning)
 
 
+class _AwaitAsyncioRun(ast.NodeTransformer):
+    """``asyncio.run(main())`` at the program's top level means ``await main()``: the program already
+    runs in an event loop, where ``asyncio.run`` can only fail (``MontyRuntime`` runs it as written).
+    Function and class bodies are left alone: they may run in a thread of the program's."""
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:  # noqa: N802 (NodeTransformer's naming)
+        self.generic_visit(node)
+        function = node.func
+        if (isinstance(function, ast.Attribute) and function.attr == "run" and isinstance(function.value, ast.Name)
+                and function.value.id == "asyncio" and len(node.args) == 1 and not node.keywords
+                and not isinstance(node.args[0], ast.Starred)):
+            return ast.copy_location(ast.Await(value=node.args[0]), node)
+        return node
+
+    def _leave(self, node: ast.AST) -> ast.AST:
+        return node
+
+    visit_FunctionDef = visit_AsyncFunctionDef = visit_Lambda = visit_ClassDef = _leave  # noqa: N815
+
+
 def _compile_program(code: str) -> Any:
-    module = ast.parse(code, filename="<program>", mode="exec")
+    module = _AwaitAsyncioRun().visit(ast.parse(code, filename="<program>", mode="exec"))
     function = ast.AsyncFunctionDef(
         name="__program__",
         args=ast.arguments(posonlyargs=[], args=[], vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[]),

@@ -87,6 +87,7 @@ class MontyRuntime:
         "Its `asyncio` has `gather` and `sleep` only: `asyncio.create_task(x)` and `asyncio.ensure_future(x)` "
         "return `x` itself (a tool call starts when it is made), and there is no `async with`, `TaskGroup`, "
         "`wait`, `wait_for` or `as_completed`.",
+        "Past its memory budget a program stops with a `MemoryError` that it cannot catch.",
     )
 
     def __init__(
@@ -148,7 +149,8 @@ class MontyRuntime:
         limits: dict[str, Any] = {"max_feed_duration_secs": self.wall_timeout_s, "max_suspensions": _SUSPENSIONS}
         if self.memory_bytes is not None:
             limits["max_memory"] = self.memory_bytes
-        return self._pool.checkout(limits=limits)
+        # ``assert`` fails with CPython's bare AssertionError, not Monty's annotated one.
+        return self._pool.checkout(limits=limits, assert_message_annotations=False)
 
     async def run(self, request: CodeRunRequest) -> CodeRunResult:
         """Run ``request.code`` in a fresh Monty session and describe how it ended.
@@ -212,6 +214,9 @@ class MontyRuntime:
             if isinstance(raised, TimeoutError) and text.startswith("feed time limit exceeded"):
                 return CodeRunFailure(
                     "timeout", f"the program ran past its wall-clock budget of {self.wall_timeout_s:g} s", lines)
+            if isinstance(raised, MemoryError) and text.startswith("memory limit exceeded"):
+                # Monty's own words carry the heap's size at that moment, which says nothing to the model.
+                text = f"memory limit exceeded (this runtime's memory budget is {self.memory_bytes} bytes)"
             if isinstance(raised, SystemExit) and not text:
                 return CodeRunSuccess(lines, UNSET)  # ``sys.exit()``, ``sys.exit(0)``: a normal end, as on CPython
             name, tool = type(raised).__name__, None

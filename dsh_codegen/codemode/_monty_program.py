@@ -216,6 +216,14 @@ def __dsh_ensure_future_of__(value):
     return value.ensure_future
 
 
+def __dsh_tool_attr__(value, name):
+    if value is tools:
+        if name in __dsh_names__:
+            return __dsh_bind__(name)
+        raise AttributeError("no tool named " + repr(name))
+    return __dsh_getattr__(value, name)
+
+
 def getattr(value, name, *default):
     found = __dsh_record__(value)
     if found is not None and name == "toolName":
@@ -278,13 +286,22 @@ def monty_source(code: str, tool_names: tuple[str, ...]) -> MontySource:
     lines = code.split("\n")
     if lines[-1] == "":
         lines.pop()
-    edited = _rewrite_reads(code, lines, tree).split("\n")[: len(lines)]
+    methods = {name for name in tool_names if _is_method(name)}
+    other_reads: dict[str, str] = {}  # ``tools.<name>`` that is no method: its helper
+    edited = _rewrite_reads(code, lines, tree, methods, other_reads).split("\n")[: len(lines)]
     inside = _string_lines(tree)
     body = "".join(line + "\n" if number in inside else " " + line + "\n"
                    for number, line in enumerate(edited, start=1))
     if not tree.body:
         body += " pass\n"
-    return MontySource(_HEAD + body + _PRELUDE + _tools_class(tool_names) + _TAIL, 1, len(lines))
+    helpers = "".join(f"\n\ndef {helper}(value):\n    return __dsh_tool_attr__(value, {name!r})\n"
+                      for name, helper in other_reads.items())
+    return MontySource(_HEAD + body + _PRELUDE + _tools_class(tool_names) + helpers + _TAIL, 1, len(lines))
+
+
+def _is_method(name: str) -> bool:
+    """Whether ``tools`` has a method for the tool ``name`` on Monty (else only ``tools[name]``)."""
+    return name.isidentifier() and not keyword.iskeyword(name) and not name.startswith("_")
 
 
 def _string_lines(tree: ast.Module) -> set[int]:
@@ -305,8 +322,14 @@ def _string_lines(tree: ast.Module) -> set[int]:
     return inside
 
 
-def _rewrite_reads(code: str, lines: list[str], tree: ast.Module) -> str:
+def _rewrite_reads(
+    code: str, lines: list[str], tree: ast.Module, methods: set[str], other_reads: dict[str, str]
+) -> str:
     """``x.toolName`` -> ``__dsh_tool_name__(x)`` and the other reads of ``_READS``, line for line.
+
+    ``tools.<name>`` where ``tools`` has no method ``<name>`` (and ``<name>`` is no dunder) reads
+    through a helper of its own (added to ``other_reads``), which answers as the subprocess
+    runtime's ``tools`` does: the binding of a visible tool, else ``no tool named '<name>'``.
 
     A read whose text is not laid out as expected (a ``.`` and the name on one
     line) is left as written.
@@ -325,6 +348,9 @@ def _rewrite_reads(code: str, lines: list[str], tree: ast.Module) -> str:
         if not isinstance(node, ast.Attribute) or not isinstance(node.ctx, ast.Load):
             continue
         helper = _READS.get(node.attr)
+        if (helper is None and isinstance(node.value, ast.Name) and node.value.id == "tools"
+                and node.attr not in methods and not (node.attr.startswith("__") and node.attr.endswith("__"))):
+            helper = other_reads.setdefault(node.attr, f"__dsh_tool_attr_{len(other_reads)}__")
         if helper is None or node.end_lineno is None or node.end_col_offset is None:
             continue
         end = offset(node.end_lineno, node.end_col_offset)
@@ -355,7 +381,7 @@ def _tools_class(names: tuple[str, ...]) -> str:
         f"    def {name}(self, *positional, **keywords):\n"
         f"        return __dsh_invoke__({name!r}, positional, keywords)\n"
         for name in names
-        if name.isidentifier() and not keyword.iskeyword(name) and not name.startswith("_")
+        if _is_method(name)
     )
     listed = "{" + ", ".join(repr(name) for name in names) + "}" if names else "set()"
     return (
