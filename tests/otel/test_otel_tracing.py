@@ -27,11 +27,13 @@ from dsh_codegen.registry import (
     Accept,
     Block,
     Deny,
+    ToolCall,
     ToolExecutionInput,
     ToolOutput,
     ToolRegistry,
     ToolRunContext,
     define_tool,
+    execute_tool_calls,
     timeout_policy,
 )
 
@@ -134,6 +136,32 @@ async def test_the_span_is_current_for_the_body_so_its_own_spans_nest_under_it()
     assert inner.name == "http get" and outer.name == "execute_tool echo"
     assert parent_id(inner) == outer.context.span_id
     assert parent_id(outer) is None
+
+
+@async_test
+async def test_parallel_calls_of_the_loop_helper_each_carry_their_own_span_into_their_body() -> None:
+    traced = Traced()
+    both_started = asyncio.Event()
+    in_flight = 0
+
+    async def body(args: Any, run: ToolRunContext) -> str:
+        nonlocal in_flight
+        in_flight += 1
+        if in_flight == 2:
+            both_started.set()
+        with traced.tracer.start_as_current_span(f"inner {args['text']}"):
+            await asyncio.wait_for(both_started.wait(), 10)  # both bodies are in flight at once
+        return args["text"]
+
+    traced.registry.register(tool(body=body, is_concurrency_safe=lambda args: True))
+    calls = [ToolCall("a", "echo", '{"text": "a"}'), ToolCall("b", "echo", '{"text": "b"}')]
+    with traced.tracer.start_as_current_span("agent turn") as outer:
+        results = await execute_tool_calls(traced.registry, calls, signal=AbortController().signal)
+    assert [result.value for result in results] == ["a", "b"]  # type: ignore[union-attr]
+    for call_id in ("a", "b"):
+        [span] = [s for s in traced.spans() if s.attributes and s.attributes.get("gen_ai.tool.call.id") == call_id]
+        assert parent_id(span) == outer.get_span_context().span_id
+        assert parent_id(traced.only(f"inner {call_id}")) == span.context.span_id
 
 
 class Escape(BaseException):
