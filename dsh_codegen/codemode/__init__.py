@@ -6,6 +6,7 @@ Mode seam, so ``run_code`` runs programs from then on (``docs/codemode.md``).
 
 # The dispatch bridge and the runtime contract.
 from dsh_codegen.codemode._bridge import CodeModeBridge
+from dsh_codegen.codemode._preflight import preflight_check
 from dsh_codegen.codemode._spill import spill_policy
 from dsh_codegen.registry._code_runtime import (
     CodeDispatch,
@@ -35,6 +36,7 @@ __all__: list[str] = [
     "CodeRunSuccess",
     "CodeRuntime",
     "ToolCallError",
+    "preflight_check",
     "spill_policy",
     # The runtimes.
     "MontyRuntime",

@@ -12,6 +12,7 @@ registry's ``run_code`` output declaration) or a :class:`CodeRunFailedError`.
 from __future__ import annotations
 
 import asyncio
+import weakref
 from typing import Any, Final
 
 from dsh_codegen.json import LosslessJsonError, snapshot_json
@@ -20,8 +21,10 @@ from dsh_codegen.registry import (
     CodeRunFailedError,
     ToolRegistry,
     ToolRunContext,
+    ToolScope,
     install_code_mode,
 )
+from dsh_codegen.codegen import ToolSchemaEntry
 from dsh_codegen.registry._code_runtime import CodeRunFailure, CodeRunRequest, CodeRunSuccess
 from dsh_codegen.codemode._pool import SubCallPool
 from dsh_codegen.codemode._texts import INVALID_COMPLETION, completion_error_text
@@ -69,6 +72,7 @@ class CodeModeBridge:
             dispatch=pool.dispatch,
             signal=pool.signal,
             call_id=run.call_id,
+            catalog=_catalog(registry, pool.chain),
         )
         outcome: object = None
         error: Exception | None = None
@@ -89,6 +93,33 @@ class CodeModeBridge:
         if error is not None:
             raise error
         return _completion(outcome, run, pool)
+
+
+#: Per registry: each calling chain's catalog, as of the registry version it was read at.
+_catalogs: weakref.WeakKeyDictionary[ToolRegistry, dict[tuple[ToolScope, ...], tuple[int, tuple[ToolSchemaEntry, ...]]]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _catalog(registry: ToolRegistry, chain: tuple[ToolScope, ...]) -> tuple[ToolSchemaEntry, ...]:
+    """The catalog of the tools ``chain`` sees (the SDK's source), for a runtime's pre-flight check.
+
+    Read once per registry version and chain, so every run of an unchanged
+    registry gets the same tuple (a pre-flight check compiles its schemas once
+    per catalog). Empty when the registry cannot project a schema (a raw tool
+    whose parameters are not lossless JSON): names are still checked.
+    """
+    version = registry.version
+    cached = _catalogs.setdefault(registry, {})
+    entry = cached.get(chain)
+    if entry is not None and entry[0] == version:
+        return entry[1]
+    try:
+        catalog = tuple(registry.catalog(chain[0] if chain else None))
+    except ValueError:
+        catalog = ()
+    cached[chain] = (version, catalog)
+    return catalog
 
 
 def _completion(outcome: object, run: ToolRunContext, pool: SubCallPool) -> Any:

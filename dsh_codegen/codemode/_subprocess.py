@@ -28,7 +28,7 @@ from dsh_codegen.codemode._processes import (
     fork_server_supported,
     spawn_keeper,
 )
-from dsh_codegen.codemode._preflight import preflight_findings, preflight_message
+from dsh_codegen.codemode._preflight import preflight_check
 from dsh_codegen.codemode._texts import LogSink, completion_error_text, program_error_text
 from dsh_codegen.json import LosslessJsonError, dump_canonical_json, parse_json
 from dsh_codegen.registry._code_runtime import (
@@ -76,9 +76,10 @@ class PythonSubprocessRuntime:
     root), ``max_output_bytes`` (``output-limit``), ``max_log_bytes`` (later
     ``print`` output is dropped behind one marker line). ``network=False``
     starts the program in new user and network namespaces (Linux; a run whose
-    namespaces cannot be made fails as ``exception``). ``preflight=True`` reads
-    the program against ``request.catalog`` before starting anything and returns
-    the findings as an ``exception`` failure (see ``_preflight.py``).
+    namespaces cannot be made fails as ``exception``). ``preflight`` (on by
+    default) reads the program against ``request.catalog`` before starting
+    anything and returns the findings as an ``exception`` failure (see
+    ``_preflight.py``).
 
     Not a security sandbox: see ``docs/codemode-runtimes.md``.
     """
@@ -96,7 +97,7 @@ class PythonSubprocessRuntime:
         max_output_bytes: int = 64 * _MIB,
         max_log_bytes: int = 1 * _MIB,
         network: bool = True,
-        preflight: bool = False,
+        preflight: bool = True,
         python: str | None = None,
     ) -> None:
         if start is None:
@@ -214,9 +215,9 @@ class PythonSubprocessRuntime:
         if request.signal.aborted:
             return CodeRunFailure("abort", "the run was aborted before it started")
         if self.preflight:
-            findings = preflight_findings(request.code, request.tool_names, request.catalog)
-            if findings:
-                return CodeRunFailure("exception", preflight_message(findings))
+            failure = preflight_check(request)
+            if failure is not None:
+                return failure
         return await _Run(self, request).main()
 
 

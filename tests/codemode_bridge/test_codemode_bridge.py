@@ -1179,3 +1179,21 @@ async def test_a_call_abandoned_by_the_program_keeps_later_calls_in_turn() -> No
     result = await run_code(registry, program(runtime, abandons))
     assert result.value["result"] == ["a", "c:"]
     assert trace == ["pre+ a", "pre- a", "pre+ c", "pre- c", "post a", "post c"]
+
+
+@async_test
+async def test_the_request_carries_the_scopes_catalog_read_once_per_registry_version() -> None:
+    registry, runtime, _ = code_registry(text_tool("echo"), text_tool("hidden"))
+    registry.scope("narrow").restrict(deny=["hidden"])
+    runtime.add("p", lambda tools, print: asyncio.sleep(0))
+    await run_code(registry, "p")
+    await run_code(registry, "p")
+    await run_code(registry, "p", agent="narrow")
+    first, second, narrow = (request.catalog for request in runtime.requests)
+    assert [entry.name for entry in first] == ["echo", "hidden"] and first[0].parameters["properties"] == {
+        "text": {"type": "string"}}
+    assert second is first  # unchanged registry: the same catalog (a pre-flight check compiles it once)
+    assert [entry.name for entry in narrow] == ["echo"]
+    registry.register(text_tool("later"))
+    await run_code(registry, "p")
+    assert [entry.name for entry in runtime.requests[-1].catalog] == ["echo", "hidden", "later"]

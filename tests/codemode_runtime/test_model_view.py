@@ -39,11 +39,29 @@ def _notes() -> Any:
     )
 
 
-def texts(*programs: str, **options: Any) -> list[str]:
+def _reader(calls: list[Any]) -> Any:
+    async def read_file(args: Any, run: Any) -> Any:
+        calls.append(args)
+        return {"text": "hello", "lines": 1}
+
+    return define_tool(
+        name="read_file",
+        description="Read a file.",
+        parameters={"path": {"type": "string", "required": True}, "limit": {"type": "integer"}},
+        output=ToolOutput(schema={"type": "object", "properties": {"text": {"type": "string"},
+                                                                    "lines": {"type": "integer"}},
+                                  "additionalProperties": False},
+                          render=lambda args, value: [{"type": "text", "text": value["text"]}]),
+        execute=read_file,
+    )
+
+
+def texts(*programs: str, calls: list[Any] | None = None, **options: Any) -> list[str]:
     async def main() -> list[str]:
         async with PythonSubprocessRuntime(start="fork-server", wall_timeout_s=2) as runtime:
             registry = ToolRegistry(mode="code", code_runtime=runtime, **options)
             registry.register(_notes())
+            registry.register(_reader(calls if calls is not None else []))
             out = []
             for n, code in enumerate(programs):
                 result = await registry.execute(ToolExecutionInput(
@@ -96,3 +114,24 @@ def test_a_3_mb_print_reaches_the_model_as_head_and_tail_with_both_markers() -> 
     assert marker == (f"{kept - 40_000:,} of {kept:,} characters cut here: run_code shows the first and the last"
                       " 20,000; print less, or print a slice")
     assert tail.endswith("\n[output truncated: the program printed more than 1048576 bytes]\ndone")
+
+
+def test_pre_flight_is_on_and_sees_the_registry_catalog_nothing_runs() -> None:
+    # Issue 34: through the registry only tool names were checked, so this program saved a note,
+    # then failed on its second call. Now the SDK's schemas reach the check and nothing runs.
+    calls: list[Any] = []
+    (mistaken, fixed) = texts(
+        "await tools.write_note({'path': 'a.txt', 'text': 'hi'})\n"
+        "r = await tools.read_file({'file_path': 'a.txt', 'limit': '5'})\n"
+        "return r['body']",
+        "r = await tools.read_file({'path': 'a.txt', 'limit': 5})\nreturn r['text']",
+        calls=calls,
+    )
+    assert mistaken == (
+        "Error: code run failed (exception): pre-flight check against the SDK failed, nothing ran;"
+        " fix these and call run_code again:\n"
+        '- line 2: tools.read_file: "file_path" is not an argument of read_file; did you mean "path"?\n'
+        '- line 2: tools.read_file: "arguments.limit" must be an integer; got "5"\n'
+        '- line 3: tools.read_file(...) returns no key "body" (its keys: text, lines)'
+    )
+    assert fixed == "hello" and calls == [{"path": "a.txt", "limit": 5}]

@@ -45,21 +45,41 @@ def test_a_correct_program_has_no_findings() -> None:
     assert findings(code) == []
 
 
-def test_unknown_tools_by_attribute_and_subscript() -> None:
-    assert findings("await tools.nope({})\nawait tools['also-nope']({})") == [
-        'line 1: unknown tool "nope" (visible: echo, read_file)',
-        'line 2: unknown tool "also-nope" (visible: echo, read_file)',
+def test_unknown_tools_by_attribute_and_subscript_with_the_nearest_name() -> None:
+    assert findings("await tools.nope({})\nawait tools['also-nope']({})\nawait tools.readfile({'path': 'a'})") == [
+        "line 1: tools.nope: no such tool (tools: echo, read_file)",
+        'line 2: tools["also-nope"]: no such tool (tools: echo, read_file)',
+        "line 3: tools.readfile: no such tool; did you mean tools.read_file? (tools: echo, read_file)",
     ]
 
 
 def test_argument_keys_and_literal_types_the_schema_rejects() -> None:
     assert findings("await tools.read_file({'limit': 1.5, 'mode': 'x', 'extra': f()})") == [
-        "line 1: tools.read_file: missing required argument 'path'",
-        'line 1: tools.read_file: "arguments.extra" is not a declared property (additionalProperties: false)',
-        'line 1: tools.read_file: "arguments.limit" must be an integer',
-        'line 1: tools.read_file: "arguments.mode" must be one of ["a","b"]',
+        'line 1: tools.read_file: "extra" is not an argument of read_file (its arguments: path, limit, mode)',
+        'line 1: tools.read_file: missing required argument "path" (string)',
+        'line 1: tools.read_file: "arguments.limit" must be an integer; got 1.5',
+        'line 1: tools.read_file: "arguments.mode" must be one of ["a","b"]; got "x"',
     ]
-    assert findings("await tools.read_file({'path': 5})") == ['line 1: tools.read_file: "arguments.path" must be a string']
+    assert findings("await tools.read_file({'path': 5})") == [
+        'line 1: tools.read_file: "arguments.path" must be a string; got 5']
+
+
+def test_a_misnamed_key_is_one_finding_with_the_key_meant() -> None:
+    # The two mistakes the issue names: file_path for path, and an integer passed as text.
+    assert findings("await tools.echo({})\nr = await tools.read_file({'file_path': 'a.txt', 'limit': '5'})") == [
+        'line 2: tools.read_file: "file_path" is not an argument of read_file; did you mean "path"?',
+        'line 2: tools.read_file: "arguments.limit" must be an integer; got "5"',
+    ]
+
+
+def test_calls_that_do_not_pass_one_arguments_dict() -> None:
+    assert findings("await tools.read_file(path='a', limit=3)\nawait tools.echo()\nawait tools.echo({}, {})\n"
+                    "await tools.echo(*xs)\nawait tools.echo(**kw)") == [
+        'line 1: tools.read_file(...) was given keyword arguments; a tool takes one arguments dict:'
+        ' write tools.read_file({"path": ..., "limit": ...})',
+        "line 2: tools.echo(...) was given no arguments; a tool takes one arguments dict: write tools.echo({})",
+        "line 3: tools.echo(...) was given 2 arguments; a tool takes one arguments dict: write tools.echo({})",
+    ]
 
 
 def test_a_schema_the_validator_cannot_take_is_left_to_the_pipeline() -> None:
@@ -70,9 +90,10 @@ def test_a_schema_the_validator_cannot_take_is_left_to_the_pipeline() -> None:
 
 def test_reading_output_keys_the_output_schema_does_not_declare() -> None:
     code = "r = await tools.read_file({'path': 'a'})\nprint(r['body'])\nn = (await tools.read_file({'path': 'b'})).get('size')"
-    assert findings(code) == [
-        "line 2: tools.read_file's result has no key 'body' (declared: text, lines)",
-        "line 3: tools.read_file's result has no key 'size' (declared: text, lines)",
+    assert findings(code + "\nprint(r['txt'])") == [
+        'line 2: tools.read_file(...) returns no key "body" (its keys: text, lines)',
+        'line 3: tools.read_file(...) returns no key "size" (its keys: text, lines)',
+        'line 4: tools.read_file(...) returns no key "txt"; did you mean "text"? (its keys: text, lines)',
     ]
 
 
@@ -96,7 +117,21 @@ def test_runtimes_return_the_findings_before_any_tool_runs(make: Any) -> None:
     assert isinstance(bad, CodeRunFailure) and bad.kind == "exception"
     assert bad.message == (
         "pre-flight check against the SDK failed, nothing ran; fix these and call run_code again:\n"
-        '- line 2: unknown tool "nope" (visible: echo, read_file)'
+        "- line 2: tools.nope: no such tool (tools: echo, read_file)"
     )
     assert good == CodeRunSuccess((), {"a": 1})
     assert [name for name, _ in tools.calls] == ["echo"]
+
+
+def test_preflight_check_is_the_failure_any_runtime_returns() -> None:
+    from dsh_codegen.codemode import preflight_check
+
+    def req(code: str) -> CodeRunRequest:
+        return CodeRunRequest(code, NAMES, FakeTools().dispatch, AbortController().signal, "c", CATALOG)
+
+    assert preflight_check(req("return await tools.echo({})")) is None
+    assert preflight_check(req("await tools.read_file({'path': 'a', 'lines': 3})")) == CodeRunFailure(
+        "exception",
+        "pre-flight check against the SDK failed, nothing ran; fix these and call run_code again:\n"
+        '- line 1: tools.read_file: "lines" is not an argument of read_file (its arguments: path, limit, mode)',
+    )
