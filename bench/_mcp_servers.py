@@ -5,7 +5,8 @@ the whole pipeline), ``sdk`` (the same tool served by the SDK's own
 ``MCPServer``), ``lowlevel`` (the SDK's low-level ``Server`` answering without
 any validation: the transport's floor), ``many`` (100 tools served by ``serve_mcp``, for the import
 benchmark), ``code`` (the ``add`` registry in ``mode="code"`` with ``PythonSubprocessRuntime``: one
-``run_code`` tool).
+``run_code`` tool). ``registry-http PORT`` and ``sdk-http PORT`` serve the first two over streamable
+HTTP on ``127.0.0.1:PORT`` at ``/mcp`` (uvicorn on both sides) until killed.
 """
 
 from __future__ import annotations
@@ -75,7 +76,15 @@ async def _lowlevel() -> None:
         await server.run(read, write, server.create_initialization_options())
 
 
-def main(mode: str) -> None:
+def main(mode: str, *args: str) -> None:
+    if mode == "sdk-http":
+        sdk_add_server().run("streamable-http", host="127.0.0.1", port=int(args[0]))
+        return
+    if mode == "registry-http":
+        from dsh_codegen.adapters import serve_mcp
+
+        asyncio.run(serve_mcp(_registry(1), "streamable-http", port=int(args[0])))
+        return
     if mode == "sdk":
         sdk_add_server().run("stdio")
         return
@@ -93,4 +102,4 @@ def main(mode: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(*sys.argv[1:])

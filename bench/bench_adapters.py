@@ -10,6 +10,14 @@
   sequential round trips, sampled in batches alternating between the servers;
   the figure is the median batch time per call. Both sides pay the same
   client, the same JSON-RPC framing and the same pipes.
+- per call over streamable HTTP: the same client calls ``add`` on ``serve_mcp`` and on
+  the SDK's ``MCPServer``, each serving HTTP on loopback from its own subprocess
+  (uvicorn on both sides); batches alternate; median batch time per call.
+- imported call over stdio: ``registry.execute`` of ``add`` imported with
+  ``import_mcp_tools`` from the SDK's ``MCPServer`` over stdio (the whole pipeline
+  around the MCP request: argument validation, the request, output validation,
+  render, ``finalize_content``) against ``session.call_tool`` on the same session;
+  batches alternate; median batch time per call.
 - handler: the same two servers' ``tools/call`` work alone, in process
   (no transport): our handler (``registry.execute`` and the result
   conversion) against ``MCPServer.call_tool``.
@@ -80,6 +88,89 @@ async def _per_call() -> dict[str, float]:
     return {name: statistics.median(values) for name, values in samples.items()}
 
 
+@asynccontextmanager
+async def _http_session(mode: str) -> AsyncIterator[Any]:
+    """A client session to ``python -m bench._mcp_servers MODE PORT`` serving HTTP (stopped after)."""
+    import socket
+
+    import httpx2
+    from mcp import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "bench._mcp_servers", mode, str(port), cwd=ROOT, env={"PYTHONPATH": str(ROOT)},
+        stdout=asyncio.subprocess.DEVNULL,  # the SDK's uvicorn logs every request at INFO
+        stderr=asyncio.subprocess.DEVNULL,
+    )
+    try:
+        for _ in range(600):
+            try:
+                _, writer = await asyncio.open_connection("127.0.0.1", port)
+            except OSError:
+                await asyncio.sleep(0.05)
+                continue
+            writer.close()
+            await writer.wait_closed()
+            break
+        url = f"http://127.0.0.1:{port}/mcp"
+        async with httpx2.AsyncClient() as http, streamable_http_client(url, http_client=http) as streams:
+            async with ClientSession(streams[0], streams[1]) as session:
+                await session.initialize()
+                yield session
+    finally:
+        process.terminate()
+        await process.wait()
+
+
+async def _per_call_http() -> dict[str, float]:
+    async with _http_session("registry-http") as ours, _http_session("sdk-http") as theirs:
+        sessions = {"serve_mcp over HTTP (whole pipeline)": ours, "SDK MCPServer over HTTP": theirs}
+        samples: dict[str, list[float]] = {name: [] for name in sessions}
+        for session in sessions.values():
+            result = await session.call_tool("add", {"a": 1, "b": 2})
+            assert not result.is_error and result.structured_content == {"result": 3}, result
+        for _ in range(ROUNDS):
+            for name, session in sessions.items():
+                start = time.perf_counter()
+                for index in range(BATCH // 2):
+                    await session.call_tool("add", {"a": index, "b": 1})
+                samples[name].append((time.perf_counter() - start) / (BATCH // 2))
+    return {name: statistics.median(values) for name, values in samples.items()}
+
+
+async def _imported_over_stdio() -> dict[str, float]:
+    from dsh_codegen import AbortController, ToolExecutionInput, ToolRegistry
+    from dsh_codegen.adapters import import_mcp_tools
+
+    async with _session("sdk") as session:
+        registry = ToolRegistry()
+        await import_mcp_tools(registry, session)
+        signal = AbortController().signal
+
+        async def through() -> None:
+            for index in range(BATCH):
+                result = await registry.execute(ToolExecutionInput("c", "add", {"a": index, "b": 1}, signal))
+                assert not result.is_error, result
+
+        async def direct() -> None:
+            for index in range(BATCH):
+                await session.call_tool("add", {"a": index, "b": 1})
+
+        variants = {"registry.execute of the imported add (stdio)": through, "session.call_tool on the same session": direct}
+        samples: dict[str, list[float]] = {name: [] for name in variants}
+        for run in variants.values():
+            await run()  # warm-up
+        for _ in range(ROUNDS):
+            for name, run in variants.items():
+                start = time.perf_counter()
+                await run()
+                samples[name].append((time.perf_counter() - start) / BATCH)
+    return {name: statistics.median(values) for name, values in samples.items()}
+
+
 def _handlers() -> dict[str, float]:
     """The server-side work alone, in process: our ``tools/call`` handler against ``MCPServer.call_tool``."""
     from types import SimpleNamespace
@@ -92,7 +183,10 @@ def _handlers() -> dict[str, float]:
     ours = McpToolServer(_registry(1))
     app = sdk_add_server()
     params = CallToolRequestParams(name="add", arguments={"a": 1, "b": 2})
-    ctx = SimpleNamespace(request_id=1)
+    from mcp.types import ClientCapabilities
+
+    session = SimpleNamespace(client_capabilities=ClientCapabilities(), can_send_request=False)
+    ctx = SimpleNamespace(request_id=1, session=session, protocol_version="2025-11-25", meta=None)
     loop = asyncio.new_event_loop()
 
     async def ours_batch() -> None:
@@ -232,6 +326,12 @@ def main() -> None:
     per_call = asyncio.run(_per_call())
     rows: list[tuple[str, float | str]] = list(per_call.items())
     print(ratio_table("MCP over stdio: per-call round trip, add(a, b) (median of batches)", rows, baseline="SDK MCPServer"))
+    print()
+    http: list[tuple[str, float | str]] = list(asyncio.run(_per_call_http()).items())
+    print(ratio_table("MCP over streamable HTTP: per-call round trip, add(a, b) (median of batches)", http, baseline="SDK MCPServer over HTTP"))
+    print()
+    through: list[tuple[str, float | str]] = list(asyncio.run(_imported_over_stdio()).items())
+    print(ratio_table("An imported MCP tool over stdio (MCPServer), per call (median of batches)", through, baseline="session.call_tool on the same session"))
     print()
     handlers: list[tuple[str, float | str]] = list(_handlers().items())
     print(ratio_table("MCP tools/call handler alone, in process (median)", handlers, baseline="MCPServer.call_tool"))

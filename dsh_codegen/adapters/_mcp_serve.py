@@ -104,6 +104,10 @@ class McpToolServer:
         self.log_level: LogLevel | None = None
         # Signs the approvals a 2026-07-28 client echoes back in requestState (not forgeable by it).
         self._state_key = secrets.token_bytes(32)
+        from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+        #: The stateless revisions (2026-07-28): per-request logs, multi-round-trip approvals.
+        self.modern_versions = frozenset(MODERN_PROTOCOL_VERSIONS)
 
     def tool_list(self) -> list[dict[str, Any]]:
         """The ``tools/list`` entries now: the tools the scope's prompt assembly puts on the wire.
@@ -302,8 +306,10 @@ class _CallEvents:
         self._call_id = call_id
         self._loop = asyncio.get_running_loop()
         self._thread = threading.get_ident()
-        self._queue: asyncio.Queue[ToolEvent | None] = asyncio.Queue()
+        # Made on the first event: most calls report nothing.
+        self._queue: asyncio.Queue[ToolEvent | None] | None = None
         self._sender: asyncio.Task[None] | None = None
+        self._from_threads = False
 
     def listen(self, event: ToolEvent) -> None:
         if isinstance(event, ToolProgress) and event.execution.call_id != self._call_id:
@@ -311,15 +317,17 @@ class _CallEvents:
         if threading.get_ident() == self._thread:
             self._enqueue(event)
         else:
+            self._from_threads = True
             self._loop.call_soon_threadsafe(self._enqueue, event)
 
     def _enqueue(self, event: ToolEvent) -> None:
-        if self._sender is None:
-            self._sender = asyncio.ensure_future(self._send_all())
+        if self._queue is None:
+            self._queue = asyncio.Queue()
+            self._sender = asyncio.ensure_future(self._send_all(self._queue))
         self._queue.put_nowait(event)
 
-    async def _send_all(self) -> None:
-        while (event := await self._queue.get()) is not None:
+    async def _send_all(self, queue: asyncio.Queue[ToolEvent | None]) -> None:
+        while (event := await queue.get()) is not None:
             try:
                 await self._send(event)
             except Exception:  # noqa: BLE001 - a notification that cannot be sent never fails the call
@@ -345,8 +353,9 @@ class _CallEvents:
         Cancellation: cancelling this coroutine cancels the sender; what was
         not sent yet is dropped.
         """
-        await asyncio.sleep(0)  # let call_soon_threadsafe callbacks queued by workers run first
-        if self._sender is None:
+        if self._from_threads:
+            await asyncio.sleep(0)  # let the call_soon_threadsafe callbacks of workers run first
+        if self._queue is None or self._sender is None:
             return
         self._queue.put_nowait(None)
         try:
@@ -368,9 +377,8 @@ def _allowed_log_levels(server: McpToolServer, ctx: ServerRequestContext[Any, An
     ``logging/setLevel`` (every level before one).
     """
     from mcp.server.connection import allowed_log_levels
-    from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-    if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+    if ctx.protocol_version in server.modern_versions:
         return frozenset(allowed_log_levels(ctx.protocol_version, ctx.meta))
     lowest = server.log_level
     return frozenset(LOG_LEVELS if lowest is None else LOG_LEVELS[LOG_LEVELS.index(lowest) :])
@@ -395,13 +403,11 @@ def _client_approval(
     on MCP 2025 with an ``elicitation/create`` request during the call, on
     2026-07-28 through the multi-round-trip flow (:class:`_RoundTripApproval`).
     """
-    from mcp_types.version import MODERN_PROTOCOL_VERSIONS
-
     capabilities = ctx.session.client_capabilities
     elicitation = None if capabilities is None else capabilities.elicitation
     if elicitation is None or (elicitation.form is None and elicitation.url is not None):
         return None
-    if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+    if ctx.protocol_version in server.modern_versions:
         return _RoundTripApproval(server, params)
     if not ctx.session.can_send_request:
         return None
