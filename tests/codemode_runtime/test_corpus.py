@@ -24,7 +24,12 @@ from dsh_codegen.registry import AbortController, ToolExecutionInput  # noqa: E4
 
 pytestmark = pytest.mark.once
 
-RUNTIMES: dict[str, Callable[..., Any]] = {"subprocess": PythonSubprocessRuntime, "monty": MontyRuntime}
+#: The runs themselves are compared, so both without the pre-flight check (on by default for the subprocess
+#: runtime, opt-in on Monty; its texts are pinned in test_preflight.py and test_model_view.py).
+RUNTIMES: dict[str, Callable[..., Any]] = {
+    "subprocess": lambda **options: PythonSubprocessRuntime(preflight=False, **options),
+    "monty": MontyRuntime,
+}
 FAILED = "Error: code run failed "
 STARTED = "\nTool calls the program started (their effects stay):\n"
 LOG_CAP = "[output truncated: the program printed more than 1048576 bytes]"
