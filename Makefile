@@ -31,7 +31,7 @@ EXT_SOURCES := $(wildcard _ext/*.pyx _ext/*.pxd _ext/*.pxi dsh_codegen/*.pxd) ds
 MATRIX ?= 3.11 3.12 3.13
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: demo test test-compiled test-pure test-matrix typecheck bench wheel setup clean mcp-conformance
+.PHONY: demo test test-compiled test-pure test-matrix typecheck bench wheel setup clean mcp-conformance docs
 
 # The build requirements (pyproject.toml's [build-system]) go in first and the
 # editable install uses them (no build isolation): a Cython installed after
@@ -82,6 +82,10 @@ test-pure: setup
 
 typecheck: setup
 	$(BIN)/python -m mypy
+
+# The documentation site (mkdocs.yml; the docs extra is in dev) into build/site; any warning is an error.
+docs: setup
+	$(BIN)/python -m mkdocs build --strict --clean
 
 bench: setup
 	$(BIN)/python -m pip install -q -e '.[bench]'
