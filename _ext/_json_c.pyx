@@ -1820,7 +1820,7 @@ cdef Py_ssize_t check_option(str name, object value) except -1:
 
 
 def render_json_pretty(value, *, indent=2, max_indent=10, max_nodes=DEFAULT_MAX_NODES, max_chars=DEFAULT_MAX_CHARS):
-    """Render the lossless JSON ``value`` as CONTRACT.md section 3.2 pretty JSON.
+    """Render the lossless JSON ``value`` as pretty JSON (docs/texts.md, "run_code output").
 
     Guaranteed: ``indent`` spaces per level; a container whose children would
     need more than ``max_indent`` spaces renders fully compact (``,`` and
@@ -2389,7 +2389,7 @@ def snapshot_content(value):
     """Return ``snapshot_json(value)`` if it is a list of content blocks, else ``None``.
 
     A content block is an object whose ``"type"`` is a string (a tool's
-    rendered content, CONTRACT.md §3). One call instead of a snapshot and a
+    rendered content, docs/texts.md). One call instead of a snapshot and a
     separate check: the registry runs it on every rendering. ``None`` means
     lossless JSON of another shape (the snapshot is dropped).
 

@@ -2603,7 +2603,7 @@ cdef class CompiledValidator:
     # --- violations ----------------------------------------------------------------------
 
     def violations(self, object value, str path="value"):
-        """Every violation of ``value``, in CONTRACT.md order, paths rooted at ``path``.
+        """Every violation of ``value``, in the order of guarantee 97 (docs/guarantees.md), paths rooted at ``path``.
 
         Order: for an object, its own missing required properties first, then
         its declared properties in declaration order (each subtree complete),
@@ -2670,7 +2670,7 @@ cdef class CompiledValidator:
         return V_CONST_C
 
     cdef int _scan(self, PyObject* value, Recs* recs, Paths* p) except -1:
-        """Walk ``value`` once, recording every violation in CONTRACT.md order; 1 when done.
+        """Walk ``value`` once, recording every violation in guarantee 97's order; 1 when done.
 
         Runs no Python code and creates no Python object (so the borrowed references
         it walks stay valid); path keys are referenced by the arena. Returns 0 when

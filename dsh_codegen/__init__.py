@@ -1,6 +1,6 @@
 """dsh_codegen: a tool registry, execution pipeline and Code Mode toolkit.
 
-This module only re-exports the public names of each layer (DESIGN.md), and
+This module only re-exports the public names of each layer (docs/index.md), and
 lazily: ``import dsh_codegen`` loads no layer until one of its names is first
 used, so the command line and callers that need one layer do not pay for the
 others (the registry layer brings asyncio, the code generator jinja2).

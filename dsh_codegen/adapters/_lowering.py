@@ -1,7 +1,7 @@
-"""Foreign forms of JSON Schema, converted to the tool-schema dialect (DESIGN.md) on the way in.
+"""Foreign forms of JSON Schema, converted to the tool-schema dialect (docs/schema.md) on the way in.
 
 Tools published by other systems carry forms the dialect does not accept and
-the schema core never will (DESIGN.md: "Foreign forms ... are converted by the
+the schema core never will (docs/adapters.md: "Foreign forms ... are converted by the
 adapters, not accepted by the core"):
 
 - OpenAPI 3.0 ``nullable: true`` (null added to ``type``, to ``enum``/``const``,

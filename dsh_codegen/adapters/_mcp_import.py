@@ -233,7 +233,7 @@ def _body(
         finally:
             in_flight.remove(run)
         if result.is_error:
-            # Servers that render failures as CONTRACT.md does (serve_mcp) already say "Error: ";
+            # Servers that render failures as docs/texts.md says (serve_mcp) already say "Error: ";
             # the registry adds it again to the failure's content.
             text = _text_of(result).removeprefix("Error: ")
             raise McpToolError(text or f'MCP tool "{remote}" reported an error', MCP_TOOL_ERROR)

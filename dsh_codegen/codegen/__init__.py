@@ -1,6 +1,6 @@
 """Layer 3, code generation: type text, SDK prompt texts, SDK files, catalogs.
 
-Re-exports only (see DESIGN.md and docs/codegen.md), and lazily, the way
+Re-exports only (house rule 4, docs/contributing.md; docs/codegen.md), and lazily, the way
 ``dsh_codegen/__init__.py`` does it: a TypeScript render does not import the
 Python type walker, nor a Python render the TypeScript one.
 """

@@ -1,4 +1,4 @@
-"""The one Jinja environment every codegen template is compiled by (STYLE.md item 6).
+"""The one Jinja environment every codegen template is compiled by (house rule 6, docs/contributing.md).
 
 Templates are compiled ahead of time by Jinja into ``dsh_codegen.codegen._compiled``
 (``write_compiled``; a test fails while a module is stale) and rendered through

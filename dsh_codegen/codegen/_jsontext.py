@@ -3,8 +3,8 @@
 ``json.dumps`` recurses, so a 100,000-deep schema would raise
 ``RecursionError``; these encoders walk with an explicit stack. Strings are
 escaped as ``json.dumps(ensure_ascii=False)`` does, with lone surrogates
-escaped ``\\udXXX`` so the text always encodes to UTF-8 (DESIGN.md "strings
-in text"). Numbers use Python's ``json`` text (``2.0`` stays ``2.0``).
+escaped ``\\udXXX`` so the text always encodes to UTF-8 (docs/data-model.md, "Text").
+Numbers use Python's ``json`` text (``2.0`` stays ``2.0``).
 """
 
 from __future__ import annotations

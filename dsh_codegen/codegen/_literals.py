@@ -1,7 +1,7 @@
 """Every path by which user text becomes generated code or prose.
 
 Descriptions, names and enum/const values reach TypeScript, Python and
-Markdown only through these functions (STYLE.md item 7), so each escape rule
+Markdown only through these functions (house rule 7, docs/contributing.md), so each escape rule
 lives in one place and has a hostile-input test.
 """
 
@@ -205,7 +205,7 @@ def py_literal(value: object) -> str | None:
     """Text inside ``Literal[...]`` for a JSON scalar, ``None`` if it cannot be one.
 
     Integral floats become ints (``2.0`` -> ``2``); a non-integral float cannot
-    be a ``Literal`` (DESIGN.md), so it returns ``None``.
+    be a ``Literal`` (docs/data-model.md, "Numbers and equality"), so it returns ``None``.
     """
     if not is_scalar(value):
         return None

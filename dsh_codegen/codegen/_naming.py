@@ -52,7 +52,7 @@ def _is_stable_identifier(name: str) -> bool:
 
 
 def is_py_method_name(name: str) -> bool:
-    """True when a tool can be declared ``async def <name>`` (CONTRACT.md §6).
+    """True when a tool can be declared ``async def <name>`` (docs/sdk-text.md, "Python").
 
     An identifier, NFKC-stable, not a hard keyword or ``__debug__``, and not
     starting with ``_``. Soft keywords (``match``, ``type``) are fine.
@@ -87,7 +87,7 @@ def _is_continue(char: str) -> bool:
 
 
 def camel_case(name: str) -> str:
-    """CONTRACT.md §6 CamelCase: split on non-identifier characters and ``_``,
+    """The CamelCase of docs/sdk-text.md ("Python", classes): split on non-identifier characters and ``_``,
     capitalize each part's first letter, join; prefix ``Tool`` unless the
     result starts with a letter-like character (``1st-tool`` -> ``Tool1stTool``).
     The result is NFKC-normalized (Python would normalize it anyway).

@@ -34,7 +34,7 @@ __all__ = [
     "read_plain_object",
 ]
 
-#: Keywords that carry meaning in the subset (CONTRACT.md §7 items 102-108).
+#: Keywords that carry meaning in the subset (guarantees 102-108, docs/guarantees.md).
 KEYWORDS = frozenset(
     {"type", "properties", "required", "additionalProperties", "items", "enum", "const", "oneOf"}
 )
@@ -83,7 +83,7 @@ _TYPING = frozenset(
     {"type", "properties", "required", "additionalProperties", "items", "prefixItems", "enum", "const"}
     | {"oneOf", "anyOf", "allOf", "$ref"}
 )
-#: Every keyword of the tool-schema dialect (DESIGN.md); ``x-*`` keys are allowed besides.
+#: Every keyword of the tool-schema dialect (docs/schema.md); ``x-*`` keys are allowed besides.
 _DIALECT = _TYPING | ANNOTATIONS | frozenset(DOC_KEYWORDS) | {"contains", "propertyNames", "dependentRequired"}
 
 _TYPES = frozenset({"object", "array", "string", "number", "integer", "boolean", "null"})

@@ -1,4 +1,4 @@
-"""JSON Schema -> Python type text (CONTRACT.md §6 "Type mapping").
+"""JSON Schema -> Python type text (docs/sdk-text.md, "Python").
 
 Two uses share one walker. Without a :class:`ClassNamer` (the public
 ``json_schema_to_py``) every object degrades to ``dict[str, Any]``. With one
@@ -197,7 +197,7 @@ class PyTypes:
             writer = py_file_literal if self.qualify else py_literal
             texts = [writer(value) for value in values]
         if any(text is None for text in texts):
-            # Only a non-integral float makes a numeric enum a plain float (DESIGN.md);
+            # Only a non-integral float makes a numeric enum a plain float (docs/data-model.md);
             # any other failure (an int too long to print) is unsupported.
             numeric = all(type(value) in (int, float) for value in values)
             floats_only = all(type(value) is float for value, text in zip(values, texts) if text is None)

@@ -1,4 +1,4 @@
-"""The ``tools:sdk`` prompt texts (CONTRACT.md §5, §6) and committed SDK files.
+"""The ``tools:sdk`` prompt texts (docs/sdk-text.md) and committed SDK files.
 
 Everything a template prints is computed here: tools sorted by name, keys
 and class names chosen by ``_naming``, text escaped by ``_literals``, type
@@ -173,7 +173,7 @@ def _ts_context(catalog: Iterable[ToolSchemaEntry], export: str) -> dict[str, ob
 
 
 def render_ts_sdk(catalog: Iterable[ToolSchemaEntry], *, notes: tuple[str, ...] = ()) -> str:
-    """The TypeScript ``tools:sdk`` prompt text for ``catalog`` (CONTRACT.md §5).
+    """The TypeScript ``tools:sdk`` prompt text for ``catalog`` (docs/sdk-text.md, "TypeScript").
 
     Byte-identical for the same set of tools in any order; never raises for
     odd schemas (they render ``unknown``). Ends with the closing fence and a
@@ -327,7 +327,7 @@ def _py_context(catalog: Iterable[ToolSchemaEntry], qualify: bool) -> dict[str, 
     used = set(types.typing_used) | {"Protocol"}
     if any(not declared.alias for declared in types.classes):
         used.add("TypedDict")
-    # Blank lines between top-level statements: one in the prompt (CONTRACT.md §6),
+    # Blank lines between top-level statements: one in the prompt (docs/sdk-text.md),
     # two in files (black's style).
     gap = "\n" if qualify else ""
     return {
@@ -402,7 +402,7 @@ def _black_blank_lines(members: list[_PyMember]) -> None:
 
 
 def render_py_sdk(catalog: Iterable[ToolSchemaEntry], *, notes: tuple[str, ...] = ()) -> str:
-    """The Python ``tools:sdk`` prompt text for ``catalog`` (CONTRACT.md §6).
+    """The Python ``tools:sdk`` prompt text for ``catalog`` (docs/sdk-text.md, "Python").
 
     Byte-identical for the same set of tools in any order; never raises for
     odd schemas (they render ``Any`` / ``dict[str, Any]``). ``notes``: what the

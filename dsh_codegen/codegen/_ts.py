@@ -1,4 +1,4 @@
-"""JSON Schema -> TypeScript type text (CONTRACT.md §5 "Type mapping").
+"""JSON Schema -> TypeScript type text (docs/sdk-text.md, "TypeScript").
 
 The general walk uses an explicit stack (no recursion), so a 100,000-deep
 schema renders under the default recursion limit (the recursive fast pass

@@ -1,4 +1,4 @@
-"""Layer package: re-exports only (see DESIGN.md).
+"""Layer package: re-exports only (house rule 4, docs/contributing.md).
 
 Importing this package installs the dispatch bridge into the registry's Code
 Mode seam, so ``run_code`` runs programs from then on (``docs/codemode.md``).

@@ -31,7 +31,7 @@ from dsh_codegen.codemode._texts import INVALID_COMPLETION, completion_error_tex
 
 __all__ = ["FAILURE_KINDS", "CodeModeBridge"]
 
-#: The failure kinds of CONTRACT.md §4; a runtime reporting another kind is reported as ``invalid-output``.
+#: The failure kinds of docs/texts.md; a runtime reporting another kind is reported as ``invalid-output``.
 FAILURE_KINDS: Final = frozenset(
     {"exception", "timeout", "abort", "worker-exit", "invalid-output", "output-limit"}
 )

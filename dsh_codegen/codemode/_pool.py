@@ -26,7 +26,7 @@ that arrive one by one):
 
 Settlement: the pool's run-scoped signal follows the outer call's signal; when
 it aborts (the outer call is aborted) or the run settles, in-flight calls are
-aborted, queued ones abandoned (their futures fail with CONTRACT.md's
+aborted, queued ones abandoned (their futures fail with docs/texts.md's
 ``run_code run is over (<reason>); <name> tool call abandoned``, no events),
 and later ``dispatch`` calls are rejected. :meth:`SubCallPool.drain` waits for
 every started call, commit included.
@@ -83,13 +83,13 @@ __all__ = [
 
 _log = logging.getLogger("dsh_codegen")
 
-#: CONTRACT.md §4 "Binding arg undefined/non-JSON".
+#: docs/texts.md, "Inside a run_code program": arguments that are not lossless JSON.
 ARGUMENTS_NOT_LOSSLESS: Final = (
     "tool arguments must be lossless JSON (call the tool with an arguments object, e.g. `{}`)"
 )
 #: The start of the rejection of arguments past ``snapshot_json``'s default ``max_nodes`` budget.
 ARGUMENTS_TOO_LARGE: Final = "tool arguments are too large"
-#: The reason a run is over once the program has finished (CONTRACT.md §4 "Binding after run settled").
+#: The reason a run is over once the program has finished (docs/texts.md, "Inside a run_code program": a call made after the run settled).
 SETTLED_REASON: Final = "run_code settled"
 #: The ``source`` of the additional context that carries a sub-call's images.
 CODE_MODE_CONTEXT_SOURCE: Final = "tools-code-mode"
@@ -294,7 +294,7 @@ class SubCallPool:
         self.root_call_id = outer.root_call_id if outer.root_call_id is not None else outer.call_id
         self.max_parallel: int = registry.max_parallel_sub_calls
         self.max_calls: int = registry.max_sub_calls
-        # Events go to the registry's session log, for calls made as an agent (DESIGN.md).
+        # Events go to the registry's session log, for calls made as an agent (docs/registry-loop.md, "Session log").
         log: SessionLog | None = getattr(registry, "log", None)
         self.log = log if self.agent is not None else None
         self.log_listeners: tuple[Callable[..., Any], ...] = (

@@ -226,7 +226,7 @@ def snapshot_json(
 
     Raised errors: :class:`LosslessJsonError` naming the path of the first
     offending value (see the module docstring for the order) when ``value`` is
-    not lossless JSON (DESIGN.md "lossless"), when ``safe_integers`` is set
+    not lossless JSON (docs/json.md, "What is JSON here"), when ``safe_integers`` is set
     and an int lies beyond ``±(2**53-1)``, or naming a container that changed
     while it was walked; :class:`JsonBudgetError` when the walk would visit
     more than ``max_nodes`` values (``None``: no limit); ``TypeError`` /
@@ -265,7 +265,7 @@ def _escape_surrogate(match: re.Match[str]) -> str:
 
 def _quote(text: str) -> str:
     # json's own escaping with ensure_ascii=False, then lone surrogates escaped so
-    # the text always encodes to UTF-8 (DESIGN.md "strings in text").
+    # the text always encodes to UTF-8 (docs/data-model.md, "Text").
     quoted: str = encode_basestring(text)
     if not text.isascii() and _SURROGATE.search(quoted) is not None:
         quoted = _SURROGATE.sub(_escape_surrogate, quoted)
@@ -470,7 +470,7 @@ def render_json_pretty(
     max_nodes: int | None = DEFAULT_MAX_NODES,
     max_chars: int | None = DEFAULT_MAX_CHARS,
 ) -> str:
-    """Render the lossless JSON ``value`` as CONTRACT.md section 3.2 pretty JSON.
+    """Render the lossless JSON ``value`` as pretty JSON (docs/texts.md, "run_code output").
 
     Guaranteed: ``indent`` spaces per level; a container whose children would
     need more than ``max_indent`` spaces renders fully compact (``,`` and
@@ -526,7 +526,7 @@ def snapshot_content(value: object) -> FrozenJsonArray | None:
     """Return ``snapshot_json(value)`` if it is a list of content blocks, else ``None``.
 
     A content block is an object whose ``"type"`` is a string (a tool's
-    rendered content, CONTRACT.md §3). One call instead of a snapshot and a
+    rendered content, docs/texts.md). One call instead of a snapshot and a
     separate check: the registry runs it on every rendering. ``None`` means
     lossless JSON of another shape (the snapshot is dropped).
 

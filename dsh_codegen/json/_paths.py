@@ -1,9 +1,9 @@
-"""Path text for violations and errors, shared by every layer (DESIGN.md "Path text").
+"""Path text for violations and errors, shared by every layer (docs/data-model.md, "Paths in messages").
 
 A key matching ``^[A-Za-z_$][A-Za-z0-9_$]*$`` renders ``.key`` (no dot at the
 very start of an unrooted path), any other key ``[<json.dumps(key)>]``, an
 index ``[i]``. Callers quote the whole text with :func:`quote_path` where
-CONTRACT.md shows it quoted.
+the messages quote it (docs/texts.md).
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ def quote_path(path: str) -> str:
 
 def _dump_key(text: str) -> str:
     # ensure_ascii=False keeps non-ASCII raw; lone surrogates are escaped so the
-    # text always encodes to UTF-8 (DESIGN.md "strings in text").
+    # text always encodes to UTF-8 (docs/data-model.md, "Text").
     dumped = json.dumps(text, ensure_ascii=False)
     if any("\ud800" <= ch <= "\udfff" for ch in dumped):
         dumped = "".join(f"\\u{ord(ch):04x}" if "\ud800" <= ch <= "\udfff" else ch for ch in dumped)

@@ -47,7 +47,7 @@ MAX_SAFE_INTEGER = 2**53 - 1
 
 _LOG10_2 = 0.30102999566398120
 
-#: The default ``max_nodes`` of every walk: the most values it visits (DESIGN.md budget).
+#: The default ``max_nodes`` of every walk: the most values it visits (docs/json.md).
 DEFAULT_MAX_NODES = 10_000_000
 
 #: The default ``max_chars`` of the writers: the longest text they write.
@@ -55,7 +55,7 @@ DEFAULT_MAX_CHARS = 1 << 28
 
 
 class LosslessJsonError(ValueError):
-    """Raised when a value is not lossless JSON (DESIGN.md "lossless").
+    """Raised when a value is not lossless JSON (docs/json.md, "What is JSON here").
 
     ``path`` holds the segments from the root to the offending value (keys as
     ``str``, array indices as ``int``; ``()`` for the root itself),
@@ -195,7 +195,7 @@ def key_error(key: object, path: Iterable[str | int]) -> LosslessJsonError:
 
 
 def type_error(value: object, path: Iterable[str | int]) -> LosslessJsonError:
-    """The error for a value of any type other than the JSON types of DESIGN.md."""
+    """The error for a value of any type other than the JSON types (docs/json.md)."""
     name = _type_name(value)
     for base, what in ((dict, "dict"), (list, "list"), (tuple, "tuple"), (str, "str"), (int, "int"), (float, "float")):
         if issubclass(type(value), base):

@@ -1,4 +1,4 @@
-"""Layer package: re-exports only (see DESIGN.md)."""
+"""Layer package: re-exports only (house rule 4, docs/contributing.md)."""
 
 from dsh_codegen.registry._approval import ApprovalAnswer, ApprovalRequest, ApprovalService, approval_channel
 from dsh_codegen.registry._assembly import PromptAssembly, PromptSection

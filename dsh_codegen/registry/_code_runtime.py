@@ -60,7 +60,7 @@ __all__ = [
     "runtime_sdk_notes",
 ]
 
-#: How a run failed (CONTRACT.md §4 "Code runtime failure kinds").
+#: How a run failed (docs/texts.md, "Code runtime failure kinds").
 CodeRunFailureKind: TypeAlias = Literal[
     "exception", "timeout", "abort", "worker-exit", "invalid-output", "output-limit"
 ]
@@ -73,7 +73,7 @@ class ToolCallError(Exception):
     """Raised when a binding call fails: all a program learns is the tool and the message.
 
     The program-side class of the same name carries ``toolName`` (the wire
-    name CONTRACT.md keeps) and ``message``; this host-side one is what
+    name the model reads, docs/texts.md) and ``message``; this host-side one is what
     ``dispatch`` futures raise and runtimes translate.
     """
 

@@ -5,7 +5,7 @@ output declaration, rendering, ``present_call``) because it must reserve and
 present it in every mode; running a program is delegated to a
 :class:`CodeModeProvider` that ``dsh_codegen.codemode`` installs with
 :func:`install_code_mode`. Without a runtime, ``run_code`` fails with the
-CONTRACT.md "requires a code runtime" message.
+docs/texts.md "requires a code runtime" message.
 """
 
 from __future__ import annotations
@@ -97,7 +97,7 @@ def install_code_mode(provider: CodeModeProvider | None) -> None:
 
 
 def no_runtime_message(mode: str) -> str:
-    """CONTRACT.md §4 "run_code with no runtime", with the Python names."""
+    """docs/texts.md, "run_code with no runtime mounted", with the Python names."""
     return (
         f'dsh_codegen: mode "{mode}" requires a code runtime \u2014 pass'
         " code_runtime=PythonSubprocessRuntime() (or another CodeRuntime)"
@@ -116,7 +116,7 @@ def _flavor(language: str) -> str:
 
 
 def render_run_code(_args: Any, value: Any) -> list[dict[str, str]]:
-    """CONTRACT.md §3.2: logs, then the rendered result (a string raw, anything else pretty JSON)."""
+    """docs/texts.md, "run_code output": logs, then the rendered result (a string raw, anything else pretty JSON)."""
     parts: list[str] = []
     logs = "\n".join(value["logs"])
     if logs:

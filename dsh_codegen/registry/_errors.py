@@ -1,6 +1,6 @@
 """Registry exceptions, error codes and the one rule for an exception's message.
 
-Every exception here carries a ``code`` from CONTRACT.md §4; the pipeline turns
+Every exception here carries a ``code`` of docs/texts.md; the pipeline turns
 an exception into a failed result whose ``error.info`` is ``{name, code}``.
 """
 
@@ -141,7 +141,7 @@ class CodeRunFailedError(HarnessError):
 
 
 def error_message(exc: BaseException) -> str:
-    """The message of a raised exception (DESIGN.md "Resolved details").
+    """The message of a raised exception (docs/texts.md, "Error content").
 
     ``exc.message`` when it is a ``str``; else ``str(exc)`` when non-empty; else
     the class name. Never raises: if inspecting the exception raises, the text

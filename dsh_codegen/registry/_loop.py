@@ -8,7 +8,7 @@ and nothing starts until it has committed). The classification of the next
 call is asked again after every commit, so a commit that changes the
 registry is seen by the calls after it.
 
-Ordering (CONTRACT.md behaviours 153-155): calls start in model order; the
+Ordering (guarantees 153-155, docs/guarantees.md): calls start in model order; the
 pre-execute phase (waterfall, approval, guards) of each call runs after the
 previous call's, and its commit (post-execute, ``finalize_content``,
 ``on_result``, then the ``tool/result`` event) after the previous call's
@@ -100,7 +100,7 @@ class ToolCallExecutor(Protocol):
 
 
 def parse_call_arguments(arguments: str | JsonValue) -> JsonValue:
-    """The arguments a model-emitted call passes to the registry (CONTRACT.md behaviour 156).
+    """The arguments a model-emitted call passes to the registry (guarantee 156).
 
     A ``str`` (a subclass is read as its plain value) is parsed by
     :func:`dsh_codegen.json.parse_json`, whose result is already frozen

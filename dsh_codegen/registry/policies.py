@@ -1,6 +1,6 @@
 """Around-dispatch policies built on ``wrap_execute``.
 
-- :func:`timeout_policy` enforces ``timeout_ms`` (CONTRACT.md behaviours
+- :func:`timeout_policy` enforces ``timeout_ms`` (guarantees
   151-152): the registry itself never enforces deadlines.
 - :func:`retry_policy` and :func:`metrics_policy` are worked examples of
   wrappers (``docs/registry-loop.md`` walks through them).
@@ -78,7 +78,7 @@ def _is_positive_finite(value: object) -> bool:
 def timeout_policy(target: WrapTarget, default_timeout_ms: float | None = None) -> Callable[[], object]:
     """Enforce each tool's ``timeout_ms`` with a ``TOOL_TIMEOUT`` wrapper.
 
-    Guarantees (CONTRACT.md behaviours 151-152):
+    Guarantees (151-152, docs/guarantees.md):
 
     - a call whose tool has no ``timeout_ms`` (and no ``default_timeout_ms``
       is given) is delegated untouched: ``next()`` with no signal, so the

@@ -1,6 +1,6 @@
 """Layer 2, the schema core: the JSON-Schema subset, the authoring DSL and the compiled validator.
 
-Re-exports only (see DESIGN.md and docs/schema.md). The names resolve on first
+Re-exports only (house rule 4, docs/contributing.md; docs/schema.md). The names resolve on first
 use (PEP 562): the compiled module ``dsh_codegen._schema_c`` imports this
 package's ``_shared`` while it initialises, so an eager re-export (which asks
 the twin selector for that half-initialised module) would make importing

@@ -1224,7 +1224,7 @@ def compile_program(schema: object, formats: bool = False) -> Program:
 
 
 def assert_supported_json_schema(schema: object) -> None:
-    """Return when ``schema`` is inside the tool-schema dialect (DESIGN.md).
+    """Return when ``schema`` is inside the tool-schema dialect (docs/schema.md).
 
     Raised errors: :class:`JsonSchemaError` (``UNSUPPORTED_SCHEMA``) listing every
     violation in walk order, rooted at ``schema``.

@@ -53,7 +53,7 @@ __all__ = [
     "value_schema_spec_to_json_schema",
 ]
 
-#: A JSON value as Python holds it (DESIGN.md "JSON values").
+#: A JSON value as Python holds it (docs/json.md, "What is JSON here").
 JsonValue: TypeAlias = Union[None, bool, int, float, str, list["JsonValue"], tuple["JsonValue", ...], dict[str, "JsonValue"]]
 #: A raw JSON schema of the supported subset (a plain ``dict``; checked at run time).
 JsonSchema: TypeAlias = dict[str, Any]

@@ -1,4 +1,4 @@
-"""The schema layer's exceptions (CONTRACT.md §4), shared by both twins."""
+"""The schema layer's exceptions (docs/texts.md), shared by both twins."""
 
 from __future__ import annotations
 

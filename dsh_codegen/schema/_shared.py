@@ -89,7 +89,7 @@ STRING: Final = 5
 ARRAY: Final = 6
 OBJECT: Final = 7
 ONE_OF: Final = 8
-#: A node of the wider tool-schema dialect (DESIGN.md); a program holding one runs on the dialect walk.
+#: A node of the wider tool-schema dialect (docs/schema.md); a program holding one runs on the dialect walk.
 DIALECT: Final = 9
 #: Every JSON value kind as a mask bit (``1 << kind``, null .. object).
 ALL_KINDS: Final = sum(1 << kind for kind in range(1, 8))
@@ -167,7 +167,7 @@ class Violation:
     ``keyword`` names the rule that failed (``type``, ``required``,
     ``additionalProperties``, ``enum``, ``const``, ``oneOf``, ``lossless``; for
     schema checks the offending keyword). ``str(v)`` is ``v.message``, the exact
-    CONTRACT.md text.
+    docs/schema.md text.
     """
 
     path: tuple[str | int, ...]
@@ -384,7 +384,7 @@ def _finite_number(value: float) -> bool:
 
 
 def is_lossless_json(value: object) -> bool:
-    """Whether ``value`` is lossless JSON (DESIGN.md), walked with an explicit stack.
+    """Whether ``value`` is lossless JSON (docs/json.md), walked with an explicit stack.
 
     Exact types only (plus our frozen containers); no user code runs: only
     ``type()`` checks on the value and its members. Shared references are fine,

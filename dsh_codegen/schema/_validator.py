@@ -1,7 +1,6 @@
 """Selects the validator twin and builds the public validation functions on it.
 
-It picks the validator twin (DESIGN.md "Compiled core with a pure-Python
-twin"); the only other choice in the layer is ``_compile.py``'s compiled copy of
+It picks the validator twin (docs/index.md, "The twins"); the only other choice in the layer is ``_compile.py``'s compiled copy of
 the property loop, made the same way. Type checkers always see the Python twin.
 """
 

@@ -251,7 +251,7 @@ class CompiledValidator:
     # --- violations ------------------------------------------------------------------------
 
     def violations(self, value: object, path: str = "value") -> list[Violation]:
-        """Every violation of ``value``, in CONTRACT.md order, paths rooted at ``path``.
+        """Every violation of ``value``, in the order of guarantee 97 (docs/guarantees.md), paths rooted at ``path``.
 
         Order: for an object, its own missing required properties first, then
         its declared properties in declaration order (each subtree complete),

@@ -2,7 +2,7 @@
 
 :class:`Call` is the only mutable object of a call; the stages read and
 write it. The result constructors here make the registry's own failures
-(CONTRACT.md §3.1, §3.3), already frozen: a stage returns one of them (or
+(docs/texts.md, "Error content" and "Cancellation and timeout results"), already frozen: a stage returns one of them (or
 a result from :mod:`._outcome`) and nothing normalizes it again.
 """
 
@@ -260,14 +260,14 @@ def plain_failure(message: str, contexts: Any = ()) -> ToolFailure:
 
 
 def aborted_before_dispatch(contexts: Any = ()) -> ToolFailure:
-    """The exact ``ABORTED_BEFORE_DISPATCH`` result (CONTRACT.md §3.3)."""
+    """The exact ``ABORTED_BEFORE_DISPATCH`` result (docs/texts.md)."""
     return _coded_failure(
         ABORTED_BEFORE_DISPATCH_MESSAGE, "AbortError", TOOL_ABORTED_BEFORE_DISPATCH, contexts
     )
 
 
 def aborted(contexts: Any = ()) -> ToolFailure:
-    """The exact ``ABORTED`` result (CONTRACT.md §3.3)."""
+    """The exact ``ABORTED`` result (docs/texts.md)."""
     return _coded_failure(ABORTED_MESSAGE, "AbortError", TOOL_ABORTED, contexts)
 
 

@@ -124,7 +124,7 @@ def _feedback_message(content: Any) -> str:
 def apply_post_decision(
     call: Call, result: ToolExecutionResult, decision: Accept | Block
 ) -> ToolExecutionResult:
-    """Apply an ``Accept``/``Block`` decision to ``result`` (see CONTRACT.md behaviours 49-56)."""
+    """Apply an ``Accept``/``Block`` decision to ``result`` (see guarantees 49-56, docs/guarantees.md)."""
     if type(decision) is Block:
         try:
             feedback = check_content(snapshot_json(decision.feedback))
