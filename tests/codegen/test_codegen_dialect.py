@@ -1,4 +1,4 @@
-"""The tool-schema dialect (DESIGN.md) in both type mappers and both SDKs.
+"""The tool-schema dialect (docs/schema.md) in both type mappers and both SDKs.
 
 Exact texts for every construct, references and their names, recursion,
 hostile references (cycles, pointers into nowhere) and 100,000-deep dialect
@@ -158,7 +158,7 @@ def test_every_tool_gets_typed_subscript_access_in_files() -> None:
     assert '    @typing.overload\n    def __getitem__(self, name: Literal["get-sum"])' in module
     single = render_sdk_module(entries[:1], "python", format=False)
     assert "@" not in single and 'def __getitem__(self, name: Literal["get-sum"])' in single
-    assert "__getitem__" not in render_py_sdk(entries)  # the prompt keeps CONTRACT.md's shape
+    assert "__getitem__" not in render_py_sdk(entries)  # the prompt keeps docs/sdk-text.md's shape
 
 
 def _nest(depth: int, make: Any, leaf: Any) -> Any:

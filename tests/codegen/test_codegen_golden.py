@@ -1,4 +1,4 @@
-"""Golden files: each case's outputs, byte for byte (STYLE.md item 10).
+"""Golden files: each case's outputs, byte for byte (house rule 10, docs/contributing.md).
 
 Regenerate on purpose only: ``DSH_CODEGEN_REGENERATE_GOLDEN=1 pytest
 tests/codegen/test_codegen_golden.py``, then read the diff. Headers carry
@@ -57,7 +57,7 @@ def _fenced_block(text: str, opener: str) -> str:
     return text[start : text.index("```", start)]
 
 
-CONTRACT_TS_EXAMPLE = '''interface ToolArgsMap {
+SDK_TEXT_TS_EXAMPLE = '''interface ToolArgsMap {
   /** Exotic name. */
   "my-mcp.tool": Record<string, JsonValue>;
   /** Read a file from disk. */
@@ -77,7 +77,7 @@ interface ToolOutputMap {
 }
 '''
 
-CONTRACT_PY_EXAMPLE = '''from typing import Any, Literal, NotRequired, Protocol, TypedDict
+SDK_TEXT_PY_EXAMPLE = '''from typing import Any, Literal, NotRequired, Protocol, TypedDict
 
 class ToolCallError(Exception):
     toolName: str
@@ -109,12 +109,12 @@ tools: Tools
 
 def test_contract_section5_example_is_reproduced() -> None:
     catalog = [entry for entry in load_catalog(CASES / "contract_example" / "catalog.json") if entry.name != "list"]
-    assert CONTRACT_TS_EXAMPLE in _fenced_block(render_ts_sdk(catalog), "```ts")
+    assert SDK_TEXT_TS_EXAMPLE in _fenced_block(render_ts_sdk(catalog), "```ts")
 
 
 def test_contract_section6_example_is_reproduced() -> None:
     catalog = load_catalog(CASES / "contract_example" / "catalog.json")
-    assert _fenced_block(render_py_sdk(catalog), "```python") == CONTRACT_PY_EXAMPLE
+    assert _fenced_block(render_py_sdk(catalog), "```python") == SDK_TEXT_PY_EXAMPLE
 
 
 def test_empty_catalog_shapes() -> None:

@@ -1,4 +1,4 @@
-"""Naming and literals: every escape path with hostile input (STYLE.md item 7)."""
+"""Naming and literals: every escape path with hostile input (house rule 7, docs/contributing.md)."""
 
 from __future__ import annotations
 

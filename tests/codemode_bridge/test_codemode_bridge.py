@@ -1,4 +1,4 @@
-"""CONTRACT.md behaviours 128-150 and issue 13's bridge list, with the in-process program runtime."""
+"""Guarantees 128-150 (docs/guarantees.md) and issue 13's bridge list, with the in-process program runtime."""
 
 from __future__ import annotations
 

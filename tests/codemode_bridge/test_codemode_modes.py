@@ -1,4 +1,4 @@
-"""CONTRACT.md behaviours 114-127: presentation modes and assembly, end to end with a running program."""
+"""Guarantees 114-127 (docs/guarantees.md): presentation modes and assembly, end to end with a running program."""
 
 from __future__ import annotations
 

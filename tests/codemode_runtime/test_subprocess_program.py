@@ -216,7 +216,7 @@ def test_output_over_the_cap_is_output_limit(start: str) -> None:
     assert go("return 'x' * 100", start, max_output_bytes=50) == CodeRunFailure(
         "output-limit", "outer output exceeded 50 bytes"
     )
-    # CONTRACT.md's example: the logs count towards the cap and are still reported.
+    # docs/texts.md's example: the logs count towards the cap and are still reported.
     assert go("print('captured before failure')", start, max_output_bytes=8) == CodeRunFailure(
         "output-limit", "outer output exceeded 8 bytes", ("captured before failure",)
     )

@@ -1,4 +1,4 @@
-"""render_json_pretty (CONTRACT.md section 3.2) and dump_canonical_json, active twin."""
+"""render_json_pretty (docs/texts.md, "run_code output") and dump_canonical_json, active twin."""
 
 from __future__ import annotations
 
@@ -285,7 +285,7 @@ def test_canonical_writer_checks_every_key_before_sorting() -> None:
 
 
 def _reference_render(value: Any, depth: int = 0) -> str:
-    """A recursive reading of CONTRACT.md section 3.2 (small inputs only)."""
+    """A recursive reading of docs/texts.md's pretty JSON rules (small inputs only)."""
     compact = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
     if not isinstance(value, (dict, list, tuple)) or not value or (depth + 1) * 2 > 10:
         return compact

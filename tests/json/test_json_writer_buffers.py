@@ -33,7 +33,7 @@ def _expected_compact(value: Any, sort_keys: bool = True) -> str:
 
 
 def _expected_pretty(value: Any, depth: int = 0) -> str:
-    """CONTRACT.md section 3.2 read recursively (2 spaces, compact from depth 5)."""
+    """docs/texts.md's pretty JSON read recursively (2 spaces, compact from depth 5)."""
     if not isinstance(value, (dict, list)) or not value or (depth + 1) * 2 > 10:
         return _expected_compact(value, sort_keys=False)
     pad = "  " * (depth + 1)

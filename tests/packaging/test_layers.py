@@ -1,4 +1,4 @@
-"""Layering (DESIGN.md "Layers"): a lower layer never imports a higher one."""
+"""Layering (docs/index.md, the layer map): a lower layer never imports a higher one."""
 
 from __future__ import annotations
 

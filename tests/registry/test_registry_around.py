@@ -1,4 +1,4 @@
-"""CONTRACT.md behaviours 41-48: around-dispatch wrappers (``wrap_execute``)."""
+"""Guarantees 41-48 (docs/guarantees.md): around-dispatch wrappers (``wrap_execute``)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""CONTRACT.md behaviours 67-77 and asyncio cancellation of the awaiting task."""
+"""Guarantees 67-77 (docs/guarantees.md) and asyncio cancellation of the awaiting task."""
 
 from __future__ import annotations
 

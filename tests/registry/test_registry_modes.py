@@ -1,4 +1,4 @@
-"""CONTRACT.md behaviours 101, 112-113, plus presentation, catalog and native assembly."""
+"""Guarantees 101, 112-113 (docs/guarantees.md), plus presentation, catalog and native assembly."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""CONTRACT.md behaviours 57-66: output contract, ``finalize_content``, ``on_result``."""
+"""Guarantees 57-66 (docs/guarantees.md): output contract, ``finalize_content``, ``on_result``."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""CONTRACT.md behaviours 24-40: pipeline order, decisions, approval, guards, tokens, arguments."""
+"""Guarantees 24-40 (docs/guarantees.md): pipeline order, decisions, approval, guards, tokens, arguments."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""CONTRACT.md behaviours 49-56: post-execute decisions and additional contexts."""
+"""Guarantees 49-56 (docs/guarantees.md): post-execute decisions and additional contexts."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""CONTRACT.md behaviours 1-13: registration and schema projection."""
+"""Guarantees 1-13 (docs/guarantees.md): registration and schema projection."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""CONTRACT.md behaviours 14-23: scopes, shadowing, restrictions, scoped listeners."""
+"""Guarantees 14-23 (docs/guarantees.md): scopes, shadowing, restrictions, scoped listeners."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Cancelling the task that awaits execute(): the body is shielded, aborted and awaited (DESIGN.md).
+"""Cancelling the task that awaits execute(): the body is shielded, aborted and awaited (docs/guarantees.md, 74 and after 77).
 
 The registry steps a tool body itself (dsh_codegen.registry.pipeline's
 trampoline): a cancellation of the awaiting task never reaches the body, it

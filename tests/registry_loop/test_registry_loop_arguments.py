@@ -1,4 +1,4 @@
-"""parse_call_arguments (CONTRACT.md 156) agrees with json.loads everywhere: a reference model check.
+"""parse_call_arguments (guarantee 156) agrees with json.loads everywhere: a reference model check.
 
 Lossless texts come back frozen (FrozenJsonObject/FrozenJsonArray, equal to
 json.loads's value); nesting of any depth parses.

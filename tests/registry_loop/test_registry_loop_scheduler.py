@@ -1,6 +1,6 @@
 """execute_tool_calls against a stand-in registry: scheduling, ordering, abort, failures.
 
-Behaviours 153-156 of CONTRACT.md (names say which).
+Guarantees 153-156 of docs/guarantees.md (names say which).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The authoring DSL (CONTRACT.md items 85-91) and its static typing under mypy --strict."""
+"""The authoring DSL (guarantees 85-91, docs/guarantees.md) and its static typing under mypy --strict."""
 
 from __future__ import annotations
 

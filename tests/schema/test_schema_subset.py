@@ -1,6 +1,6 @@
-"""The tool-schema dialect check: what is still rejected (CONTRACT.md items 102-110 as DESIGN.md widens them).
+"""The tool-schema dialect check: what is still rejected (guarantees 102-110, docs/guarantees.md).
 
-DESIGN.md "The tool-schema dialect" supersedes the seed's narrower subset: the
+The tool-schema dialect (docs/schema.md) supersedes the seed's narrower subset: the
 old rows about type arrays, anyOf, pattern, $ref, keywords without type and
 required names on open objects now apply only to what the dialect still rejects.
 """

@@ -1,4 +1,4 @@
-"""Validation semantics and messages (CONTRACT.md items 92-98, 111) through the selected twin."""
+"""Validation semantics and messages (guarantees 92-98 and 111, docs/guarantees.md) through the selected twin."""
 
 from __future__ import annotations
 

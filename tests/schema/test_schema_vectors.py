@@ -2,7 +2,7 @@
 
 ``vectors/*.json`` hold 2020-12 semantics and are checked against
 ``jsonschema.Draft202012Validator`` as the oracle as well as our validator.
-``vectors/dialect/*.json`` pin where DESIGN.md decides differently from Python
+``vectors/dialect/*.json`` pin where docs/schema.md decides differently from Python
 ``jsonschema`` (decimal ``multipleOf``, ECMA-262 ``pattern`` meaning) or opts in
 (``formats.json`` runs with ``formats=True``); there our vectors are the spec.
 Every invalid case must also produce at least one violation, rooted at ``value``.
