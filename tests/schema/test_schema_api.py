@@ -16,6 +16,8 @@ PUBLIC = {
     "CompiledValidator",
     "JsonSchema",
     "JsonSchemaError",
+    "JsonSchemaNode",
+    "JsonSchemaObject",
     "JsonValue",
     "ParameterSchemaSpec",
     "PropertySchemaSpec",
