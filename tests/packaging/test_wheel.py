@@ -86,7 +86,7 @@ def test_the_sdist_holds_the_build_inputs(artefacts: dict[str, Path]) -> None:
     assert {"dsh_codegen/_compile_c.pxd", "dsh_codegen/_schema_c.pxd"} <= pxd <= names, sorted(names)
     assert {"setup.py", "pyproject.toml", "README.md", "dsh_codegen/py.typed", "dsh_codegen/__init__.py"} <= names
     # The licence, the changelog and the documentation's sources travel with the source.
-    assert {"LICENSE", "CHANGELOG.md", "docs/index.md"} <= names, sorted(names)
+    assert {"LICENSE", "CHANGELOG.md", "docs/index.md", "mkdocs.yml", "examples/agent_loop.py"} <= names, sorted(names)
     assert {f"docs/{path.name}" for path in (ROOT / "docs").glob("*.md")} <= names
     assert any(name.startswith("templates/") and name.endswith(".jinja") for name in names)
     # Build inputs only: no generated C, no binaries, no test suite.
