@@ -29,7 +29,7 @@ from dsh_codegen.codemode._monty_program import (
     MontySource,
     monty_source,
 )
-from dsh_codegen.codemode._preflight import preflight_findings, preflight_message
+from dsh_codegen.codemode._preflight import preflight_check
 from dsh_codegen.codemode._subprocess import _finish  # the one "clean-up to its end" helper of the layer
 from dsh_codegen.codemode._texts import LogSink, completion_error_text, program_error_text
 from dsh_codegen.json import JsonBudgetError, LosslessJsonError, dump_canonical_json, snapshot_json
@@ -69,8 +69,10 @@ class MontyRuntime:
     Budgets: ``wall_timeout_s`` (host clock and Monty's feed limit,
     ``timeout``), ``memory_bytes`` (Monty's heap limit; the program sees
     ``MemoryError``), ``max_output_bytes`` and ``max_log_bytes`` as on
-    :class:`PythonSubprocessRuntime`, and the same opt-in ``preflight``. The
-    pool starts on the first run and stops with :meth:`aclose`.
+    :class:`PythonSubprocessRuntime`, and the same ``preflight`` (on by
+    default: the program is read against the SDK before anything runs; see
+    ``docs/codemode-runtimes.md`` for why this checker and not Monty's type
+    check). The pool starts on the first run and stops with :meth:`aclose`.
 
     Raised errors: ``ImportError`` naming the extra and its install command
     (``pip install 'dsh_codegen[monty]'``) when ``pydantic-monty`` is not
@@ -97,7 +99,7 @@ class MontyRuntime:
         memory_bytes: int | None = 512 << 20,
         max_output_bytes: int = 64 << 20,
         max_log_bytes: int = 1 << 20,
-        preflight: bool = False,
+        preflight: bool = True,
     ) -> None:
         # Fail at construction, naming the extra, when it is missing.
         require_extra("pydantic_monty", "monty", "MontyRuntime")
@@ -165,9 +167,9 @@ class MontyRuntime:
         if request.signal.aborted:
             return CodeRunFailure("abort", "the run was aborted before it started")
         if self.preflight:
-            findings = preflight_findings(request.code, request.tool_names, request.catalog)
-            if findings:
-                return CodeRunFailure("exception", preflight_message(findings))
+            failure = preflight_check(request)
+            if failure is not None:
+                return failure
         logs = _Logs(self.max_log_bytes)
         try:
             source = monty_source(request.code, request.tool_names)

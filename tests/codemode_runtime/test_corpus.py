@@ -24,12 +24,13 @@ from dsh_codegen.registry import AbortController, ToolExecutionInput  # noqa: E4
 
 pytestmark = pytest.mark.once
 
-#: The runs themselves are compared, so both without the pre-flight check (on by default for the subprocess
-#: runtime, opt-in on Monty; its texts are pinned in test_preflight.py and test_model_view.py).
+#: The runs themselves are compared, so both without the pre-flight check (on by default on both; it reads
+#: the same on both too: ``test_the_pre_flight_reads_the_same_on_both``).
 RUNTIMES: dict[str, Callable[..., Any]] = {
     "subprocess": lambda **options: PythonSubprocessRuntime(preflight=False, **options),
-    "monty": MontyRuntime,
+    "monty": lambda **options: MontyRuntime(preflight=False, **options),
 }
+DEFAULTS: dict[str, Callable[..., Any]] = {"subprocess": PythonSubprocessRuntime, "monty": MontyRuntime}
 FAILED = "Error: code run failed "
 STARTED = "\nTool calls the program started (their effects stay):\n"
 LOG_CAP = "[output truncated: the program printed more than 1048576 bytes]"
@@ -121,10 +122,13 @@ EXPECTED: dict[str, str | tuple[dict[str, str], str]] = {
 NOTES = {"forgotten-await-fire-and-forget": ["a", "b"], "endless-loop-after-a-call": ["start"]}
 
 
-async def _run_all(kind: str) -> dict[str, tuple[str, list[str]]]:
+async def _run_all(make: Callable[..., Any], only: tuple[str, ...] | None = None) -> dict[str, tuple[str, list[str]]]:
     seen: dict[str, tuple[str, list[str]]] = {}
     for programs, options in ((PROGRAMS, {}), (ENDLESS, {"wall_timeout_s": SHORT_WALL_S})):
-        async with RUNTIMES[kind](**options) as runtime:
+        programs = [(name, code) for name, code in programs if only is None or name in only]
+        if not programs:
+            continue
+        async with make(**options) as runtime:
             for name, code in programs:
                 world = World()
                 registry = corpus_registry(runtime, world)
@@ -140,7 +144,7 @@ async def _run_all(kind: str) -> dict[str, tuple[str, list[str]]]:
 def corpus() -> dict[str, dict[str, tuple[str, list[str]]]]:
     # Every program once per runtime, each runtime closed before the first test reads the results
     # (the runtime tests' leak check then sees no process of theirs).
-    return {kind: asyncio.run(_run_all(kind)) for kind in RUNTIMES}
+    return {kind: asyncio.run(_run_all(make)) for kind, make in RUNTIMES.items()}
 
 
 @pytest.fixture(scope="module")
@@ -172,3 +176,16 @@ def test_the_runtimes_differ_only_where_the_sdk_text_says_so(name: str, monty_sd
     texts, announced = expected
     assert texts["subprocess"] != texts["monty"]
     assert announced in monty_sdk_text
+
+
+#: The programs the pre-flight check turns back before anything runs (with the runtimes' defaults).
+REFUSED = ("keyword-arguments", "wrong-key-name", "wrong-value-type", "unknown-tool", "except-exception")
+
+
+def test_the_pre_flight_reads_the_same_on_both() -> None:
+    # Both runtimes run the same checker by default: the same findings, in the same words, and no tool ran.
+    seen = {kind: asyncio.run(_run_all(make, REFUSED)) for kind, make in DEFAULTS.items()}
+    assert seen["subprocess"] == seen["monty"]
+    for name in REFUSED:
+        text, notes = seen["monty"][name]
+        assert text.startswith(FAILED + "(exception): pre-flight check against the SDK failed, nothing ran") and notes == []
