@@ -148,7 +148,9 @@ return {"total": total, "hello": hello, "picture": picture}
 """
 
     async def main() -> None:
-        registry = ToolRegistry(mode="code", code_runtime=PythonSubprocessRuntime())
+        # The program makes an invalid call on purpose (and catches it): no pre-flight check, which would
+        # reject the literal "x" before the run.
+        registry = ToolRegistry(mode="code", code_runtime=PythonSubprocessRuntime(preflight=False))
         async with mcp_session(SDK_SERVER, tmp_path) as session:
             imported = await import_mcp_tools(registry, session, on_unsupported="skip")
             assert {"add", "greet", "fail", "picture", "slow"} <= set(imported.names)
