@@ -35,7 +35,12 @@ _RENDERERS: Final[dict[str, Callable[..., str]]] = {
 
 @dataclass(frozen=True, slots=True)
 class PromptSection:
-    """One named prompt section; lower ``order`` renders first."""
+    """One named prompt section; lower ``order`` renders first.
+
+    ``id`` names it (``tools:sdk`` at order 150, ``tools:code-only`` at 99);
+    ``text`` is what goes into the system prompt. ``registry.assemble()``
+    returns them in :class:`PromptAssembly`'s ``sections``.
+    """
 
     id: str
     order: int

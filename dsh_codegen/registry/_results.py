@@ -64,7 +64,14 @@ UNSET: Final = Unset.UNSET
 
 @dataclass(frozen=True, slots=True)
 class ToolErrorInfo:
-    """The internal ``{name, code}`` of a coded (``HarnessError``-like) failure."""
+    """The ``{name, code}`` of a coded (``HarnessError``-like) failure: ``result.error.info``.
+
+    ``code`` is the machine-readable kind (``UNKNOWN_TOOL``, ``INVALID_ARGS``,
+    ``INVALID_TOOL_OUTPUT``, ``ABORTED``, ``ABORTED_BEFORE_DISPATCH``,
+    ``TOOL_TIMEOUT``, ``CODE_RUN_FAILED``, or your exception's own ``code``);
+    ``name`` the exception's name (``ToolNotFoundError``, ...). The codes and
+    their messages are listed in docs/texts.md.
+    """
 
     name: str
     code: str
@@ -76,7 +83,11 @@ class ToolErrorInfo:
 
 @dataclass(frozen=True, slots=True)
 class ToolError:
-    """A failure's error: the message, and ``info`` only for coded errors."""
+    """A failure's error: the ``message``, and ``info`` only for coded errors (else ``None``).
+
+    Read a failure's code as ``result.error.info.code`` once ``result.is_error``
+    and ``result.error.info is not None``.
+    """
 
     message: str
     info: ToolErrorInfo | None = None
@@ -134,7 +145,12 @@ class ToolSuccess:
 
 @dataclass(frozen=True, init=False)
 class ToolFailure:
-    """A failed outcome: never has a ``value``; ``content`` is what the model sees."""
+    """A failed outcome: never has a ``value``; ``content`` is what the model sees.
+
+    ``error`` is a :class:`ToolError` (``error.message``; ``error.info.code`` for
+    coded failures); ``content`` is usually one text block ``Error: <message>``
+    (docs/texts.md, "Error content").
+    """
 
     error: ToolError
     content: Sequence[ContentBlock]
@@ -167,14 +183,22 @@ ToolExecutionResult: TypeAlias = ToolSuccess | ToolFailure
 
 @dataclass(frozen=True, slots=True)
 class Allow:
-    """Pre-execute decision: let the call proceed (the waterfall's default)."""
+    """Pre-execute decision: let the call proceed (the waterfall's default).
+
+    An ``on_pre_execute`` listener ``fn(execution, next)`` returns ``Allow()`` to
+    decide alone, or ``await next()`` to defer to the listeners after it.
+    """
 
     kind: ClassVar[Literal["allow"]] = "allow"
 
 
 @dataclass(frozen=True, slots=True)
 class Deny:
-    """Pre-execute decision: fail the call with ``Error: <reason>``."""
+    """Pre-execute decision: fail the call with ``Error: <reason>``; the body does not run.
+
+    ``return Deny("the repository is read-only")`` from an ``on_pre_execute``
+    listener. Post-execute still runs (guarantee 25).
+    """
 
     reason: str
     kind: ClassVar[Literal["deny"]] = "deny"
@@ -182,7 +206,12 @@ class Deny:
 
 @dataclass(frozen=True, slots=True)
 class Ask:
-    """Pre-execute decision: ask the approval service (denied when there is none)."""
+    """Pre-execute decision: ask the approval service (denied when there is none).
+
+    ``Ask("this deletes files")``: the registry's ``ApprovalService`` is asked
+    with the reason; without a service, or for a call with no agent, the call
+    is denied with the texts of docs/texts.md.
+    """
 
     reason: str | None = None
     kind: ClassVar[Literal["ask"]] = "ask"
@@ -192,7 +221,11 @@ class Ask:
 class Accept:
     """Post-execute decision: keep the result, optionally replacing ``content`` XOR ``value``.
 
-    ``additional_contexts`` are appended after the tool-deferred and wrapper contexts.
+    ``Accept()`` keeps it as it is; ``Accept(content=[...])`` replaces what the
+    model reads; ``Accept(value=...)`` replaces the value (validated and rendered
+    again). ``additional_contexts`` are appended after the tool-deferred and
+    wrapper contexts. Returned by an ``on_post_execute`` listener
+    ``fn(execution, result, next)``.
     """
 
     content: Sequence[ContentBlock] | Unset = UNSET
@@ -205,7 +238,9 @@ class Accept:
 class Block:
     """Post-execute decision: turn the result into a valueless failure whose content is ``feedback``.
 
-    Tool-deferred contexts are dropped; only this decision's contexts remain.
+    ``Block([{"type": "text", "text": "that output is private"}])``: the model
+    reads the feedback blocks as given (no ``Error:`` prefix). Tool-deferred
+    contexts are dropped; only this decision's contexts remain.
     """
 
     feedback: Sequence[ContentBlock]
