@@ -470,7 +470,8 @@ class SubCallPool:
             return False
         if not parallel:
             definition = registry.get(call.name, self.agent)
-            if definition is not None and definition.is_concurrency_safe is None:
+            safe = definition.is_concurrency_safe if definition is not None else True
+            if safe is None or safe is False:
                 self._unclassified.add(call.name)
         return parallel
 

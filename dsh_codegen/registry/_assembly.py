@@ -55,7 +55,7 @@ class PromptAssembly:
     sections: tuple[PromptSection, ...] = ()
 
 
-def sdk_renderer(registry: ToolRegistry, mode: str) -> Callable[[list[ToolSchemaEntry]], str]:
+def sdk_renderer(registry: ToolRegistry, mode: str) -> Callable[..., str]:
     """The SDK renderer for the registry's runtime, checked before anything else is assembled.
 
     The text it renders carries the runtime's own ``sdk_notes`` (what its
@@ -78,7 +78,53 @@ def sdk_renderer(registry: ToolRegistry, mode: str) -> Callable[[list[ToolSchema
             f" (known: {KNOWN_LANGUAGES_TEXT})"
         )
     notes = runtime_sdk_notes(runtime)
-    return lambda catalog: renderer(catalog, notes=notes)
+    return lambda catalog, extra=(): renderer(catalog, notes=notes + extra)
+
+
+#: How many tool names the concurrency note lists in each group before it counts the rest.
+_NOTE_NAMES: Final = 20
+
+
+def _names(names: list[str]) -> str:
+    shown = ", ".join(f"`{name}`" for name in names[:_NOTE_NAMES])
+    return shown + (f" and {len(names) - _NOTE_NAMES} more" if len(names) > _NOTE_NAMES else "")
+
+
+def _run(names: list[str]) -> str:
+    return "runs" if len(names) == 1 else "run"
+
+
+def concurrency_note(tools: Sequence[CompiledTool], max_parallel: int) -> str:
+    """The SDK bullet saying which of these tools' calls overlap under ``asyncio.gather`` and which run alone.
+
+    From each tool's ``is_concurrency_safe``: ``True`` overlaps, a callable
+    overlaps for the arguments it approves, anything else runs alone (the
+    fail-closed default): so a model does not expect speed from gathering
+    tools that run one at a time.
+    """
+    concurrent: list[str] = []
+    sometimes: list[str] = []
+    alone: list[str] = []
+    for tool in tools:
+        if tool.name == RUN_CODE_NAME:
+            continue
+        safe = tool.definition.is_concurrency_safe
+        (concurrent if safe is True else alone if safe is None or safe is False else sometimes).append(tool.name)
+    at_most = f" (at most {max_parallel} at a time)"
+    if not concurrent and not sometimes:
+        return ("Every tool here runs alone: calls gathered with `asyncio.gather` still run one after another,"
+                " in submission order, so gather them for convenience, not speed.")
+    if not alone and not sometimes:
+        return f"Every tool here runs concurrently with the others under `asyncio.gather`{at_most}."
+    parts = []
+    if concurrent:
+        parts.append(f"{_names(concurrent)} {_run(concurrent)} concurrently under `asyncio.gather`{at_most}")
+    if sometimes:
+        parts.append(f"{_names(sometimes)} {_run(sometimes)} concurrently for some arguments and alone for others")
+    if alone:
+        parts.append(f"{_names(alone)} {_run(alone)} alone: a gathered call to one waits until the calls before it"
+                     " have finished, and the calls after it wait for it")
+    return "Concurrency here: " + "; ".join(parts) + "."
 
 
 def assemble_for(
@@ -101,9 +147,10 @@ def assemble_for(
     else:
         renderer = sdk_renderer(registry, mode)
         catalog = registry.catalog(chain[0] if chain else None)
+        overlap = concurrency_note(tools, registry.max_parallel_sub_calls)
         sections = (
             PromptSection("tools:code-only", 99, CODE_ONLY_RULE if mode == "code" else ""),
-            PromptSection("tools:sdk", 150, renderer(catalog)),
+            PromptSection("tools:sdk", 150, renderer(catalog, (overlap,))),
         )
         wire = [t for t in tools if t.name == RUN_CODE_NAME] if mode == "code" else tools
     schemas = [_schema_of(tool) for tool in wire]

@@ -50,7 +50,9 @@ Render = Callable[[Any, Any], Sequence[ContentBlock]]
 PresentationMeta = Callable[[Any, Any], JsonValue]
 Execute = Callable[[Any, "ToolRunContext"], Awaitable[Any]]
 FinalizeContent = Callable[["ToolExecution", ToolExecutionResult], Sequence[ContentBlock] | None]
-ConcurrencyClassifier = Callable[[Any], object]
+#: ``is_concurrency_safe``: ``True`` (every call may overlap others), ``False`` (none may: the
+#: default, like ``None``), or ``fn(args)`` deciding per call (only an exact ``True`` overlaps).
+ConcurrencyClassifier = Callable[[Any], object] | bool
 PresentCall = Callable[[Any], "ToolCallView | None"]
 PresentResult = Callable[[Any, ToolExecutionResult], "ToolResultView | None"]
 
@@ -270,7 +272,8 @@ def check_callbacks(owner: str, definition: ToolDefinition) -> None:
     _require_sync(owner, "output.render", output.render)
     _require_sync(owner, "output.presentation_meta", output.presentation_meta)
     _require_sync(owner, "finalize_content", definition.finalize_content)
-    _require_sync(owner, "is_concurrency_safe", definition.is_concurrency_safe)
+    if type(definition.is_concurrency_safe) is not bool:  # a constant needs no call
+        _require_sync(owner, "is_concurrency_safe", definition.is_concurrency_safe)
     _require_sync(owner, "present_call", definition.present_call)
     _require_sync(owner, "present_result", definition.present_result)
 

@@ -962,11 +962,12 @@ class ToolRegistry(_Surface):
         return run_pipeline(self, input, gate)
 
     def execution_mode(self, input: ToolExecutionInput) -> Literal["parallel", "exclusive"]:
-        """``"parallel"`` only when the visible tool's ``is_concurrency_safe(args)`` returns exactly ``True``.
+        """``"parallel"`` only when the visible tool's ``is_concurrency_safe`` is ``True``, or a
+        classifier whose ``is_concurrency_safe(args)`` returns exactly ``True``.
 
-        Unknown, hidden, code-collapsed or unclassified tools, invalid
-        ``define_tool`` arguments and raising classifiers give ``"exclusive"``.
-        Raw definitions get the arguments as given.
+        Unknown, hidden, code-collapsed or unclassified tools (``None``,
+        ``False``), invalid ``define_tool`` arguments and raising classifiers
+        give ``"exclusive"``. Raw definitions get the arguments as given.
         """
         name = input.name
         arguments = input.arguments
@@ -979,11 +980,13 @@ class ToolRegistry(_Surface):
         if name != RUN_CODE_NAME and parent is None and self.presentation(chain) == "code":
             return "exclusive"
         classify = compiled.definition.is_concurrency_safe
-        if classify is None:
+        if classify is None or classify is False:
             return "exclusive"
         args = soft_arguments(compiled.definition, arguments)
         if args is MALFORMED:
             return "exclusive"
+        if classify is True:
+            return "parallel"
         try:
             verdict = classify(args)
         except Exception:

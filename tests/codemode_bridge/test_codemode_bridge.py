@@ -31,6 +31,7 @@ from dsh_codegen.registry import (
     Deny,
     ToolFailure,
     ToolOutput,
+    ToolExecutionInput,
     ToolRegistry,
     ToolSuccess,
     define_tool,
@@ -1197,3 +1198,21 @@ async def test_the_request_carries_the_scopes_catalog_read_once_per_registry_ver
     registry.register(text_tool("later"))
     await run_code(registry, "p")
     assert [entry.name for entry in runtime.requests[-1].catalog] == ["echo", "hidden", "later"]
+
+
+@pytest.mark.parametrize(("constant", "peak"), [(True, 3), (False, 1)])
+@async_test
+async def test_is_concurrency_safe_may_be_a_constant(constant: bool, peak: int) -> None:
+    gauge = Gauge()
+    tool = gauge.tool("s", safe=None)
+    registry, runtime, _ = code_registry(text_tool("s", tool.execute, is_concurrency_safe=constant))
+    native = ToolRegistry()
+    native.register(text_tool("s", tool.execute, is_concurrency_safe=constant))
+    assert native.execution_mode(ToolExecutionInput("c", "s", {}, AbortController().signal)) == (
+        "parallel" if constant else "exclusive")
+
+    async def gathered(tools: Any, print: Any) -> Any:
+        return await asyncio.gather(*(tools.s({"text": str(i)}) for i in range(3)))
+
+    assert text(await run_code(registry, program(runtime, gathered))) == '[\n  "s",\n  "s",\n  "s"\n]'
+    assert gauge.peak == peak

@@ -263,3 +263,27 @@ async def test_b127_max_parallel_sub_calls_default_and_validation() -> None:
     runtime.add("p", program)
     result = await run_code(registry, "p")
     assert not result.is_error and active[1] == 1
+
+
+def test_the_sdk_text_says_which_tools_run_concurrently_and_which_alone() -> None:
+    def note(*tools: Any, **config: Any) -> str:
+        registry, _, _ = code_registry(*tools, **config)
+        (line,) = [line for line in section(registry.assemble(), "tools:sdk").splitlines()
+                   if "asyncio.gather" in line and "MAY overlap" not in line]
+        return line
+
+    assert note(text_tool("read", is_concurrency_safe=True), text_tool("grep", safe=True),
+                text_tool("fetch", is_concurrency_safe=lambda args: args.get("text") == "cached"),
+                text_tool("write"), max_parallel_sub_calls=4) == (
+        "- Concurrency here: `read` runs concurrently under `asyncio.gather` (at most 4 at a time);"
+        " `grep`, `fetch` run concurrently for some arguments and alone for others;"
+        " `write` runs alone: a gathered call to one waits until the calls before it have finished,"
+        " and the calls after it wait for it."
+    )
+    assert note(text_tool("a"), text_tool("b", is_concurrency_safe=False)) == (
+        "- Every tool here runs alone: calls gathered with `asyncio.gather` still run one after another,"
+        " in submission order, so gather them for convenience, not speed."
+    )
+    assert note(text_tool("a", is_concurrency_safe=True)) == (
+        "- Every tool here runs concurrently with the others under `asyncio.gather` (at most 10 at a time)."
+    )
