@@ -189,3 +189,19 @@ def test_the_pre_flight_reads_the_same_on_both() -> None:
     for name in REFUSED:
         text, notes = seen["monty"][name]
         assert text.startswith(FAILED + "(exception): pre-flight check against the SDK failed, nothing ran") and notes == []
+
+
+@pytest.mark.parametrize("kind", list(RUNTIMES))
+def test_output_is_counted_the_same_way(kind: str) -> None:
+    # The logs array and the result, serialized, against max_output_bytes: '["aaaaaaaaaa"]' (14 bytes) and
+    # '"bbbbbbbbbb"' (12 bytes) fit in 26 and not in 25, on either runtime.
+    from _runtime_helpers import FakeTools, request
+
+    async def main(cap: int) -> Any:
+        async with RUNTIMES[kind](max_output_bytes=cap) as runtime:
+            return await runtime.run(request("print('a' * 10)\nreturn 'b' * 10", FakeTools()))
+
+    from dsh_codegen.registry._code_runtime import CodeRunFailure, CodeRunSuccess
+
+    assert asyncio.run(main(26)) == CodeRunSuccess(("a" * 10,), "b" * 10)
+    assert asyncio.run(main(25)) == CodeRunFailure("output-limit", "outer output exceeded 25 bytes", ("a" * 10,))
