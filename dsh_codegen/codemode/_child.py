@@ -384,6 +384,17 @@ class _Channel:
         self.log_room -= size
         self.send('{"t":"log","text":%s}' % _ENCODE_STR(text))
 
+    async def drain(self) -> None:
+        """Wait until every call made has its answer (a call whose future the program cancelled is not waited for)."""
+        while True:
+            waiting = [future for _, future in self.pending.values() if not future.done()]
+            if not waiting:
+                return
+            await asyncio.wait(waiting)
+            for future in waiting:  # nobody awaits them: their failures are not "never retrieved"
+                if not future.cancelled():
+                    future.exception()
+
     def read_answers(self) -> None:
         """Read what the host sent (one read: call it when fd 3 is readable, or to wait for an answer)."""
         chunk = os.read(_FD_IN, _READ_SIZE)
@@ -657,6 +668,9 @@ def run_program(workdir: str | None) -> None:
             value = None
         else:
             _complete(_error_frame(error))
+    # A call the program made and never awaited still runs to its end: the run completes once every
+    # binding call it made has settled (within the run's budgets), not while one is still queued.
+    loop.run_until_complete(channel.drain())
     if value is None:
         _complete('{"t":"done"}')
     try:

@@ -6,6 +6,7 @@ pipeline: what a failure says happened, and how much of a flood of output reache
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -135,3 +136,29 @@ def test_pre_flight_is_on_and_sees_the_registry_catalog_nothing_runs() -> None:
         '- line 3: tools.read_file(...) returns no key "body" (its keys: text, lines)'
     )
     assert fixed == "hello" and calls == [{"path": "a.txt", "limit": 5}]
+
+
+def test_calls_the_program_never_awaits_still_run_to_their_end() -> None:
+    # Issue 34: a fire-and-forget call runs and is drained before the run settles. Exclusive calls queue
+    # behind each other; the run completes only once each has finished (none aborted, none abandoned).
+    saved: list[str] = []
+
+    async def save(args: Any, run: Any) -> Any:
+        await asyncio.sleep(0.02)
+        saved.append(args["path"])
+        return "saved"
+
+    async def main() -> tuple[str, list[str]]:
+        async with PythonSubprocessRuntime(start="fork-server", wall_timeout_s=5) as runtime:
+            registry = ToolRegistry(mode="code", code_runtime=runtime)
+            registry.register(define_tool(
+                name="save", description="Save.", parameters={"path": {"type": "string", "required": True}},
+                output=ToolOutput(schema={"type": "string"}, render=lambda a, v: [{"type": "text", "text": v}]),
+                execute=save))
+            code = "for i in range(12):\n    tools.save({'path': f'n{i}'})\nreturn 'queued'"
+            result = await registry.execute(ToolExecutionInput(
+                "c", RUN_CODE_NAME, {"code": code, "description": "d"}, AbortController().signal))
+            return result.content[0]["text"], list(saved)
+
+    text, done = run_sync(main)
+    assert text == "queued" and done == [f"n{i}" for i in range(12)]
