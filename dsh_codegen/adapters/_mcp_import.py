@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import json
 import logging
-import re
 import weakref
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -18,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from dsh_codegen._extras import require_extra
 from dsh_codegen.adapters._formats import ToolNote, from_mcp_tools, mcp_value_schema
+from dsh_codegen.adapters._mcp_wire import lone_surrogate
 from dsh_codegen.adapters._schema_tools import render_value_as_text, tool_from_schema
 from dsh_codegen.registry import (
     AbortSignal,
@@ -49,7 +48,6 @@ MCP_REQUEST_NOT_SENT = "MCP_REQUEST_NOT_SENT"
 MAX_INPUT_ROUNDS = 10
 
 _log = logging.getLogger("dsh_codegen")
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class McpToolError(HarnessError):
@@ -169,19 +167,12 @@ _IN_FLIGHT: weakref.WeakKeyDictionary[ClientSession, list[ToolRunContext]] = wea
 
 
 def _refuse_unsendable(remote: str, args: Any) -> None:
-    """Refuse arguments the transport cannot encode, before a request exists.
-
-    The SDK's stdio writer encodes each message as UTF-8 in a task of the
-    transport: a lone surrogate there fails that task and closes the whole
-    session (an ``ExceptionGroup`` out of ``stdio_client``), so it is caught
-    here, per call.
-    """
-    text = json.dumps(args, ensure_ascii=False)
-    match = _LONE_SURROGATE.search(text)
-    if match is not None:
+    """Refuse arguments the transport cannot encode, before a request exists (see ``_mcp_wire``)."""
+    point = lone_surrogate(args)
+    if point is not None:
         raise McpToolError(
             f'MCP request for tool "{remote}" not sent: its arguments hold a lone surrogate '
-            f"(U+{ord(match.group()):04X}), which UTF-8, the transport's encoding, cannot carry",
+            f"({point}), which UTF-8, the transport's encoding, cannot carry",
             MCP_REQUEST_NOT_SENT,
         )
 
@@ -334,9 +325,16 @@ def _elicit_result(answer: Mapping[str, Any]) -> ElicitResult:
     from pydantic import ValidationError
 
     try:
-        return ElicitResult.model_validate(dict(answer))
+        result = ElicitResult.model_validate(dict(answer))
     except (ValidationError, TypeError, ValueError) as error:
         raise McpToolError(f"the elicitation handler's answer is not an MCP ElicitResult: {error}", MCP_TOOL_ERROR) from None
+    point = lone_surrogate(result.content)
+    if point is not None:
+        raise McpToolError(
+            f"the elicitation handler's answer holds a lone surrogate ({point}), which UTF-8 cannot carry",
+            MCP_REQUEST_NOT_SENT,
+        )
+    return result
 
 
 def _approval_answerer(registry_or_scope: ToolRegistry | ToolScope) -> McpElicitationHandler:

@@ -248,3 +248,50 @@ def test_on_2026_07_28_logs_are_sent_to_requests_that_opt_in() -> None:
         assert received == [("info", {"step": "started"}), ("error", "something odd")]
 
     run(main())
+
+
+
+BROKEN_TEXT_SERVER = """
+import asyncio
+from dsh_codegen import ToolOutput, ToolRegistry, define_tool
+from dsh_codegen.adapters import serve_mcp
+
+registry = ToolRegistry()
+out = ToolOutput(schema={"type": "string"}, render=lambda args, value: [{"type": "text", "text": value}])
+
+async def broken(args, run):
+    return "a" + chr(0xD800) + "b"  # a string UTF-8 cannot carry (a body slicing text badly)
+
+async def fine(args, run):
+    return "fine"
+
+registry.register(define_tool(name="broken", description="Bad text.", parameters={}, output=out, execute=broken))
+registry.register(define_tool(name="fine", description="Good text.", parameters={}, output=out, execute=fine))
+asyncio.run(serve_mcp(registry, "stdio"))
+"""
+
+
+def test_a_lone_surrogate_in_a_served_result_fails_that_call_only(tmp_path: Any) -> None:
+    # Over real stdio: the SDK's writer cannot encode the result, the client would never get an answer.
+    import sys
+
+    from _adapters_helpers import command_session
+
+    script = tmp_path / "broken_text_server.py"
+    script.write_text(BROKEN_TEXT_SERVER, encoding="utf-8")
+
+    async def main() -> None:
+        import os
+
+        env = {"PYTHONPATH": os.pathsep.join(sys.path)}
+        async with command_session([sys.executable, str(script)], env) as session:
+            async with asyncio.timeout(20):
+                broken = await session.call_tool("broken", {})
+                fine = await session.call_tool("fine", {})
+        assert broken.is_error and broken.content[0].text == (
+            'Error: the result of tool "broken" holds a lone surrogate (U+D800), '
+            "which UTF-8, the transport's encoding, cannot carry"
+        )
+        assert not fine.is_error and fine.structured_content == {"result": "fine"}
+
+    run(main())
