@@ -79,11 +79,13 @@ class McpToolServer:
         *,
         scope: ToolScope | Hashable | None = None,
         name: str = "dsh_codegen",
-        version: str = "",
+        version: str | None = None,
         instructions: str | None = None,
     ) -> None:
         require_extra("mcp.server.lowlevel", "mcp", "McpToolServer")
         from mcp.server.lowlevel import Server
+
+        from dsh_codegen._version import __version__
 
         self.registry = registry
         self.agent: Hashable | None = scope.agent if isinstance(scope, ToolScope) else scope
@@ -91,7 +93,7 @@ class McpToolServer:
         self._calls = itertools.count(1)
         self.server: Server[Any] = Server(
             name,
-            version=version,
+            version=__version__ if version is None else version,
             instructions=instructions,
             on_list_tools=self._list_tools,
             on_call_tool=self._call_tool,

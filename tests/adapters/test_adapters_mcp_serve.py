@@ -112,6 +112,9 @@ def test_tool_logs_reach_the_client_filtered_by_set_level() -> None:
     async def main() -> None:
         async with served(build_registry(), logging_callback=on_log) as session:
             assert session.server_capabilities.logging is not None
+            from dsh_codegen import __version__
+
+            assert (session.server_info.name, session.server_info.version) == ("dsh_codegen", __version__)
             result = await session.call_tool("chatty", {})
             assert result.content[0].text == "logged"
             assert [level for level, _, _ in received] == ["debug", "info", "error"]  # every level before setLevel
