@@ -36,6 +36,7 @@ if TYPE_CHECKING:
         mcp_elicitation_callback,
     )
     from dsh_codegen.adapters._mcp_serve import McpToolServer, serve_mcp
+    from dsh_codegen.adapters._mcp_wire import mcp_http_client
     from dsh_codegen.adapters._schema_tools import render_value_as_text, tool_from_schema
     from dsh_codegen.adapters._strict import StrictSchemaError, relax_strict_arguments
 
@@ -60,6 +61,7 @@ _EXPORTS: dict[str, str] = {
     "McpToolError": "_mcp_import",
     "import_mcp_tools": "_mcp_import",
     "mcp_elicitation_callback": "_mcp_import",
+    "mcp_http_client": "_mcp_wire",
     "McpToolServer": "_mcp_serve",
     "serve_mcp": "_mcp_serve",
     "render_value_as_text": "_schema_tools",
@@ -87,6 +89,7 @@ __all__ = [
     "load_catalog_file",
     "lower_json_schema",
     "mcp_elicitation_callback",
+    "mcp_http_client",
     "relax_strict_arguments",
     "render_value_as_text",
     "serve_mcp",

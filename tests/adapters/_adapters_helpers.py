@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import os
+import socket
+import subprocess
 import sys
-from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+import time
+from collections.abc import AsyncIterator, Iterator, Sequence
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -79,8 +82,6 @@ NODE_MODULES = REPO / "node_modules"
 
 def node_version(node: str) -> tuple[int, ...] | None:
     """``node --version`` as numbers, or ``None`` when it does not run."""
-    import subprocess
-
     try:
         done = subprocess.run([node, "--version"], capture_output=True, text=True, timeout=30, check=True)
     except (OSError, subprocess.SubprocessError):
@@ -115,3 +116,49 @@ def npm_package_argv(package: str, minimum_node: int = 20) -> list[str]:
     bin_field = json.loads(manifest.read_text(encoding="utf-8"))["bin"]
     script = bin_field if isinstance(bin_field, str) else next(iter(bin_field.values()))
     return [node(minimum_node), str(root / script)]
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+class ServedHttp:
+    """A ``python script PORT`` process serving streamable HTTP on loopback (``url``); ``stop()`` ends and reaps it."""
+
+    def __init__(self, script: Path, port: int) -> None:
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+        self.url = f"http://127.0.0.1:{port}/mcp"
+        self.process = subprocess.Popen([sys.executable, str(script), str(port)], env=env, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                return
+            except OSError:
+                if self.process.poll() is not None or time.monotonic() > deadline:
+                    self.stop()
+                    raise AssertionError(f"the server did not start on port {port}")
+                time.sleep(0.05)
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        if self.process.stderr is not None:
+            self.process.stderr.close()
+
+
+@contextmanager
+def http_server(script: Path, port: int | None = None) -> Iterator[ServedHttp]:
+    """A :class:`ServedHttp` for ``script`` while the block runs (stopped and reaped after)."""
+    served = ServedHttp(script, free_port() if port is None else port)
+    try:
+        yield served
+    finally:
+        served.stop()

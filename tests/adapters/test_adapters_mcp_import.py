@@ -201,3 +201,39 @@ def test_an_imported_registry_and_the_catalog_of_the_same_server_type_values_ali
         assert from_command["photo"].output_schema is not None and "data" in from_command["photo"].output_schema["properties"]
 
     run(main())
+
+
+@pytest.mark.parametrize("modern", [False, True], ids=["2025-11-25", "2026-07-28"])
+def test_an_http_server_going_away_fails_calls_not_the_session(modern: bool) -> None:
+    # The SDK's HTTP client raises a failed POST in its transport's task group, which ends the whole
+    # client block (an ExceptionGroup of ConnectError); mcp_http_client makes it the one call's error.
+    from mcp import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+
+    from dsh_codegen.adapters import mcp_http_client
+
+    from _adapters_helpers import free_port, http_server
+
+    script = HERE / "conformance_registry.py"
+    port = free_port()
+
+    async def main() -> None:
+        registry = ToolRegistry()
+        with http_server(script, port) as served:
+            async with mcp_http_client() as http, streamable_http_client(served.url, http_client=http) as streams:
+                async with ClientSession(streams[0], streams[1]) as session:
+                    await (session.discover() if modern else session.initialize())
+                    await import_mcp_tools(registry, session)
+                    assert isinstance(await call(registry, "test_simple_text", {}), ToolSuccess)
+                    served.stop()  # the server goes away mid-session
+                    for _ in range(2):
+                        failed = await call(registry, "test_simple_text", {})
+                        assert isinstance(failed, ToolFailure) and failed.error.info is not None
+                        assert failed.error.info.code == "MCP_CONNECTION_ERROR"
+                        assert "the MCP server could not be reached: ConnectError" in failed.error.message
+                    if modern:  # stateless: a server back on the same address answers the next call
+                        with http_server(script, port):
+                            back = await call(registry, "test_simple_text", {})
+                            assert isinstance(back, ToolSuccess), back
+
+    run(main())

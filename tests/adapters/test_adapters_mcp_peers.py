@@ -10,20 +10,15 @@ suite by hand.
 from __future__ import annotations
 
 import json
-import os
-import socket
 import subprocess
 import sys
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
 pytest.importorskip("mcp")
 
-from _adapters_helpers import HERE, npm_package_argv
+from _adapters_helpers import HERE, http_server, npm_package_argv
 
 pytestmark = pytest.mark.once
 
@@ -32,43 +27,10 @@ CONFORMANCE_REGISTRY = HERE / "conformance_registry.py"
 BASELINE = HERE / "conformance-baseline.yml"
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-@contextmanager
-def http_server(script: Path) -> Iterator[str]:
-    """``python script PORT`` serving streamable HTTP on loopback; its URL while it runs (then stopped and reaped)."""
-    port = free_port()
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-    process = subprocess.Popen([sys.executable, str(script), str(port)], env=env, stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                if process.poll() is not None or time.monotonic() > deadline:
-                    raise AssertionError(f"the server did not start: {process.stderr.read() if process.stderr else ''}")
-                time.sleep(0.05)
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        if process.stderr is not None:
-            process.stderr.close()
-
-
 def test_conformance_suite_server_scenarios_over_http(tmp_path: Path) -> None:
     conformance = npm_package_argv("@modelcontextprotocol/conformance", minimum_node=22)
-    with http_server(CONFORMANCE_REGISTRY) as url:
+    with http_server(CONFORMANCE_REGISTRY) as served:
+        url = served.url
         done = subprocess.run(
             [*conformance, "server", "--url", url, "--suite", "all", "--expected-failures", str(BASELINE), "-o", str(tmp_path)],
             capture_output=True,
@@ -99,8 +61,8 @@ def test_inspector_cli_over_stdio_and_http(era: str) -> None:
     stdio = inspector("--protocol-era", era, *call_add, sys.executable, str(SERVED))
     assert stdio["result"]["structuredContent"] == {"sum": 42}
     assert stdio["result"]["content"] == [{"type": "text", "text": "2 + 40 = 42"}]
-    with http_server(CONFORMANCE_REGISTRY) as url:
-        target = ["--server-url", url, "--transport", "http", "--protocol-era", era]
+    with http_server(CONFORMANCE_REGISTRY) as served:
+        target = ["--server-url", served.url, "--transport", "http", "--protocol-era", era]
         mixed = inspector(*target, "--method", "tools/call", "--tool-name", "test_multiple_content_types")
         assert [block["type"] for block in mixed["result"]["content"]] == ["text", "image", "resource"]
     if era == "legacy":  # what does not depend on the revision, once
