@@ -12,7 +12,9 @@ already says is wrong, so the model can correct it before any tool has run:
   likely meant), and every violation the tool's parameter schema finds in the
   literal values it has (values that are not literals are not judged);
 - a key read from a tool's result (``r["k"]``, ``r.get("k")`` where
-  ``r = await tools.x(...)``) that a closed output object schema does not declare.
+  ``r = await tools.x(...)``) that a closed output object schema does not declare;
+- a key read from a call that was never awaited (``r = tools.x(...)`` then
+  ``r["k"]``): the forgotten ``await``.
 
 It is conservative: anything it cannot judge statically it leaves to the run.
 Each finding names the line, the call and the fix.
@@ -271,14 +273,18 @@ def preflight_findings(code: str, tool_names: tuple[str, ...], catalog: tuple[To
     entries = read.entries
     found: list[tuple[int, str]] = []
     results: dict[str, str | None] = {}  # variable -> the tool whose result it holds (None: ambiguous)
+    # variable -> the tool whose call it holds without ``await`` (None: assigned anything else too)
+    unawaited: dict[str, str | None] = {}
     for node in nodes:
         if isinstance(node, (ast.Assign, ast.AnnAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             called = _tool_call(node.value)
+            bare = called[0] if called is not None and not isinstance(node.value, ast.Await) else None
             for target in targets:
                 if isinstance(target, ast.Name):
                     tool = called[0] if called else None
                     results[target.id] = tool if results.get(target.id, tool) == tool else None
+                    unawaited[target.id] = bare if unawaited.get(target.id, bare) == bare else None
     visible = sorted(names)
     for node in nodes:
         line = getattr(node, "lineno", 0)
@@ -301,6 +307,10 @@ def preflight_findings(code: str, tool_names: tuple[str, ...], catalog: tuple[To
         if key_read is None:
             continue
         source, key = key_read
+        forgot = _forgotten_await(source, key, unawaited)
+        if forgot is not None:
+            found.append((line, forgot))
+            continue
         direct = _tool_call(source)
         tool_read = direct[0] if direct else (results.get(source.id) if isinstance(source, ast.Name) else None)
         if tool_read is None or tool_read not in entries:
@@ -313,6 +323,20 @@ def preflight_findings(code: str, tool_names: tuple[str, ...], catalog: tuple[To
                                 f" (its keys: {_listed(keys)})"))
     found.sort(key=lambda item: item[0])
     return [f"line {line}: {text}" for line, text in found]
+
+
+def _forgotten_await(source: ast.AST, key: str, unawaited: dict[str, str | None]) -> str | None:
+    """A key read from a binding call that was never awaited (it reads a coroutine, not the result)."""
+    if isinstance(source, ast.Call):
+        name = _binding(source.func)
+        if name is not None:
+            call = f"{tool_expression(name)}(...)"
+            return f'{call}["{key}"] reads a coroutine, not the result: write (await {call})["{key}"]'
+    if isinstance(source, ast.Name) and unawaited.get(source.id):
+        call = f"{tool_expression(str(unawaited[source.id]))}(...)"
+        return (f'{source.id} = {call} is not awaited, so {source.id}["{key}"] reads a coroutine, not the result:'
+                f" write {source.id} = await {call}")
+    return None
 
 
 def preflight_message(findings: list[str]) -> str:

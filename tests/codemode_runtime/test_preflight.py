@@ -135,3 +135,14 @@ def test_preflight_check_is_the_failure_any_runtime_returns() -> None:
         "pre-flight check against the SDK failed, nothing ran; fix these and call run_code again:\n"
         '- line 1: tools.read_file: "lines" is not an argument of read_file (its arguments: path, limit, mode)',
     )
+
+
+def test_a_forgotten_await_before_reading_a_key() -> None:
+    code = ("r = tools.read_file({'path': 'a'})\nprint(r['text'])\nx = tools.echo({})['k']\n"
+            "t = tools.read_file({'path': 'b'})\nt = await t\nprint(t['text'])\n"  # awaited later: fine
+            "fired = tools.echo({})\nreturn 1")  # never read: a fire-and-forget call, fine
+    assert findings(code) == [
+        'line 2: r = tools.read_file(...) is not awaited, so r["text"] reads a coroutine, not the result:'
+        " write r = await tools.read_file(...)",
+        'line 3: tools.echo(...)["k"] reads a coroutine, not the result: write (await tools.echo(...))["k"]',
+    ]
