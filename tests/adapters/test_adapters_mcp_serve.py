@@ -127,15 +127,16 @@ def test_tool_logs_reach_the_client_filtered_by_set_level() -> None:
     run(main())
 
 
+@pytest.mark.parametrize("modern", [False, True], ids=["2025-11-25", "2026-07-28"])
 @pytest.mark.parametrize("tool", ["steps", "sync_steps"])
-def test_body_progress_reaches_a_client_that_asked_for_it(tool: str) -> None:
+def test_body_progress_reaches_a_client_that_asked_for_it(tool: str, modern: bool) -> None:
     progress: list[tuple[float, float | None, str | None]] = []
 
     async def on_progress(value: float, total: float | None, message: str | None) -> None:
         progress.append((value, total, message))
 
     async def main() -> None:
-        async with served(build_registry()) as session:
+        async with served(build_registry(), modern=modern) as session:
             result = await session.call_tool(tool, {}, progress_callback=on_progress)
             assert not result.is_error
             without = await session.call_tool(tool, {})  # no progress token: nothing is sent
