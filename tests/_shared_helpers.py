@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-__all__ = ["async_test", "compiled_twin", "import_file", "render_text", "require_compiled_twin", "run_in_session", "session_process"]
+__all__ = ["RecordingApprovals", "async_test", "compiled_twin", "import_file", "render_text", "require_compiled_twin", "run_in_session", "session_process"]
 
 #: Seconds a process group gets between SIGTERM and SIGKILL.
 STOP_GRACE = 5.0
@@ -69,6 +69,18 @@ def import_file(path: Path, name: str) -> ModuleType:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+class RecordingApprovals:
+    """An ``ApprovalService`` that answers ``answer`` (changeable between calls) and records each request."""
+
+    def __init__(self, answer: str) -> None:
+        self.answer = answer
+        self.asked: list[Any] = []
+
+    async def request(self, request: Any) -> str:
+        self.asked.append(request)
+        return self.answer
 
 
 def render_text(_args: Any, value: Any) -> list[dict[str, str]]:

@@ -18,7 +18,6 @@ pytest.importorskip("mcp")
 
 from dsh_codegen import (
     AbortController,
-    ApprovalRequest,
     ToolExecutionInput,
     ToolFailure,
     ToolProgress,
@@ -27,6 +26,8 @@ from dsh_codegen import (
     watch_tool_events,
 )
 from dsh_codegen.adapters import McpElicitation, McpToolError, import_mcp_tools, mcp_elicitation_callback
+
+from _shared_helpers import RecordingApprovals
 
 from _adapters_helpers import HERE, mcp_session
 
@@ -48,18 +49,6 @@ def run(coro: Any) -> Any:
             return await coro
 
     return asyncio.run(bounded())
-
-
-class Approvals:
-    """An approval service that answers ``answer`` and records what it was asked."""
-
-    def __init__(self, answer: str) -> None:
-        self.answer = answer
-        self.asked: list[ApprovalRequest] = []
-
-    async def request(self, request: ApprovalRequest) -> str:
-        self.asked.append(request)
-        return self.answer
 
 
 def test_binary_content_is_never_copied_into_text_and_block_order_is_kept(tmp_path: Path) -> None:
@@ -114,7 +103,7 @@ def test_server_progress_becomes_tool_progress_events(tmp_path: Path) -> None:
 @pytest.mark.parametrize("modern", [False, True], ids=["2025-11-25", "2026-07-28"])
 def test_elicitation_is_answered_through_the_registry_approval(tmp_path: Path, modern: bool) -> None:
     async def main() -> None:
-        approvals = Approvals("allowed-once")
+        approvals = RecordingApprovals("allowed-once")
         registry = ToolRegistry(approval=approvals)
         options = {"elicitation_callback": mcp_elicitation_callback(registry)}
         async with mcp_session(LOWLEVEL, tmp_path, modern=modern, **options) as session:

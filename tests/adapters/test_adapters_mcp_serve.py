@@ -18,8 +18,10 @@ import pytest
 
 pytest.importorskip("mcp")
 
-from dsh_codegen import Allow, ApprovalRequest, Ask, ToolOutput, ToolRegistry, define_tool
+from dsh_codegen import Allow, Ask, ToolOutput, ToolRegistry, define_tool
 from dsh_codegen.adapters import McpElicitation, McpToolServer, import_mcp_tools
+
+from _shared_helpers import RecordingApprovals
 
 pytestmark = pytest.mark.once
 
@@ -91,16 +93,6 @@ def run(coro: Any) -> Any:
     return asyncio.run(bounded())
 
 
-class Approvals:
-    def __init__(self, answer: str) -> None:
-        self.answer = answer
-        self.asked: list[ApprovalRequest] = []
-
-    async def request(self, request: ApprovalRequest) -> str:
-        self.asked.append(request)
-        return self.answer
-
-
 def test_tool_logs_reach_the_client_filtered_by_set_level() -> None:
     from mcp.types import EmptyResult, SetLevelRequest, SetLevelRequestParams
 
@@ -160,7 +152,7 @@ def test_ask_goes_to_the_client_user_through_elicitation(action: str, text: str)
         return ElicitResult(action=action)
 
     async def main() -> None:
-        fallback = Approvals("rejected")  # the configured service is not asked when the client can be
+        fallback = RecordingApprovals("rejected")  # the configured service is not asked when the client can be
         async with served(build_registry(fallback), elicitation_callback=elicit) as session:
             result = await session.call_tool("guarded", {})
             assert result.content[0].text == text
@@ -174,7 +166,7 @@ def test_ask_goes_to_the_client_user_through_elicitation(action: str, text: str)
 
 def test_without_elicitation_the_configured_approval_service_answers() -> None:
     async def main() -> None:
-        approvals = Approvals("allowed-once")
+        approvals = RecordingApprovals("allowed-once")
         async with served(build_registry(approvals)) as session:
             result = await session.call_tool("guarded", {})
             assert result.content[0].text == "ran"
@@ -199,7 +191,7 @@ def test_ask_on_2026_07_28_takes_a_multi_round_trip(action: str, value: str | No
         async def unused(context: Any, params: Any) -> ElicitResult:  # declares the capability
             raise AssertionError("2026-07-28 asks inside the call, not with a request")
 
-        async with served(build_registry(Approvals("rejected")), modern=True, elicitation_callback=unused) as session:
+        async with served(build_registry(RecordingApprovals("rejected")), modern=True, elicitation_callback=unused) as session:
             assert session.protocol_version == "2026-07-28"
             local = ToolRegistry()
             await import_mcp_tools(local, session, elicitation=answer)

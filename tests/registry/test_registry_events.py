@@ -21,6 +21,8 @@ from dsh_codegen import (
 )
 from dsh_codegen.registry import ToolOutput
 
+from _shared_helpers import RecordingApprovals
+
 
 def registry_with(body: Any) -> ToolRegistry:
     registry = ToolRegistry()
@@ -106,25 +108,16 @@ def test_bad_reports_raise_in_the_body_with_or_without_a_listener(report: Any, m
 
 
 def test_an_approval_channel_answers_asks_of_calls_started_inside_it() -> None:
-    from dsh_codegen import ApprovalRequest, Ask, approval_channel
-
-    class Service:
-        def __init__(self, answer: str) -> None:
-            self.answer = answer
-            self.asked: list[ApprovalRequest] = []
-
-        async def request(self, request: ApprovalRequest) -> str:
-            self.asked.append(request)
-            return self.answer
+    from dsh_codegen import Ask, approval_channel
 
     async def body(args: Any, run: Any) -> str:
         return "done"
 
-    configured = Service("rejected")
+    configured = RecordingApprovals("rejected")
     registry = registry_with(body)
     registry.approval = configured
     registry.on_pre_execute(lambda execution, next: Ask("sure?"))
-    channel = Service("allowed-once")
+    channel = RecordingApprovals("allowed-once")
 
     async def main() -> tuple[Any, Any]:
         with approval_channel(channel):
