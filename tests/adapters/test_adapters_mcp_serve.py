@@ -291,3 +291,32 @@ def test_a_lone_surrogate_in_a_served_result_fails_that_call_only(tmp_path: Any)
         assert not fine.is_error and fine.structured_content == {"result": "fine"}
 
     run(main())
+
+
+def test_a_served_code_mode_run_asks_and_logs_for_its_sub_calls() -> None:
+    # The approval channel and the event listener reach the calls a run_code program makes.
+    from mcp.types import ElicitResult
+
+    from dsh_codegen.codemode import PythonSubprocessRuntime
+
+    asked: list[str] = []
+    logs: list[tuple[str, str | None]] = []
+
+    async def elicit(context: Any, params: Any) -> ElicitResult:
+        asked.append(params.message)
+        return ElicitResult(action="accept")
+
+    async def on_log(params: Any) -> None:
+        logs.append((params.level, params.logger))
+
+    async def main() -> None:
+        registry = build_registry()
+        registry.set_code_runtime(PythonSubprocessRuntime(), mode="code")
+        program = "print(await tools.guarded({}))\nawait tools.chatty({})\nreturn 1"
+        async with served(registry, elicitation_callback=elicit, logging_callback=on_log) as session:
+            result = await session.call_tool("run_code", {"code": program, "description": "nested"})
+            assert not result.is_error and result.structured_content == {"logs": ["ran"], "result": 1}
+
+    run(main())
+    assert asked == ['Allow the tool "guarded" to run? it deletes things']
+    assert logs == [("debug", "chatty"), ("info", "chatty"), ("error", "audit")]
