@@ -1015,6 +1015,9 @@ def zygote(tmp: str) -> None:
                     finish(pid)
                 for workdir in removals + handed:
                     _remove_tree(workdir)
+                # The directory the host made for this zygote's runs goes too: a host that exits without
+                # closing its runtime (the socket's end of file is then all it says) cannot remove it.
+                _remove_workdir(tmp)
                 os._exit(0)
             for fd in fds:  # no request carries descriptors
                 os.close(fd)

@@ -9,7 +9,7 @@ import time
 from typing import Any
 
 import pytest
-from _runtime_helpers import STARTS, FakeTools, request, run_code, run_sync
+from _runtime_helpers import STARTS, FakeTools, our_processes, request, run_code, run_sync
 
 from dsh_codegen.codemode import PythonSubprocessRuntime
 from dsh_codegen.registry._code_runtime import CodeRunFailure, CodeRunRequest, CodeRunSuccess
@@ -393,4 +393,34 @@ def test_runs_after_programs_that_kill_their_fork_server_all_succeed(start: str,
     assert hostile[3] == CodeRunFailure(
         "worker-exit", "the program process ended after its fork server was lost (its exit status is unknown)")
     assert hostile[4].kind == "timeout"  # type: ignore[union-attr]
+    assert os.listdir(tmp_path) == []
+
+
+def test_a_host_that_exits_without_closing_its_runtime_leaves_no_directory(start: str, tmp_path: Any) -> None:
+    # The zygote sees its socket's end of file and cleans up alone: its runs' directories, and the
+    # directory the host made for them (which the host, gone, cannot remove).
+    if start != "fork-server":
+        pytest.skip("the spawn strategy has no fork server")
+    import os
+    import subprocess
+    import sys
+    import time
+
+    script = (
+        "import asyncio, sys\n"
+        f"sys.path.insert(0, {os.path.dirname(__file__)!r})\n"
+        "from _runtime_helpers import FakeTools, request\n"
+        "from dsh_codegen.codemode import PythonSubprocessRuntime\n"
+        "runtime = PythonSubprocessRuntime(start='fork-server')\n"
+        "async def main():\n"
+        "    print(await runtime.run(request(\"open('left', 'w')\\nreturn 1\", FakeTools())))\n"
+        "asyncio.run(main())\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], env={**os.environ, "TMPDIR": str(tmp_path)},
+                          capture_output=True, text=True, timeout=60)
+    assert "CodeRunSuccess(logs=(), result=1)" in done.stdout, done.stderr
+    for _ in range(1000):  # the zygote's exit follows its host's (within its 2 s sweep)
+        if not os.listdir(tmp_path) and not our_processes():
+            break
+        time.sleep(0.01)
     assert os.listdir(tmp_path) == []
