@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import weakref
+from collections.abc import Coroutine
 from typing import Any, Final
 
 from dsh_codegen.json import LosslessJsonError, snapshot_json
@@ -58,11 +59,15 @@ class CodeModeBridge:
         Every sub-call has committed (its ``tool/code-dispatch`` event logged)
         before this returns or raises.
 
-        Cancellation: the registry never delivers a ``CancelledError`` to a
-        body (it aborts ``run.signal``, which the pool follows). If one
-        arrives anyway (raised by the runtime, or a cancellation of the
-        drain), the run is settled, every sub-call drained (further
-        cancellations absorbed), and the ``CancelledError`` re-raised.
+        Cancellation: the runtime follows ``run.signal`` itself (through the
+        pool) and reports an aborted run with its captured output, so it runs
+        in a task of its own that the registry's cancellation of this body
+        does not reach: the body waits for the runtime's answer (the signal
+        aborted with the cancellation, so it comes promptly) and reports it;
+        the registry still records the call's cancellation. If the runtime
+        itself raises ``CancelledError`` (or the drain is cancelled), the run
+        is settled, every sub-call drained (further cancellations absorbed),
+        and the ``CancelledError`` re-raised.
         """
         runtime = registry.code_runtime
         pool = SubCallPool(registry, run)
@@ -78,7 +83,7 @@ class CodeModeBridge:
         error: Exception | None = None
         cancelled: asyncio.CancelledError | None = None
         try:
-            outcome = await runtime.run(request)  # type: ignore[union-attr]
+            outcome = await _answer_of(runtime.run(request))  # type: ignore[union-attr]
         except asyncio.CancelledError as exc:
             cancelled = exc
         except Exception as exc:
@@ -120,6 +125,22 @@ def _catalog(registry: ToolRegistry, chain: tuple[ToolScope, ...]) -> tuple[Tool
         catalog = ()
     cached[chain] = (version, catalog)
     return catalog
+
+
+async def _answer_of(runtime_run: Coroutine[Any, Any, Any]) -> Any:
+    """The runtime's answer, awaited to its end even when this body is cancelled meanwhile.
+
+    The runtime follows the run's signal, which aborts with any cancellation
+    of the body: it then answers with an aborted run (and its output), which
+    says more than the cancellation would.
+    """
+    task = asyncio.ensure_future(runtime_run)
+    while not task.done():
+        try:
+            await asyncio.wait((task,))  # never cancels the task it waits for
+        except asyncio.CancelledError:
+            continue
+    return task.result()
 
 
 def _completion(outcome: object, run: ToolRunContext, pool: SubCallPool) -> Any:

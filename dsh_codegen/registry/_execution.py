@@ -10,8 +10,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Hashable
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, final
+import asyncio
+import contextvars
+import functools
+from collections.abc import Callable, Hashable
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeVar, final
 
 from dsh_codegen.registry._events import (
     LogLevel,
@@ -26,6 +29,8 @@ from dsh_codegen.registry.cancel import AbortSignal, derive_signal, release_sign
 
 if TYPE_CHECKING:
     from dsh_codegen.registry._definitions import ToolDefinition
+
+_T = TypeVar("_T")
 
 __all__ = [
     "FollowingRunContext",
@@ -227,6 +232,32 @@ class ToolRunContext(_ExecutionFields):
     def conclude_turn(self) -> None:
         """Mark the result as concluding the agent's turn (kept only if the call succeeds)."""
         self._concluded = True
+
+    async def to_thread(self, fn: Callable[..., _T], /, *args: Any, **kwargs: Any) -> _T:
+        """Run ``fn(*args, **kwargs)`` in a worker thread and wait until it returns, even when cancelled.
+
+        Like ``asyncio.to_thread`` (the loop's default executor, the caller's
+        context variables), but a thread cannot be interrupted, so a
+        cancellation does not leave it running behind the call: the await
+        waits for the thread to return, then raises the ``CancelledError``
+        (or the thread's own exception, which says more). To stop early,
+        ``fn`` should watch :attr:`signal` (pass it in; ``signal.aborted`` is
+        safe to read from any thread). ``@tool`` runs a plain ``def`` body
+        this way.
+        """
+        loop = asyncio.get_running_loop()
+        context = contextvars.copy_context()
+        future = loop.run_in_executor(None, functools.partial(context.run, fn, *args, **kwargs))
+        interrupted: asyncio.CancelledError | None = None
+        while not future.done():
+            try:
+                # asyncio.wait never cancels the future it waits for.
+                await asyncio.wait((future,))
+            except asyncio.CancelledError as exc:
+                interrupted = interrupted or exc
+        if interrupted is not None and future.exception() is None:
+            raise interrupted
+        return future.result()
 
     def report_progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
         """Report how far the body has come (``progress`` of ``total``, both finite numbers).

@@ -939,17 +939,20 @@ class ToolRegistry(_Surface):
         raises ``TypeError`` for a malformed ``input`` (not a call description).
         ``gate`` lets a scheduler order policy and commits (see ``PipelineGate``).
 
-        Cancellation: the caller's ``input.signal`` aborting is cooperative and
-        yields ``ABORTED_BEFORE_DISPATCH`` (body not started) or ``ABORTED``
-        (replacing only a success). If the awaiting task is cancelled while a
-        body runs, the ``CancelledError`` never reaches the body (the registry
-        steps the body itself and waits for its futures through proxies): the
-        registry aborts the body's signal (an ``AbortError``), waits until the
-        body settles (absorbing further cancellations), records ``ABORTED``
-        (or the body's own failure, which is more specific), runs
+        Cancellation: the caller's ``input.signal`` aborting yields
+        ``ABORTED_BEFORE_DISPATCH`` (body not started) or ``ABORTED``
+        (replacing only a success). When the body's signal aborts (the
+        caller's, a wrapper's deadline, or a cancellation of the awaiting
+        task) the body is cancelled as a task is (its pending ``await``
+        raises ``CancelledError``) and the registry waits until it settles.
+        If the awaiting task is cancelled while a body runs, the registry
+        aborts the body's signal (an ``AbortError``), cancels and waits for
+        the body (absorbing further cancellations), records ``ABORTED`` (or
+        the body's own failure, which is more specific), runs
         ``finalize_content`` and ``on_result`` exactly once, and re-raises the
         ``CancelledError``, so ``asyncio.timeout()`` and ``TaskGroup`` work as
-        usual. A cancellation arriving in a policy stage (listeners, wrappers,
+        usual. Nothing else a body raises escapes (only ``KeyboardInterrupt``
+        and ``SystemExit``). A cancellation arriving in a policy stage (listeners, wrappers,
         the gate) is delivered there; the call then records
         ``ABORTED_BEFORE_DISPATCH`` (or ``ABORTED`` if a body already ran).
 

@@ -24,7 +24,6 @@ annotation and the type.
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import re
 import typing
@@ -371,8 +370,8 @@ def _build(
             value = await body(**kwargs)
         else:
             # A plain function runs in the default executor (with the caller's context
-            # variables); the registry waits for the thread, never abandons it.
-            value = await asyncio.to_thread(body, **kwargs)
+            # variables); the call waits for the thread even when cancelled, never abandons it.
+            value = await run.to_thread(body, **kwargs)
         return encode_output(value) if encodes else value
 
     assert_object_json_schema(params.schema)
@@ -448,7 +447,8 @@ def tool(
 
     An ``async def`` body runs in the task that awaits ``execute``; a plain
     ``def`` body runs in a worker thread of the loop's default executor
-    (``asyncio.to_thread``), as pydantic-ai and openai-agents run them.
+    (``run.to_thread``, ``asyncio.to_thread`` that waits for its thread), as
+    pydantic-ai and openai-agents run them.
 
     The name defaults to the function's ``__name__``, the description to the
     docstring's first paragraph. Each parameter (except ``run``, which
@@ -460,10 +460,13 @@ def tool(
     block (a string raw, anything else as pretty JSON). The other options are
     passed to :func:`define_tool` unchanged.
 
-    Cancellation: a thread cannot be interrupted. If the task awaiting the
-    call is cancelled, the registry aborts ``run.signal`` and waits for the
-    thread to return (no orphaned work): a long plain body should take
-    ``run: ToolRunContext`` and return early once ``run.signal.aborted``.
+    Cancellation: an ``async def`` body is cancelled when its signal aborts
+    (a timeout, the caller's abort, a cancellation of the awaiting task): its
+    pending ``await`` raises ``CancelledError``. A thread cannot be
+    interrupted: for a plain ``def`` body the registry aborts ``run.signal``
+    and waits for the thread to return (no orphaned work,
+    ``ToolRunContext.to_thread``), so a long plain body should take ``run:
+    ToolRunContext`` and return early once ``run.signal.aborted``.
 
     Raised errors: ``TypeError`` for a generator or async generator function, a
     parameter not passable by keyword, a missing annotation, an unsupported

@@ -272,8 +272,13 @@ def abort_signal(signal: AbortSignal, reason: object) -> bool:
 
 
 def release_signal(signal: AbortSignal) -> None:
-    """Stop a signal made by :func:`derive_signal` following its sources (it keeps its state)."""
-    if signal._sources is not None:
+    """Stop a signal made by :func:`derive_signal` following its sources (it keeps its state).
+
+    Its state is settled first: a source that aborted before the release
+    (while nobody listened, so nothing polled) aborts it now, so the signal
+    reads what an eagerly linked one would.
+    """
+    if signal._sources is not None and not signal._poll():
         signal._release()
 
 

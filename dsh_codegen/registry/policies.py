@@ -97,8 +97,10 @@ def timeout_policy(target: WrapTarget, default_timeout_ms: float | None = None) 
       (the registry turns a success into ``ABORTED``).
 
     The deadline is a timer handle on the running loop (no task); it is
-    cancelled when the call settles. The wrapper waits for the body to
-    settle after its deadline (it never abandons a started body).
+    cancelled when the call settles. At the deadline the derived signal
+    aborts, which cancels the body (its pending ``await`` raises
+    ``CancelledError``; a thread is offered the signal); the wrapper then
+    waits for the body to settle (it never abandons a started body).
 
     Raised errors: ``ValueError`` (``default_timeout_ms must be a positive
     finite number``) for a bad default; ``TypeError`` for a target without

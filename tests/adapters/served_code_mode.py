@@ -32,10 +32,13 @@ async def secret(args: Any, run: Any) -> str:
 
 
 async def wait(args: Any, run: Any) -> str:
+    # Waits until aborted (its sleep is then cancelled), and records that the abort reached it.
     (MARKERS / "wait-started").write_text("1")
-    while not run.signal.aborted:
-        await asyncio.sleep(0.01)
-    (MARKERS / "wait-aborted").write_text(str(run.signal.reason))
+    try:
+        while not run.signal.aborted:
+            await asyncio.sleep(0.01)
+    finally:
+        (MARKERS / "wait-aborted").write_text(str(run.signal.reason))
     return "stopped"
 
 

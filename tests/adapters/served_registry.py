@@ -37,12 +37,14 @@ def build_registry() -> ToolRegistry:
         return "never"
 
     async def wait(args: object, run: Any) -> str:
-        # Cooperative: polls its signal, and records that the abort reached it.
+        # Waits until aborted (its sleep is then cancelled), and records that the abort reached it.
         markers = Path(os.environ.get("SDK_SERVER_DIR", "."))
         (markers / "wait-started").write_text("1")
-        while not run.signal.aborted:
-            await asyncio.sleep(0.01)
-        (markers / "wait-aborted").write_text(str(run.signal.reason))
+        try:
+            while not run.signal.aborted:
+                await asyncio.sleep(0.01)
+        finally:
+            (markers / "wait-aborted").write_text(str(run.signal.reason))
         return "stopped"
 
     registry.register(

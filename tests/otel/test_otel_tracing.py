@@ -164,8 +164,8 @@ async def test_parallel_calls_of_the_loop_helper_each_carry_their_own_span_into_
         assert parent_id(traced.only(f"inner {call_id}")) == span.context.span_id
 
 
-class Escape(BaseException):
-    """Not an Exception: it escapes execute."""
+class Escape(SystemExit):
+    """Ends the process: with KeyboardInterrupt, the one kind of exception a body raises that leaves execute."""
 
 
 class RateLimited(Exception):

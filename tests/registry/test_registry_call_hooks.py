@@ -109,8 +109,8 @@ async def test_a_stopped_call_settles_once_with_its_aborted_result(stop: str) ->
         assert error is None and result is task.result()
 
 
-class Escape(BaseException):
-    """Not an Exception: the pipeline lets it out of execute."""
+class Escape(SystemExit):
+    """Ends the process: with KeyboardInterrupt, the one kind of exception a body raises that leaves execute."""
 
 
 @async_test

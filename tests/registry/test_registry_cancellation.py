@@ -255,7 +255,11 @@ async def test_b74_an_uncooperative_started_body_is_awaited() -> None:
     finished: list[str] = []
 
     async def stubborn(args: Any, run: Any) -> str:
-        await release.wait()  # ignores the signal
+        while not release.is_set():
+            try:
+                await release.wait()
+            except asyncio.CancelledError:
+                pass  # ignores its cancellation and its signal
         finished.append("body")
         return "late"
 
@@ -404,7 +408,11 @@ async def test_second_cancellation_during_cleanup_does_not_orphan_the_body() -> 
         state.append("aborted")
         cleanup_started.set()
         try:
-            await cleanup_release.wait()  # slow cleanup, through a second cancellation
+            while not cleanup_release.is_set():
+                try:
+                    await cleanup_release.wait()  # slow cleanup
+                except asyncio.CancelledError:
+                    state.append("second cancellation")  # cancels the cleanup's await, as asyncio would
         finally:
             state.append("cleanup over")
         raise RuntimeError("stopped")
@@ -424,12 +432,12 @@ async def test_second_cancellation_during_cleanup_does_not_orphan_the_body() -> 
     for _ in range(5):
         await asyncio.sleep(0)
     assert not task.done()  # still waiting for the body to settle
-    assert state == ["aborted"]
+    assert state == ["aborted", "second cancellation"]
     cleanup_release.set()
     with contextlib.suppress(asyncio.CancelledError):
         await task
     assert task.cancelled()
-    assert state == ["aborted", "cleanup over"]
+    assert state == ["aborted", "second cancellation", "cleanup over"]
     assert len(observed) == 1
     # The body's own failure is more specific than ABORTED and is kept.
     assert isinstance(observed[0], ToolFailure)
@@ -576,3 +584,17 @@ async def test_finished_calls_leave_nothing_on_the_caller_signal() -> None:
     assert controller.signal._listeners in (None, {})
     controller.abort()
     assert fired == []  # the finished bodies' signals no longer follow the caller
+
+
+def test_a_derived_signal_released_after_its_source_aborted_reads_aborted() -> None:
+    # Nobody listened, so nothing polled the source before the release: the release settles it.
+    from dsh_codegen.registry.cancel import derive_signal, release_signal
+
+    source = AbortController()
+    derived = derive_signal((source.signal,))
+    source.abort("stop")
+    release_signal(derived)
+    assert derived.aborted and derived.reason == "stop"
+    untouched = derive_signal((AbortController().signal,))
+    release_signal(untouched)
+    assert not untouched.aborted

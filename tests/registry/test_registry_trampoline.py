@@ -1,15 +1,18 @@
-"""Cancelling the task that awaits execute(): the body is shielded, aborted and awaited (docs/guarantees.md, 74 and after 77).
+"""Cancelling a call: the body is cancelled as a task would be, then awaited to its end (docs/guarantees.md, 74 and after 77).
 
 The registry steps a tool body itself (dsh_codegen.registry.pipeline's
-trampoline): a cancellation of the awaiting task never reaches the body, it
-aborts the body's signal, the registry waits for the body to settle, records
-the outcome once and re-raises ``CancelledError``.
+trampoline). When the body's signal aborts (the caller's signal, a wrapper's
+deadline, or a cancellation of the task awaiting ``execute()``), the body is
+cancelled the way ``Task.cancel()`` cancels a task: its pending ``await``
+raises ``CancelledError``. The registry then waits for the body to settle
+(nothing is abandoned), records the outcome once and, for a task
+cancellation, re-raises ``CancelledError``. Work a body hands to a thread is
+waited for through ``run.to_thread`` (a thread cannot be interrupted).
 """
 
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import contextlib
 import threading
 import time
@@ -43,26 +46,24 @@ def is_aborted(result: ToolExecutionResult) -> bool:
 
 
 class ThreadTool:
-    """A body whose work runs in an executor thread that polls the body's signal."""
+    """A body whose work runs in a worker thread (``run.to_thread``) that polls the body's signal."""
 
     def __init__(self) -> None:
-        self.pool = concurrent.futures.ThreadPoolExecutor(max_workers=4)
         self.started = threading.Semaphore(0)
         self.running = 0
         self.finished: list[str] = []
         self.lock = threading.Lock()
 
     async def body(self, args: Any, run: Any) -> str:
-        stop = threading.Event()
-        run.signal.add_listener(lambda _signal: stop.set())  # called on the loop thread
+        signal = run.signal
 
         def work() -> str:
             with self.lock:
                 self.running += 1
             self.started.release()
             try:
-                while not stop.wait(0.002):
-                    pass
+                while not signal.aborted:
+                    time.sleep(0.002)
                 time.sleep(0.03)  # winding down takes a while after the abort
                 return "stopped"
             finally:
@@ -70,7 +71,7 @@ class ThreadTool:
                     self.running -= 1
                     self.finished.append(args["text"])
 
-        return await asyncio.get_running_loop().run_in_executor(self.pool, work)
+        return await run.to_thread(work)
 
     async def wait_started(self, count: int = 1) -> None:
         for _ in range(count):
@@ -78,7 +79,7 @@ class ThreadTool:
                 await asyncio.sleep(0.001)
 
     def close(self) -> None:
-        self.pool.shutdown(wait=True)
+        pass
 
 
 def observing(registry: Any) -> list[ToolExecutionResult]:
@@ -107,18 +108,22 @@ async def test_executor_body_has_stopped_when_the_cancelled_execute_ends() -> No
 
 
 @async_test
-async def test_a_foreign_future_is_never_cancelled_and_is_awaited() -> None:
+async def test_the_future_a_body_awaits_is_cancelled_and_its_cleanup_awaited() -> None:
     loop = asyncio.get_running_loop()
-    foreign: asyncio.Future[str] = loop.create_future()
+    awaited: asyncio.Future[str] = loop.create_future()
+    cleanup: asyncio.Future[None] = loop.create_future()
     seen: dict[str, Any] = {}
     entered = asyncio.Event()
 
     async def body(args: Any, run: Any) -> str:
         seen["signal"] = run.signal
         entered.set()
-        value = await foreign  # a future the body does not own
-        seen["resumed_with"] = value
-        return value
+        try:
+            return await awaited
+        except asyncio.CancelledError:
+            seen["cancelled"] = True
+            await cleanup  # cleanup that takes a while: the registry waits for it
+            raise
 
     registry = registry_with(echo_tool(execute=body))
     observed = observing(registry)
@@ -127,29 +132,29 @@ async def test_a_foreign_future_is_never_cancelled_and_is_awaited() -> None:
     task.cancel()
     for _ in range(5):
         await asyncio.sleep(0)
-    assert not foreign.cancelled() and not foreign.done()
-    assert not task.done()  # waiting for the body to settle
+    assert awaited.cancelled()  # as Task.cancel() cancels the future its coroutine awaits
+    assert seen["cancelled"] is True
+    assert not task.done()  # waiting for the body's cleanup
     assert seen["signal"].aborted and isinstance(seen["signal"].reason, AbortError)
     assert seen["signal"].reason.args[0] == "tool call aborted"
-    foreign.set_result("late")
+    cleanup.set_result(None)
     with pytest.raises(asyncio.CancelledError):
         await task
-    assert seen["resumed_with"] == "late"  # the body got the future's result, not a CancelledError
     assert len(observed) == 1 and is_aborted(observed[0])
 
 
 @async_test
-async def test_double_cancellation_still_waits_for_the_executor_body() -> None:
+async def test_double_cancellation_still_waits_for_the_thread() -> None:
     tool = ThreadTool()
     gate = threading.Event()
     original = tool.body
 
     async def slow_to_stop(args: Any, run: Any) -> str:
-        run.signal.add_listener(lambda _signal: None)
-        value = await original(args, run)
-        # Cleanup that takes a while after the abort, in another thread.
-        await asyncio.get_running_loop().run_in_executor(tool.pool, gate.wait)
-        return value
+        try:
+            return await original(args, run)
+        finally:
+            # Cleanup that takes a while after the abort, in another thread.
+            await run.to_thread(gate.wait)
 
     try:
         registry = registry_with(echo_tool(execute=slow_to_stop))
@@ -254,15 +259,19 @@ async def test_loop_helper_cancelled_mid_batch_waits_for_every_started_body() ->
 
 
 @async_test
-async def test_bare_yields_keep_running_through_a_cancellation() -> None:
+async def test_a_body_taking_bare_yields_is_cancelled_at_its_next_step() -> None:
     steps: list[int] = []
     seen: dict[str, Any] = {}
 
     async def body(args: Any, run: Any) -> str:
         seen["signal"] = run.signal
-        for index in range(6):
-            steps.append(index)
-            await asyncio.sleep(0)  # a bare yield: one loop iteration each
+        try:
+            for index in range(1000):
+                steps.append(index)
+                await asyncio.sleep(0)  # a bare yield: one loop iteration each
+        except asyncio.CancelledError:
+            seen["cancelled_after"] = len(steps)
+            raise
         return "done"
 
     registry = registry_with(echo_tool(execute=body))
@@ -273,7 +282,7 @@ async def test_bare_yields_keep_running_through_a_cancellation() -> None:
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    assert steps == [0, 1, 2, 3, 4, 5]  # never interrupted
+    assert seen["cancelled_after"] == len(steps) < 1000  # its next bare yield raised
     assert seen["signal"].aborted
     assert len(observed) == 1 and is_aborted(observed[0])
 
@@ -281,24 +290,40 @@ async def test_bare_yields_keep_running_through_a_cancellation() -> None:
 @async_test
 async def test_body_outcomes_after_the_cancellation() -> None:
     async def catches_and_returns(args: Any, run: Any) -> str:
-        await run.signal.wait()
+        try:
+            await run.signal.wait()
+        except asyncio.CancelledError:
+            pass
         return "returned normally"
 
+    async def reraises(args: Any, run: Any) -> str:
+        await asyncio.sleep(2)
+        return "unreachable"
+
     async def rethrows_reason(args: Any, run: Any) -> str:
-        await run.signal.wait()
-        run.signal.throw_if_aborted()
+        try:
+            await asyncio.sleep(2)
+        except asyncio.CancelledError:
+            run.signal.throw_if_aborted()
         return "unreachable"
 
     async def own_failure(args: Any, run: Any) -> str:
-        await run.signal.wait()
-        raise RuntimeError("cleanup failed")
+        try:
+            await asyncio.sleep(2)
+        except asyncio.CancelledError:
+            raise RuntimeError("cleanup failed") from None
+        return "unreachable"
 
     async def invalid_output(args: Any, run: Any) -> Any:
-        await run.signal.wait()
+        try:
+            await asyncio.sleep(2)
+        except asyncio.CancelledError:
+            pass
         return 42
 
     expectations = {
         "returns": (catches_and_returns, lambda r: is_aborted(r)),
+        "reraises": (reraises, lambda r: is_aborted(r)),
         "rethrows": (rethrows_reason, lambda r: is_aborted(r)),
         "fails": (
             own_failure,
@@ -435,11 +460,9 @@ async def test_awaitable_that_is_not_a_coroutine_is_driven_too() -> None:
     while not pending:
         await asyncio.sleep(0)
     task.cancel()
-    await asyncio.sleep(0)
-    assert not pending[0].cancelled() and not task.done()
-    pending[0].set_result("resolved")
     with pytest.raises(asyncio.CancelledError):
         await task
+    assert pending[0].cancelled()  # the future the body handed over is cancelled with it
     assert len(observed) == 1 and is_aborted(observed[0])
     # Without a cancellation the future's value is the tool's value.
     task = asyncio.ensure_future(registry.execute(call()))
@@ -486,38 +509,103 @@ async def test_a_wrapper_swallowing_the_cancellation_starts_no_second_body() -> 
 
 
 @async_test
-async def test_body_raising_cancelled_error_itself_ends_the_call_cancelled() -> None:
+async def test_a_cancelled_error_the_call_did_not_cause_is_the_bodys_failure() -> None:
+    # A future the body awaits is cancelled by its owner (a transport closing down, a
+    # task group elsewhere): that is the body's failure, never an exception out of execute.
     loop = asyncio.get_running_loop()
     owned: asyncio.Future[str] = loop.create_future()
+    gone: asyncio.Future[str] = loop.create_future()
+    gone.cancel("the connection closed")
 
-    async def body(args: Any, run: Any) -> str:
+    async def suspended(args: Any, run: Any) -> str:
         return await owned  # cancelled by its owner below
 
-    registry = registry_with(echo_tool(execute=body))
+    async def at_once(args: Any, run: Any) -> str:
+        return await gone  # already cancelled: raises in the body's first step
+
+    async def in_a_group(args: Any, run: Any) -> str:
+        raise BaseExceptionGroup("transport tasks", [asyncio.CancelledError()])
+
+    registry = registry_with(
+        echo_tool("suspended", execute=suspended),
+        echo_tool("at_once", execute=at_once),
+        echo_tool("in_a_group", execute=in_a_group),
+    )
     observed = observing(registry)
-    task = asyncio.ensure_future(registry.execute(call()))
+    task = asyncio.ensure_future(registry.execute(call("suspended")))
     await asyncio.sleep(0)
     owned.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await task
-    assert len(observed) == 1 and is_aborted(observed[0])
+    result = await task  # a result, not a CancelledError
+    assert not task.cancelled()
+    assert isinstance(result, ToolFailure) and result.error.info is None
+    assert text(result) == "Error: " + _dispatch.FOREIGN_CANCELLATION
+    at_once_result = await registry.execute(call("at_once"))
+    assert text(at_once_result) == f"Error: {_dispatch.FOREIGN_CANCELLATION}: the connection closed"
+    grouped = await registry.execute(call("in_a_group"))
+    assert isinstance(grouped, ToolFailure)
+    assert grouped.error.message == "transport tasks"
+    assert observed == [result, at_once_result, grouped]
 
 
 @async_test
-async def test_nested_execute_inside_a_body_is_shielded_at_every_level() -> None:
+async def test_no_exception_a_body_raises_escapes_execute() -> None:
+    import anyio
+
+    raised: list[BaseException] = [
+        OSError("broken pipe"),
+        ConnectionResetError("reset by peer"),
+        anyio.BrokenResourceError(),
+        anyio.ClosedResourceError(),
+        ExceptionGroup("unhandled errors in a TaskGroup", [anyio.EndOfStream()]),
+        BaseExceptionGroup("mixed", [ValueError("v"), asyncio.CancelledError()]),
+        asyncio.CancelledError("a stray cancellation"),
+        UnicodeEncodeError("utf-8", "\ud800", 0, 1, "surrogates not allowed"),
+    ]
+    for exc in raised:
+        for suspends in (False, True):
+
+            async def body(args: Any, run: Any, exc: BaseException = exc, suspends: bool = suspends) -> str:
+                if suspends:
+                    await asyncio.sleep(0)
+                raise exc
+
+            registry = registry_with(echo_tool(execute=body))
+            result = await registry.execute(call())
+            assert isinstance(result, ToolFailure), (exc, suspends)
+    # Only what ends the process propagates.
+    for fatal in (KeyboardInterrupt(), SystemExit(3)):
+
+        async def ending(args: Any, run: Any, fatal: BaseException = fatal) -> str:
+            await asyncio.sleep(0)
+            raise fatal
+
+        registry = registry_with(echo_tool(execute=ending))
+        with pytest.raises(type(fatal)):
+            await registry.execute(call())
+
+
+@async_test
+async def test_nested_execute_inside_a_body_is_cancelled_at_every_level() -> None:
     loop = asyncio.get_running_loop()
     foreign: asyncio.Future[str] = loop.create_future()
     signals: dict[str, Any] = {}
+    unwound: list[str] = []
 
     async def inner(args: Any, run: Any) -> str:
         signals["inner"] = run.signal
-        return await foreign
+        try:
+            return await foreign
+        finally:
+            unwound.append("inner")
 
     registry = registry_with(echo_tool("inner", execute=inner))
 
     async def outer(args: Any, run: Any) -> str:
         signals["outer"] = run.signal
-        result = await registry.execute(call("inner", signal=run.signal))
+        try:
+            result = await registry.execute(call("inner", signal=run.signal))
+        finally:
+            unwound.append("outer")
         return "outer saw " + text(result)
 
     registry.register(echo_tool("outer", execute=outer))
@@ -526,24 +614,25 @@ async def test_nested_execute_inside_a_body_is_shielded_at_every_level() -> None
     while "inner" not in signals:
         await asyncio.sleep(0)
     task.cancel()
-    await asyncio.sleep(0)
-    assert signals["outer"].aborted and signals["inner"].aborted
-    assert not foreign.cancelled() and not task.done()
-    foreign.set_result("x")
     with pytest.raises(asyncio.CancelledError):
         await task
-    # The inner call's caller signal aborted: its late success became ABORTED; the outer
-    # body returned normally after the cancellation: ABORTED as well.
+    assert signals["outer"].aborted and signals["inner"].aborted
+    assert foreign.cancelled()
+    assert unwound == ["inner", "outer"]  # the inner body settled first, then the outer one
     assert [is_aborted(r) for r in observed] == [True, True]
 
 
 def test_an_uncooperative_body_is_awaited_to_its_end() -> None:
-    """A plain asyncio.sleep in a body is not interrupted: to stop early a body watches its signal."""
+    """A body that swallows its cancellation keeps running, and the registry waits for it."""
 
     async def main() -> None:
         ended: list[str] = []
 
         async def body(args: Any, run: Any) -> str:
+            try:
+                await asyncio.sleep(2)
+            except asyncio.CancelledError:
+                ended.append("cancelled")
             await asyncio.sleep(0.02)
             ended.append("slept")
             return "x"
@@ -554,7 +643,7 @@ def test_an_uncooperative_body_is_awaited_to_its_end() -> None:
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await task
-        assert ended == ["slept"]
+        assert ended == ["cancelled", "slept"]
 
     asyncio.run(main())
 
@@ -594,7 +683,11 @@ async def test_cancel_requests_are_left_for_the_task_to_account() -> None:
 
     async def body(args: Any, run: Any) -> str:
         entered.set()
-        await release.wait()  # ignores the signal until released
+        while not release.is_set():
+            try:
+                await release.wait()  # swallows every cancellation until released
+            except asyncio.CancelledError:
+                pass
         return "x"
 
     registry = registry_with(echo_tool(execute=body))

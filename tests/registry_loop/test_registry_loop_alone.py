@@ -124,13 +124,16 @@ def _real_registry(foreign: list[asyncio.Future[str]], running: set[str], observ
     """An exclusive tool with a suspending pre-execute listener, guard, wrapper, body and post-execute listener.
 
     The pre-execute listener and the body each await a future they do not own
-    (resolved by loop callbacks): a cancellation must never reach it.
+    (resolved by loop callbacks). The loop turns its cancellation into an abort
+    of the calls' signal: that cancels the body as a task is cancelled (its
+    future may be cancelled, and the body is still awaited), never the policy's.
     """
 
-    def foreign_future(hops: int) -> asyncio.Future[str]:
+    def foreign_future(hops: int, owner: str = "policy") -> asyncio.Future[str]:
         loop = asyncio.get_running_loop()
         future: asyncio.Future[str] = loop.create_future()
-        foreign.append(future)
+        if owner == "policy":
+            foreign.append(future)
 
         def resolve(remaining: int) -> None:
             if not future.done():
@@ -146,7 +149,7 @@ def _real_registry(foreign: list[asyncio.Future[str]], running: set[str], observ
         running.add(run.call_id)
         try:
             await asyncio.sleep(0)
-            return await foreign_future(3)
+            return await foreign_future(3, "body")
         finally:
             running.discard(run.call_id)
 
@@ -227,7 +230,7 @@ def test_cancelling_the_loop_at_every_await_point_of_lone_calls(second_cancel: i
 
         results = run(main())
         where = f"hops {hops}, second cancel {second_cancel}"
-        assert not any(future.cancelled() for future in foreign), f"{where}: a foreign future was cancelled"
+        assert not any(future.cancelled() for future in foreign), f"{where}: a policy's foreign future was cancelled"
         events = [(event["type"], event["callId"]) for event in log.events]
         if results is None:
             cancelled_rounds += 1

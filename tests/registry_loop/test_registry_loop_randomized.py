@@ -60,7 +60,8 @@ class Round:
     # Calls inside execute() now, and the one that runs alone (no gate), if any.
     active: set[str] = field(default_factory=set)
     alone: str | None = None
-    # Futures the "foreign" tool's bodies awaited without owning them: never cancelled.
+    # Futures the "foreign" tool's bodies awaited without owning them: cancelled only when the
+    # round aborted or cancelled (the body is then cancelled as a task would be).
     foreign: list[asyncio.Future[str]] = field(default_factory=list)
 
     def tick(self) -> int:
@@ -166,7 +167,7 @@ def _build(rng: random.Random, state: Round) -> ToolRegistry:
 
     async def foreign(args: Any, signal: AbortSignal) -> Any:
         # Awaits a future it does not own, resolved by loop callbacks (like an
-        # executor or another task would): a cancellation must never reach it.
+        # executor or another task would): only an abort cancels it.
         loop = asyncio.get_running_loop()
         future: asyncio.Future[str] = loop.create_future()
         state.foreign.append(future)
@@ -357,7 +358,7 @@ async def _loop_round(rng: random.Random, start: int) -> int:
         results = None
     assert state.running == set(), f"bodies still running: {state.running}"
     assert asyncio.all_tasks() == {asyncio.current_task()}, "a task outlived the round"
-    assert not any(f.cancelled() for f in state.foreign), "a body's foreign future was cancelled"
+    assert state.abort_at is not None or not any(f.cancelled() for f in state.foreign), "a foreign future was cancelled without an abort"
     aborted = state.abort_at is not None
     if results is None:
         # The awaiting task was cancelled: started calls were drained and
@@ -404,7 +405,7 @@ async def _direct_round(rng: random.Random, start: int) -> int:
     outcomes = await asyncio.gather(*tasks, return_exceptions=True)
     assert state.running == set()
     assert asyncio.all_tasks() == {asyncio.current_task()}
-    assert not any(f.cancelled() for f in state.foreign), "a body's foreign future was cancelled"
+    assert state.abort_at is not None or not any(f.cancelled() for f in state.foreign), "a foreign future was cancelled without an abort"
     for index, (call, outcome) in enumerate(zip(calls, outcomes, strict=True)):
         assert state.observed.get(call.call_id) == 1, call
         if isinstance(outcome, BaseException):

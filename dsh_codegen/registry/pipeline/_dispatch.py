@@ -12,8 +12,9 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Coroutine, Generator
 from types import CoroutineType
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, Final, NoReturn
 
+from dsh_codegen.registry._errors import error_message
 from dsh_codegen.registry._execution import (
     FollowingRunContext,
     ToolDispatchExecution,
@@ -25,9 +26,8 @@ from dsh_codegen.registry._results import (
     ToolSuccess,
     failure_from_exception,
 )
-from dsh_codegen.registry.cancel import AbortError, AbortSignal, abort_signal
+from dsh_codegen.registry.cancel import AbortSignal
 from dsh_codegen.registry.pipeline._call import (
-    ABORTED_MESSAGE,
     Call,
     aborted,
     aborted_before_dispatch,
@@ -35,6 +35,7 @@ from dsh_codegen.registry.pipeline._call import (
     invalid_arguments,
     is_awaitable,
     not_found,
+    plain_failure,
     run_contexts,
 )
 from dsh_codegen.registry.pipeline._outcome import normalize_authored, normalize_value
@@ -74,13 +75,16 @@ async def dispatch_core(call: Call, signal: AbortSignal) -> ToolExecutionResult:
     and the current one and runs inline (no task): its first step runs in
     :func:`dispatch_started`; a body that suspends is driven by :class:`BodyDriver`.
 
-    Cancellation: a cancellation of the awaiting task never reaches the body.
-    The driver aborts the fused signal and keeps driving the body until it
-    settles; the settled outcome is then normalized as usual (a success, its
-    own failure, ``ABORTED`` if it re-raised the abort reason), kept on the
-    call (``call.settled``) and the task's ``CancelledError`` is re-raised. A
-    ``CancelledError`` the body raises itself aborts its fused signal and
-    propagates.
+    Cancellation: when the fused signal aborts (the caller's, a wrapper's,
+    or a cancellation of the awaiting task), the driver cancels the body as a
+    task is cancelled (its pending ``await`` raises ``CancelledError``) and
+    keeps driving it until it settles; the settled outcome is then normalized
+    as usual (a success, its own failure, ``ABORTED`` if it ends with the
+    ``CancelledError`` or re-raises the abort reason). After a cancellation
+    of the awaiting task it is kept on the call (``call.settled``) and the
+    task's ``CancelledError`` is re-raised. Nothing else a body raises
+    escapes: a ``CancelledError`` the registry did not cause is the body's
+    failure (only ``KeyboardInterrupt`` and ``SystemExit`` propagate).
     """
     outcome = dispatch_started(call, signal)
     if isinstance(outcome, (ToolSuccess, ToolFailure)):
@@ -132,17 +136,11 @@ def dispatch_started(
             if yielded is DONE:
                 steps = None
                 value = call.value
-    except asyncio.CancelledError:
-        # The body itself raised CancelledError (e.g. a future it awaited was cancelled).
-        abort_signal(run.signal, AbortError(ABORTED_MESSAGE))
+    except BaseException as exc:
         run._release()
-        raise
-    except Exception as exc:
-        run._release()
-        return body_failure(call, run, exc, False)
-    except BaseException:
-        run._release()
-        raise
+        if ends_the_process(exc):
+            raise
+        return body_failure(call, run, exc, None)
     if steps is not None:
         return drive_body(call, compiled, run, steps, yielded)
     run._release()
@@ -164,18 +162,50 @@ def _resolve_for_dispatch(call: Call) -> CompiledTool | ToolFailure:
     return compiled
 
 
-def body_failure(call: Call, run: ToolRunContext, exc: Exception, driven: bool) -> ToolFailure:
+#: The failure of a body that raised ``CancelledError`` although nothing cancelled the call.
+FOREIGN_CANCELLATION: Final = (
+    "tool body raised CancelledError, but the call was not cancelled"
+    " (something else cancelled a task or future the body awaited)"
+)
+
+
+def ends_the_process(exc: BaseException) -> bool:
+    """Whether ``exc`` is (or holds) ``KeyboardInterrupt`` or ``SystemExit``: the one kind a body's exception that propagates.
+
+    Everything else a body raises, transport errors and ``CancelledError``
+    included, is the call's outcome, never an exception out of ``execute``.
+    """
+    if isinstance(exc, BaseExceptionGroup):
+        return exc.subgroup((KeyboardInterrupt, SystemExit)) is not None
+    return isinstance(exc, (KeyboardInterrupt, SystemExit))
+
+
+def body_failure(
+    call: Call, run: ToolRunContext, exc: BaseException, driver: BodyDriver | None
+) -> ToolFailure:
     """The outcome of a body that raised ``exc`` (its deferred contexts kept).
 
-    ``ABORTED`` when it re-raised the caller's abort reason, or (``driven``)
-    the abort reason of the awaiting task's cancellation; else ``Error:
+    ``ABORTED`` when it raised ``CancelledError`` after the registry
+    cancelled it (``driver.cancelled_body``: its signal aborted or its task
+    was cancelled), when it re-raised the caller's abort reason, or the abort
+    reason of the awaiting task's cancellation. A ``CancelledError`` the
+    registry did not cause (another task cancelled a future the body awaited)
+    is a failure of the body, like any exception: ``Error: tool body raised
+    CancelledError, but the call was not cancelled ...``. Else ``Error:
     <message>``. A driven body whose task was cancelled keeps this outcome on
     the call and re-raises the cancellation.
     """
     contexts = run_contexts(run)
     caller = call.signal
-    cancelled = driven and call.cancel_exc is not None
-    if caller.is_aborted() and exc is caller.reason:
+    cancelled = driver is not None and call.cancel_exc is not None
+    if isinstance(exc, asyncio.CancelledError):
+        if driver is not None and driver.cancelled_body:
+            outcome = aborted(contexts)
+        else:
+            detail = error_message(exc)
+            message = FOREIGN_CANCELLATION if detail == "CancelledError" else f"{FOREIGN_CANCELLATION}: {detail}"
+            outcome = plain_failure(message, contexts)
+    elif caller.is_aborted() and exc is caller.reason:
         outcome = aborted(contexts)
     elif cancelled and run._signal is not None and exc is run._signal.reason:
         outcome = aborted(contexts)  # the body re-raised the cancellation's abort reason
@@ -195,25 +225,23 @@ async def drive_body(
 ) -> ToolExecutionResult:
     """Drive a body that suspended at its first step (``yielded``) to completion and normalize it.
 
-    Owns the fused signal from here: aborts it if the body raises
-    ``CancelledError`` itself, and releases it once the body settled.
+    Owns the fused signal from here and releases it once the body settled.
+    Whatever the body raises becomes its outcome (:func:`body_failure`),
+    except ``KeyboardInterrupt`` and ``SystemExit``.
     """
+    driver = BodyDriver(call, steps, yielded, run)
     try:
-        await BodyDriver(call, steps, yielded, run)
-    except asyncio.CancelledError:
-        # The body itself raised CancelledError (e.g. a future it awaited was cancelled).
-        abort_signal(run.signal, AbortError(ABORTED_MESSAGE))
-        raise
-    except Exception as exc:
-        return body_failure(call, run, exc, True)
+        await driver
+    except BaseException as exc:
+        if ends_the_process(exc):
+            raise
+        return body_failure(call, run, exc, driver)
     finally:
         run._release()
     result = normalize_value(call, compiled, call.value, run_contexts(run), run._concluded)
     if call.cancel_exc is not None:
         _raise_cancelled(call, result)
     return result
-
-
 
 
 class _WrapNext:

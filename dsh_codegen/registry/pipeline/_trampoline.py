@@ -1,19 +1,28 @@
-"""The body trampoline: the registry steps a tool body itself, shielded from the awaiting task's cancellation.
+"""The body trampoline: the registry steps a tool body itself, and cancels it as asyncio cancels a task.
 
-A body runs in the task that awaits ``execute`` (no task per call), but it
-must never receive that task's cancellation: a ``CancelledError`` thrown into
-the body would tear it off a future it does not own (a ``run_in_executor``
-future, another task) while that work carries on. So the registry steps the
-body itself and does with what it yields what an ``asyncio.Task`` does:
+A body runs in the task that awaits ``execute`` (no task per call). The
+registry steps the body itself and does with what it yields what an
+``asyncio.Task`` does:
 
 - a bare ``yield`` (``asyncio.sleep(0)``) gives the loop one iteration;
 - a future ``F`` of the running loop is waited for through a
   :class:`_ShieldedWait`, which the task waits on instead of ``F``: the task
   resumes in ``F``'s own callback round (so an ``await`` in a body costs the
-  loop iterations it costs under plain asyncio), and a cancellation of the
-  task never reaches ``F``;
+  loop iterations it costs under plain asyncio);
 - anything else is thrown back into the body as the ``RuntimeError`` a Task
   would throw, after one loop iteration, as a Task does.
+
+Cancellation: when the body's signal aborts (the caller's signal, a
+wrapper's such as ``timeout_policy``'s deadline, or a cancellation of the
+awaiting task), the driver cancels the body the way ``Task.cancel()`` cancels
+a task: it cancels the future the body waits on (or, if that refuses, the
+next one the body awaits; a bare yield raises at once), so the body's
+``await`` raises ``CancelledError``. A future that has already completed
+keeps its outcome (``await run.signal.wait()`` returns normally). The driver then keeps driving the
+body until it returns or raises: a started body is never abandoned (its
+``finally`` blocks and cleanup awaits run to their end). The awaiting task's
+own ``CancelledError`` is recorded on the call and absorbed at the driver's
+yields (the dispatch stage re-raises it once the body settled).
 
 This is the only place in the package that steps a coroutine by hand.
 """
@@ -29,7 +38,7 @@ import types
 from collections.abc import Awaitable, Callable, Generator
 from typing import TYPE_CHECKING, Any, Final
 
-from dsh_codegen.registry.cancel import AbortError, abort_signal
+from dsh_codegen.registry.cancel import AbortError, AbortSignal, abort_signal
 from dsh_codegen.registry.pipeline._call import ABORTED_MESSAGE, Call, record_cancellation
 
 if TYPE_CHECKING:
@@ -117,16 +126,17 @@ def _resume(
 
 
 class _ShieldedWait:
-    """What the task waits on while a body waits for a future ``F`` that is not the registry's.
+    """What the task waits on while a body waits for a future ``F``.
 
     ``asyncio.Task`` accepts any future-like object (one with
     ``_asyncio_future_blocking``): it registers its wake-up with
     ``add_done_callback`` and calls ``cancel()`` when it is cancelled. This
     one hands the wake-up to ``F`` (so the task resumes in ``F``'s callback
-    round) and refuses ``cancel()``: the request aborts the body's signal at
-    once (:meth:`BodyDriver._cancel_requested`), ``F`` is left alone, and the
-    task, which marks itself cancelled instead, throws the ``CancelledError``
-    into the driver when ``F`` is done. The body reads ``F``'s own result.
+    round) and refuses ``cancel()``: the request goes to the driver
+    (:meth:`BodyDriver._cancel_requested`), which aborts the body's signal and
+    cancels ``F`` for the body; the task, which marks itself cancelled
+    instead, throws its ``CancelledError`` into the driver (not the body) when
+    ``F`` is done. The body reads ``F``'s own outcome.
     """
 
     __slots__ = ("_asyncio_future_blocking", "future", "loop", "on_cancel", "resumer")
@@ -177,19 +187,23 @@ class _ShieldedWait:
 
 
 class BodyDriver:
-    """Awaitable that drives a suspended body to completion, shielding it from task cancellation.
+    """Awaitable that drives a suspended body to completion, cancelling it as asyncio cancels a task.
 
-    Cancellation: a cancellation request of the awaiting task aborts the
-    body's fused signal (reason ``AbortError("tool call aborted")``) at once;
-    the first ``CancelledError`` the task then delivers is recorded on the
-    call (``call.cancel_exc``), and the driver keeps driving the body,
-    absorbing further cancellations, until it settles. It then returns (or
-    raises the body's exception) normally; the dispatch stage turns the
-    settled outcome into the call's result and re-raises the recorded
-    ``CancelledError``.
+    Cancellation: when the body's fused signal aborts, the body is cancelled
+    (:meth:`_cancel_body`): the future it waits on is cancelled, or its next
+    suspension is. A cancellation
+    request of the awaiting task aborts that signal (reason
+    ``AbortError("tool call aborted")``), or cancels the body again if the
+    signal had already aborted; the first ``CancelledError`` the task then
+    delivers is recorded on the call (``call.cancel_exc``) and absorbed, as
+    are later ones. The driver keeps driving the body until it settles, then
+    returns (or raises the body's exception) normally; the dispatch stage
+    turns the settled outcome into the call's result and re-raises the
+    recorded ``CancelledError``. ``cancelled_body`` says whether the registry
+    cancelled the body (a ``CancelledError`` it raises is then the call's).
     """
 
-    __slots__ = ("call", "run", "steps", "yielded")
+    __slots__ = ("call", "cancelled_body", "must_cancel", "run", "steps", "waiting", "yielded")
 
     def __init__(
         self,
@@ -202,32 +216,82 @@ class BodyDriver:
         self.steps = steps
         self.yielded = yielded
         # This body's own run (and fused signal): a wrapper may run bodies concurrently
-        # (each in its own task), and each driver aborts the body it drives.
+        # (each in its own task), and each driver cancels the body it drives.
         self.run = run
+        # The future the body waits on now (None while it runs or takes a bare yield).
+        self.waiting: asyncio.Future[Any] | None = None
+        # A cancellation that could not be delivered through a future: thrown at the next step.
+        self.must_cancel = False
+        self.cancelled_body = False
+
+    def _cancel_body(self, _signal: object = None) -> None:
+        """Cancel the body as ``Task.cancel()`` would: its pending ``await`` raises ``CancelledError``.
+
+        The future the body waits on is cancelled now. If it refuses (a nested
+        call's wait), or the body is running or taking a bare yield, the body's
+        next suspension is cancelled instead. A future that has already
+        completed keeps its outcome: the body resumes with it, uncancelled
+        (``await run.signal.wait()`` returns, so a body that waits for its
+        signal runs its own cleanup).
+        """
+        self.cancelled_body = True
+        waiting = self.waiting
+        if waiting is None or (not waiting.done() and not waiting.cancel()):
+            self.must_cancel = True
 
     def _cancel_requested(self) -> None:
+        # The task awaiting execute() was asked to cancel: abort the body's signal and cancel
+        # the body (again, if its signal had aborted already: as a second Task.cancel() would).
         abort_signal(self.run.signal, AbortError(ABORTED_MESSAGE))
+        self._cancel_body()
+
+    def _listen(self) -> list[Callable[[], None]]:
+        """Cancel the body when a source of its fused signal aborts; the removers of the listeners.
+
+        The sources (the caller's signal, a wrapper's) are listened to directly:
+        the fused signal need not be made for that (most bodies never read it).
+        """
+        run = self.run
+        follows = run._follows
+        if follows is None:
+            sources: tuple[AbortSignal, ...] = (run.signal,)
+        else:
+            sources = (follows,) if type(follows) is AbortSignal else follows
+        removers = []
+        for source in sources:
+            if source.is_aborted():
+                self._cancel_body()  # aborted while the body ran its first step
+                break
+            removers.append(source.add_listener(self._cancel_body))
+        return removers
 
     def _cancelled(self, exc: asyncio.CancelledError) -> None:
-        self._cancel_requested()
         record_cancellation(self.call, exc)
 
     def _wait(
         self, future: asyncio.Future[Any], loop: asyncio.AbstractEventLoop
     ) -> Generator[Any, None, None]:
         future._asyncio_future_blocking = False  # taken over, as a Task takes it over
-        while not future.done():
-            wait = _ShieldedWait(future, loop, self._cancel_requested)
-            try:
-                yield wait
-            except asyncio.CancelledError as exc:
-                wait.detach()
-                self._cancelled(exc)
+        if self.must_cancel and future.cancel():
+            self.must_cancel = False  # delivered through the future, as a Task delivers it
+        self.waiting = future
+        try:
+            while not future.done():
+                wait = _ShieldedWait(future, loop, self._cancel_requested)
+                try:
+                    yield wait
+                except asyncio.CancelledError as exc:
+                    wait.detach()
+                    self._cancelled(exc)
+        finally:
+            self.waiting = None
 
     def _one_iteration(self) -> Generator[None, None, None]:
         try:
             yield None
         except asyncio.CancelledError as exc:
+            # The task's cancellation arrived here (not through a wait): cancel the body too.
+            self._cancel_requested()
             self._cancelled(exc)
 
     def __await__(self) -> Generator[Any, None, None]:
@@ -235,21 +299,29 @@ class BodyDriver:
         yielded = self.yielded
         self.yielded = None
         loop = asyncio.get_running_loop()
-        while True:
-            error: BaseException | None = None
-            if yielded is None:
-                yield from self._one_iteration()  # a bare yield (asyncio.sleep(0))
-            else:
-                kind = classify_yield(yielded, loop)
-                if kind is Yielded.FUTURE:
-                    yield from self._wait(yielded, loop)  # type: ignore[arg-type]
+        removers = self._listen()
+        try:
+            while True:
+                error: BaseException | None = None
+                if yielded is None:
+                    yield from self._one_iteration()  # a bare yield (asyncio.sleep(0))
+                    if self.must_cancel:
+                        self.must_cancel = False
+                        error = asyncio.CancelledError()
                 else:
-                    error = bad_yield(kind, yielded)
-                    # Delivered after one loop iteration, as a Task delivers it.
-                    yield from self._one_iteration()
-            try:
-                yielded = next(steps, DONE) if error is None else steps.throw(error)
-            except StopIteration:
-                return
-            if yielded is DONE:
-                return
+                    kind = classify_yield(yielded, loop)
+                    if kind is Yielded.FUTURE:
+                        yield from self._wait(yielded, loop)  # type: ignore[arg-type]
+                    else:
+                        error = bad_yield(kind, yielded)
+                        # Delivered after one loop iteration, as a Task delivers it.
+                        yield from self._one_iteration()
+                try:
+                    yielded = next(steps, DONE) if error is None else steps.throw(error)
+                except StopIteration:
+                    return
+                if yielded is DONE:
+                    return
+        finally:
+            for remove in removers:
+                remove()
