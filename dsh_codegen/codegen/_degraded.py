@@ -17,7 +17,6 @@ from typing import Literal
 
 from dsh_codegen.codegen._catalog import ToolSchemaEntry, sorted_catalog
 from dsh_codegen.codegen._literals import py_literal, ts_literal
-from dsh_codegen.codegen._naming import is_py_field_name
 from dsh_codegen.codegen._nodes import (
     ALL_OF,
     ARRAY,
@@ -134,8 +133,7 @@ def _walk(root: object, python: bool) -> list[tuple[str, str]]:
                     out.append((pointer or "/", "an allOf that is not one object schema: Any"))
                 children = [(branch, f"{pointer}/allOf/{index}") for index, branch in enumerate(node.branches)]
         elif kind == OBJECT:
-            if python and node.properties and not all(is_py_field_name(key) for key, _ in node.properties):
-                out.append((pointer or "/", "property names that are not Python identifiers: dict[str, Any]"))
+            # (Keys that are not Python identifiers are typed too: the functional TypedDict form.)
             children = [(child, f"{pointer}/properties/{_escape(key)}") for key, child in node.properties]
         elif kind == ARRAY and node.has_items:
             children = [(node.items, f"{pointer}/items")]

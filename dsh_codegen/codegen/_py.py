@@ -2,8 +2,11 @@
 
 Two uses share one walker. Without a :class:`ClassNamer` (the public
 ``json_schema_to_py``) every object degrades to ``dict[str, Any]``. With one
-(the SDK renderers) objects with declarable fields become named ``TypedDict``
-classes, collected in :attr:`PyTypes.classes` children-first.
+(the SDK renderers) objects with declared fields become named ``TypedDict``
+classes, collected in :attr:`PyTypes.classes` children-first: in class syntax,
+or, when a key is not a Python identifier (``from``, ``my-key``), in the
+functional form ``Name = TypedDict("Name", {"from": str})``, so every key is
+typed either way.
 
 The walk uses an explicit stack; a node that is its own ancestor renders
 ``Any``; ``list[`` nests at most :data:`MAX_LIST_NESTING` deep (the Python
@@ -12,10 +15,11 @@ parser stops near 200 brackets), beyond which the innermost type is ``Any``.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from dsh_codegen.codegen._literals import py_comment, py_file_literal, py_file_string, py_literal
+from dsh_codegen.codegen._literals import code_string, py_comment, py_file_literal, py_file_string, py_literal
 from dsh_codegen.codegen._naming import CLASS_NAME_CAP, ClassNamer, are_py_field_names, camel_case
 from dsh_codegen.codegen._nodes import (
     ALL_OF,
@@ -75,6 +79,9 @@ _SCALARS = {"string": "str", "number": "float", "integer": "int", "boolean": "bo
 _SCALAR_TOKENS = {**_SCALARS, "null": "None"}
 _DIALECT_KINDS = frozenset({NEVER, REF, ALL_OF, TUPLE, RECORD})
 _STR_ONLY = frozenset({str})
+#: The names an annotation mentions (a functional class quotes an annotation naming a class
+#: not declared yet: its dict is evaluated at import, unlike class-syntax annotations).
+_NAME = re.compile(r"[^\W\d]\w*")
 
 
 # PyClass is a plain slotted dataclass, not frozen: a render builds one per class and
@@ -121,12 +128,14 @@ class _Done:
     """Stack marker: a container's children are rendered (leave the cycle guard;
     for a class, write its pending fields and declare it)."""
 
-    __slots__ = ("ident", "name", "lines", "pending", "open", "shadow", "alias")
+    __slots__ = ("ident", "name", "lines", "pending", "open", "shadow", "alias", "functional")
 
     def __init__(self, ident: int) -> None:
         self.ident = ident
         self.shadow: frozenset[str] = frozenset()
         self.name = ""
+        #: The class is written in the functional form (a key is not an identifier).
+        self.functional = False
         #: The class's text so far (see ``PyTypes._class_lines``) and its pending fields.
         self.lines: list[str] = []
         self.pending: list[_PendingField] = []
@@ -155,6 +164,10 @@ class PyTypes:
     named_definitions: bool = False
     typing_used: set[str] = field(default_factory=set)
     modules_used: set[str] = field(default_factory=set)
+    #: Class and alias names handed out, and those declared so far (the difference may be
+    #: named before it is declared: a recursive reference).
+    allocated: set[str] = field(default_factory=set)
+    declared: set[str] = field(default_factory=set)
 
     def name(self, token: str, shadow: frozenset[str]) -> str:
         """``token`` as written in an annotation, recording the import it needs."""
@@ -224,7 +237,7 @@ class PyTypes:
                 active.discard(frame.ident)
                 if frame.name:
                     self._write_pending(frame)
-                    self._finish_class(frame.name, frame.lines, frame.open)
+                    self._finish_class(frame.name, frame.lines, frame.open, frame.functional)
                 elif frame.alias is not None:
                     self._finish_alias(frame)
                 continue
@@ -248,11 +261,7 @@ class PyTypes:
             if kind == OBJECT:  # the most common container first
                 properties = node.properties
                 keys = [key for key, _ in properties]
-                is_class = (
-                    self.namer is not None
-                    and (properties or node.closed or frame.forced is not None)
-                    and are_py_field_names(keys)
-                )
+                is_class = self.namer is not None and bool(properties or node.closed or frame.forced is not None)
                 if not is_class:
                     if frame.forced is not None and refs is not None:
                         refs.states[frame.key] = "alias"
@@ -264,16 +273,20 @@ class PyTypes:
                     refs.states[frame.key] = "class"
                 else:
                     name = self.namer.allocate(frame.base)
+                    self.allocated.add(name)
                 if frame.schema is schema:
                     root_name = name  # a "#" reference names the root class
                 out.append(name)
-                inner = self.shadow_for(keys)
+                # Keys that cannot be fields in class syntax take the functional form, whose
+                # keys are string literals (they shadow nothing).
+                functional = not are_py_field_names(keys)
+                inner = frozenset() if functional else self.shadow_for(keys)
                 tasks: list[_Frame | tuple[list[str], str]] = []
                 pending: list[_PendingField] = []
-                lines = self._class_lines(name, node, inner, tasks, pending)
+                lines = self._class_lines(name, node, inner, tasks, pending, functional)
                 if not pending:
                     # Every field written: declared now (the marker would be the next pop).
-                    self._finish_class(name, lines, not node.closed)
+                    self._finish_class(name, lines, not node.closed, functional)
                     continue
                 active.add(ident)
                 done = _Done(ident)
@@ -282,6 +295,7 @@ class PyTypes:
                 done.pending = pending
                 done.open = not node.closed
                 done.shadow = inner
+                done.functional = functional
                 stack.append(done)
                 stack.extend(reversed(tasks))
                 continue
@@ -354,6 +368,7 @@ class PyTypes:
                 return
             name, new = named
             self.named_definitions = True
+            self.allocated.add(name)
             if not new:
                 # A definition still being written as a TypeAlias cannot name itself (it is
                 # evaluated at import): that recursion degrades to Any.
@@ -435,6 +450,7 @@ class PyTypes:
         name = refs.names[key]
         alias = self._capped("".join(buffer), frozenset())
         self.classes.append(PyClass(name, f"{name}: TypeAlias = {alias}\n", alias))
+        self.declared.add(name)
 
     def _capped(self, text: str, shadow: frozenset[str]) -> str:
         # Counting text also counts " | " inside string literals: a false
@@ -448,15 +464,21 @@ class PyTypes:
         shadow: frozenset[str],
         tasks: list[_Frame | tuple[list[str], str]],
         pending: list[_PendingField],
+        functional: bool = False,
     ) -> list[str]:
-        """The text of class ``name`` (``class <Name>(TypedDict):`` and per field an optional
-        ``    # <comment>`` line and ``    <name>: <type>``), one item per field. A field
-        whose type needs the walk (``tasks`` gets its frame) has a placeholder, and an entry
-        in ``pending``; the others are written here, where their types are known."""
-        lines = [f"class {name}(TypedDict):\n"]
+        """The text of class ``name``, one item per field: ``class <Name>(TypedDict):`` and per
+        field an optional ``    # <comment>`` line and ``    <name>: <type>``; or, ``functional``,
+        ``<Name> = TypedDict(`` / ``"<Name>",`` / ``{`` and per field ``"<key>": <type>,``
+        (black's exploded layout, which it keeps as it is). A field whose type needs the walk
+        (``tasks`` gets its frame) has a placeholder, and an entry in ``pending``; the others
+        are written here, where their types are known."""
+        if functional:
+            literal = self._string(name)
+            lines = [f"{name} = TypedDict(\n    {literal},\n    {{\n"]
+        else:
+            lines = [f"class {name}(TypedDict):\n"]
         append = lines.append
         required = node.required
-        not_required: str | None = None  # spelled once per class, when a field needs it
         for key, child in node.properties:
             plain = _plain_scalar_field(child)
             if plain is not None:
@@ -476,31 +498,52 @@ class PyTypes:
                     tasks.append(_Frame(child, name + camel_case(key), 0, shadow, buffer, node=child_node))
                     continue
                 annotation = leaf
-            if key not in required:
-                if not_required is None:
-                    not_required = self.name("NotRequired", shadow)
-                annotation = f"{not_required}[{annotation}]"
-            append(f"    {key}: {annotation}\n" if comment is None else f"    # {comment}\n    {key}: {annotation}\n")
+            append(self._field_line(key, annotation, comment, key in required, functional, shadow))
         return lines
+
+    def _field_line(
+        self, key: str, annotation: str, comment: str | None, required: bool, functional: bool, shadow: frozenset[str]
+    ) -> str:
+        """One field's text (its comment line first, when it has one)."""
+        if functional:
+            named = self.allocated.intersection(_NAME.findall(annotation))
+            if named and not self.declared.issuperset(named):
+                # It names a class declared later (a recursive reference): a string, which
+                # only the type checker evaluates (a functional class's dict runs at import).
+                annotation = self._string(annotation)
+        if not required:
+            annotation = f"{self.name('NotRequired', shadow)}[{annotation}]"
+        if functional:
+            line = f"        {self._string(key)}: {annotation},\n"
+            return line if comment is None else f"        # {comment}\n{line}"
+        line = f"    {key}: {annotation}\n"
+        return line if comment is None else f"    # {comment}\n{line}"
+
+    def _string(self, text: str) -> str:
+        """A string literal: black's quote preference in files, JSON's double quotes in the prompt."""
+        return py_file_string(text) if self.qualify else code_string(text)
 
     def _write_pending(self, done: _Done) -> None:
         """Write ``done``'s pending fields into their places, their types walked."""
         lines = done.lines
         for index, comment, key, buffer, required in done.pending:
             annotation = self._capped("".join(buffer), done.shadow)
-            if not required:
-                annotation = f"{self.name('NotRequired', done.shadow)}[{annotation}]"
-            line = f"    {key}: {annotation}\n"
-            lines[index] = line if comment is None else f"    # {comment}\n{line}"
+            lines[index] = self._field_line(key, annotation, comment, required, done.functional, done.shadow)
 
-    def _finish_class(self, name: str, lines: list[str], open_: bool) -> None:
+    def _finish_class(self, name: str, lines: list[str], open_: bool, functional: bool = False) -> None:
         """Declare class ``name`` from its ``lines`` (every field written): then the
-        extra-keys comment for an open class, or ``pass`` for one without fields."""
-        if open_:
+        extra-keys comment for an open class, or ``pass`` for one without fields
+        (the functional form always has a field, and closes its dict and call)."""
+        if functional:
+            if open_:
+                lines.append("        # Additional keys beyond those declared are allowed.\n")
+            lines.append("    },\n)\n")
+        elif open_:
             lines.append("    # Additional keys beyond those declared are allowed.\n")
         elif len(lines) == 1:
             lines.append("    pass\n")
         self.classes.append(PyClass(name, "".join(lines)))
+        self.declared.add(name)
 
 
 def declarations_text(classes: Sequence[PyClass], gap: str) -> str:

@@ -11,7 +11,7 @@ import pytest
 
 from codegen_helpers import CASES, case_names
 from dsh_codegen.cli import main
-from dsh_codegen.codegen import ToolSchemaEntry, load_catalog, render_sdk_module, render_ts_sdk
+from dsh_codegen.codegen import ToolSchemaEntry, load_catalog, render_py_sdk, render_sdk_module, render_ts_sdk
 from dsh_codegen.codegen._degraded import degraded_nodes
 
 
@@ -45,9 +45,9 @@ def test_dialect_degradations_name_each_node() -> None:
     ("schema", "ts", "py"),
     [
         ({"type": "object", "properties": {"a": {"not": {}}}}, ["#/properties/a"], ["#/properties/a"]),
-        ({"type": "object", "properties": {"a-b": {"type": "string"}}}, [], ["#/"]),
+        ({"type": "object", "properties": {"a-b": {"type": "string"}}}, [], []),  # the functional TypedDict form
         ({"type": "object", "properties": {"a": {"$ref": "#/$defs/x"}}}, ["#/properties/a"], ["#/properties/a"]),
-        ({"type": "object", "properties": {"a~/b": {"enum": [[1]]}}}, ["#/properties/a~0~1b"], ["#/", "#/properties/a~0~1b"]),
+        ({"type": "object", "properties": {"a~/b": {"enum": [[1]]}}}, ["#/properties/a~0~1b"], ["#/properties/a~0~1b"]),
         ({"type": "object", "properties": {"a": {"anyOf": [{"type": "string"}, {"if": {}}]}}},
          ["#/properties/a/anyOf/1"], ["#/properties/a/anyOf/1"]),
         ({"type": "object", "properties": {"r": {"enum": [0.5, 1]}}}, [], []),  # float in Python: not Any
@@ -78,7 +78,9 @@ def test_a_mapping_that_contains_itself_is_reported() -> None:
     ]
 
 
-EXOTIC = [{"name": "t", "description": "", "parameters": {"type": "object", "properties": {"a-b": {"type": "string"}}}}]
+# An enum mixing a string and a fraction is a literal type in TypeScript only (Python's
+# Literal takes no float).
+EXOTIC = [{"name": "t", "description": "", "parameters": {"type": "object", "properties": {"x": {"enum": ["a", 1.5]}}}}]
 
 
 def test_sdk_warns_about_degraded_types_and_strict_refuses_them(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -89,15 +91,15 @@ def test_sdk_warns_about_degraded_types_and_strict_refuses_them(tmp_path: Path, 
     code, stdout, stderr = _run(capsys, "sdk", "-q", "--lang", "py", "--catalog", str(catalog), "-o", str(out))
     assert code == 0 and stdout == ""
     assert stderr == (
-        f'dsh-codegen: warning: {catalog}: tool "t" parameters#/: '
-        "property names that are not Python identifiers: dict[str, Any]\n"
+        f'dsh-codegen: warning: {catalog}: tool "t" parameters#/properties/x: '
+        "a value that cannot be a literal type: Any\n"
     )
     assert out.read_text(encoding="utf-8") == render_sdk_module(load_catalog(catalog), "python")
     out.unlink()
     code, stdout, stderr = _run(capsys, "sdk", "--lang", "py", "--strict", "--catalog", str(catalog), "-o", str(out))
     assert code == 1 and not out.exists()
     assert stderr.splitlines() == [
-        f'dsh-codegen: error: {catalog}: tool "t" parameters#/: property names that are not Python identifiers: dict[str, Any]',
+        f'dsh-codegen: error: {catalog}: tool "t" parameters#/properties/x: a value that cannot be a literal type: Any',
         "dsh-codegen: 1 degraded type(s); nothing written (--strict)",
     ]
     # TypeScript types the same catalog fully: no warning, --strict passes.
@@ -132,3 +134,54 @@ def test_sdk_and_catalog_refuse_what_the_registry_refuses(
     assert any(line.startswith(f'dsh-codegen: error: {catalog}: tool "root" parameters: schema.type') for line in lines)
     assert any(line.startswith(f'dsh-codegen: error: {catalog}: tool "root" output_schema: schema.') for line in lines)
     assert not any('"ok"' in line for line in lines)
+
+
+# The convert-units tool of issue 34: "from" is a keyword, "my-key" no identifier at all.
+CONVERT_UNITS = [
+    {
+        "name": "convert-units",
+        "description": "Convert a value between units.",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "value": {"type": "number"},
+                "from": {"type": "string", "description": "The unit of value."},
+                "to": {"type": "string"},
+                "options": {"type": "object", "properties": {"my-key": {"type": "integer"}}, "additionalProperties": False},
+            },
+            "required": ["value", "from", "to"],
+        },
+    }
+]
+
+
+def test_keys_that_are_not_identifiers_are_typed_and_strict_passes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Before: such an object rendered dict[str, Any] (in the SDK text and files) and --strict refused it."""
+    import subprocess
+    import sys
+
+    catalog = tmp_path / "tools.json"
+    catalog.write_text(json.dumps(CONVERT_UNITS), encoding="utf-8")
+    out = tmp_path / "sdk_units.py"
+    code, stdout, stderr = _run(capsys, "sdk", "-q", "--lang", "py", "--strict", "--catalog", str(catalog), "-o", str(out))
+    assert (code, stdout, stderr) == (0, "", "")
+    text = out.read_text(encoding="utf-8")
+    assert '        "from": str,\n' in text and '        "my-key": NotRequired[int],\n' in text
+    assert "dict[str, Any]" not in text
+    prompt = render_py_sdk([ToolSchemaEntry(**entry) for entry in CONVERT_UNITS])  # type: ignore[arg-type]
+    assert 'ConvertUnitsArgs = TypedDict(\n    "ConvertUnitsArgs",\n    {\n        "value": float,\n' in prompt
+    assert "        # The unit of value.\n        \"from\": str,\n" in prompt
+    # mypy --strict reads every key's type.
+    (tmp_path / "use.py").write_text(
+        "from sdk_units import ConvertUnitsArgs\n"
+        'good: ConvertUnitsArgs = {"value": 1.5, "from": "m", "to": "ft", "options": {"my-key": 2}}\n'
+        'bad: ConvertUnitsArgs = {"value": 1.5, "from": 3, "to": "ft"}\n',
+        encoding="utf-8",
+    )
+    checked = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--no-error-summary", "--cache-dir", str(tmp_path / ".mypy_cache"), "sdk_units.py", "use.py"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300,
+    )
+    assert checked.stdout.splitlines() == [
+        'use.py:3: error: Incompatible types (expression has type "int", TypedDict item "from" has type "str")  [typeddict-item]'
+    ]

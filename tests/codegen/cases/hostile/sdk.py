@@ -14,6 +14,27 @@ class ToolCallError(Exception):
     toolName: str
 
 
+ToolArgs = TypedDict(
+    "ToolArgs",
+    {
+        "class": str,
+        "ok": NotRequired[str],
+        # Additional keys beyond those declared are allowed.
+    },
+)
+
+
+ToolOutput = TypedDict(
+    "ToolOutput",
+    {
+        # */ dash
+        "a-b": str,
+        "__proto__": NotRequired[str],
+        "constructor": NotRequired[float],
+    },
+)
+
+
 class Tool1stToolArgs(TypedDict):
     s: Literal['q"uote', "back\\slash", "new\nline", "nul\u0000", "surr\ud800", "*/", "sep\u2028", "del\u007f\u0085", "'''", '"""', "ü工"]
     n: float
@@ -21,6 +42,58 @@ class Tool1stToolArgs(TypedDict):
     b: Literal[True]
     z: Literal[None]
     c: Literal["x"]
+
+
+Tool1stToolOutput = TypedDict(
+    "Tool1stToolOutput",
+    {
+        "class": str,
+        "ok": NotRequired[str],
+        # Additional keys beyond those declared are allowed.
+    },
+)
+
+
+AnyArgs = TypedDict(
+    "AnyArgs",
+    {
+        "class": str,
+        "ok": NotRequired[str],
+        # Additional keys beyond those declared are allowed.
+    },
+)
+
+
+AnyOutput = TypedDict(
+    "AnyOutput",
+    {
+        # */ dash
+        "a-b": str,
+        "__proto__": NotRequired[str],
+        "constructor": NotRequired[float],
+    },
+)
+
+
+LiteralArgs = TypedDict(
+    "LiteralArgs",
+    {
+        "class": str,
+        "ok": NotRequired[str],
+        # Additional keys beyond those declared are allowed.
+    },
+)
+
+
+LiteralOutput = TypedDict(
+    "LiteralOutput",
+    {
+        # */ dash
+        "a-b": str,
+        "__proto__": NotRequired[str],
+        "constructor": NotRequired[float],
+    },
+)
 
 
 class NoneArgs(TypedDict):
@@ -42,6 +115,22 @@ class NoneArgs(TypedDict):
     self: _typing.NotRequired[_builtins.str]
 
 
+NoneOutput = TypedDict(
+    "NoneOutput",
+    {
+        "__x": NotRequired[str],
+    },
+)
+
+
+NotRequiredArgs = TypedDict(
+    "NotRequiredArgs",
+    {
+        "__x": NotRequired[str],
+    },
+)
+
+
 class ReadFileArgsArgs(TypedDict):
     str: _builtins.str
     int: _builtins.int
@@ -61,6 +150,14 @@ class ReadFileArgsArgs(TypedDict):
     self: _typing.NotRequired[_builtins.str]
 
 
+ReadFileArgsOutput = TypedDict(
+    "ReadFileArgsOutput",
+    {
+        "__x": NotRequired[str],
+    },
+)
+
+
 class ToolCallErrorArgs(TypedDict):
     s: Literal['q"uote', "back\\slash", "new\nline", "nul\u0000", "surr\ud800", "*/", "sep\u2028", "del\u007f\u0085", "'''", '"""', "ü工"]
     n: float
@@ -68,6 +165,24 @@ class ToolCallErrorArgs(TypedDict):
     b: Literal[True]
     z: Literal[None]
     c: Literal["x"]
+
+
+ToolCallErrorOutput = TypedDict(
+    "ToolCallErrorOutput",
+    {
+        "class": str,
+        "ok": NotRequired[str],
+        # Additional keys beyond those declared are allowed.
+    },
+)
+
+
+ToolsArgs = TypedDict(
+    "ToolsArgs",
+    {
+        "__x": NotRequired[str],
+    },
+)
 
 
 class ToolsOutput(TypedDict):
@@ -79,13 +194,50 @@ class ToolsOutput(TypedDict):
     c: Literal["x"]
 
 
-class ToolOutput(TypedDict):
+TrueArgs = TypedDict(
+    "TrueArgs",
+    {
+        "class": str,
+        "ok": NotRequired[str],
+        # Additional keys beyond those declared are allowed.
+    },
+)
+
+
+TrueOutput = TypedDict(
+    "TrueOutput",
+    {
+        # */ dash
+        "a-b": str,
+        "__proto__": NotRequired[str],
+        "constructor": NotRequired[float],
+    },
+)
+
+
+ToolArgs2 = TypedDict(
+    "ToolArgs2",
+    {
+        "__x": NotRequired[str],
+    },
+)
+
+
+class ToolOutput2(TypedDict):
     s: Literal['q"uote', "back\\slash", "new\nline", "nul\u0000", "surr\ud800", "*/", "sep\u2028", "del\u007f\u0085", "'''", '"""', "ü工"]
     n: float
     f: float
     b: Literal[True]
     z: Literal[None]
     c: Literal["x"]
+
+
+DebugArgs = TypedDict(
+    "DebugArgs",
+    {
+        "__x": NotRequired[str],
+    },
+)
 
 
 class DunderArgs(TypedDict):
@@ -97,6 +249,14 @@ class DunderArgs(TypedDict):
     c: Literal["x"]
 
 
+ProtoArgs = TypedDict(
+    "ProtoArgs",
+    {
+        "__x": NotRequired[str],
+    },
+)
+
+
 class ProtoOutput(TypedDict):
     s: Literal['q"uote', "back\\slash", "new\nline", "nul\u0000", "surr\ud800", "*/", "sep\u2028", "del\u007f\u0085", "'''", '"""', "ü工"]
     n: float
@@ -104,6 +264,17 @@ class ProtoOutput(TypedDict):
     b: Literal[True]
     z: Literal[None]
     c: Literal["x"]
+
+
+PrivateArgs = TypedDict(
+    "PrivateArgs",
+    {
+        # */ dash
+        "a-b": str,
+        "__proto__": NotRequired[str],
+        "constructor": NotRequired[float],
+    },
+)
 
 
 class PrivateOutput(TypedDict):
@@ -123,6 +294,27 @@ class PrivateOutput(TypedDict):
     __dunder__: _typing.NotRequired[_builtins.str]
     _private: _typing.NotRequired[_builtins.str]
     self: _typing.NotRequired[_builtins.str]
+
+
+ABArgs = TypedDict(
+    "ABArgs",
+    {
+        "class": str,
+        "ok": NotRequired[str],
+        # Additional keys beyond those declared are allowed.
+    },
+)
+
+
+ArgsArgs = TypedDict(
+    "ArgsArgs",
+    {
+        # */ dash
+        "a-b": str,
+        "__proto__": NotRequired[str],
+        "constructor": NotRequired[float],
+    },
+)
 
 
 class ArgsOutput(TypedDict):
@@ -153,6 +345,16 @@ class AsyncArgs(TypedDict):
     c: Literal["x"]
 
 
+AsyncOutput = TypedDict(
+    "AsyncOutput",
+    {
+        "class": str,
+        "ok": NotRequired[str],
+        # Additional keys beyond those declared are allowed.
+    },
+)
+
+
 class AwaitArgs(TypedDict):
     str: _builtins.str
     int: _builtins.int
@@ -170,6 +372,14 @@ class AwaitArgs(TypedDict):
     __dunder__: _typing.NotRequired[_builtins.str]
     _private: _typing.NotRequired[_builtins.str]
     self: _typing.NotRequired[_builtins.str]
+
+
+BackSlashArgs = TypedDict(
+    "BackSlashArgs",
+    {
+        "__x": NotRequired[str],
+    },
+)
 
 
 class BackSlashOutput(TypedDict):
@@ -199,6 +409,37 @@ class ClassArgs(TypedDict):
     c: Literal["x"]
 
 
+ClassOutput = TypedDict(
+    "ClassOutput",
+    {
+        "class": str,
+        "ok": NotRequired[str],
+        # Additional keys beyond those declared are allowed.
+    },
+)
+
+
+ConstructorArgs = TypedDict(
+    "ConstructorArgs",
+    {
+        # */ dash
+        "a-b": str,
+        "__proto__": NotRequired[str],
+        "constructor": NotRequired[float],
+    },
+)
+
+
+DelArgs = TypedDict(
+    "DelArgs",
+    {
+        "class": str,
+        "ok": NotRequired[str],
+        # Additional keys beyond those declared are allowed.
+    },
+)
+
+
 class DictArgs(TypedDict):
     s: Literal['q"uote', "back\\slash", "new\nline", "nul\u0000", "surr\ud800", "*/", "sep\u2028", "del\u007f\u0085", "'''", '"""', "ü工"]
     n: float
@@ -206,6 +447,16 @@ class DictArgs(TypedDict):
     b: Literal[True]
     z: Literal[None]
     c: Literal["x"]
+
+
+DictOutput = TypedDict(
+    "DictOutput",
+    {
+        "class": str,
+        "ok": NotRequired[str],
+        # Additional keys beyond those declared are allowed.
+    },
+)
 
 
 class EndArgs(TypedDict):
@@ -225,6 +476,17 @@ class EndArgs(TypedDict):
     __dunder__: _typing.NotRequired[_builtins.str]
     _private: _typing.NotRequired[_builtins.str]
     self: _typing.NotRequired[_builtins.str]
+
+
+ListArgs = TypedDict(
+    "ListArgs",
+    {
+        # */ dash
+        "a-b": str,
+        "__proto__": NotRequired[str],
+        "constructor": NotRequired[float],
+    },
+)
 
 
 class ListOutput(TypedDict):
@@ -265,6 +527,46 @@ class MatchArgs(TypedDict):
     self: _typing.NotRequired[_builtins.str]
 
 
+MatchOutput = TypedDict(
+    "MatchOutput",
+    {
+        "__x": NotRequired[str],
+    },
+)
+
+
+MyMcpToolArgs = TypedDict(
+    "MyMcpToolArgs",
+    {
+        "class": str,
+        "ok": NotRequired[str],
+        # Additional keys beyond those declared are allowed.
+    },
+)
+
+
+MyMcpToolOutput = TypedDict(
+    "MyMcpToolOutput",
+    {
+        # */ dash
+        "a-b": str,
+        "__proto__": NotRequired[str],
+        "constructor": NotRequired[float],
+    },
+)
+
+
+NewLineArgs = TypedDict(
+    "NewLineArgs",
+    {
+        # */ dash
+        "a-b": str,
+        "__proto__": NotRequired[str],
+        "constructor": NotRequired[float],
+    },
+)
+
+
 class NewLineOutput(TypedDict):
     str: _builtins.str
     int: _builtins.int
@@ -291,6 +593,17 @@ class NulXArgs(TypedDict):
     b: Literal[True]
     z: Literal[None]
     c: Literal["x"]
+
+
+PrintArgs = TypedDict(
+    "PrintArgs",
+    {
+        # */ dash
+        "a-b": str,
+        "__proto__": NotRequired[str],
+        "constructor": NotRequired[float],
+    },
+)
 
 
 class PrintOutput(TypedDict):
@@ -324,6 +637,14 @@ class ReadFileOutput(TypedDict):
     lines: NotRequired[int]
 
 
+SelfArgs = TypedDict(
+    "SelfArgs",
+    {
+        "__x": NotRequired[str],
+    },
+)
+
+
 class SelfOutput(TypedDict):
     s: Literal['q"uote', "back\\slash", "new\nline", "nul\u0000", "surr\ud800", "*/", "sep\u2028", "del\u007f\u0085", "'''", '"""', "ü工"]
     n: float
@@ -340,6 +661,16 @@ class SepXArgs(TypedDict):
     b: Literal[True]
     z: Literal[None]
     c: Literal["x"]
+
+
+SepXOutput = TypedDict(
+    "SepXOutput",
+    {
+        "class": str,
+        "ok": NotRequired[str],
+        # Additional keys beyond those declared are allowed.
+    },
+)
 
 
 class StrArgs(TypedDict):
@@ -380,6 +711,46 @@ class SurrArgs(TypedDict):
     self: _typing.NotRequired[_builtins.str]
 
 
+SurrOutput = TypedDict(
+    "SurrOutput",
+    {
+        "__x": NotRequired[str],
+    },
+)
+
+
+TabNameArgs = TypedDict(
+    "TabNameArgs",
+    {
+        # */ dash
+        "a-b": str,
+        "__proto__": NotRequired[str],
+        "constructor": NotRequired[float],
+    },
+)
+
+
+ToolsArgs2 = TypedDict(
+    "ToolsArgs2",
+    {
+        # */ dash
+        "a-b": str,
+        "__proto__": NotRequired[str],
+        "constructor": NotRequired[float],
+    },
+)
+
+
+TypeArgs = TypedDict(
+    "TypeArgs",
+    {
+        "class": str,
+        "ok": NotRequired[str],
+        # Additional keys beyond those declared are allowed.
+    },
+)
+
+
 class TypingArgs(TypedDict):
     str: _builtins.str
     int: _builtins.int
@@ -399,7 +770,23 @@ class TypingArgs(TypedDict):
     self: _typing.NotRequired[_builtins.str]
 
 
-class Xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx(TypedDict):
+TypingOutput = TypedDict(
+    "TypingOutput",
+    {
+        "__x": NotRequired[str],
+    },
+)
+
+
+Xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx = TypedDict(
+    "Xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
+    {
+        "__x": NotRequired[str],
+    },
+)
+
+
+class Xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx2(TypedDict):
     s: Literal['q"uote', "back\\slash", "new\nline", "nul\u0000", "surr\ud800", "*/", "sep\u2028", "del\u007f\u0085", "'''", '"""', "ü工"]
     n: float
     f: float
@@ -427,6 +814,54 @@ class NelArgs(TypedDict):
     self: _typing.NotRequired[_builtins.str]
 
 
+NelOutput = TypedDict(
+    "NelOutput",
+    {
+        "__x": NotRequired[str],
+    },
+)
+
+
+ÜnïcödéArgs = TypedDict(
+    "ÜnïcödéArgs",
+    {
+        "class": str,
+        "ok": NotRequired[str],
+        # Additional keys beyond those declared are allowed.
+    },
+)
+
+
+ÜnïcödéOutput = TypedDict(
+    "ÜnïcödéOutput",
+    {
+        # */ dash
+        "a-b": str,
+        "__proto__": NotRequired[str],
+        "constructor": NotRequired[float],
+    },
+)
+
+
+工具Args = TypedDict(
+    "工具Args",
+    {
+        "__x": NotRequired[str],
+    },
+)
+
+
+FIleArgs = TypedDict(
+    "FIleArgs",
+    {
+        # */ dash
+        "a-b": str,
+        "__proto__": NotRequired[str],
+        "constructor": NotRequired[float],
+    },
+)
+
+
 class FIleOutput(TypedDict):
     str: _builtins.str
     int: _builtins.int
@@ -447,203 +882,203 @@ class FIleOutput(TypedDict):
 
 
 class Tools(Protocol):
-    # tools["\"\"\""](args: _builtins.dict[_builtins.str, _typing.Any]) -> _builtins.dict[_builtins.str, _typing.Any]
+    # tools["\"\"\""](args: ToolArgs) -> ToolOutput
     #   ends with backslash \
-    # tools["1st-tool"](args: Tool1stToolArgs) -> _builtins.dict[_builtins.str, _typing.Any]
+    # tools["1st-tool"](args: Tool1stToolArgs) -> Tool1stToolOutput
     #   """; import os; """
-    async def Any(self, args: _builtins.dict[_builtins.str, _typing.Any]) -> _builtins.dict[_builtins.str, _typing.Any]:
+    async def Any(self, args: AnyArgs) -> AnyOutput:
         """line1 line2 line3 tab"""
 
-    async def Literal(self, args: _builtins.dict[_builtins.str, _typing.Any]) -> _builtins.dict[_builtins.str, _typing.Any]: ...
+    async def Literal(self, args: LiteralArgs) -> LiteralOutput: ...
 
-    # tools["None"](args: NoneArgs) -> _builtins.dict[_builtins.str, _typing.Any]
+    # tools["None"](args: NoneArgs) -> NoneOutput
     #   ''' triple single
-    async def NotRequired(self, args: _builtins.dict[_builtins.str, _typing.Any]) -> _typing.Any:
+    async def NotRequired(self, args: NotRequiredArgs) -> _typing.Any:
         """*/ evil /* x"""
 
-    async def ReadFileArgs(self, args: ReadFileArgsArgs) -> _builtins.dict[_builtins.str, _typing.Any]:
+    async def ReadFileArgs(self, args: ReadFileArgsArgs) -> ReadFileArgsOutput:
         """lone \\udc00 surrogate"""
 
-    async def ToolCallError(self, args: ToolCallErrorArgs) -> _builtins.dict[_builtins.str, _typing.Any]:
+    async def ToolCallError(self, args: ToolCallErrorArgs) -> ToolCallErrorOutput:
         """nul \\x00 here"""
 
-    async def Tools(self, args: _builtins.dict[_builtins.str, _typing.Any]) -> ToolsOutput:
+    async def Tools(self, args: ToolsArgs) -> ToolsOutput:
         """ends with backslash \\"""
 
-    # tools["True"](args: _builtins.dict[_builtins.str, _typing.Any]) -> _builtins.dict[_builtins.str, _typing.Any]
+    # tools["True"](args: TrueArgs) -> TrueOutput
     #   \N{BULLET} \x41 \u0041
-    # tools["_"](args: _builtins.dict[_builtins.str, _typing.Any]) -> ToolOutput
+    # tools["_"](args: ToolArgs2) -> ToolOutput2
     #   para sep x
-    # tools["__debug__"](args: _builtins.dict[_builtins.str, _typing.Any]) -> _typing.Any
+    # tools["__debug__"](args: DebugArgs) -> _typing.Any
     # tools["__dunder__"](args: DunderArgs) -> _typing.Any
     #   <script>alert(1)</script> # heading `code` [l](x)
-    # tools["__proto__"](args: _builtins.dict[_builtins.str, _typing.Any]) -> ProtoOutput
+    # tools["__proto__"](args: ProtoArgs) -> ProtoOutput
     #   line1 line2 line3 tab
-    # tools["_private"](args: _builtins.dict[_builtins.str, _typing.Any]) -> PrivateOutput
+    # tools["_private"](args: PrivateArgs) -> PrivateOutput
     #   C1 \x9b controls \x7f
-    # tools["a\"b"](args: _builtins.dict[_builtins.str, _typing.Any]) -> _typing.Any
+    # tools["a\"b"](args: ABArgs) -> _typing.Any
     #   para sep x
-    async def args(self, args: _builtins.dict[_builtins.str, _typing.Any]) -> ArgsOutput:
+    async def args(self, args: ArgsArgs) -> ArgsOutput:
         """''' triple single"""
 
-    # tools["async"](args: AsyncArgs) -> _builtins.dict[_builtins.str, _typing.Any]
+    # tools["async"](args: AsyncArgs) -> AsyncOutput
     #   line1 line2 line3 tab
     # tools["await"](args: AwaitArgs) -> _typing.Any
     #   ends with backslash \
-    # tools["back\\slash"](args: _builtins.dict[_builtins.str, _typing.Any]) -> BackSlashOutput
+    # tools["back\\slash"](args: BackSlashArgs) -> BackSlashOutput
     #   C1 \x9b controls \x7f
     async def builtins(self, args: BuiltinsArgs) -> _typing.Any:
         """\\N{BULLET} \\x41 \\u0041"""
 
-    # tools["class"](args: ClassArgs) -> _builtins.dict[_builtins.str, _typing.Any]
+    # tools["class"](args: ClassArgs) -> ClassOutput
     #   ends with quote"
-    async def constructor(self, args: _builtins.dict[_builtins.str, _typing.Any]) -> _typing.Any:
+    async def constructor(self, args: ConstructorArgs) -> _typing.Any:
         """ends with backslash \\"""
 
-    # tools["del\u007f"](args: _builtins.dict[_builtins.str, _typing.Any]) -> _typing.Any
+    # tools["del\u007f"](args: DelArgs) -> _typing.Any
     #   C1 \x9b controls \x7f
-    async def dict(self, args: DictArgs) -> _builtins.dict[_builtins.str, _typing.Any]:
+    async def dict(self, args: DictArgs) -> DictOutput:
         """*/ evil /* x"""
 
     # tools["end*/"](args: EndArgs) -> _typing.Any
     #   line1 line2 line3 tab
-    async def list(self, args: _builtins.dict[_builtins.str, _typing.Any]) -> ListOutput: ...
-    async def match(self, args: MatchArgs) -> _builtins.dict[_builtins.str, _typing.Any]:
+    async def list(self, args: ListArgs) -> ListOutput: ...
+    async def match(self, args: MatchArgs) -> MatchOutput:
         """nul \\x00 here"""
 
-    # tools["my-mcp.tool"](args: _builtins.dict[_builtins.str, _typing.Any]) -> _builtins.dict[_builtins.str, _typing.Any]
+    # tools["my-mcp.tool"](args: MyMcpToolArgs) -> MyMcpToolOutput
     #   """; import os; """
-    # tools["new\nline"](args: _builtins.dict[_builtins.str, _typing.Any]) -> NewLineOutput
+    # tools["new\nline"](args: NewLineArgs) -> NewLineOutput
     #   <script>alert(1)</script> # heading `code` [l](x)
     # tools["nul\u0000x"](args: NulXArgs) -> _typing.Any
     #   ''' triple single
-    async def print(self, args: _builtins.dict[_builtins.str, _typing.Any]) -> PrintOutput:
+    async def print(self, args: PrintArgs) -> PrintOutput:
         """\"\"\"; import os; \"\"\" """
 
     async def read_file(self, args: ReadFileArgs2) -> ReadFileOutput:
         """*/ evil /* x"""
 
-    async def self(self, args: _builtins.dict[_builtins.str, _typing.Any]) -> SelfOutput:
+    async def self(self, args: SelfArgs) -> SelfOutput:
         """<script>alert(1)</script> # heading `code` [l](x)"""
 
-    # tools["sep\u2028x"](args: SepXArgs) -> _builtins.dict[_builtins.str, _typing.Any]
+    # tools["sep\u2028x"](args: SepXArgs) -> SepXOutput
     #   lone \udc00 surrogate
     async def str(self, args: StrArgs) -> _typing.Any:
         """\"\"\"; import os; \"\"\" """
 
-    # tools["surr\ud800"](args: SurrArgs) -> _builtins.dict[_builtins.str, _typing.Any]
+    # tools["surr\ud800"](args: SurrArgs) -> SurrOutput
     #   \N{BULLET} \x41 \u0041
-    # tools["tab\tname"](args: _builtins.dict[_builtins.str, _typing.Any]) -> _typing.Any
+    # tools["tab\tname"](args: TabNameArgs) -> _typing.Any
     #   nul \x00 here
-    async def tools(self, args: _builtins.dict[_builtins.str, _typing.Any]) -> _typing.Any:
+    async def tools(self, args: ToolsArgs2) -> _typing.Any:
         """ends with quote\" """
 
-    async def type(self, args: _builtins.dict[_builtins.str, _typing.Any]) -> _typing.Any:
+    async def type(self, args: TypeArgs) -> _typing.Any:
         """lone \\udc00 surrogate"""
 
-    async def typing(self, args: TypingArgs) -> _builtins.dict[_builtins.str, _typing.Any]: ...
-    async def xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx(self, args: _builtins.dict[_builtins.str, _typing.Any]) -> Xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx:
+    async def typing(self, args: TypingArgs) -> TypingOutput: ...
+    async def xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx(self, args: Xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx) -> Xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx2:
         """ends with quote\" """
 
-    # tools["\u0085nel"](args: NelArgs) -> _builtins.dict[_builtins.str, _typing.Any]
+    # tools["\u0085nel"](args: NelArgs) -> NelOutput
     #   para sep x
-    async def ünïcödé(self, args: _builtins.dict[_builtins.str, _typing.Any]) -> _builtins.dict[_builtins.str, _typing.Any]: ...
-    async def 工具(self, args: _builtins.dict[_builtins.str, _typing.Any]) -> _typing.Any: ...
+    async def ünïcödé(self, args: ÜnïcödéArgs) -> ÜnïcödéOutput: ...
+    async def 工具(self, args: 工具Args) -> _typing.Any: ...
 
-    # tools["ﬁle"](args: _builtins.dict[_builtins.str, _typing.Any]) -> FIleOutput
+    # tools["ﬁle"](args: FIleArgs) -> FIleOutput
     #   */ evil /* x
     @overload
-    def __getitem__(self, name: _typing.Literal['"""']) -> Callable[[_builtins.dict[_builtins.str, _typing.Any]], Awaitable[_builtins.dict[_builtins.str, _typing.Any]]]: ...
+    def __getitem__(self, name: _typing.Literal['"""']) -> Callable[[ToolArgs], Awaitable[ToolOutput]]: ...
     @overload
-    def __getitem__(self, name: _typing.Literal["1st-tool"]) -> Callable[[Tool1stToolArgs], Awaitable[_builtins.dict[_builtins.str, _typing.Any]]]: ...
+    def __getitem__(self, name: _typing.Literal["1st-tool"]) -> Callable[[Tool1stToolArgs], Awaitable[Tool1stToolOutput]]: ...
     @overload
-    def __getitem__(self, name: _typing.Literal["Any"]) -> Callable[[_builtins.dict[_builtins.str, _typing.Any]], Awaitable[_builtins.dict[_builtins.str, _typing.Any]]]: ...
+    def __getitem__(self, name: _typing.Literal["Any"]) -> Callable[[AnyArgs], Awaitable[AnyOutput]]: ...
     @overload
-    def __getitem__(self, name: _typing.Literal["Literal"]) -> Callable[[_builtins.dict[_builtins.str, _typing.Any]], Awaitable[_builtins.dict[_builtins.str, _typing.Any]]]: ...
+    def __getitem__(self, name: _typing.Literal["Literal"]) -> Callable[[LiteralArgs], Awaitable[LiteralOutput]]: ...
     @overload
-    def __getitem__(self, name: _typing.Literal["None"]) -> Callable[[NoneArgs], Awaitable[_builtins.dict[_builtins.str, _typing.Any]]]: ...
+    def __getitem__(self, name: _typing.Literal["None"]) -> Callable[[NoneArgs], Awaitable[NoneOutput]]: ...
     @overload
-    def __getitem__(self, name: _typing.Literal["NotRequired"]) -> Callable[[_builtins.dict[_builtins.str, _typing.Any]], Awaitable[_typing.Any]]: ...
+    def __getitem__(self, name: _typing.Literal["NotRequired"]) -> Callable[[NotRequiredArgs], Awaitable[_typing.Any]]: ...
     @overload
-    def __getitem__(self, name: _typing.Literal["ReadFileArgs"]) -> Callable[[ReadFileArgsArgs], Awaitable[_builtins.dict[_builtins.str, _typing.Any]]]: ...
+    def __getitem__(self, name: _typing.Literal["ReadFileArgs"]) -> Callable[[ReadFileArgsArgs], Awaitable[ReadFileArgsOutput]]: ...
     @overload
-    def __getitem__(self, name: _typing.Literal["ToolCallError"]) -> Callable[[ToolCallErrorArgs], Awaitable[_builtins.dict[_builtins.str, _typing.Any]]]: ...
+    def __getitem__(self, name: _typing.Literal["ToolCallError"]) -> Callable[[ToolCallErrorArgs], Awaitable[ToolCallErrorOutput]]: ...
     @overload
-    def __getitem__(self, name: _typing.Literal["Tools"]) -> Callable[[_builtins.dict[_builtins.str, _typing.Any]], Awaitable[ToolsOutput]]: ...
+    def __getitem__(self, name: _typing.Literal["Tools"]) -> Callable[[ToolsArgs], Awaitable[ToolsOutput]]: ...
     @overload
-    def __getitem__(self, name: _typing.Literal["True"]) -> Callable[[_builtins.dict[_builtins.str, _typing.Any]], Awaitable[_builtins.dict[_builtins.str, _typing.Any]]]: ...
+    def __getitem__(self, name: _typing.Literal["True"]) -> Callable[[TrueArgs], Awaitable[TrueOutput]]: ...
     @overload
-    def __getitem__(self, name: _typing.Literal["_"]) -> Callable[[_builtins.dict[_builtins.str, _typing.Any]], Awaitable[ToolOutput]]: ...
+    def __getitem__(self, name: _typing.Literal["_"]) -> Callable[[ToolArgs2], Awaitable[ToolOutput2]]: ...
     @overload
-    def __getitem__(self, name: _typing.Literal["__debug__"]) -> Callable[[_builtins.dict[_builtins.str, _typing.Any]], Awaitable[_typing.Any]]: ...
+    def __getitem__(self, name: _typing.Literal["__debug__"]) -> Callable[[DebugArgs], Awaitable[_typing.Any]]: ...
     @overload
     def __getitem__(self, name: _typing.Literal["__dunder__"]) -> Callable[[DunderArgs], Awaitable[_typing.Any]]: ...
     @overload
-    def __getitem__(self, name: _typing.Literal["__proto__"]) -> Callable[[_builtins.dict[_builtins.str, _typing.Any]], Awaitable[ProtoOutput]]: ...
+    def __getitem__(self, name: _typing.Literal["__proto__"]) -> Callable[[ProtoArgs], Awaitable[ProtoOutput]]: ...
     @overload
-    def __getitem__(self, name: _typing.Literal["_private"]) -> Callable[[_builtins.dict[_builtins.str, _typing.Any]], Awaitable[PrivateOutput]]: ...
+    def __getitem__(self, name: _typing.Literal["_private"]) -> Callable[[PrivateArgs], Awaitable[PrivateOutput]]: ...
     @overload
-    def __getitem__(self, name: _typing.Literal['a"b']) -> Callable[[_builtins.dict[_builtins.str, _typing.Any]], Awaitable[_typing.Any]]: ...
+    def __getitem__(self, name: _typing.Literal['a"b']) -> Callable[[ABArgs], Awaitable[_typing.Any]]: ...
     @overload
-    def __getitem__(self, name: _typing.Literal["args"]) -> Callable[[_builtins.dict[_builtins.str, _typing.Any]], Awaitable[ArgsOutput]]: ...
+    def __getitem__(self, name: _typing.Literal["args"]) -> Callable[[ArgsArgs], Awaitable[ArgsOutput]]: ...
     @overload
-    def __getitem__(self, name: _typing.Literal["async"]) -> Callable[[AsyncArgs], Awaitable[_builtins.dict[_builtins.str, _typing.Any]]]: ...
+    def __getitem__(self, name: _typing.Literal["async"]) -> Callable[[AsyncArgs], Awaitable[AsyncOutput]]: ...
     @overload
     def __getitem__(self, name: _typing.Literal["await"]) -> Callable[[AwaitArgs], Awaitable[_typing.Any]]: ...
     @overload
-    def __getitem__(self, name: _typing.Literal["back\\slash"]) -> Callable[[_builtins.dict[_builtins.str, _typing.Any]], Awaitable[BackSlashOutput]]: ...
+    def __getitem__(self, name: _typing.Literal["back\\slash"]) -> Callable[[BackSlashArgs], Awaitable[BackSlashOutput]]: ...
     @overload
     def __getitem__(self, name: _typing.Literal["builtins"]) -> Callable[[BuiltinsArgs], Awaitable[_typing.Any]]: ...
     @overload
-    def __getitem__(self, name: _typing.Literal["class"]) -> Callable[[ClassArgs], Awaitable[_builtins.dict[_builtins.str, _typing.Any]]]: ...
+    def __getitem__(self, name: _typing.Literal["class"]) -> Callable[[ClassArgs], Awaitable[ClassOutput]]: ...
     @overload
-    def __getitem__(self, name: _typing.Literal["constructor"]) -> Callable[[_builtins.dict[_builtins.str, _typing.Any]], Awaitable[_typing.Any]]: ...
+    def __getitem__(self, name: _typing.Literal["constructor"]) -> Callable[[ConstructorArgs], Awaitable[_typing.Any]]: ...
     @overload
-    def __getitem__(self, name: _typing.Literal["del\u007f"]) -> Callable[[_builtins.dict[_builtins.str, _typing.Any]], Awaitable[_typing.Any]]: ...
+    def __getitem__(self, name: _typing.Literal["del\u007f"]) -> Callable[[DelArgs], Awaitable[_typing.Any]]: ...
     @overload
-    def __getitem__(self, name: _typing.Literal["dict"]) -> Callable[[DictArgs], Awaitable[_builtins.dict[_builtins.str, _typing.Any]]]: ...
+    def __getitem__(self, name: _typing.Literal["dict"]) -> Callable[[DictArgs], Awaitable[DictOutput]]: ...
     @overload
     def __getitem__(self, name: _typing.Literal["end*/"]) -> Callable[[EndArgs], Awaitable[_typing.Any]]: ...
     @overload
-    def __getitem__(self, name: _typing.Literal["list"]) -> Callable[[_builtins.dict[_builtins.str, _typing.Any]], Awaitable[ListOutput]]: ...
+    def __getitem__(self, name: _typing.Literal["list"]) -> Callable[[ListArgs], Awaitable[ListOutput]]: ...
     @overload
-    def __getitem__(self, name: _typing.Literal["match"]) -> Callable[[MatchArgs], Awaitable[_builtins.dict[_builtins.str, _typing.Any]]]: ...
+    def __getitem__(self, name: _typing.Literal["match"]) -> Callable[[MatchArgs], Awaitable[MatchOutput]]: ...
     @overload
-    def __getitem__(self, name: _typing.Literal["my-mcp.tool"]) -> Callable[[_builtins.dict[_builtins.str, _typing.Any]], Awaitable[_builtins.dict[_builtins.str, _typing.Any]]]: ...
+    def __getitem__(self, name: _typing.Literal["my-mcp.tool"]) -> Callable[[MyMcpToolArgs], Awaitable[MyMcpToolOutput]]: ...
     @overload
-    def __getitem__(self, name: _typing.Literal["new\nline"]) -> Callable[[_builtins.dict[_builtins.str, _typing.Any]], Awaitable[NewLineOutput]]: ...
+    def __getitem__(self, name: _typing.Literal["new\nline"]) -> Callable[[NewLineArgs], Awaitable[NewLineOutput]]: ...
     @overload
     def __getitem__(self, name: _typing.Literal["nul\u0000x"]) -> Callable[[NulXArgs], Awaitable[_typing.Any]]: ...
     @overload
-    def __getitem__(self, name: _typing.Literal["print"]) -> Callable[[_builtins.dict[_builtins.str, _typing.Any]], Awaitable[PrintOutput]]: ...
+    def __getitem__(self, name: _typing.Literal["print"]) -> Callable[[PrintArgs], Awaitable[PrintOutput]]: ...
     @overload
     def __getitem__(self, name: _typing.Literal["read_file"]) -> Callable[[ReadFileArgs2], Awaitable[ReadFileOutput]]: ...
     @overload
-    def __getitem__(self, name: _typing.Literal["self"]) -> Callable[[_builtins.dict[_builtins.str, _typing.Any]], Awaitable[SelfOutput]]: ...
+    def __getitem__(self, name: _typing.Literal["self"]) -> Callable[[SelfArgs], Awaitable[SelfOutput]]: ...
     @overload
-    def __getitem__(self, name: _typing.Literal["sep\u2028x"]) -> Callable[[SepXArgs], Awaitable[_builtins.dict[_builtins.str, _typing.Any]]]: ...
+    def __getitem__(self, name: _typing.Literal["sep\u2028x"]) -> Callable[[SepXArgs], Awaitable[SepXOutput]]: ...
     @overload
     def __getitem__(self, name: _typing.Literal["str"]) -> Callable[[StrArgs], Awaitable[_typing.Any]]: ...
     @overload
-    def __getitem__(self, name: _typing.Literal["surr\ud800"]) -> Callable[[SurrArgs], Awaitable[_builtins.dict[_builtins.str, _typing.Any]]]: ...
+    def __getitem__(self, name: _typing.Literal["surr\ud800"]) -> Callable[[SurrArgs], Awaitable[SurrOutput]]: ...
     @overload
-    def __getitem__(self, name: _typing.Literal["tab\tname"]) -> Callable[[_builtins.dict[_builtins.str, _typing.Any]], Awaitable[_typing.Any]]: ...
+    def __getitem__(self, name: _typing.Literal["tab\tname"]) -> Callable[[TabNameArgs], Awaitable[_typing.Any]]: ...
     @overload
-    def __getitem__(self, name: _typing.Literal["tools"]) -> Callable[[_builtins.dict[_builtins.str, _typing.Any]], Awaitable[_typing.Any]]: ...
+    def __getitem__(self, name: _typing.Literal["tools"]) -> Callable[[ToolsArgs2], Awaitable[_typing.Any]]: ...
     @overload
-    def __getitem__(self, name: _typing.Literal["type"]) -> Callable[[_builtins.dict[_builtins.str, _typing.Any]], Awaitable[_typing.Any]]: ...
+    def __getitem__(self, name: _typing.Literal["type"]) -> Callable[[TypeArgs], Awaitable[_typing.Any]]: ...
     @overload
-    def __getitem__(self, name: _typing.Literal["typing"]) -> Callable[[TypingArgs], Awaitable[_builtins.dict[_builtins.str, _typing.Any]]]: ...
+    def __getitem__(self, name: _typing.Literal["typing"]) -> Callable[[TypingArgs], Awaitable[TypingOutput]]: ...
     @overload
-    def __getitem__(self, name: _typing.Literal["xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"]) -> Callable[[_builtins.dict[_builtins.str, _typing.Any]], Awaitable[Xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx]]: ...
+    def __getitem__(self, name: _typing.Literal["xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"]) -> Callable[[Xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx], Awaitable[Xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx2]]: ...
     @overload
-    def __getitem__(self, name: _typing.Literal["\u0085nel"]) -> Callable[[NelArgs], Awaitable[_builtins.dict[_builtins.str, _typing.Any]]]: ...
+    def __getitem__(self, name: _typing.Literal["\u0085nel"]) -> Callable[[NelArgs], Awaitable[NelOutput]]: ...
     @overload
-    def __getitem__(self, name: _typing.Literal["ünïcödé"]) -> Callable[[_builtins.dict[_builtins.str, _typing.Any]], Awaitable[_builtins.dict[_builtins.str, _typing.Any]]]: ...
+    def __getitem__(self, name: _typing.Literal["ünïcödé"]) -> Callable[[ÜnïcödéArgs], Awaitable[ÜnïcödéOutput]]: ...
     @overload
-    def __getitem__(self, name: _typing.Literal["工具"]) -> Callable[[_builtins.dict[_builtins.str, _typing.Any]], Awaitable[_typing.Any]]: ...
+    def __getitem__(self, name: _typing.Literal["工具"]) -> Callable[[工具Args], Awaitable[_typing.Any]]: ...
     @overload
-    def __getitem__(self, name: _typing.Literal["ﬁle"]) -> Callable[[_builtins.dict[_builtins.str, _typing.Any]], Awaitable[FIleOutput]]: ...
+    def __getitem__(self, name: _typing.Literal["ﬁle"]) -> Callable[[FIleArgs], Awaitable[FIleOutput]]: ...
 
 
 tools: Tools
