@@ -22,7 +22,7 @@ from dsh_codegen.registry._errors import CodeRunFailedError
 
 # The runtimes.
 from dsh_codegen.codemode._monty import MontyRuntime
-from dsh_codegen.codemode._subprocess import PythonSubprocessRuntime, StartMethod
+from dsh_codegen.codemode._subprocess import CommandRuntime, PythonSubprocessRuntime, StartMethod
 
 __all__: list[str] = [
     # The dispatch bridge and the runtime contract.
@@ -39,6 +39,7 @@ __all__: list[str] = [
     "preflight_check",
     "spill_policy",
     # The runtimes.
+    "CommandRuntime",
     "MontyRuntime",
     "PythonSubprocessRuntime",
     "StartMethod",

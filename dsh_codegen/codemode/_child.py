@@ -1,8 +1,9 @@
-"""The child side of ``PythonSubprocessRuntime``: keeper, fork server and program runner.
+"""The child side of Code Mode's run protocol: keeper, fork server, stdio child and program runner.
 
-This file runs as a script (``python -I _child.py <role>``), never as part of the
-package: it imports the standard library only, so a child pays for nothing the
-program does not need, and it is small enough to read whole. Three roles:
+This file runs as a script (``python -I _child.py <role>``) or, for the stdio
+role, as ``python -m dsh_codegen.codemode.child``; it imports the standard
+library only, so a child pays for nothing the program does not need, and it is
+small enough to read whole. Four roles:
 
 ``zygote``  the fork server. Imports everything a program run needs, then
             waits on the control socket (fd 3, ``SOCK_SEQPACKET``) for ``fork``
@@ -16,19 +17,17 @@ program does not need, and it is small enough to read whole. Three roles:
             reaped here.
 ``keeper``  the same duty for one run, for the plain-spawn strategy: forks the
             program process, reports its exit on fd 5, and exits.
-``run``     (inside either) the program process itself: sets up its event
+``stdio``   one run over the process's own stdin (frames in), stdout (frames
+            out) and stderr (the program's raw output), for a host that reaches
+            this process through any command (``CommandRuntime``): the keeper's
+            duty, with the end of stdin as the request to stop and the exit
+            status as the report (docs/codemode-protocol.md).
+``run``     (inside each) the program process itself: sets up its event
             loop and bindings, reads the init frame from fd 3, runs the
             program, writes frames to fd 4.
 
-Frames are JSON lines (UTF-8, ASCII-escaped by the writer here). Child to host:
-``{"t":"call","id":n,"tool":name,"args":v}``, ``{"t":"log","text":s}``,
-``{"t":"logcap"}``, ``{"t":"done"}`` / ``{"t":"done","result":v}``,
-``{"t":"error","type":s,"text":s,"line":n|null,"tool":s|null}`` (an uncaught exception),
-``{"t":"fail","kind":"invalid-output","path":[...],"reason":s}`` (a lossy returned value),
-``{"t":"fail","kind":"output-limit"}``, ``{"t":"fail","kind":"exception","message":s}`` (the run
-could not be confined). The host words the model-facing text. Host to child: the init frame
-``{"code","tools","limits"}`` then ``{"t":"ok","id":n,"value":v}`` /
-``{"t":"err","id":n,"message":s}``. The host trusts none of it.
+The frames (JSON lines) are specified in docs/codemode-protocol.md. The host
+words the model-facing text and trusts none of what arrives.
 """
 
 from __future__ import annotations
@@ -43,10 +42,12 @@ import math
 import os
 import re
 import resource
+import select
 import selectors
 import signal
 import socket
 import sys
+import tempfile
 import threading
 import time
 import warnings
@@ -754,12 +755,24 @@ def _has_exited(pid: int) -> bool:
         return True
 
 
-def _collect(pid: int) -> str:
-    """Kill the run's group while its leader is still unreaped, then reap the leader."""
+def _kill_run(pid: int) -> None:
+    """Kill the run's process group while its leader ``pid`` is still unreaped (so neither id can
+    have been reused). Before the leader's ``setsid`` there is no such group yet, and nothing in it
+    but the leader: then the leader alone is killed."""
     try:
         os.killpg(pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
+    except ProcessLookupError:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    except PermissionError:
         pass
+
+
+def _collect(pid: int) -> str:
+    """Kill the run's group while its leader is still unreaped, then reap the leader."""
+    _kill_run(pid)
     _found, status, usage = os.wait4(pid, 0)
     return _status_text(status, usage.ru_utime + usage.ru_stime)
 
@@ -826,6 +839,7 @@ def _fork_program(fds: tuple[int, int, int], closing: tuple[int, ...], workdir: 
         # and mask to enums, Python code whose first run in a fresh fork is page faults.
         _signal.signal(_signal.SIGTERM, _signal.SIG_DFL)
         _signal.signal(_signal.SIGCHLD, _signal.SIG_DFL)
+        _signal.signal(_signal.SIGHUP, _signal.SIG_DFL)
         _signal.pthread_sigmask(_signal.SIG_SETMASK, ())
         _signal.set_wakeup_fd(-1)
         # ``sys.stdout`` and ``sys.stderr`` are kept: they write to fds 1 and 2, now the raw pipe
@@ -839,18 +853,23 @@ class _Stop(Exception):
     pass
 
 
-def keeper() -> None:
-    """One run (plain-spawn strategy): fds 3/4/1 are the program's, fd 5 reports its exit."""
-    _become_subreaper()
-
+def _stop_once() -> Callable[[int, object], None]:
+    """A handler for stop signals: the first one interrupts the keeper's wait; the rest are no-ops
+    (a second one must not cut its clean-up short)."""
     stopping: list[int] = []
 
     def stop(signum: int, frame: object) -> None:
-        if not stopping:  # only the first request interrupts the wait; the rest are no-ops
+        if not stopping:
             stopping.append(signum)
             raise _Stop
 
-    signal.signal(signal.SIGTERM, stop)
+    return stop
+
+
+def keeper() -> None:
+    """One run (plain-spawn strategy): fds 3/4/1 are the program's, fd 5 reports its exit."""
+    _become_subreaper()
+    signal.signal(signal.SIGTERM, _stop_once())
     # A stop request arriving around the fork waits until the program's pid is known.
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
     pid = _fork_program((_FD_IN, _FD_OUT, 1), (), None)
@@ -1031,8 +1050,95 @@ def zygote(tmp: str) -> None:
                     pass
 
 
+def _exit_code(status: int, out_of_cpu: bool) -> int:
+    """The stdio keeper's exit code for the program's wait ``status``: its own code, or ``128 + N``
+    for a signal N, as a shell reports it (``docker exec``, ``kubectl exec`` and ``ssh`` pass it
+    on). A ``SIGKILL`` once its CPU time reached its limit (a program that ignored ``SIGXCPU`` is
+    killed at the hard limit) is reported as ``SIGXCPU``, the signal that says so."""
+    if not os.WIFSIGNALED(status):
+        return os.waitstatus_to_exitcode(status) & 0xFF
+    signum = os.WTERMSIG(status)
+    if signum == signal.SIGKILL and out_of_cpu:
+        signum = signal.SIGXCPU
+    return 128 + signum
+
+
+def _cpu_budget(pid: int) -> float:
+    """The CPU seconds the child ``pid`` (unreaped) could use before ``SIGXCPU``: its hard limit, which
+    ``_apply_limits`` sets a second past the budget, less that second (the soft limit itself moves up a
+    second with each ``SIGXCPU`` the kernel sends a program that ignores it); ``inf`` without a limit."""
+    try:
+        _soft, hard = resource.prlimit(pid, resource.RLIMIT_CPU)
+    except (OSError, AttributeError):
+        return math.inf
+    return math.inf if hard == resource.RLIM_INFINITY else float(hard - 1)
+
+
+def stdio() -> None:
+    """One run over stdin (frames in), stdout (frames out) and stderr (raw output); the exit code reports.
+
+    The program is forked onto the usual layout (fd 3 the frames in, fd 4 the
+    frames out, fds 1 and 2 this process's stderr) in a fresh working directory
+    under the temporary directory. This process keeps stdin only to watch for
+    its end, never reading it: when the host closes it (or the transport that
+    carries it goes away), or on ``SIGTERM`` or ``SIGHUP``, the program's
+    process group is killed. However the program ended, everything it left is
+    then killed and reaped, the directory removed, and this process exits with
+    the program's status (see ``_exit_code``).
+    """
+    _become_subreaper()
+    try:
+        workdir = _make_workdir(tempfile.gettempdir())
+    except OSError as error:
+        message = f"the run could not be confined: no working directory: {error}"
+        _write_all(1, ('{"t":"fail","kind":"exception","message":%s}\n' % _ENCODE_STR(message)).encode("ascii"))
+        os._exit(0)
+    os.dup2(0, _FD_IN)
+    os.dup2(1, _FD_OUT)
+    os.dup2(2, 1)  # this process's own stray writes go where the program's raw output goes
+    wake_r, wake_w = os.pipe()  # after the fds above, which it must not take
+    for fd in (wake_r, wake_w):
+        os.set_blocking(fd, False)
+    signal.set_wakeup_fd(wake_w)
+    signal.signal(signal.SIGCHLD, lambda signum, frame: None)
+    stop = _stop_once()
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, stop)
+    # A stop request arriving around the fork waits until the program's pid is known.
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGHUP})
+    pid = _fork_program((_FD_IN, _FD_OUT, 1), (wake_r, wake_w), workdir)
+    os.close(_FD_IN)
+    os.close(_FD_OUT)  # the program holds the frame stream alone: its close is the host's end of file
+    watch = select.poll()
+    # Watched, never read (the program reads it): the end of stdin shows as a hang-up on a pipe, and
+    # as a read hang-up on a socket (POLLRDHUP, where the platform has it).
+    watch.register(0, getattr(select, "POLLRDHUP", 0))
+    watch.register(wake_r, select.POLLIN)
+    try:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM, signal.SIGHUP})
+        while not _has_exited(pid):
+            if any(fd == 0 for fd, _events in watch.poll()):
+                break
+            try:
+                os.read(wake_r, 4096)
+            except BlockingIOError:
+                pass
+    except _Stop:
+        pass
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, signal.SIG_IGN)
+    _kill_run(pid)
+    os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)
+    cpu_budget = _cpu_budget(pid)
+    _found, status, usage = os.wait4(pid, 0)
+    _sweep(pid, set())
+    _remove_tree(workdir)
+    os._exit(_exit_code(status, usage.ru_utime + usage.ru_stime >= cpu_budget))
+
+
 if __name__ == "__main__":
-    # ``zygote TMP SITE...`` or ``keeper SITE...``: SITE the site-packages, added without running site's .pth hooks.
+    # ``zygote TMP SITE...``, ``keeper SITE...`` or ``stdio``: SITE the site-packages, added without running
+    # site's .pth hooks.
     role = sys.argv[1] if len(sys.argv) > 1 else ""
     if role == "zygote" and len(sys.argv) > 2:
         sys.path.extend(sys.argv[3:])
@@ -1040,5 +1146,7 @@ if __name__ == "__main__":
     elif role == "keeper":
         sys.path.extend(sys.argv[2:])
         keeper()
+    elif role == "stdio":
+        stdio()
     else:
-        sys.exit("usage: _child.py zygote TMP [SITE...] | keeper [SITE...]")
+        sys.exit("usage: _child.py zygote TMP [SITE...] | keeper [SITE...] | stdio")

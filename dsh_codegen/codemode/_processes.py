@@ -22,28 +22,40 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import json
 import os
+import shutil
 import signal
 import site
 import socket
 import sys
 import tempfile
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-__all__ = ["CHILD_SCRIPT", "Child", "ExitReport", "ForkServer", "RunPipes", "fork_server_supported", "spawn_keeper"]
+__all__ = [
+    "CHILD_SCRIPT",
+    "Child",
+    "ExitReport",
+    "ForkServer",
+    "RunPipes",
+    "child_env",
+    "fork_server_supported",
+    "spawn_command",
+    "spawn_keeper",
+]
 
 #: The child-side script (stdlib only), run as a file so the package is never imported there.
 CHILD_SCRIPT: Final = str(Path(__file__).with_name("_child.py"))
 _GRACE_S: Final = 2.0
-#: Children the fork server keeps forked ahead of the runs waiting for one. A run takes one and
-#: asks for its replacement when it ends (so the fork and the new child's set-up do not compete
-#: with the run for the CPU); the second spare serves a run that starts right after another.
-_SPARES: Final = 2
+#: Children a fork server keeps forked ahead of the runs waiting for one, by default. A run takes
+#: one and asks for its replacement when it ends (so the fork and the new child's set-up do not
+#: compete with the run for the CPU); the second spare serves a run that starts right after another.
+SPARES: Final = 2
 
 
 def _site_dirs() -> list[str]:
@@ -65,13 +77,17 @@ def fork_server_supported() -> bool:
 
 @dataclass(frozen=True, slots=True)
 class ExitReport:
-    """How the program process ended: an exit ``code`` or a ``signal``, and the CPU seconds it used."""
+    """How the program process ended: an exit ``code`` or a ``signal``, and the CPU seconds it used;
+    ``reason`` says it in words instead when the carrier saw something else (an actor that died)."""
 
     code: int | None
     signal: int | None
     cpu_s: float
+    reason: str | None = None
 
     def describe(self) -> str:
+        if self.reason is not None:
+            return self.reason
         if self.signal is not None:
             try:
                 name = signal.Signals(self.signal).name
@@ -180,17 +196,93 @@ class _Watched:
                 os.kill(self.pid, signum)
 
 
-def _spawn(argv: list[str], fd_map: dict[int, int], env: dict[str, str]) -> int:
+def _spawn(argv: Sequence[str], fd_map: dict[int, int], env: Mapping[str, str], cwd: str | None = None) -> int:
     """``posix_spawn`` ``argv`` in a new session, with exactly the fds of ``fd_map`` (target: source)."""
     null = os.open(os.devnull, os.O_RDWR)
     try:
-        actions: list[tuple[int, int, int]] = [
+        actions: list[tuple[Any, ...]] = [
             (os.POSIX_SPAWN_DUP2, fd_map.get(target, null), target) for target in (0, 1, 2)
         ]
         actions += [(os.POSIX_SPAWN_DUP2, source, target) for target, source in fd_map.items() if target > 2]
-        return os.posix_spawn(argv[0], argv, env, file_actions=actions, setsid=True)
+        if cwd is not None:
+            if not hasattr(os, "POSIX_SPAWN_CHDIR"):  # posix_spawn_file_actions_addchdir: glibc 2.29+
+                raise OSError(f"cannot start a command in {cwd!r} on this platform")
+            actions.append((os.POSIX_SPAWN_CHDIR, cwd))  # type: ignore[attr-defined, unused-ignore]
+        return os.posix_spawn(argv[0], list(argv), dict(env), file_actions=actions, setsid=True)
     finally:
         os.close(null)
+
+
+def _command_report(status: int) -> ExitReport:
+    """How a command ended, read as the stdio child reports its program: an exit code of
+    ``128 + N`` for a signal N (as shells and ``docker exec`` do), else the code itself."""
+    if os.WIFSIGNALED(status):
+        return ExitReport(None, os.WTERMSIG(status), 0.0)
+    code = os.waitstatus_to_exitcode(status)
+    if 128 < code <= 128 + signal.SIGRTMAX:
+        return ExitReport(None, code - 128, 0.0)
+    return ExitReport(code, None, 0.0)
+
+
+#: How long a command whose stdin has ended may take to exit before it is sent ``SIGTERM``.
+_COMMAND_TERM_S: Final = 1.0
+
+
+def spawn_command(argv: Sequence[str], env: Mapping[str, str], cwd: str | None) -> tuple[Child, RunPipes]:
+    """Start ``argv`` for one run, in a new session, on three new pipes (its stdin, stdout, stderr).
+
+    ``argv[0]`` is looked up on ``env``'s ``PATH`` when it names no directory.
+    Its :class:`Child`'s ``kill`` expects the caller to have closed the
+    command's stdin (which the stdio child takes as "stop the program", through
+    ``docker exec``, ``ssh`` or a namespace launcher alike): if the command has
+    not exited a second later it is sent ``SIGTERM``, and a second after that
+    its whole process group ``SIGKILL``; ``exited`` follows its reap. Raised errors: ``OSError`` when it cannot start
+    (nothing is left open then).
+    """
+    loop = asyncio.get_running_loop()
+    program = argv[0]
+    if os.sep not in program:
+        found = shutil.which(program, path=env.get("PATH", os.defpath))
+        if found is None:
+            raise FileNotFoundError(errno.ENOENT, f"no command {program!r} on the PATH {env.get('PATH', os.defpath)!r}")
+        program = found
+    stdin_r, to_child = os.pipe()
+    from_child, stdout_w = os.pipe()
+    raw_r, stderr_w = os.pipe()
+    try:
+        pid = _spawn([program, *argv[1:]], {0: stdin_r, 1: stdout_w, 2: stderr_w}, env, cwd)
+    except BaseException:
+        for fd in (to_child, from_child, raw_r):
+            os.close(fd)
+        raise
+    finally:
+        for fd in (stdin_r, stdout_w, stderr_w):
+            os.close(fd)
+    watched = _Watched(loop, pid)
+    exited: asyncio.Future[ExitReport] = loop.create_future()
+
+    def reaped(done: asyncio.Future[int]) -> None:
+        if not exited.done():
+            exited.set_result(_command_report(done.result()))
+
+    watched.done.add_done_callback(reaped)
+
+    killing: list[asyncio.TimerHandle] = []
+
+    def kill() -> None:
+        # The host has ended the command's stdin already (the stop request the child hears through any
+        # transport, and a completed run's child exits on its own): signals only follow if it lingers.
+        if not killing:
+            killing.append(loop.call_later(_COMMAND_TERM_S, watched.signal, signal.SIGTERM))
+            killing.append(loop.call_later(_GRACE_S, kill_group))
+
+    def kill_group() -> None:
+        # Only this loop reaps the command, so while it is unreaped its id still names its group.
+        if not watched.done.done():
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pid, signal.SIGKILL)
+
+    return Child(exited, kill), RunPipes(to_child, from_child, raw_r)
 
 
 async def spawn_keeper(python: str, env: dict[str, str]) -> tuple[Child, RunPipes]:
@@ -301,7 +393,7 @@ _ORPHAN_EXIT: Final = ExitReport(None, None, 0.0)
 class ForkServer:
     """A pristine zygote process that forks one child per run (see ``_child.py``).
 
-    Children are asked for ahead: besides one per run waiting, ``_SPARES`` more
+    Children are asked for ahead: besides one per run waiting, ``spares`` more
     are kept forked, set up (in the working directory the zygote made for each)
     and blocked on their init frame, so a run that finds one pays neither the
     fork, nor the child's set-up, nor a ``mkdir``.
@@ -315,8 +407,10 @@ class ForkServer:
     exit and the removal of its working directory follow its pidfd.
     """
 
-    def __init__(self, python: str, env: dict[str, str], tmp: str, remove: Callable[[str], None]) -> None:
+    def __init__(self, python: str, env: dict[str, str], tmp: str, remove: Callable[[str], None],
+                 spares: int = SPARES) -> None:
         self._python = python
+        self._spares = spares
         self._env = env
         self._tmp = tmp  # where the zygote makes (and removes) each child's working directory
         self._remove = remove  # removes a directory the zygote leaves to the host, off the loop
@@ -381,7 +475,7 @@ class ForkServer:
                 sock.setblocking(False)
 
     def replenish(self) -> None:
-        """A run has ended: ask for the children that keep the spares full (see ``_SPARES``), starting
+        """A run has ended: ask for the children that keep the spares full (see ``SPARES``), starting
         a new zygote if the last one was lost."""
         if self._closing:
             return
@@ -399,7 +493,7 @@ class ForkServer:
         while self._waiters and self._waiters[0].done():
             self._waiters.popleft()
         waiting = sum(1 for waiter in self._waiters if not waiter.done())
-        while zygote.asked + len(zygote.ready) < waiting + _SPARES:
+        while zygote.asked + len(zygote.ready) < waiting + self._spares:
             self._next_id += 1
             zygote.asked += 1
             with contextlib.suppress(OSError):  # a dead zygote: its exit brings the next one

@@ -1,31 +1,35 @@
-"""``PythonSubprocessRuntime``: each program in a fresh CPython process.
+"""The host side of Code Mode's run protocol, and the runtimes that start a fresh process per run.
 
-The host half of the protocol ``_child.py`` describes. Everything the child
-writes is treated as hostile: each frame is capped in size, parsed by the
-project's stack-safe lossless parser, checked against its one legal shape and
-rebuilt from plain values before anything else sees it. A frame that breaks the
-protocol ends the run as ``invalid-output``; nothing the child does raises in
-the host.
+:class:`ProcessHost` is the one host half of the protocol docs/codemode-protocol.md
+specifies, whatever carries it: a local process's pipes (:class:`PythonSubprocessRuntime`),
+a command's stdin and stdout (:class:`CommandRuntime`), a Ray actor's channel
+(``_ray.RayRuntime``). Everything the child writes is treated as hostile: each frame
+is capped in size, parsed by the project's stack-safe lossless parser, checked
+against its one legal shape and rebuilt from plain values before anything else sees
+it. A frame that breaks the protocol ends the run as ``invalid-output``; nothing the
+child does raises in the host.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import shutil
 import signal
 import sys
 import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Final, Literal
 
+from dsh_codegen.codemode._links import PipeLink, RunLink
 from dsh_codegen.codemode._processes import (
     Child,
     ExitReport,
     ForkServer,
-    RunPipes,
     child_env,
     fork_server_supported,
+    spawn_command,
     spawn_keeper,
 )
 from dsh_codegen.codemode._preflight import preflight_check
@@ -40,7 +44,7 @@ from dsh_codegen.registry._code_runtime import (
 )
 from dsh_codegen.registry._results import UNSET, JsonValue, Unset
 
-__all__ = ["PythonSubprocessRuntime", "StartMethod"]
+__all__ = ["CommandRuntime", "Launched", "ProcessHost", "PythonSubprocessRuntime", "StartMethod"]
 
 StartMethod = Literal["fork-server", "spawn"]
 
@@ -48,10 +52,8 @@ _MIB: Final = 1 << 20
 #: Bytes of fixed frame syntax allowed beyond a frame's payload cap.
 _FRAME_SLACK: Final = 64 * 1024
 #: Raw writes to fds 1 and 2 are read and dropped; this much is kept for a worker-exit message.
-_RAW_KEEP: Final = 2048
+RAW_KEEP: Final = 2048
 _EXIT_GRACE_S: Final = 2.0
-#: Bytes asked of one read: what a pipe holds (a larger request only costs a larger buffer per read).
-_READ_SIZE: Final = 1 << 16
 #: The longest reason text of a lossy completion the host passes on (the child's text is hostile).
 _REASON_CAP: Final = 1000
 
@@ -64,24 +66,32 @@ def _utf8_size(text: str) -> int:
     return len(text.encode("utf-8", "surrogatepass"))
 
 
-class PythonSubprocessRuntime:
-    """Runs each ``run_code`` program in a process no other run has used.
+@dataclass(frozen=True, slots=True)
+class Launched:
+    """A started run's process as the host holds it: the ``child`` (its exit, its kill), the ``link``
+    carrying its bytes, and ``workdir``, a directory this host made for the run (sent as the init
+    frame's ``cwd``, removed once the process is reaped), or ``None``."""
 
-    ``start="fork-server"`` (the default where the platform allows) forks each
-    run's process from one pristine zygote this runtime owns, started on the
-    first run and stopped by :meth:`aclose`; ``start="spawn"`` starts
-    ``python -I`` per run. Budgets: ``wall_timeout_s`` (``timeout``),
-    ``cpu_seconds`` (``RLIMIT_CPU``, ``timeout``), ``memory_bytes``
-    (``RLIMIT_AS``), ``max_processes`` (``RLIMIT_NPROC``, not enforced for
-    root), ``max_output_bytes`` (``output-limit``), ``max_log_bytes`` (later
-    ``print`` output is dropped behind one marker line). ``network=False``
-    starts the program in new user and network namespaces (Linux; a run whose
-    namespaces cannot be made fails as ``exception``). ``preflight`` (on by
-    default) reads the program against ``request.catalog`` before starting
-    anything and returns the findings as an ``exception`` failure (see
-    ``_preflight.py``).
+    child: Child
+    link: RunLink
+    workdir: str | None = None
 
-    Not a security sandbox: see ``docs/codemode-runtimes.md``.
+
+def _positive_limit(name: str, limit: int | None) -> None:
+    if limit is not None and (type(limit) is not int or limit <= 0):
+        raise ValueError(f"{name} must be a positive integer or None")
+
+
+class ProcessHost:
+    """The host half of the run protocol, for runtimes that run each program in a fresh process.
+
+    A subclass says how a run's process starts (:meth:`_launch`) and what
+    carries its bytes; this class does everything else the same way for all of
+    them: the init frame, the budgets (``wall_timeout_s``, ``max_output_bytes``,
+    ``max_log_bytes``; ``cpu_seconds``, ``memory_bytes``, ``max_processes`` and
+    ``network=False``, which the child applies to the program), the pre-flight
+    check, reading the hostile frames, dispatching binding calls, the failure
+    kinds and their texts, and the kill and reap on every exit path.
     """
 
     language = "python"
@@ -89,33 +99,23 @@ class PythonSubprocessRuntime:
     def __init__(
         self,
         *,
-        start: StartMethod | None = None,
-        wall_timeout_s: float = 30.0,
-        cpu_seconds: int | None = None,
-        memory_bytes: int | None = 2 << 30,
-        max_processes: int | None = None,
-        max_output_bytes: int = 64 * _MIB,
-        max_log_bytes: int = 1 * _MIB,
-        network: bool = True,
-        preflight: bool = True,
-        python: str | None = None,
+        wall_timeout_s: float,
+        cpu_seconds: int | None,
+        memory_bytes: int | None,
+        max_processes: int | None,
+        max_output_bytes: int,
+        max_log_bytes: int,
+        network: bool,
+        preflight: bool,
     ) -> None:
-        if start is None:
-            start = "fork-server" if fork_server_supported() else "spawn"
-        elif start not in ("fork-server", "spawn"):
-            raise ValueError(f'start must be "fork-server" or "spawn", not {start!r}')
-        elif start == "fork-server" and not fork_server_supported():
-            raise ValueError("the fork server needs Linux (fork and file-descriptor passing)")
         for name, value in (("max_output_bytes", max_output_bytes), ("max_log_bytes", max_log_bytes)):
             if type(value) is not int or value < 0:
                 raise ValueError(f"{name} must be a non-negative integer")
-        for name, limit in (("cpu_seconds", cpu_seconds), ("memory_bytes", memory_bytes),
-                            ("max_processes", max_processes)):
-            if limit is not None and (type(limit) is not int or limit <= 0):
-                raise ValueError(f"{name} must be a positive integer or None")
+        _positive_limit("cpu_seconds", cpu_seconds)
+        _positive_limit("memory_bytes", memory_bytes)
+        _positive_limit("max_processes", max_processes)
         if not (isinstance(wall_timeout_s, (int, float)) and 0 < wall_timeout_s < float("inf")):
             raise ValueError("wall_timeout_s must be a positive finite number")
-        self.start: StartMethod = start
         self.wall_timeout_s = float(wall_timeout_s)
         self.cpu_seconds = cpu_seconds
         self.memory_bytes = memory_bytes
@@ -124,65 +124,66 @@ class PythonSubprocessRuntime:
         self.max_log_bytes = max_log_bytes
         self.network = bool(network)
         self.preflight = bool(preflight)
-        self._python = python or sys.executable
-        self._env = child_env()
-        self._server: ForkServer | None = None
         self._runs: set[_Run] = set()
         self._removals: set[asyncio.Future[None]] = set()
-        self._exiting: dict[str, asyncio.Future[ExitReport]] = {}  # completed runs' workdirs, until reaped
+        #: Completed runs' processes, killed and not yet reaped, with the directory to remove after.
+        self._exiting: dict[asyncio.Future[ExitReport], str | None] = {}
         self._closed = False
 
-    def __repr__(self) -> str:
-        state = "closed" if self._closed else ("running" if self._server and self._server.running else "idle")
-        return f"PythonSubprocessRuntime(start={self.start!r}, {state})"
-
-    async def __aenter__(self) -> PythonSubprocessRuntime:
+    async def __aenter__(self) -> Any:
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
 
+    # --- what a subclass provides -----------------------------------------------------------
+
+    async def _launch(self) -> Launched:
+        """Start one run's process (raise ``OSError`` when it cannot start)."""
+        raise NotImplementedError
+
+    def _run_ended(self) -> None:
+        """A run has ended (its process killed, or reaped): a chance to get the next one ready."""
+
+    async def _close_carrier(self) -> None:
+        """Stop what runs the processes (a fork server, actors); every process is reaped after it.
+
+        Cancellation: the close completes before ``CancelledError`` propagates.
+        """
+
+    # --- shared -----------------------------------------------------------------------------
+
     async def aclose(self) -> None:
-        """Stop the fork server (if one started); no process of this runtime outlives it, no
-        working directory either.
+        """Stop this runtime; no process of it outlives it, no working directory either.
 
         Cancellation: the close completes (bounded: a grace period, then
         SIGKILL) before ``CancelledError`` propagates. Runs still in flight are
-        killed with the server and end as ``worker-exit``.
+        killed and end as ``worker-exit``.
         """
         self._closed = True
         for run in list(self._runs):
             run.stop(CodeRunFailure("worker-exit", "the runtime was closed during the run"))
         exits = [run.child.exited for run in self._runs if run.child is not None]
-        exits += self._exiting.values()
+        exits += self._exiting
         if exits:
             waiting = asyncio.ensure_future(asyncio.wait(exits, timeout=_EXIT_GRACE_S + 1.0))
             await _finish(waiting)
-        server, self._server = self._server, None
-        if server is not None:
-            await server.aclose()
-        for workdir in list(self._exiting):  # their processes are gone with the server (or the grace ran out)
-            self._exited(workdir)
+        await self._close_carrier()
+        for exited in list(self._exiting):  # their processes are gone with the carrier (or the grace ran out)
+            self._exited(exited)
         if self._removals:
             await _finish(asyncio.ensure_future(asyncio.wait(list(self._removals))))
 
-    async def _launch(self) -> tuple[Child, RunPipes]:
-        if self._closed:  # closed while this run was being set up: start nothing
-            raise OSError("the runtime was closed")
-        if self.start == "spawn":
-            return await spawn_keeper(self._python, self._env)
-        if self._server is None:
-            self._server = ForkServer(self._python, self._env, tempfile.gettempdir(), self._remove_later)
-        return await self._server.fork()
+    def _after_exit(self, child: Child, workdir: str | None) -> None:
+        """Keep ``child`` (killed already) for :meth:`aclose`; remove ``workdir`` once it is reaped."""
+        self._exiting[child.exited] = workdir
+        child.exited.add_done_callback(self._exited)
 
-    def _remove_after(self, child: Child, workdir: str) -> None:
-        """Remove ``workdir`` once ``child`` (killed already) has been reaped."""
-        self._exiting[workdir] = child.exited
-        child.exited.add_done_callback(lambda _: self._exited(workdir))
-
-    def _exited(self, workdir: str) -> None:
-        if self._exiting.pop(workdir, None) is not None:
-            self._remove_later(workdir)
+    def _exited(self, exited: asyncio.Future[ExitReport]) -> None:
+        if exited in self._exiting:
+            workdir = self._exiting.pop(exited)
+            if workdir is not None:
+                self._remove_later(workdir)
 
     def _remove_later(self, workdir: str) -> None:
         """Remove a finished run's working directory in a worker thread; :meth:`aclose` waits for it.
@@ -204,14 +205,13 @@ class PythonSubprocessRuntime:
         the process is reaped.
 
         Cancellation: if the task awaiting ``run`` is cancelled, the program's
-        process group and session are killed and reaped and its pipes closed
-        (its working directory is then removed by a worker thread), then
-        ``CancelledError`` is re-raised; a second cancellation during that
-        bounded clean-up does not cut it short. An abort of ``request.signal``
-        does the same and returns ``abort``.
+        process (group and session, where the child runs locally) is killed and
+        reaped and its channel closed, then ``CancelledError`` is re-raised; a
+        second cancellation during that bounded clean-up does not cut it short.
+        An abort of ``request.signal`` does the same and returns ``abort``.
         """
         if self._closed:
-            raise RuntimeError("this PythonSubprocessRuntime is closed")
+            raise RuntimeError(f"this {type(self).__name__} is closed")
         if request.signal.aborted:
             return CodeRunFailure("abort", "the run was aborted before it started")
         if self.preflight:
@@ -221,10 +221,155 @@ class PythonSubprocessRuntime:
         return await _Run(self, request).main()
 
 
-class _Run:
-    """One program run: the pipes, the frame stream, the budgets, the clean-up."""
+class PythonSubprocessRuntime(ProcessHost):
+    """Runs each ``run_code`` program in a process no other run has used.
 
-    def __init__(self, runtime: PythonSubprocessRuntime, request: CodeRunRequest) -> None:
+    ``start="fork-server"`` (the default where the platform allows) forks each
+    run's process from one pristine zygote this runtime owns, started on the
+    first run and stopped by :meth:`aclose`; ``start="spawn"`` starts
+    ``python -I`` per run. Budgets: ``wall_timeout_s`` (``timeout``),
+    ``cpu_seconds`` (``RLIMIT_CPU``, ``timeout``), ``memory_bytes``
+    (``RLIMIT_AS``), ``max_processes`` (``RLIMIT_NPROC``, not enforced for
+    root), ``max_output_bytes`` (``output-limit``), ``max_log_bytes`` (later
+    ``print`` output is dropped behind one marker line). ``network=False``
+    starts the program in new user and network namespaces (Linux; a run whose
+    namespaces cannot be made fails as ``exception``). ``preflight`` (on by
+    default) reads the program against ``request.catalog`` before starting
+    anything and returns the findings as an ``exception`` failure (see
+    ``_preflight.py``).
+
+    Not a security sandbox: see ``docs/codemode-runtimes.md``.
+    """
+
+    def __init__(
+        self,
+        *,
+        start: StartMethod | None = None,
+        wall_timeout_s: float = 30.0,
+        cpu_seconds: int | None = None,
+        memory_bytes: int | None = 2 << 30,
+        max_processes: int | None = None,
+        max_output_bytes: int = 64 * _MIB,
+        max_log_bytes: int = 1 * _MIB,
+        network: bool = True,
+        preflight: bool = True,
+        python: str | None = None,
+    ) -> None:
+        if start is None:
+            start = "fork-server" if fork_server_supported() else "spawn"
+        elif start not in ("fork-server", "spawn"):
+            raise ValueError(f'start must be "fork-server" or "spawn", not {start!r}')
+        elif start == "fork-server" and not fork_server_supported():
+            raise ValueError("the fork server needs Linux (fork and file-descriptor passing)")
+        super().__init__(wall_timeout_s=wall_timeout_s, cpu_seconds=cpu_seconds, memory_bytes=memory_bytes,
+                         max_processes=max_processes, max_output_bytes=max_output_bytes,
+                         max_log_bytes=max_log_bytes, network=network, preflight=preflight)
+        self.start: StartMethod = start
+        self._python = python or sys.executable
+        self._env = child_env()
+        self._server: ForkServer | None = None
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else ("running" if self._server and self._server.running else "idle")
+        return f"PythonSubprocessRuntime(start={self.start!r}, {state})"
+
+    async def __aenter__(self) -> PythonSubprocessRuntime:
+        return self
+
+    async def _launch(self) -> Launched:
+        if self._closed:  # closed while this run was being set up: start nothing
+            raise OSError("the runtime was closed")
+        if self.start == "spawn":  # a fork server's child comes in a directory its zygote made
+            workdir = tempfile.mkdtemp(prefix="dsh-run-")
+            try:
+                child, pipes = await spawn_keeper(self._python, self._env)
+            except BaseException:
+                self._remove_later(workdir)
+                raise
+            return Launched(child, PipeLink(pipes, blocking=True), workdir)
+        if self._server is None:
+            self._server = ForkServer(self._python, self._env, tempfile.gettempdir(), self._remove_later)
+        child, pipes = await self._server.fork()
+        return Launched(child, PipeLink(pipes))
+
+    def _run_ended(self) -> None:
+        if self._server is not None and not self._closed:
+            self._server.replenish()
+
+    async def _close_carrier(self) -> None:
+        server, self._server = self._server, None
+        if server is not None:
+            await server.aclose()
+
+
+class CommandRuntime(ProcessHost):
+    """Runs each program through a command that speaks the run protocol on its stdin and stdout.
+
+    Each run starts ``argv`` (a list of strings, never a shell line), for example
+    ``["docker", "exec", "-i", "box", "python", "-m", "dsh_codegen.codemode.child"]``:
+    the init frame and the answers go to its stdin, the frames come from its
+    stdout, its stderr is the program's raw output, and its exit status says how
+    the program ended (docs/codemode-protocol.md). The command starts in a new
+    session with exactly the environment ``env`` (default: the scrubbed one the
+    local runtime gives its children) in ``cwd``; every run ends with the command
+    killed (``SIGTERM``, then its whole process group ``SIGKILL`` after a grace
+    period) and reaped, its pipes drained and closed, every byte it writes
+    capped. The budgets, failure kinds, texts and events are those of
+    :class:`PythonSubprocessRuntime`; ``cpu_seconds``, ``memory_bytes``,
+    ``max_processes`` and ``network=False`` are applied by the child, wherever
+    the command runs it.
+
+    What isolates the program is whatever the command runs it in (a container, a
+    pod, a namespace, another machine); this runtime is only the channel. See
+    ``docs/codemode-runtimes.md``.
+    """
+
+    def __init__(
+        self,
+        argv: Sequence[str],
+        *,
+        env: Mapping[str, str] | None = None,
+        cwd: str | None = None,
+        wall_timeout_s: float = 30.0,
+        cpu_seconds: int | None = None,
+        memory_bytes: int | None = 2 << 30,
+        max_processes: int | None = None,
+        max_output_bytes: int = 64 * _MIB,
+        max_log_bytes: int = 1 * _MIB,
+        network: bool = True,
+        preflight: bool = True,
+    ) -> None:
+        if isinstance(argv, (str, bytes)) or not isinstance(argv, Sequence):
+            raise TypeError(f"argv must be a list of strings (no shell line), not {type(argv).__name__}")
+        if not argv or any(type(arg) is not str or "\0" in arg for arg in argv):
+            raise ValueError("argv must be a non-empty list of strings without NUL characters")
+        if env is not None and any(type(key) is not str or type(value) is not str for key, value in env.items()):
+            raise ValueError("env must map strings to strings")
+        super().__init__(wall_timeout_s=wall_timeout_s, cpu_seconds=cpu_seconds, memory_bytes=memory_bytes,
+                         max_processes=max_processes, max_output_bytes=max_output_bytes,
+                         max_log_bytes=max_log_bytes, network=network, preflight=preflight)
+        self.argv: tuple[str, ...] = tuple(argv)
+        self.env: dict[str, str] = dict(env) if env is not None else child_env()
+        self.cwd = cwd
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else f"{len(self._runs)} running"
+        return f"CommandRuntime({list(self.argv)!r}, {state})"
+
+    async def __aenter__(self) -> CommandRuntime:
+        return self
+
+    async def _launch(self) -> Launched:
+        if self._closed:
+            raise OSError("the runtime was closed")
+        child, pipes = spawn_command(self.argv, self.env, self.cwd)
+        return Launched(child, PipeLink(pipes, blocking=True))
+
+
+class _Run:
+    """One program run: its link, the frame stream, the budgets, the clean-up."""
+
+    def __init__(self, runtime: ProcessHost, request: CodeRunRequest) -> None:
         self.runtime = runtime
         self.request = request
         self.loop = asyncio.get_running_loop()
@@ -237,13 +382,9 @@ class _Run:
         self.frames = bytearray()
         self.frames_eof = False
         self.raw = bytearray()
-        self.out_buffer = bytearray()
-        self.host_fds: list[int] = []
-        self.reading: list[int] = []
-        self.writing = False
         self.child: Child | None = None
+        self.link: RunLink | None = None
         self.workdir: str | None = None
-        self.write_fd = -1
 
     # --- lifetime ---------------------------------------------------------------------------
 
@@ -263,13 +404,11 @@ class _Run:
                 child.kill()
                 workdir, self.workdir = self.workdir, None
                 self._release()
-                if workdir is not None:
-                    self.runtime._remove_after(child, workdir)
+                self.runtime._after_exit(child, workdir)
             else:
                 await _finish(asyncio.ensure_future(self._cleanup()))
             self.runtime._runs.discard(self)
-            if self.runtime._server is not None and not self.runtime._closed:
-                self.runtime._server.replenish()
+            self.runtime._run_ended()
         return result
 
     def stop(self, failure: CodeRunFailure) -> None:
@@ -278,22 +417,12 @@ class _Run:
 
     async def _drive(self) -> CodeRunResult:
         runtime = self.runtime
-        if runtime.start == "spawn":  # a fork server's child comes in a directory its zygote made
-            self.workdir = tempfile.mkdtemp(prefix="dsh-run-")
         try:
-            self.child, pipes = await runtime._launch()
-        except OSError as error:  # no process to run the program in (fork or spawn refused)
+            launched = await runtime._launch()
+        except OSError as error:  # no process to run the program in (fork, spawn or command refused)
             return CodeRunFailure("worker-exit", f"the program process could not be started: {error}")
-        out_r, raw_r = pipes.from_child, pipes.raw
-        self.host_fds = [pipes.to_child, out_r, raw_r]
-        self.write_fd = pipes.to_child
-        if runtime.start == "spawn":  # a fork server hands its pipes over non-blocking already
-            for fd in self.host_fds:
-                os.set_blocking(fd, False)
-        self._send(self._init_frame())  # what the child (perhaps set up and waiting already) starts from
-        self.loop.add_reader(out_r, self._on_frames, out_r)
-        self.loop.add_reader(raw_r, self._on_raw, raw_r)
-        self.reading = [out_r, raw_r]
+        self.child, self.link, self.workdir = launched.child, launched.link, launched.workdir
+        self.link.open(self._init_frame().encode("utf-8", "surrogatepass") + b"\n", self)
         timer = self.loop.call_later(runtime.wall_timeout_s, self._settle, CodeRunFailure(
             "timeout", f"the program ran past its wall-clock budget of {runtime.wall_timeout_s:g} s"))
         remove = self.request.signal.add_listener(lambda _signal: self._settle(
@@ -327,6 +456,8 @@ class _Run:
         if self.outcome.done():
             return
         if result is not None and self.child is not None:
+            if self.link is not None:
+                self.link.end_input()  # the stop request a child reached through any command hears
             self.child.kill()
         self.outcome.set_result(result)
 
@@ -352,7 +483,7 @@ class _Run:
         ):
             return CodeRunFailure("timeout", f"the program ran past its CPU budget of {cpu} s")
         message = report.describe()
-        tail = self.raw[-_RAW_KEEP:].decode("utf-8", "replace").strip()
+        tail = self.raw[-RAW_KEEP:].decode("utf-8", "replace").strip()
         if tail:
             message += f"; its last output: {tail.splitlines()[-1][:500]}"
         return CodeRunFailure("worker-exit", message)
@@ -365,25 +496,23 @@ class _Run:
         return CodeRunSuccess(logs, result.result)
 
     async def _cleanup(self) -> None:
-        """Kill, reap and wait for the child's keeper; close our pipe ends; have the workdir removed."""
+        """Kill, reap and wait for the child; close the link; have the workdir removed."""
         child = self.child
         if child is not None:
             if not child.exited.done():
+                if self.link is not None:
+                    self.link.end_input()
                 child.kill()
-                with contextlib.suppress(asyncio.TimeoutError):
+                try:
                     await asyncio.wait_for(asyncio.shield(child.exited), _EXIT_GRACE_S + 1.0)
+                except asyncio.TimeoutError:
+                    pass
         self._release()
 
     def _release(self) -> None:
-        """Stop watching and close our pipe ends; have the workdir removed."""
-        for fd in self.reading:
-            self.loop.remove_reader(fd)
-        if self.writing:
-            self.loop.remove_writer(self.write_fd)
-        for fd in self.host_fds:
-            with contextlib.suppress(OSError):
-                os.close(fd)
-        self.host_fds = []
+        """Close the link; have the workdir removed."""
+        if self.link is not None:
+            self.link.close()
         if self.workdir is not None:
             workdir, self.workdir = self.workdir, None
             self.runtime._remove_later(workdir)
@@ -391,66 +520,26 @@ class _Run:
     # --- the host's writes ------------------------------------------------------------------
 
     def _send(self, line: str) -> None:
-        if self.write_fd < 0 or self.write_fd not in self.host_fds:
-            return
-        self.out_buffer += line.encode("utf-8", "surrogatepass") + b"\n"
-        self._flush()
+        if self.link is not None:
+            self.link.send(line.encode("utf-8", "surrogatepass") + b"\n")
 
-    def _flush(self) -> None:
-        try:
-            while self.out_buffer:
-                written = os.write(self.write_fd, self.out_buffer)
-                del self.out_buffer[:written]
-        except BlockingIOError:
-            if not self.writing:
-                self.loop.add_writer(self.write_fd, self._flush)
-                self.writing = True
-            return
-        except OSError:
-            self.out_buffer.clear()  # the child is gone; its exit decides the run
-        if self.writing:
-            self.loop.remove_writer(self.write_fd)
-            self.writing = False
+    # --- the child's bytes (the link calls these) -------------------------------------------
 
-    # --- the child's frames -----------------------------------------------------------------
-
-    def _on_raw(self, fd: int) -> None:
-        try:
-            chunk = os.read(fd, 1 << 16)
-        except BlockingIOError:
-            return
-        except OSError:
-            chunk = b""
-        if not chunk:
-            self.loop.remove_reader(fd)
-            self.reading.remove(fd)
-            return
+    def on_raw(self, chunk: bytes) -> None:
         self.raw += chunk
-        if len(self.raw) > _RAW_KEEP:
-            del self.raw[:-_RAW_KEEP]
+        if len(self.raw) > RAW_KEEP:
+            del self.raw[:-RAW_KEEP]
 
-    def _on_frames(self, fd: int) -> None:
-        self._read_frames(fd)
-        if self.completion is not None and not self.frames_eof and not self.outcome.done():
-            # The child closes its frame stream right after its completion: that end of file is
-            # usually there already, and reading it now saves the run a turn of the loop.
-            self._read_frames(fd)
+    def awaits_eof(self) -> bool:
+        return self.completion is not None and not self.frames_eof and not self.outcome.done()
 
-    def _read_frames(self, fd: int) -> None:
-        try:
-            chunk = os.read(fd, _READ_SIZE)
-        except BlockingIOError:
-            return
-        except OSError:
-            chunk = b""
-        if not chunk:
-            self.loop.remove_reader(fd)
-            self.reading.remove(fd)
-            self.frames_eof = True
-            if self.frames:
-                self._violation("a truncated frame")
-            self._check_end()
-            return
+    def on_frames_eof(self) -> None:
+        self.frames_eof = True
+        if self.frames and not self.outcome.done():
+            self._violation("a truncated frame")
+        self._check_end()
+
+    def on_frames(self, chunk: bytes) -> None:
         start = len(self.frames)
         self.frames += chunk
         begin = 0

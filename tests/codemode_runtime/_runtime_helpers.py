@@ -55,8 +55,16 @@ def run_sync(main: Callable[[], Awaitable[Any]]) -> Any:
     return asyncio.run(main())  # type: ignore[arg-type]
 
 
+#: In the command line of every process a ``CommandRuntime`` test starts that is not a child (so the
+#: leak check finds those too).
+COMMAND_MARKER = "dsh-command-test"
+#: What marks our processes: the child script's path, the child's module, the marker above.
+_OURS = (CHILD_SCRIPT.encode(), b"dsh_codegen.codemode.child", COMMAND_MARKER.encode())
+
+
 def our_processes() -> list[str]:
-    """Every live or zombie process started from this checkout's child script, with its state.
+    """Every live or zombie process started from this checkout's child script (or by a command test),
+    with its state.
 
     Under pytest-xdist the other workers run child scripts of their own at the same time: a process
     that descends from a sibling worker is theirs and is left out. Orphans (reparented away from
@@ -74,11 +82,20 @@ def our_processes() -> list[str]:
             continue
         fields = stat.rsplit(")", 1)[1].split()
         parents[int(entry)] = int(fields[1])
-        if CHILD_SCRIPT.encode() in cmdline:
+        if any(mark in cmdline for mark in _OURS):
             children.append((int(entry), fields[0], cmdline.replace(b"\0", b" ").decode(errors="replace")))
     siblings = _sibling_workers(parents)
     return [f"{pid} {state} {command}" for pid, state, command in children
-            if not _descends_from(pid, siblings, parents)]
+            if not _descends_from(pid, siblings, parents) and not _a_siblings_zygote(command)]
+
+
+def _a_siblings_zygote(command: str) -> bool:
+    """Whether ``command`` is a fork server (or a child it forked) of another pytest-xdist worker: its
+    directory argument lies under that worker's base temporary directory (``.../popen-gw1/...``). A child
+    whose fork server a program killed is reparented away from the worker while the host, which holds a
+    pidfd of it, finishes it off: it is that worker's to account for, not an orphan of this one's."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    return worker is not None and "/popen-gw" in command and f"/popen-{worker}/" not in command
 
 
 def _sibling_workers(parents: dict[int, int]) -> set[int]:

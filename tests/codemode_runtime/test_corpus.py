@@ -1,8 +1,9 @@
-"""The corpus on both runtimes: the exact text the model reads back for each program.
+"""The corpus on every runtime: the exact text the model reads back for each program.
 
 Every program of ``corpus_programs.py`` runs through a real registry
-(``run_code``, the whole pipeline) on ``PythonSubprocessRuntime`` and on
-``MontyRuntime``. Both runtimes must give the model the same text, except
+(``run_code``, the whole pipeline) on ``PythonSubprocessRuntime``, on
+``CommandRuntime`` (the child reached through a command: it must read exactly
+as the local runtime) and on ``MontyRuntime``. The runtimes must give the model the same text, except
 where a runtime's own SDK text says it differs: each such case names the
 words of ``MontyRuntime.sdk_notes`` that announce the difference, and the test
 checks that the SDK text the registry renders for Monty carries them.
@@ -19,7 +20,10 @@ from corpus_programs import ENDLESS, PROGRAMS, SHORT_WALL_S, World, corpus_regis
 
 pytest.importorskip("pydantic_monty")
 
-from dsh_codegen.codemode import MontyRuntime, PythonSubprocessRuntime  # noqa: E402
+import sys  # noqa: E402
+
+from dsh_codegen.codemode import CommandRuntime, MontyRuntime, PythonSubprocessRuntime  # noqa: E402
+from dsh_codegen.codemode._processes import CHILD_SCRIPT  # noqa: E402
 from dsh_codegen.registry import AbortController, ToolExecutionInput  # noqa: E402
 
 pytestmark = pytest.mark.once
@@ -28,6 +32,8 @@ pytestmark = pytest.mark.once
 #: the same on both too: ``test_the_pre_flight_reads_the_same_on_both``).
 RUNTIMES: dict[str, Callable[..., Any]] = {
     "subprocess": lambda **options: PythonSubprocessRuntime(preflight=False, **options),
+    "command": lambda **options: CommandRuntime([sys.executable, "-I", "-S", CHILD_SCRIPT, "stdio"],
+                                                preflight=False, **options),
     "monty": lambda **options: MontyRuntime(preflight=False, **options),
 }
 DEFAULTS: dict[str, Callable[..., Any]] = {"subprocess": PythonSubprocessRuntime, "monty": MontyRuntime}
@@ -165,7 +171,7 @@ def test_the_corpus_is_what_the_issue_asks_for() -> None:
 @pytest.mark.parametrize("name", NAMES)
 def test_the_model_reads_exactly(name: str, kind: str, corpus: dict[str, dict[str, tuple[str, list[str]]]]) -> None:
     expected = EXPECTED[name]
-    text = expected if isinstance(expected, str) else expected[0][kind]
+    text = expected if isinstance(expected, str) else expected[0]["subprocess" if kind == "command" else kind]
     assert corpus[kind][name] == (text, NOTES.get(name, []))
 
 
