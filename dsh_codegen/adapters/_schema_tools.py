@@ -6,10 +6,9 @@ import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
-from dsh_codegen.adapters._strict import relax_strict_arguments
 from dsh_codegen.json import snapshot_json
 from dsh_codegen.registry import ToolDefinition, ToolOutput, ToolRunContext
-from dsh_codegen.schema import JsonSchemaObject, ToolArgsError, assert_supported_json_schema, compile_validator
+from dsh_codegen.schema import JsonSchemaObject
 
 __all__ = ["render_value_as_text", "tool_from_schema"]
 
@@ -44,42 +43,30 @@ def tool_from_schema(
     definition's (``define_tool``'s meaning).
 
     With ``relax_strict_nulls=True`` (tools from OpenAI strict definitions),
-    the ``null`` of each optional property whose schema does not admit
-    ``null`` is dropped before validation, so the body sees its default; the
-    validation then runs inside the definition (same message and code).
+    the registry drops the ``null`` of each optional property whose schema
+    does not admit ``null`` before validating, so the body sees its default
+    (``ToolDefinition.relax_strict_nulls``; ``ToolRegistry(relax_strict_nulls=True)``
+    does it for every tool of a registry).
 
     Raised errors: ``JsonSchemaError`` when ``parameters`` or the output
-    schema is outside what the schema core accepts: here with
-    ``relax_strict_nulls=True``, otherwise at registration (which compiles
-    both validators once; compiling here too would double the cost of an
-    import).
+    schema is outside what the schema core accepts, at registration (which
+    compiles both validators once; compiling here too would double the cost
+    of an import).
     """
     parameters = snapshot_json(schema.get("parameters", {"type": "object"}), freeze=False)
     if output_schema is None:
         output_schema = schema.get("output_schema")
     output: JsonSchemaObject = {} if output_schema is None else snapshot_json(output_schema, freeze=False)
     tool_name = schema["name"] if name is None else name
-    body: Execute = execute
-    if relax_strict_nulls:
-        validator = compile_validator(parameters)
-        assert_supported_json_schema(output)
-
-        async def relaxed(args: Any, run: ToolRunContext) -> Any:
-            relaxed_args = snapshot_json(relax_strict_arguments(parameters, args))
-            violations = validator.validate_args(relaxed_args)
-            if violations:
-                raise ToolArgsError(violations)
-            return await execute(relaxed_args, run)
-
-        body = relaxed
     return ToolDefinition(
         name=tool_name,
         description=schema.get("description", ""),
         parameters=parameters,
         output=ToolOutput(output, render or render_value_as_text),
-        execute=body,
+        execute=execute,
         timeout_ms=timeout_ms,
         is_concurrency_safe=is_concurrency_safe,
         finalize_content=finalize_content,
-        validates_arguments=not relax_strict_nulls,
+        validates_arguments=True,
+        relax_strict_nulls=relax_strict_nulls,
     )

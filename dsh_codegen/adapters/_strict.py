@@ -32,7 +32,8 @@ import json
 from collections.abc import Iterable
 from typing import Any, Final
 
-from dsh_codegen.adapters._walk import Path, PathCell, admits_null, path_of, resolve_local_ref, subschema_slots
+from dsh_codegen.adapters._walk import Path, PathCell, path_of, subschema_slots
+from dsh_codegen.schema import relax_strict_arguments
 from dsh_codegen.json import snapshot_json
 from dsh_codegen.json._paths import format_path
 
@@ -276,68 +277,4 @@ def _without_null(schema: Any) -> Any:
         if isinstance(inner, dict):
             return {**inner, **{k: v for k, v in schema.items() if k in _ANNOTATIONS}}
         return inner
-    return None
-
-
-def relax_strict_arguments(parameters: object, arguments: object) -> Any:
-    """``arguments`` without the ``null`` of each optional property whose schema does not admit ``null``.
-
-    What a model in strict mode sends for an optional property it leaves out is
-    ``null``; dropping it lets the body see its default. Followed through
-    ``properties``, array ``items``, local ``$ref`` and the object branch of a
-    nullable ``anyOf``. ``arguments`` is not modified (a copy is returned when
-    anything is dropped); anything that is not an object passes through.
-    """
-    if not isinstance(arguments, dict):
-        return arguments
-    result: Any = dict(arguments)
-    holder = [result]
-    stack: list[tuple[Any, int | str, Any]] = [(holder, 0, parameters)]
-    while stack:
-        container, key, schema = stack.pop()
-        value = container[key]
-        schema = _object_schema(schema, parameters)
-        if schema is None:
-            continue
-        if isinstance(value, dict):
-            properties = schema.get("properties")
-            if not isinstance(properties, dict):
-                continue
-            listed = schema.get("required")
-            required: list[Any] = listed if isinstance(listed, list) else []
-            copy = dict(value)
-            container[key] = copy
-            for name in list(copy):
-                sub = properties.get(name)
-                if sub is None:
-                    continue
-                if copy[name] is None and name not in required and not admits_null(sub, parameters):
-                    del copy[name]
-                elif isinstance(copy[name], dict | list):
-                    stack.append((copy, name, sub))
-        elif isinstance(value, list) and isinstance(schema.get("items"), dict):
-            copy_list = list(value)
-            container[key] = copy_list
-            for index, item in enumerate(copy_list):
-                if isinstance(item, dict | list):
-                    stack.append((copy_list, index, schema["items"]))
-    return holder[0]
-
-
-def _object_schema(schema: Any, root: Any) -> dict[str, Any] | None:
-    """``schema`` with local ``$ref``s followed and a nullable ``anyOf`` wrapper opened (bounded)."""
-    for _ in range(64):
-        if not isinstance(schema, dict):
-            return None
-        if "$ref" in schema:
-            schema = resolve_local_ref(root, schema["$ref"])
-            continue
-        branches = schema.get("anyOf")
-        if isinstance(branches, list) and "properties" not in schema and "items" not in schema:
-            candidates = [b for b in branches if isinstance(b, dict) and b != {"type": "null"}]
-            if len(candidates) != 1:
-                return None
-            schema = candidates[0]
-            continue
-        return schema
     return None

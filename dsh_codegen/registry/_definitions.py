@@ -92,8 +92,11 @@ class ToolDefinition:
     also the raw-schema entry: a definition built directly from a published JSON
     Schema sees whatever arguments arrive, unless it passes
     ``validates_arguments=True`` to have the registry validate them with the
-    same compiled validator. Registration checks the rest (see
-    ``ToolRegistry.register``).
+    same compiled validator. ``relax_strict_nulls`` (with
+    ``validates_arguments``): the ``null`` an OpenAI strict-mode model sends for
+    an optional property whose schema does not admit ``null`` is dropped before
+    validation, as ``ToolRegistry(relax_strict_nulls=True)`` does for every
+    tool. Registration checks the rest (see ``ToolRegistry.register``).
     """
 
     name: str
@@ -107,6 +110,7 @@ class ToolDefinition:
     present_call: PresentCall | None = None
     present_result: PresentResult | None = None
     validates_arguments: bool = False
+    relax_strict_nulls: bool = False
 
     def call_view(self, arguments: object) -> ToolCallView | None:
         """``present_call(args)`` with soft validation: ``None`` for malformed arguments or a failing presenter."""
@@ -179,6 +183,7 @@ class CompiledTool:
         "output_validator",
         "parameters",
         "presentation_meta",
+        "relax_strict_nulls",
         "render",
         "valid_arguments",
         "__weakref__",
@@ -195,6 +200,7 @@ class CompiledTool:
         self.args_validator: CompiledValidator | None = (
             compile_validator(definition.parameters) if definition.validates_arguments else None
         )
+        self.relax_strict_nulls = definition.relax_strict_nulls
         self.execute = definition.execute
         self.render = output.render
         self.presentation_meta = output.presentation_meta

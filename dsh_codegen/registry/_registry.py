@@ -493,6 +493,12 @@ class ToolRegistry(_Surface):
     ``max_run_code_chars`` caps the text a ``run_code`` result shows the model
     (its head and tail around a marker; ``None``: no cap; see
     ``docs/codemode.md``); ``log`` is the default session log of the loop helper.
+    ``relax_strict_nulls=True`` accepts what an OpenAI strict-mode model sends
+    (``to_openai_tools(registry.schemas(), strict=True)``): for every tool whose
+    arguments the registry validates, the ``null`` of an optional property
+    whose schema does not admit ``null`` is dropped before validation, so the
+    body sees the property absent (a property both optional and nullable keeps
+    its ``null``); see ``relax_strict_arguments``.
 
     Raised errors (``ValueError``): an unknown ``mode``;
     ``max_parallel_sub_calls must be a positive integer`` (and the same for
@@ -508,8 +514,12 @@ class ToolRegistry(_Surface):
         log: Any = None,
         max_sub_calls: int = 1000,
         max_run_code_chars: int | None = DEFAULT_RUN_CODE_CHARS,
+        relax_strict_nulls: bool = False,
     ) -> None:
         self.mode: PresentationMode = _check_mode(mode)
+        if type(relax_strict_nulls) is not bool:
+            raise TypeError("relax_strict_nulls must be a bool")
+        self.relax_strict_nulls = relax_strict_nulls
         if type(max_parallel_sub_calls) is not int or max_parallel_sub_calls < 1:
             raise ValueError("max_parallel_sub_calls must be a positive integer")
         if type(max_sub_calls) is not int or max_sub_calls < 1:

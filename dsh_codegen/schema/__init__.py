@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     )
     from dsh_codegen.schema._errors import JsonSchemaError, ToolArgsError
     from dsh_codegen.schema._shared import Violation
+    from dsh_codegen.schema._strict_nulls import relax_strict_arguments
     from dsh_codegen.schema._validator import (
         CompiledValidator,
         compile_validator,
@@ -52,6 +53,7 @@ _HOME: dict[str, str] = {
     "assert_supported_json_schema": "_compile",
     "compile_validator": "_validator",
     "parameter_schema_spec_to_json_schema": "_dsl",
+    "relax_strict_arguments": "_strict_nulls",
     "validate_args": "_validator",
     "validate_json_schema_value": "_validator",
     "value_schema_spec_to_json_schema": "_dsl",
@@ -73,6 +75,7 @@ __all__: list[str] = [
     "assert_supported_json_schema",
     "compile_validator",
     "parameter_schema_spec_to_json_schema",
+    "relax_strict_arguments",
     "validate_args",
     "validate_json_schema_value",
     "value_schema_spec_to_json_schema",

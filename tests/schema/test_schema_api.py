@@ -28,6 +28,7 @@ PUBLIC = {
     "assert_supported_json_schema",
     "compile_validator",
     "parameter_schema_spec_to_json_schema",
+    "relax_strict_arguments",
     "validate_args",
     "validate_json_schema_value",
     "value_schema_spec_to_json_schema",

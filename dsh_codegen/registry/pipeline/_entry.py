@@ -6,6 +6,7 @@ from collections.abc import Hashable
 from typing import TYPE_CHECKING, Any, Final
 
 from dsh_codegen.json import FrozenJsonObject, LosslessJsonError, snapshot_json
+from dsh_codegen.schema import relax_strict_arguments
 from dsh_codegen.registry._errors import RUN_CODE_NAME, ToolNotFoundError, error_message
 from dsh_codegen.registry._execution import ToolExecutionInput, ToolExecutionToken
 from dsh_codegen.registry._materialize import ARGUMENTS_NOT_LOSSLESS
@@ -20,6 +21,7 @@ from dsh_codegen.registry.pipeline._call import (
 )
 
 if TYPE_CHECKING:
+    from dsh_codegen.registry._definitions import CompiledTool
     from dsh_codegen.registry._registry import ToolRegistry
 
 __all__ = ["arguments_outcome", "create_execution", "entry_outcome", "input_type_error"]
@@ -101,6 +103,14 @@ def create_execution(
             except ARGUMENT_SNAPSHOT_ERRORS:
                 failure = ARGUMENTS_NOT_LOSSLESS
     compiled, listeners, guarded, version = registry.entry_view(name, chain)
+    checked = False
+    if (
+        failure is None
+        and compiled is not None
+        and compiled.args_validator is not None
+        and (registry.relax_strict_nulls or compiled.relax_strict_nulls)
+    ):
+        arguments, checked = strict_arguments(compiled, arguments)
     call = Call(
         registry,
         call_id,
@@ -117,7 +127,26 @@ def create_execution(
         version,
         gated,
     )
+    if checked:
+        call.validated = compiled  # stage 2 does not validate them again
     return call, failure
+
+
+def strict_arguments(compiled: CompiledTool, arguments: Any) -> tuple[Any, bool]:
+    """``(arguments, valid)`` for a tool that accepts a strict-mode model's ``null``s.
+
+    Valid arguments are kept as they are. Invalid ones become the same
+    arguments without the ``null``s an OpenAI strict-mode model sends for the
+    optional properties it leaves out (frozen): valid now, or still invalid,
+    and then entry reports the violations that remain (the ``null``s were
+    none). ``valid`` says the tool's schema accepted the arguments returned.
+    """
+    validator = compiled.args_validator
+    assert validator is not None
+    if validator.is_valid(arguments):
+        return arguments, True
+    relaxed = snapshot_json(relax_strict_arguments(compiled.parameters, arguments))
+    return relaxed, validator.is_valid(relaxed)
 
 
 def input_type_error(
@@ -181,7 +210,7 @@ def arguments_outcome(call: Call) -> ToolFailure | None:
     Cancellation: synchronous.
     """
     compiled = call.compiled
-    if compiled is None or compiled.args_validator is None:
+    if compiled is None or compiled.args_validator is None or call.validated is compiled:
         return None
     invalid = invalid_arguments(compiled, call.arguments)
     if invalid is None:
