@@ -22,6 +22,7 @@ PAGES = {
     "dsh_codegen.registry.views": "views.md",
     "dsh_codegen.registry.cancel": "cancel.md",
     "dsh_codegen.registry.policies": "policies.md",
+    "dsh_codegen.registry.scheduler": "scheduler.md",
     "dsh_codegen.codemode": "codemode.md",
     "dsh_codegen.adapters": "adapters.md",
     "dsh_codegen.otel": "otel.md",
@@ -52,7 +53,12 @@ def test_every_top_level_name_is_documented_once() -> None:
         for path in (ROOT / "dsh_codegen").rglob("__init__.py")
         if not any(part.startswith("_") for part in path.relative_to(ROOT / "dsh_codegen").parts[:-1])
     }
-    public_modules = {"dsh_codegen.registry.views", "dsh_codegen.registry.cancel", "dsh_codegen.registry.policies"}
+    public_modules = {
+        "dsh_codegen.registry.views",
+        "dsh_codegen.registry.cancel",
+        "dsh_codegen.registry.policies",
+        "dsh_codegen.registry.scheduler",
+    }
     assert packages - {"dsh_codegen", "dsh_codegen.registry.pipeline"} | public_modules == set(PAGES)
 
 

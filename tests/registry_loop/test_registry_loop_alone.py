@@ -518,39 +518,6 @@ def test_a_timeout_around_the_loop_still_times_it_out() -> None:
     assert [(event["type"], event["callId"]) for event in log.events] == [("tool/call", "c0"), ("tool/result", "c0")]
 
 
-# -- the gates' turns -----------------------------------------------------------------------
-
-
-def test_a_passed_turn_costs_no_wait_and_a_pending_one_wakes_its_waiter() -> None:
-    from dsh_codegen.registry._loop import _Turns
-
-    async def main() -> None:
-        turns = _Turns(3, 1)  # call 0 ran alone: its turn is passed
-        assert turns.passed(0) and not turns.passed(1)
-        with pytest.raises(StopIteration):
-            turns.wait(0).send(None)  # returns at its first step: no future, no loop iteration
-        waiter = asyncio.ensure_future(turns.wait(1))
-        await asyncio.sleep(0)
-        assert not waiter.done()
-        turns.pass_turn(1)
-        turns.pass_turn(1)  # idempotent
-        await waiter
-        # A cancelled wait leaves nothing behind; a later wait still works.
-        cancelled = asyncio.ensure_future(turns.wait(2))
-        await asyncio.sleep(0)
-        cancelled.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await cancelled
-        assert turns._waiters == {}
-        later = asyncio.ensure_future(turns.wait(2))
-        await asyncio.sleep(0)
-        turns.pass_turn(2)
-        await later
-        assert turns._waiters == {}
-
-    run(main())
-
-
 def test_a_done_future_yielded_costs_one_loop_iteration_as_in_a_task() -> None:
     async def yield_done(order: list[str]) -> None:
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()

@@ -456,3 +456,34 @@ def test_a_registry_entering_the_policy_gate_twice_is_an_internal_failure() -> N
     # with a gate (a call that runs alone gets none: nothing to order it against).
     with pytest.raises(RuntimeError, match=r"PipelineGate.policy\(\) entered twice for one call"):
         run(execute_tool_calls(Twice({"p": FakeTool(echo)}), calls("p", "p"), signal=AbortController().signal))
+
+
+def test_no_call_starts_once_the_awaiting_task_is_cancelled_even_if_a_commit_lands_first() -> None:
+    # c0's body is released in the same loop iteration as the cancellation, but
+    # before it: c0 commits before the loop's task sees its CancelledError. c1
+    # must not start in between (nothing starts once the cancellation is requested).
+    release: list[asyncio.Future[None]] = []
+
+    async def held(arguments: Any, signal: AbortSignal) -> Any:
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        release.append(future)
+        await future
+        return "released"
+
+    registry = FakeRegistry({"x": FakeTool(held, parallel=False)})
+    log = MemorySessionLog()
+
+    async def main() -> None:
+        task = asyncio.create_task(execute_tool_calls(registry, calls("x", "x"), signal=AbortController().signal, log=log))
+        while not release:
+            await asyncio.sleep(0)
+        release[0].set_result(None)  # c0's task wakes first ...
+        task.cancel()  # ... and the loop's task after it, with the cancellation
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert _only_current_task_left()
+
+    run(main())
+    assert registry.executed == ["c0"]
+    assert [(e["type"], e["callId"]) for e in log.events] == [("tool/call", "c0"), ("tool/result", "c0")]
+    assert log.events[1]["isError"] is False
