@@ -15,7 +15,8 @@ previous call's, and its commit (post-execute, ``finalize_content``,
 commit. Every call runs the same way: in a task of its own (so the loop
 never cancels a call; it aborts the calls' signal), awaiting
 ``registry.execute``. The order is kept by the one scheduler of ordered
-calls, :class:`dsh_codegen.registry.scheduler.CallScheduler`: it hands the registry a :class:`PipelineGate` per
+calls, :class:`dsh_codegen.registry.scheduler.CallScheduler` (which Code
+Mode's sub-calls use too): it hands the registry a :class:`PipelineGate` per
 call that may overlap others; only bodies (and around-dispatch wrappers)
 overlap. A call that runs alone (nothing in flight, nothing may start before
 it commits) has nothing to be ordered against and gets no gate.

@@ -1,4 +1,4 @@
-"""Where tool calls are ordered: the one scheduler of the loop helper (and of Code Mode's sub-calls).
+"""Where tool calls are ordered: the one scheduler of the loop helper and of Code Mode's sub-calls.
 
 A :class:`CallScheduler` runs the calls submitted to it in their submission
 order. What a call does is its own (a subclass of :class:`ScheduledCall`:

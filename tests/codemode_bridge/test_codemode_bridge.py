@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 from collections.abc import Mapping
 from typing import Any
@@ -1216,3 +1217,27 @@ async def test_is_concurrency_safe_may_be_a_constant(constant: bool, peak: int) 
 
     assert text(await run_code(registry, program(runtime, gathered))) == '[\n  "s",\n  "s",\n  "s"\n]'
     assert gauge.peak == peak
+
+
+@async_test
+async def test_a_queued_sub_call_runs_in_the_context_it_was_dispatched_from() -> None:
+    # x1 waits in the queue behind the exclusive x0 and starts from x0's task once x0 commits;
+    # it still sees the program's context, not what x0's body set in its own.
+    var: contextvars.ContextVar[str] = contextvars.ContextVar("var", default="unset")
+    seen: list[str] = []
+
+    async def body(args: Any, run: Any) -> Any:
+        seen.append(var.get())
+        var.set("set by " + args["text"])
+        await asyncio.sleep(0)
+        return args["text"]
+
+    registry, runtime, _ = code_registry(text_tool("x", body, safe=False))
+
+    async def queued(tools: Any, print: Any) -> Any:
+        var.set("the program's")
+        return await asyncio.gather(tools.x({"text": "x0"}), tools.x({"text": "x1"}))
+
+    result = await run_code(registry, program(runtime, queued))
+    assert not result.is_error, result.content
+    assert seen == ["the program's", "the program's"]

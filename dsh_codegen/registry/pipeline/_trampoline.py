@@ -25,10 +25,9 @@ own ``CancelledError`` is recorded on the call and absorbed at the driver's
 yields (the dispatch stage re-raises it once the body settled).
 
 The module also runs the first step of a call that the scheduler starts
-eagerly (:func:`first_step`: a call that never suspends has finished when it
-is submitted). Besides Code Mode's sub-call pool, which is moving onto the
-scheduler, this is the only place in the package that steps a coroutine by
-hand.
+eagerly (:func:`first_step`, for Code Mode's sub-calls: a call that never
+suspends has finished before ``dispatch`` returns). This is the only place in
+the package that steps a coroutine by hand.
 """
 
 from __future__ import annotations
