@@ -72,7 +72,8 @@ test: setup
 # WORKERS=0 runs in this process). TESTS narrows a pass to some paths.
 WORKERS ?= auto
 TESTS ?=
-PYTEST := $(BIN)/python -m pytest -q -n $(WORKERS)
+# --dist loadgroup: tests marked xdist_group share a worker (the Ray tests, one local cluster).
+PYTEST := $(BIN)/python -m pytest -q -n $(WORKERS) --dist loadgroup
 
 test-compiled: setup
 	DSH_CODEGEN_REQUIRE_EXTENSIONS=1 $(PYTEST) $(TESTS)

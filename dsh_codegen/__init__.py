@@ -155,6 +155,7 @@ _EXPORTS: dict[str, str] = {
     "CommandRuntime": "codemode",
     "MontyRuntime": "codemode",
     "PythonSubprocessRuntime": "codemode",
+    "RayRuntime": "codemode",
     "StartMethod": "codemode",
     # dsh_codegen.adapters
     "LoweredSchema": "adapters",
@@ -313,6 +314,7 @@ __all__ = [
     "CommandRuntime",
     "MontyRuntime",
     "PythonSubprocessRuntime",
+    "RayRuntime",
     "StartMethod",
     "LoweredSchema",
     "McpElicitation",

@@ -1,7 +1,7 @@
 """Optional extras: importing what one needs, or saying which extra to install.
 
 ``pip install dsh_codegen`` brings only what every user needs (jinja2). MCP
-support needs the extra ``mcp`` and ``MontyRuntime`` the extra ``monty``
+support needs the extra ``mcp``, ``MontyRuntime`` the extra ``monty`` and ``RayRuntime`` the extra ``ray``
 (pyproject.toml, ``[project.optional-dependencies]``). A feature that needs one
 imports it through :func:`require_extra` where it starts, so a missing extra is
 one ``ImportError`` that names the extra and the install command, not a bare
@@ -17,7 +17,7 @@ from typing import Final
 __all__ = ["EXTRAS", "require_extra"]
 
 #: extra -> the distribution it installs (for the message).
-EXTRAS: Final = {"mcp": "mcp", "monty": "pydantic-monty"}
+EXTRAS: Final = {"mcp": "mcp", "monty": "pydantic-monty", "ray": "ray"}
 
 
 def require_extra(module: str, extra: str, feature: str) -> ModuleType:

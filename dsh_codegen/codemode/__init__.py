@@ -22,6 +22,7 @@ from dsh_codegen.registry._errors import CodeRunFailedError
 
 # The runtimes.
 from dsh_codegen.codemode._monty import MontyRuntime
+from dsh_codegen.codemode._ray import RayRuntime
 from dsh_codegen.codemode._subprocess import CommandRuntime, PythonSubprocessRuntime, StartMethod
 
 __all__: list[str] = [
@@ -42,5 +43,6 @@ __all__: list[str] = [
     "CommandRuntime",
     "MontyRuntime",
     "PythonSubprocessRuntime",
+    "RayRuntime",
     "StartMethod",
 ]

@@ -14,6 +14,7 @@ pytestmark = pytest.mark.once
 # (None in sys.modules is how Python marks a module as unimportable), as in a venv without the extra.
 PROBES = {
     "monty": ("pydantic_monty", "from dsh_codegen.codemode import MontyRuntime\nMontyRuntime()", "MontyRuntime"),
+    "ray": ("ray", "from dsh_codegen.codemode import RayRuntime\nRayRuntime()", "RayRuntime"),
     "serve_mcp": (
         "mcp",
         "import asyncio\nfrom dsh_codegen import ToolRegistry\nfrom dsh_codegen.adapters import serve_mcp\n"
@@ -43,11 +44,11 @@ def _probe(blocked: str, code: str) -> subprocess.CompletedProcess[str]:
 @pytest.mark.parametrize("case", sorted(PROBES))
 def test_a_missing_extra_names_the_extra_and_the_install_command(case: str) -> None:
     blocked, code, feature = PROBES[case]
-    extra = "monty" if blocked == "pydantic_monty" else "mcp"
+    extra = {"pydantic_monty": "monty", "ray": "ray"}.get(blocked, "mcp")
     done = _probe(blocked, code)
     assert done.returncode == 1
     last = done.stderr.strip().splitlines()[-1]
-    distribution = "pydantic-monty" if extra == "monty" else "mcp"
+    distribution = {"monty": "pydantic-monty"}.get(extra, extra)
     assert last == (
         f'ImportError: {feature} needs the optional extra "{extra}" ({distribution} is not installed): '
         f"pip install 'dsh_codegen[{extra}]'"
