@@ -45,6 +45,7 @@ from dsh_codegen.json._shared import (
     key_error,
     nodes_budget_error,
     option_error,
+    surrogate_error,
     type_error,
     unsafe_int_error,
 )
@@ -1180,9 +1181,41 @@ cdef inline bint bad_float(double d):
     return not isfinite(d) or (d == 0.0 and signbit(d))
 
 
-cdef inline int classify(PyObject* v, bint safe, bint reuse, Stack* st) except -1:
+cdef int lone_surrogate(PyObject* s) noexcept:
+    """The first surrogate code point of the str ``s`` (UTF-8 cannot encode one), or -1 (``_shared.lone_surrogate``)."""
+    cdef Py_ssize_t i, n
+    cdef int kind
+    cdef const uint16_t* two
+    cdef const uint32_t* four
+    if PyUnicode_IS_ASCII(s):
+        return -1
+    kind = PyUnicode_KIND(s)
+    if kind == PyUnicode_1BYTE_KIND:
+        return -1  # Latin-1: no surrogates
+    n = PyUnicode_GET_LENGTH(s)
+    if kind == PyUnicode_2BYTE_KIND:
+        two = <const uint16_t*>PyUnicode_DATA(s)
+        for i in range(n):
+            if 0xD800 <= two[i] <= 0xDFFF:
+                return two[i]
+        return -1
+    four = <const uint32_t*>PyUnicode_DATA(s)
+    for i in range(n):
+        if 0xD800 <= four[i] <= 0xDFFF:
+            return <int>four[i]
+    return -1
+
+
+cdef inline int classify(PyObject* v, bint safe, bint reuse, Stack* st, bint utf8=False) except -1:
     cdef void* t = type_of(v)
-    if t == STR_T or v == Py_None or t == BOOL_T:
+    cdef int code
+    if t == STR_T:
+        if utf8:
+            code = lone_surrogate(v)
+            if code >= 0:
+                raise surrogate_error(code, stack_path(st, 0))
+        return SCALAR
+    if v == Py_None or t == BOOL_T:
         return SCALAR
     if t == INT_T:
         return check_int(v, safe, st)
@@ -1362,22 +1395,23 @@ cdef inline int descend(Stack* st, PyObject* v, int kind, bint build, bint freez
 cdef Py_ssize_t PRECHECK_NODES = 100_000
 
 
-cdef object walk(object root, bint freeze, bint safe, bint build, Py_ssize_t max_nodes, bint for_build=False):
+cdef object walk(object root, bint freeze, bint safe, bint build, Py_ssize_t max_nodes, bint for_build=False, bint utf8=False):
     """Check ``root`` and, when ``build``, return its detached (frozen) copy.
 
     ``for_build``: a check standing in for a copy (the budget's pre-check): it
     reuses frozen containers only where the copy would, so it counts alike.
+    ``utf8``: strings and keys holding a lone surrogate are refused too.
     """
-    cdef bint reuse = not safe and (freeze or not (build or for_build))
+    cdef bint reuse = not safe and not utf8 and (freeze or not (build or for_build))
     cdef Py_ssize_t precheck_at = PRECHECK_NODES if build and max_nodes > PRECHECK_NODES else -1
     cdef Stack st
     stack_init(&st)
     if max_nodes < 1:
         raise nodes_budget_error(max_nodes, [])
-    cdef int kind = classify(<PyObject*>root, safe, reuse, &st)
+    cdef int kind = classify(<PyObject*>root, safe, reuse, &st, utf8)
     if kind == SCALAR or kind == REUSE:
         return root
-    if build and freeze and not safe and max_nodes >= FLAT_NODES:
+    if build and freeze and not safe and not utf8 and max_nodes >= FLAT_NODES:
         # Small flat values (most tool results and content) skip the general walk.
         flat = flat_copy(<PyObject*>root)
         if flat is not None:
@@ -1415,14 +1449,16 @@ cdef object walk(object root, bint freeze, bint safe, bint build, Py_ssize_t max
                         if type_of(k) != STR_T:
                             child = <object>k
                             raise key_error(child, stack_path(&st, 1))
+                    if utf8 and lone_surrogate(k) >= 0:
+                        raise surrogate_error(lone_surrogate(k), stack_path(&st, 1), True)
                     frame_set_key(f, k)
                     child = <object>v
                     visited += 1
                     if visited > max_nodes:
                         raise nodes_budget_error(max_nodes, stack_path(&st, 0))
                     if visited == precheck_at:
-                        walk(root, freeze, safe, False, max_nodes, True)
-                    kind = classify(<PyObject*>child, safe, reuse, &st)
+                        walk(root, freeze, safe, False, max_nodes, True, utf8)
+                    kind = classify(<PyObject*>child, safe, reuse, &st, utf8)
                     if kind <= REUSE:
                         continue  # already in the copy
                     if deep is None and st.depth >= LINEAR_DEPTH:
@@ -1447,8 +1483,8 @@ cdef object walk(object root, bint freeze, bint safe, bint build, Py_ssize_t max
                     if visited > max_nodes:
                         raise nodes_budget_error(max_nodes, stack_path(&st, 0))
                     if visited == precheck_at:
-                        walk(root, freeze, safe, False, max_nodes, True)
-                    kind = classify(<PyObject*>child, safe, reuse, &st)
+                        walk(root, freeze, safe, False, max_nodes, True, utf8)
+                    kind = classify(<PyObject*>child, safe, reuse, &st, utf8)
                     if kind <= REUSE:
                         if build:
                             incref(<PyObject*>child)
@@ -1503,7 +1539,7 @@ cdef Py_ssize_t budget_limit(str name, object value) except -1:
     return budget_option(name, value)
 
 
-def snapshot_json(value, *, freeze=True, safe_integers=False, max_nodes=DEFAULT_MAX_NODES):
+def snapshot_json(value, *, freeze=True, safe_integers=False, max_nodes=DEFAULT_MAX_NODES, utf8_strings=False):
     """Return a detached deep copy of the lossless JSON ``value``.
 
     Guaranteed: the result shares no mutable container with ``value``; with
@@ -1512,21 +1548,25 @@ def snapshot_json(value, *, freeze=True, safe_integers=False, max_nodes=DEFAULT_
     arrays), without it plain ``dict``/``list``. Shared, non-cyclic references
     are copied independently. Frozen containers in ``value`` are lossless by
     construction and are reused as they are when freezing (``value`` itself is
-    returned when it is frozen), unless ``safe_integers`` asks to look inside.
+    returned when it is frozen), unless ``safe_integers`` or ``utf8_strings``
+    asks to look inside. ``utf8_strings``: a string or object key holding a
+    lone surrogate is refused too (for values bound for a consumer that
+    encodes text as UTF-8, which cannot carry one; the writers here escape it).
 
     Raised errors: :class:`LosslessJsonError` naming the path of the first
     offending value when ``value`` is not lossless JSON, when
-    ``safe_integers`` is set and an int lies beyond ``±(2**53-1)``, or naming
+    ``safe_integers`` is set and an int lies beyond ``±(2**53-1)``, when
+    ``utf8_strings`` is set and a string or key holds a lone surrogate, or naming
     a container that changed while it was walked; :class:`JsonBudgetError`
     when the walk would visit more than ``max_nodes`` values (``None``: no
     limit); ``TypeError`` / ``ValueError`` for a ``max_nodes`` that is not
     ``None`` or an int >= 0.
     """
-    return walk(value, bool(freeze), bool(safe_integers), True, budget_limit("max_nodes", max_nodes))
+    return walk(value, bool(freeze), bool(safe_integers), True, budget_limit("max_nodes", max_nodes), False, bool(utf8_strings))
 
 
-def is_json_value(value, *, safe_integers=False, max_nodes=DEFAULT_MAX_NODES):
-    """Return whether ``snapshot_json(value, safe_integers=..., max_nodes=...)`` would succeed.
+def is_json_value(value, *, safe_integers=False, max_nodes=DEFAULT_MAX_NODES, utf8_strings=False):
+    """Return whether ``snapshot_json(value, safe_integers=..., max_nodes=..., utf8_strings=...)`` would succeed.
 
     Never raises for any ``value``: only exact types are inspected, so no user
     code (``__eq__``, ``__hash__``, ``__str__``, iteration) ever runs; a value
@@ -1535,7 +1575,7 @@ def is_json_value(value, *, safe_integers=False, max_nodes=DEFAULT_MAX_NODES):
     """
     cdef Py_ssize_t limit = budget_limit("max_nodes", max_nodes)
     try:
-        walk(value, True, bool(safe_integers), False, limit)
+        walk(value, True, bool(safe_integers), False, limit, False, bool(utf8_strings))
     except (LosslessJsonError, JsonBudgetError):
         return False
     return True

@@ -34,6 +34,7 @@ from dsh_codegen.json._shared import (
     MAX_SAFE_INTEGER,
     FrozenJsonArray,
     FrozenJsonObject,
+    LONE_SURROGATE,
     JsonBudgetError,
     LosslessJsonError,
     budget_option,
@@ -44,8 +45,10 @@ from dsh_codegen.json._shared import (
     int_too_long,
     int_too_long_error,
     key_error,
+    lone_surrogate,
     nodes_budget_error,
     option_error,
+    surrogate_error,
     type_error,
     unsafe_int_error,
 )
@@ -100,10 +103,16 @@ def _changed(frame: Any) -> bool:
     return not frame.is_obj and frame.key != frame.size - 1
 
 
-def _kind(value: Any, safe: bool, reuse_frozen: bool, stack: list[_Frame]) -> int:
+def _kind(value: Any, safe: bool, reuse_frozen: bool, stack: list[_Frame], utf8: bool = False) -> int:
     """Classify ``value``; raise :class:`LosslessJsonError` when it is not lossless."""
     t = type(value)
-    if t is str or t is bool or value is None:
+    if t is str:
+        if utf8:
+            code = lone_surrogate(value)
+            if code >= 0:
+                raise surrogate_error(code, _path(stack, 0))
+        return _SCALAR
+    if t is bool or value is None:
         return _SCALAR
     if t is int:
         if safe and not -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
@@ -143,20 +152,23 @@ def _seal(dest: Any, freeze: bool) -> Any:
 _PRECHECK_NODES = 100_000
 
 
-def _walk(root: Any, *, freeze: bool, safe: bool, build: bool, max_nodes: int, for_build: bool = False) -> Any:
+def _walk(
+    root: Any, *, freeze: bool, safe: bool, build: bool, max_nodes: int, for_build: bool = False, utf8: bool = False
+) -> Any:
     """Check ``root`` and, when ``build``, return its detached (frozen) copy.
 
     ``for_build``: a check standing in for a copy (the budget's pre-check): it
     reuses frozen containers only where the copy would, so it counts alike.
+    ``utf8``: strings and keys holding a lone surrogate are refused too.
     """
-    # A frozen container is lossless by construction; only safe_integers must look inside.
-    reuse_frozen = not safe and (freeze or not (build or for_build))
+    # A frozen container is lossless by construction; safe_integers and utf8_strings must look inside.
+    reuse_frozen = not safe and not utf8 and (freeze or not (build or for_build))
     precheck_at = _PRECHECK_NODES if build and max_nodes > _PRECHECK_NODES else -1
     stack: list[_Frame] = []
     if max_nodes < 1:
         raise nodes_budget_error(max_nodes, [])
     visited = 1
-    kind = _kind(root, safe, reuse_frozen, stack)
+    kind = _kind(root, safe, reuse_frozen, stack, utf8)
     if kind == _SCALAR or kind == _REUSE:
         return root
     stack.append(_Frame(root, kind == _OBJECT))
@@ -168,15 +180,20 @@ def _walk(root: Any, *, freeze: bool, safe: bool, build: bool, max_nodes: int, f
         finished = False
         try:
             for key, child in frame.items:
-                if is_obj and type(key) is not str:
-                    raise key_error(key, _path(stack, 1))
+                if is_obj:
+                    if type(key) is not str:
+                        raise key_error(key, _path(stack, 1))
+                    if utf8:
+                        code = lone_surrogate(key)
+                        if code >= 0:
+                            raise surrogate_error(code, _path(stack, 1), key=True)
                 frame.key = key
                 visited += 1
                 if visited > max_nodes:
                     raise nodes_budget_error(max_nodes, _path(stack, 0))
                 if visited == precheck_at:
-                    _walk(root, freeze=freeze, safe=safe, build=False, max_nodes=max_nodes, for_build=True)
-                kind = _kind(child, safe, reuse_frozen, stack)
+                    _walk(root, freeze=freeze, safe=safe, build=False, max_nodes=max_nodes, for_build=True, utf8=utf8)
+                kind = _kind(child, safe, reuse_frozen, stack, utf8)
                 if kind == _SCALAR or kind == _REUSE:
                     if build:
                         if is_obj:
@@ -212,7 +229,12 @@ def _walk(root: Any, *, freeze: bool, safe: bool, build: bool, max_nodes: int, f
 
 
 def snapshot_json(
-    value: object, *, freeze: bool = True, safe_integers: bool = False, max_nodes: int | None = DEFAULT_MAX_NODES
+    value: object,
+    *,
+    freeze: bool = True,
+    safe_integers: bool = False,
+    max_nodes: int | None = DEFAULT_MAX_NODES,
+    utf8_strings: bool = False,
 ) -> Any:
     """Return a detached deep copy of the lossless JSON ``value``.
 
@@ -222,24 +244,34 @@ def snapshot_json(
     arrays), without it plain ``dict``/``list``. Shared, non-cyclic references
     are copied independently. Frozen containers in ``value`` are lossless by
     construction and are reused as they are when freezing (``value`` itself is
-    returned when it is frozen), unless ``safe_integers`` asks to look inside.
+    returned when it is frozen), unless ``safe_integers`` or ``utf8_strings``
+    asks to look inside. ``utf8_strings``: a string or object key holding a
+    lone surrogate is refused too (for values bound for a consumer that
+    encodes text as UTF-8, which cannot carry one; the writers here escape it).
 
     Raised errors: :class:`LosslessJsonError` naming the path of the first
     offending value (see the module docstring for the order) when ``value`` is
     not lossless JSON (docs/json.md, "What is JSON here"), when ``safe_integers`` is set
-    and an int lies beyond ``±(2**53-1)``, or naming a container that changed
+    and an int lies beyond ``±(2**53-1)``, when ``utf8_strings`` is set and a
+    string or key holds a lone surrogate, or naming a container that changed
     while it was walked; :class:`JsonBudgetError` when the walk would visit
     more than ``max_nodes`` values (``None``: no limit); ``TypeError`` /
     ``ValueError`` for a ``max_nodes`` that is not ``None`` or an int >= 0.
     """
     limit = budget_option("max_nodes", max_nodes)
-    return _walk(value, freeze=bool(freeze), safe=bool(safe_integers), build=True, max_nodes=limit)
+    return _walk(
+        value, freeze=bool(freeze), safe=bool(safe_integers), build=True, max_nodes=limit, utf8=bool(utf8_strings)
+    )
 
 
 def is_json_value(
-    value: object, *, safe_integers: bool = False, max_nodes: int | None = DEFAULT_MAX_NODES
+    value: object,
+    *,
+    safe_integers: bool = False,
+    max_nodes: int | None = DEFAULT_MAX_NODES,
+    utf8_strings: bool = False,
 ) -> bool:
-    """Return whether ``snapshot_json(value, safe_integers=..., max_nodes=...)`` would succeed.
+    """Return whether ``snapshot_json(value, safe_integers=..., max_nodes=..., utf8_strings=...)`` would succeed.
 
     Never raises for any ``value``: only exact types are inspected, so no user
     code (``__eq__``, ``__hash__``, ``__str__``, iteration) ever runs; a value
@@ -248,7 +280,7 @@ def is_json_value(
     """
     limit = budget_option("max_nodes", max_nodes)
     try:
-        _walk(value, freeze=True, safe=bool(safe_integers), build=False, max_nodes=limit)
+        _walk(value, freeze=True, safe=bool(safe_integers), build=False, max_nodes=limit, utf8=bool(utf8_strings))
     except (LosslessJsonError, JsonBudgetError):
         return False
     return True
@@ -256,7 +288,6 @@ def is_json_value(
 
 # --- writers ---------------------------------------------------------------------------------
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _escape_surrogate(match: re.Match[str]) -> str:
@@ -267,8 +298,8 @@ def _quote(text: str) -> str:
     # json's own escaping with ensure_ascii=False, then lone surrogates escaped so
     # the text always encodes to UTF-8 (docs/data-model.md, "Text").
     quoted: str = encode_basestring(text)
-    if not text.isascii() and _SURROGATE.search(quoted) is not None:
-        quoted = _SURROGATE.sub(_escape_surrogate, quoted)
+    if not text.isascii() and LONE_SURROGATE.search(quoted) is not None:
+        quoted = LONE_SURROGATE.sub(_escape_surrogate, quoted)
     return quoted
 
 

@@ -9,9 +9,10 @@ reach the selected twin lazily, at construction time.
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Iterable
-from typing import Any, NoReturn, final
+from typing import Any, Final, NoReturn, final
 
 from dsh_codegen.json._paths import format_path, quote_path
 
@@ -23,6 +24,7 @@ __all__ = [
     "FrozenJsonArray",
     "FrozenJsonObject",
     "JsonBudgetError",
+    "LONE_SURROGATE",
     "LosslessJsonError",
     "budget_option",
     "changed_error",
@@ -32,9 +34,11 @@ __all__ = [
     "int_too_long",
     "int_too_long_error",
     "key_error",
+    "lone_surrogate",
     "make_error",
     "nodes_budget_error",
     "option_error",
+    "surrogate_error",
     "type_error",
     "unsafe_int_error",
 ]
@@ -156,6 +160,24 @@ def int_too_long_error(path: Iterable[str | int]) -> LosslessJsonError:
 def unsafe_int_error(path: Iterable[str | int]) -> LosslessJsonError:
     """The error for an int beyond ``±(2**53-1)`` under ``safe_integers=True``."""
     return make_error("int beyond ±(2**53-1) with safe_integers=True", path)
+
+
+#: A surrogate code point (U+D800-U+DFFF): in a ``str`` it stands alone (Python joins no pairs).
+LONE_SURROGATE: Final = re.compile("[\ud800-\udfff]")
+
+
+def lone_surrogate(text: str) -> int:
+    """The first surrogate code point in ``text`` (which UTF-8 cannot encode), or ``-1``."""
+    if text.isascii():
+        return -1
+    found = LONE_SURROGATE.search(text)
+    return -1 if found is None else ord(found.group())
+
+
+def surrogate_error(code: int, path: Iterable[str | int], key: bool = False) -> LosslessJsonError:
+    """The error for a string (or an object key: path the object) holding a lone surrogate, under ``utf8_strings=True``."""
+    what = "object key" if key else "string"
+    return make_error(f"{what} holding a lone surrogate (U+{code:04X}), which UTF-8 cannot carry", path)
 
 
 def cycle_error(path: Iterable[str | int]) -> LosslessJsonError:

@@ -62,18 +62,46 @@ def test_twins_export_the_same_names() -> None:
 
 
 @settings(max_examples=300)
-@given(value=any_values, freeze=st.booleans(), safe=st.booleans())
-def test_twins_agree_on_snapshot(value: Any, freeze: bool, safe: bool) -> None:
+@given(value=any_values, freeze=st.booleans(), safe=st.booleans(), utf8=st.booleans())
+def test_twins_agree_on_snapshot(value: Any, freeze: bool, safe: bool, utf8: bool) -> None:
     compiled = _compiled()
-    c = _outcome(compiled.snapshot_json, value, freeze=freeze, safe_integers=safe)
-    p = _outcome(_json_py.snapshot_json, value, freeze=freeze, safe_integers=safe)
+    c = _outcome(compiled.snapshot_json, value, freeze=freeze, safe_integers=safe, utf8_strings=utf8)
+    p = _outcome(_json_py.snapshot_json, value, freeze=freeze, safe_integers=safe, utf8_strings=utf8)
     assert c[0] == p[0]
     if c[0] == "ok":
         assert _typed(c[1]) == _typed(p[1])
     else:
         assert c[1] == p[1]
-    assert compiled.is_json_value(value, safe_integers=safe) == _json_py.is_json_value(value, safe_integers=safe)
-    assert compiled.is_json_value(value, safe_integers=safe) == (p[0] == "ok")
+    options = {"safe_integers": safe, "utf8_strings": utf8}
+    assert compiled.is_json_value(value, **options) == _json_py.is_json_value(value, **options)
+    assert compiled.is_json_value(value, **options) == (p[0] == "ok")
+    if utf8 and p[0] == "ok":
+        # What utf8_strings lets through, UTF-8 carries.
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+
+
+@pytest.mark.parametrize("twin_name", ["compiled", "pure"])
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ({"m": "\ud800"}, '"value.m" is not lossless JSON: string holding a lone surrogate (U+D800), which UTF-8 cannot carry'),
+        (["ok", {"a": ["é", "工\udfff"]}], '"value[1].a[1]" is not lossless JSON: string holding a lone surrogate (U+DFFF), which UTF-8 cannot carry'),
+        ({"x": {"k\udc00": 1}}, '"value.x" is not lossless JSON: object key holding a lone surrogate (U+DC00), which UTF-8 cannot carry'),
+        ("😀\ud83d", '"value" is not lossless JSON: string holding a lone surrogate (U+D83D), which UTF-8 cannot carry'),
+    ],
+)
+def test_utf8_strings_refuses_lone_surrogates_in_both_twins(twin_name: str, value: Any, message: str) -> None:
+    twin = _compiled() if twin_name == "compiled" else _json_py
+    assert twin.snapshot_json(value) == value  # lossless JSON: our writers escape a lone surrogate
+    with pytest.raises(twin.LosslessJsonError) as caught:
+        twin.snapshot_json(value, utf8_strings=True)
+    assert str(caught.value) == message
+    assert not twin.is_json_value(value, utf8_strings=True)
+    # A frozen value is looked into as well (it is lossless, not necessarily UTF-8 safe).
+    frozen = twin.snapshot_json(value)
+    if not isinstance(frozen, str):
+        assert not twin.is_json_value(frozen, utf8_strings=True)
+    assert twin.is_json_value({"é": ["ü工😀", "plain"]}, utf8_strings=True)
 
 
 @settings(max_examples=300)

@@ -307,7 +307,7 @@ async def test_b76_argument_failure_wins_over_a_pre_aborted_signal() -> None:
     result = await registry.execute(
         call(arguments={"f": print}, signal=AbortSignal.aborted_signal())
     )
-    assert text(result) == "Error: tool execution arguments must be losslessly JSON-serializable"
+    assert text(result).startswith("Error: tool execution arguments must be losslessly JSON-serializable: ")
 
 
 @async_test

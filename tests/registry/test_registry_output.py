@@ -194,7 +194,7 @@ async def test_b61_finalize_runs_exactly_once_for_every_outcome() -> None:
         "echo:hi",
         "Error: boom",
         'Error: invalid arguments: "text" must be a string',
-        "Error: tool execution arguments must be losslessly JSON-serializable",
+        'Error: tool execution arguments must be losslessly JSON-serializable: at "arguments.f", type builtin_function_or_method is not a JSON type',
         "Error: denied",
         "Error: pre broke",
     ]

@@ -352,10 +352,20 @@ class Opaque:
 
 
 @pytest.mark.parametrize(
-    "arguments", [{"f": print}, {"s": {1, 2}}, {"o": Opaque()}, {1: "x"}, {"n": float("nan")}]
+    ("arguments", "where"),
+    [
+        ({"f": print}, 'at "arguments.f", type builtin_function_or_method is not a JSON type'),
+        ({"s": {1, 2}}, 'at "arguments.s", type set is not a JSON type'),
+        ({"o": Opaque()}, 'at "arguments.o", type Opaque is not a JSON type'),
+        ({1: "x"}, 'at "arguments", object key of type int (keys must be exactly str)'),
+        ({"n": float("nan")}, 'at "arguments.n", NaN is not a JSON number'),
+        # What json.loads makes of the valid JSON text {"m": "\ud800"}: UTF-8 cannot carry it.
+        ({"m": "\ud800"}, 'at "arguments.m", string holding a lone surrogate (U+D800), which UTF-8 cannot carry'),
+        ({"k\udfff": 1}, 'at "arguments", object key holding a lone surrogate (U+DFFF), which UTF-8 cannot carry'),
+    ],
 )
 @async_test
-async def test_b37_lossy_arguments_fail_before_any_policy(arguments: Any) -> None:
+async def test_b37_lossy_arguments_fail_before_any_policy(arguments: Any, where: str) -> None:
     phases: list[str] = []
     observed: list[tuple[ToolExecution, ToolExecutionResult]] = []
     registry = registry_with(raw_tool("raw"))
@@ -365,7 +375,7 @@ async def test_b37_lossy_arguments_fail_before_any_policy(arguments: Any) -> Non
     registry.on_post_execute(lambda e, r, n: phases.append("post") or n())
     registry.on_result(lambda e, r: observed.append((e, r)))
     result = await registry.execute(call("raw", arguments))
-    assert text(result) == "Error: tool execution arguments must be losslessly JSON-serializable"
+    assert text(result) == f"Error: tool execution arguments must be losslessly JSON-serializable: {where}"
     assert isinstance(result, ToolFailure) and result.error.info is None
     assert phases == []
     assert len(observed) == 1
@@ -636,3 +646,27 @@ async def test_b37_a_field_raising_on_read_is_one_failure_before_any_policy(fiel
     assert sorted(source.reads) == sorted(
         ["call_id", "name", "arguments", "signal", "agent", "parent", "root_call_id"]
     )  # every field read exactly once, the raising one included
+
+
+@async_test
+async def test_a_lone_surrogate_in_parsed_arguments_fails_its_call_before_any_body() -> None:
+    # parse_json (what the loop helper uses) keeps the lone surrogate of valid JSON text;
+    # entry refuses it, with the path, before a body could hand it to a UTF-8 transport.
+    from dsh_codegen.json import parse_json
+
+    ran: list[Any] = []
+
+    async def body(args: Any, run: Any) -> Any:
+        ran.append(args)
+        return "x"
+
+    registry = registry_with(raw_tool("raw", execute=body))
+    result = await registry.execute(call("raw", parse_json('{"ok": "fine", "message": "\\ud800"}')))
+    assert text(result) == (
+        'Error: tool execution arguments must be losslessly JSON-serializable: at "arguments.message", '
+        "string holding a lone surrogate (U+D800), which UTF-8 cannot carry"
+    )
+    assert ran == []
+    # A surrogate pair in the text is one character: fine.
+    assert text(await registry.execute(call("raw", parse_json('{"ok": "fine \\ud83d\\ude00"}')))) == "x"
+    assert ran == [{"ok": "fine 😀"}]

@@ -282,7 +282,7 @@ async def test_lossy_arguments_and_a_pre_aborted_signal_still_finalize_once() ->
         echo_tool(finalize_content=lambda execution, result: finalized.append(result))
     )
     lossy = await registry.execute(call(arguments={"text": float("nan")}))
-    assert text(lossy) == "Error: tool execution arguments must be losslessly JSON-serializable"
+    assert text(lossy) == 'Error: tool execution arguments must be losslessly JSON-serializable: at "arguments.text", NaN is not a JSON number'
     controller = AbortController()
     controller.abort()
     aborted = await registry.execute(call(signal=controller.signal))

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Hashable
 from typing import TYPE_CHECKING, Any, Final
 
-from dsh_codegen.json import FrozenJsonObject, LosslessJsonError, snapshot_json
+from dsh_codegen.json import FrozenJsonObject, JsonBudgetError, LosslessJsonError, is_json_value, snapshot_json
+from dsh_codegen.json._paths import format_path, quote_path
 from dsh_codegen.schema import relax_strict_arguments
 from dsh_codegen.registry._errors import RUN_CODE_NAME, ToolNotFoundError, error_message
 from dsh_codegen.registry._execution import ToolExecutionInput, ToolExecutionToken
@@ -93,15 +94,7 @@ def create_execution(
     chain = () if agent is None else registry.chain_for(agent)
     arguments: Any = None
     if failure is None:
-        if type(raw_arguments) is FrozenJsonObject:
-            # What snapshot_json returns for a frozen container (it reuses it as is): the
-            # common case, arguments parsed by parse_call_arguments.
-            arguments = raw_arguments
-        else:
-            try:
-                arguments = snapshot_json(raw_arguments)
-            except ARGUMENT_SNAPSHOT_ERRORS:
-                failure = ARGUMENTS_NOT_LOSSLESS
+        arguments, failure = take_arguments(raw_arguments)
     compiled, listeners, guarded, version = registry.entry_view(name, chain)
     checked = False
     if (
@@ -147,6 +140,31 @@ def strict_arguments(compiled: CompiledTool, arguments: Any) -> tuple[Any, bool]
         return arguments, True
     relaxed = snapshot_json(relax_strict_arguments(compiled.parameters, arguments))
     return relaxed, validator.is_valid(relaxed)
+
+
+def take_arguments(raw: object) -> tuple[Any, str | None]:
+    """The call's arguments, frozen, and ``None``; or ``(None, the failure)`` when they cannot cross.
+
+    Arguments go on to tools, which hand them to transports that encode text
+    as UTF-8 (an MCP server's stdio, an HTTP client): so besides being
+    lossless JSON, their strings and keys must hold no lone surrogate (which
+    ``json.loads`` makes of valid JSON text such as ``"\\ud800"``, and which
+    UTF-8 cannot carry). This is the one place that rule is enforced for a
+    call, with a failure naming the path (``utf8_strings=True``).
+    """
+    try:
+        if type(raw) is FrozenJsonObject:
+            # Lossless already (parse_call_arguments made it, the common case): only the
+            # strings are left to check, without copying anything.
+            if is_json_value(raw, utf8_strings=True):
+                return raw, None
+        return snapshot_json(raw, utf8_strings=True), None
+    except (LosslessJsonError, JsonBudgetError) as exc:
+        where = quote_path(format_path(exc.path, "arguments"))
+        reason = exc.reason if isinstance(exc, LosslessJsonError) else f"more than {exc.limit} values to walk (max_nodes)"
+        return None, f"{ARGUMENTS_NOT_LOSSLESS}: at {where}, {reason}"
+    except ARGUMENT_SNAPSHOT_ERRORS:
+        return None, ARGUMENTS_NOT_LOSSLESS
 
 
 def input_type_error(
