@@ -40,6 +40,7 @@ from dsh_codegen.schema._shared import (
     V_ONE_OF,
     V_REQUIRED,
     any_code,
+    budget_violation,
     dependent_suffix,
     dialect_keyword,
     dialect_suffix,
@@ -78,6 +79,8 @@ cdef extern from "Python.h":
     void* PyUnicode_DATA(PyObject* o)
     object PyLong_FromVoidPtr(PyObject* p)
     Py_ssize_t PyDict_Size(PyObject* p)
+    bint PyDict_Check(PyObject* p)
+    bint PyList_Check(PyObject* p)
     int PyUnicode_Compare(PyObject* left, PyObject* right)
     int PyObject_RichCompareBool(PyObject* a, PyObject* b, int op)
     void PyErr_Clear()
@@ -113,6 +116,8 @@ cdef enum:
     ANY_BUDGET = 1000000
 
 from dsh_codegen.schema import _shared as _sh
+from dsh_codegen.json._shared import DEFAULT_MAX_NODES
+cdef long MAX_NODES = DEFAULT_MAX_NODES
 assert (_sh.JSON_ANY, _sh.NULL, _sh.BOOLEAN, _sh.INTEGER, _sh.NUMBER, _sh.STRING, _sh.ARRAY, _sh.OBJECT,
         _sh.ONE_OF) == (0, 1, 2, 3, 4, 5, 6, 7, 8)
 
@@ -155,6 +160,7 @@ cdef struct Stack:
     Py_ssize_t size
     Py_ssize_t cap
     bint heap
+    long* left  # the values the validation may still reach (``_shared.WalkBudget``; shared by its walks)
 
 
 cdef void* _grown(void* items, Py_ssize_t size, Py_ssize_t cap, bint heap, size_t unit) except NULL:
@@ -187,6 +193,12 @@ cdef inline int _push(Stack* s, PyObject* value, int node, int tag) except -1:
     s.frames[s.size].matches = 0
     s.size += 1
     return 0
+
+
+cdef inline bint _spend(long* left, Py_ssize_t count) noexcept:
+    """``WalkBudget.spend``: count ``count`` more values; False once past the budget (``left`` < 0)."""
+    left[0] -= count
+    return left[0] >= 0
 
 
 cdef inline void _reverse(Stack* s, Py_ssize_t base):
@@ -278,8 +290,35 @@ cdef inline bint _is_array_of(PyObject* v, PyTypeObject* farr) noexcept:
     return t == &PyList_Type or t == &PyTuple_Type or (t == farr and t != NULL)
 
 
-cdef bint _lossless_walk(PyObject* root, PyTypeObject* fobj, PyTypeObject* farr, set ancestors) except -1:
-    """Whether ``root`` is lossless JSON, without building objects (cycles: the careful walk)."""
+cdef inline Py_ssize_t size_of_container(PyObject* v) noexcept:
+    """The members of an exact dict, list or tuple (or our frozen ones); 0 for anything else."""
+    cdef PyTypeObject* t = Py_TYPE(v)
+    if PyDict_Check(v):
+        return PyDict_Size(v)
+    if t == &PyTuple_Type:
+        return PyTuple_GET_SIZE(v)
+    if PyList_Check(v):
+        return PyList_GET_SIZE(v)
+    return 0
+
+
+cdef bint _within_budget(PyObject* root, PyTypeObject* fobj, PyTypeObject* farr) except -1:
+    """``_shared.within_walk_budget``: whether walking ``root`` reaches at most ``MAX_NODES`` values.
+
+    The careful walk in its measuring mode: it counts the members of every
+    exact container, JSON or not inside, and does not follow a cycle into itself.
+    """
+    cdef long left = MAX_NODES - 1  # the root counted
+    _lossless_careful(root, fobj, farr, set(), &left, False)
+    return left >= 0
+
+
+cdef bint _lossless_walk(PyObject* root, PyTypeObject* fobj, PyTypeObject* farr, set ancestors, long* left) except -1:
+    """Whether ``root`` is lossless JSON, without building objects (cycles: the careful walk).
+
+    The members of every container walked count against ``left`` (False once
+    it is spent, which the caller tells from an invalid value by ``left`` < 0).
+    """
     cdef Frame inline_frames[INLINE_FRAMES]
     cdef Stack s
     cdef PyObject* v
@@ -306,7 +345,10 @@ cdef bint _lossless_walk(PyObject* root, PyTypeObject* fobj, PyTypeObject* farr,
             budget -= 1
             if budget < 0:
                 # only a cycle or an enormous shared-reference DAG gets here
-                ok = _lossless_careful(root, fobj, farr, ancestors)
+                ok = _lossless_careful(root, fobj, farr, ancestors, left)
+                break
+            if not _spend(left, size_of_container(v)):
+                ok = False
                 break
             if _is_object_of(v, fobj):
                 pos = 0
@@ -337,11 +379,15 @@ cdef bint _lossless_walk(PyObject* root, PyTypeObject* fobj, PyTypeObject* farr,
             free(s.frames)
     return ok
 
-cdef bint _lossless_careful(PyObject* root, PyTypeObject* fobj, PyTypeObject* farr, set ancestors) except -1:
+cdef bint _lossless_careful(PyObject* root, PyTypeObject* fobj, PyTypeObject* farr, set ancestors, long* left,
+                            bint lossless=True) except -1:
     """The lossless walk with cycle detection: ancestors' ids in a set kept on the validator.
 
     Creates only ints (which the garbage collector does not track), so no
     collection and no finalizer can run while borrowed references are held.
+    Not ``lossless``: the measuring walk of :func:`_within_budget` (``_shared._tree_walk``),
+    which only the budget stops: it skips what is not a container and does not
+    follow a cycle into itself.
     """
     cdef Frame inline_frames[INLINE_FRAMES]
     cdef Stack s
@@ -364,18 +410,26 @@ cdef bint _lossless_careful(PyObject* root, PyTypeObject* fobj, PyTypeObject* fa
             if s.frames[s.size].tag == F_MARK:  # leaving v: no longer an ancestor
                 ancestors.discard(PyLong_FromVoidPtr(v))
                 continue
-            if _leaf(v, &container):
+            if not lossless:
+                if not (_is_object_of(v, fobj) or _is_array_of(v, farr)):
+                    continue
+            elif _leaf(v, &container):
                 continue
-            if not container:
+            elif not container:
                 ok = False
                 break
             ident = PyLong_FromVoidPtr(v)
             if ident in ancestors:
+                if not lossless:
+                    continue  # measuring: a cycle is reported by the walks that follow
+                ok = False
+                break
+            if not _spend(left, size_of_container(v)):
                 ok = False
                 break
             if _is_object_of(v, fobj):
                 pos = 0
-                while PyDict_Next(v, &pos, &key, &item):
+                while lossless and PyDict_Next(v, &pos, &key, &item):
                     if Py_TYPE(key) != &PyUnicode_Type:
                         ok = False
                         break
@@ -919,13 +973,17 @@ cdef class _DialectTable:
         containers, and the walk then starts again with the tracking on.
         """
         cdef long budget = ANY_BUDGET
-        cdef int verdict = self._walk(root, value, None, &budget)
+        cdef long left = MAX_NODES - 1  # the root counted
+        cdef int verdict = self._walk(root, value, None, &budget, &left)
         if verdict == 2:
-            verdict = self._walk(root, value, {}, &budget)
+            verdict = self._walk(root, value, {}, &budget, &left)
         return verdict == 1
 
-    cdef int _walk(self, int root, PyObject* value, object on_path, long* budget) except -1:
-        """1 when ``value`` matches node ``root``, 0 when not, 2 when the container budget ran out."""
+    cdef int _walk(self, int root, PyObject* value, object on_path, long* budget, long* left) except -1:
+        """1 when ``value`` matches node ``root``, 0 when not, 2 when the container budget ran out.
+
+        ``left``: the walk budget (``_shared.WalkBudget``); 0 once it is spent.
+        """
         cdef Frame inline_frames[INLINE_FRAMES]
         cdef Stack s
         cdef Frame* f
@@ -939,6 +997,7 @@ cdef class _DialectTable:
         s.size = 0
         s.cap = INLINE_FRAMES
         s.heap = False
+        s.left = left
         try:
             _opush(&s, value, root, D_VISIT)
             while s.size > 0:
@@ -959,7 +1018,7 @@ cdef class _DialectTable:
                                     break
                             ok = self._visit(&s, index, v, on_path)
                         elif tag == D_LOSSLESS:
-                            ok = self._lossless_value(v)
+                            ok = self._lossless_value(v, left)
                         elif tag == D_EXIT:
                             on_path[PyLong_FromVoidPtr(v)] -= 1
                             ok = True
@@ -967,7 +1026,8 @@ cdef class _DialectTable:
                             ok = self._start(&s, tag, index, v)
                     finally:
                         Py_DECREF(<object>v)
-                if not ok and not self._unwind(&s, on_path):
+                # (a spent walk budget ends the walk: no other branch is tried)
+                if not ok and (left[0] < 0 or not self._unwind(&s, on_path)):
                     result = 0
                     break
         finally:
@@ -977,13 +1037,13 @@ cdef class _DialectTable:
                 free(s.frames)
         return result
 
-    cdef bint _lossless_value(self, PyObject* v) except -1:
+    cdef bint _lossless_value(self, PyObject* v, long* left) except -1:
         cdef int container = 0
         if _leaf(v, &container):
             return True
         if not container:
             return False
-        return _lossless_walk(v, self._fobj, self._farr, self._ancestors)
+        return _lossless_walk(v, self._fobj, self._farr, self._ancestors, left)
 
     cdef bint _visit(self, Stack* s, int index, PyObject* v, object on_path) except -1:
         """``DialectWalker._visit``: check ``v`` against the node and push what its parts need."""
@@ -991,7 +1051,7 @@ cdef class _DialectTable:
         cdef int kind
         cdef Py_ssize_t j
         if d.trivial:
-            return self._lossless_value(v)
+            return self._lossless_value(v, s.left)
         if d.false_:
             return False
         if (Py_TYPE(v) == &PyDict_Type and d.obj_members and d.property_names < 0 and d.enum_keys == NULL
@@ -1069,6 +1129,8 @@ cdef class _DialectTable:
                         return False
         if not d.obj_members:
             return self._has_required(d, v)
+        if not _spend(s.left, PyDict_Size(v)):
+            return False
         if on_path is not None:
             self._open(s, v, on_path)
         if d.property_names >= 0:
@@ -1108,9 +1170,11 @@ cdef class _DialectTable:
         cdef int child
         if not d.arr_members:
             return True
+        size = _array_size(v)
+        if not _spend(s.left, size):
+            return False
         if on_path is not None:
             self._open(s, v, on_path)
-        size = _array_size(v)
         base = s.size
         for i in range(size):
             child = self._indices[d.first_prefix + i] if i < d.n_prefix else d.items
@@ -1238,9 +1302,10 @@ class _CompiledDialectWalker(DialectWalker):
             if depth > PRECHECK_DEPTH:
                 return False
             path = path[0]
+        cdef long left = MAX_NODES - 1
         if index < 0:
             return _lossless_walk(<PyObject*>item, (<_DialectTable>self._table)._fobj,
-                                  (<_DialectTable>self._table)._farr, (<_DialectTable>self._table)._ancestors)
+                                  (<_DialectTable>self._table)._farr, (<_DialectTable>self._table)._ancestors, &left)
         return (<_DialectTable>self._table).valid_from(index, <PyObject*>item)
 
 
@@ -1741,7 +1806,8 @@ cdef bint _verdict(_DialectTable t, int index, PyObject* v, long* budget) except
     Each verdict of a recursive program would otherwise spend a budget of its own
     on a cyclic member, once per level above it.
     """
-    return t._walk(index, v, None, budget) == 1
+    cdef long left = MAX_NODES - 1
+    return t._walk(index, v, None, budget, &left) == 1
 
 
 cdef int _scan_child(_DialectTable t, VStack* s, Paths* p, int child, object item, Py_ssize_t at,
@@ -2012,6 +2078,7 @@ cdef int _scan_dialect(_DialectTable t, object value, Recs* recs, Paths* p) exce
     cdef int kind, code, descend_any, descend_one, container = 0
     cdef bint members_first, defer_keys
     cdef long budget = SCAN_BUDGET
+    cdef long left = MAX_NODES - 1  # what its lossless checks may reach (the value was measured first)
     cdef int result = 1
     cdef object held
     s.items = inline_frames
@@ -2033,7 +2100,7 @@ cdef int _scan_dialect(_DialectTable t, object value, Recs* recs, Paths* p) exce
                 _scan_extras(t, &s, recs, p, &f)
                 continue
             if f.node < 0 or t._nodes[f.node].trivial:
-                if not t._lossless_value(v):
+                if not t._lossless_value(v, &left):
                     result = 0
                     break
                 continue
@@ -2448,9 +2515,14 @@ cdef class CompiledValidator:
         cdef PyTypeObject* t = Py_TYPE(v)
         return t == &PyList_Type or t == &PyTuple_Type or (t == self._farr and t != NULL)
 
-    cdef bint _lossless(self, PyObject* root) except -1:
-        """Whether ``root`` is lossless JSON, without building objects (cycles: the careful walk)."""
-        return _lossless_walk(root, self._fobj, self._farr, self._ancestors)
+    cdef bint _lossless(self, PyObject* root, long* left=NULL) except -1:
+        """Whether ``root`` is lossless JSON, without building objects (cycles: the careful walk).
+
+        ``left``: the walk budget to spend (a fresh one when NULL: the report walks,
+        which run on a value measured first).
+        """
+        cdef long fresh = MAX_NODES - 1
+        return _lossless_walk(root, self._fobj, self._farr, self._ancestors, left if left != NULL else &fresh)
 
     cpdef bint is_valid(self, object value) except -1:
         """Whether ``value`` is lossless JSON matching the schema. Never raises; builds no violation."""
@@ -2474,10 +2546,12 @@ cdef class CompiledValidator:
         cdef int index
         cdef bint ok
         cdef bint result = True
+        cdef long left = MAX_NODES - 1  # the walk budget (``_shared.WalkBudget``), the root counted
         s.frames = inline_frames
         s.size = 0
         s.cap = INLINE_FRAMES
         s.heap = False
+        s.left = &left
         try:
             _push(&s, value, root, F_VISIT)
             while s.size > 0:
@@ -2500,13 +2574,13 @@ cdef class CompiledValidator:
                     v = f.value
                     index = f.node  # f's slot is reused by the next push
                     if index < 0:
-                        ok = self._lossless(v)
+                        ok = self._lossless(v, &left)
                     else:
                         n = &self._nodes[index]
                         if n.inline_:
                             ok = self._scalar_ok(n, v)
                         elif n.kind == K_OBJECT:
-                            ok = self._is_object(v)
+                            ok = self._is_object(v) and _spend(&left, PyDict_Size(v))
                             base = s.size
                             if ok:
                                 pos = 0
@@ -2549,6 +2623,8 @@ cdef class CompiledValidator:
                                     size = PyTuple_GET_SIZE(v)
                                 else:
                                     size = PyList_GET_SIZE(v)
+                                ok = _spend(&left, size)
+                            if ok:
                                 child = &self._nodes[n.items] if n.items >= 0 else NULL
                                 if child != NULL and not child.inline_:
                                     # pushed last to first, so the first item is checked first
@@ -2572,12 +2648,13 @@ cdef class CompiledValidator:
                             _push(&s, v, self._branches[n.first_branch], F_VISIT)
                             continue
                         else:  # K_ANY
-                            ok = self._lossless(v)
+                            ok = self._lossless(v, &left)
                     if ok:
                         continue
                 # failure: discard frames up to the innermost oneOf that can still succeed
+                # (a spent walk budget ends the walk: no other branch is tried)
                 ok = False
-                while s.size > 0:
+                while s.size > 0 and left >= 0:
                     f = &s.frames[s.size - 1]
                     if f.tag != F_MARK:
                         s.size -= 1
@@ -2610,12 +2687,16 @@ cdef class CompiledValidator:
         then undeclared keys in the value's order; array items in index order.
         Never raises for any ``value``.
         """
+        if not _within_budget(<PyObject*>value, self._fobj, self._farr):
+            return [budget_violation(path, path)]
         if self._dialect is not None:
             return _report_dialect(self._dtable, self._dialect, value, path, path, None)
         return self._report(value, path, path)
 
     def validate_args(self, object args):
         """Violations of tool arguments: ``"arguments"`` names the root, children are unrooted."""
+        if not _within_budget(<PyObject*>args, self._fobj, self._farr):
+            return [budget_violation("", "arguments")]
         if self._dialect is not None:
             return _report_dialect(self._dtable, self._dialect, args, "", "arguments", _ARGS_RENDER)
         return self._report(args, "", "arguments")

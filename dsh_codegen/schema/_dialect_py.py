@@ -66,6 +66,7 @@ from dsh_codegen.schema._shared import (
     Node,
     Program,
     Violation,
+    WalkBudget,
     any_code,
     dialect_violation,
     frozen_types,
@@ -236,10 +237,13 @@ class DialectWalker:
     # --- verdict ---------------------------------------------------------------------------
 
     def is_valid(self, value: Any) -> bool:
-        """Whether ``value`` is lossless JSON matching the program. Never raises."""
+        """Whether ``value`` is lossless JSON matching the program. Never raises (too large: ``False``)."""
         return self._valid_from(0, value)
 
-    def _valid_from(self, root: int, value: Any) -> bool:
+    def _valid_from(self, root: int, value: Any, budget: WalkBudget | None = None) -> bool:
+        if budget is None:
+            budget = WalkBudget()
+        budget.spend(1)  # the root
         stack: list[Any] = [(_VISIT, self._nodes[root], value)]
         on_path: Any = {} if self._recursive else None
         pop = stack.pop
@@ -250,21 +254,22 @@ class DialectWalker:
             else:
                 tag, node, v = frame
                 if tag == _VISIT:
-                    ok = self._visit(node, v, stack, on_path)
+                    ok = self._visit(node, v, stack, on_path, budget)
                 elif tag == _EXIT:
                     on_path[id(v)] -= 1
                     continue
                 else:
                     ok = self._start(tag, node, v, stack)
-            if not ok and not self._unwind(stack, on_path):
+            # (a spent budget ends the walk: no other branch is tried)
+            if not ok and (budget.exceeded or not self._unwind(stack, on_path)):
                 return False
         return True
 
-    def _visit(self, node: Node, v: Any, stack: list[Any], on_path: Any) -> bool:
+    def _visit(self, node: Node, v: Any, stack: list[Any], on_path: Any, budget: WalkBudget) -> bool:
         """Check ``v`` against ``node``'s own keywords and push what its parts still need."""
         if node.trivial:
             leaf = _leaf_lossless(v)
-            return is_lossless_json(v) if leaf is None else bool(leaf)
+            return is_lossless_json(v, budget) if leaf is None else bool(leaf)
         if node.false:
             return False
         kind = _kind(v, self._fobj, self._farr)
@@ -284,10 +289,10 @@ class DialectWalker:
                 if not _string_ok(code, arg, v):
                     return False
         elif kind == OBJECT:
-            if not self._object_frames(node, v, stack, on_path):
+            if not self._object_frames(node, v, stack, on_path, budget):
                 return False
         elif kind == ARRAY:
-            if not self._array_frames(node, v, stack, on_path):
+            if not self._array_frames(node, v, stack, on_path, budget):
                 return False
         elif kind == INTEGER or kind == NUMBER:
             for code, arg in node.num_checks:
@@ -311,7 +316,7 @@ class DialectWalker:
         on_path[ident] = on_path.get(ident, 0) + 1
         stack.append((_EXIT, None, v))
 
-    def _object_frames(self, node: Node, v: Any, stack: list[Any], on_path: Any) -> bool:
+    def _object_frames(self, node: Node, v: Any, stack: list[Any], on_path: Any, budget: WalkBudget) -> bool:
         for name in node.required:
             if name not in v:
                 return False
@@ -325,6 +330,8 @@ class DialectWalker:
                 return False
         if not node.obj_members:
             return True
+        if not budget.spend(len(v)):
+            return False
         nodes = self._nodes
         push = stack.append
         if on_path is not None:
@@ -345,11 +352,11 @@ class DialectWalker:
                 child = additional
             else:
                 child = nodes[code >> 1]
-            if not self._member(child, item, stack, on_path):
+            if not self._member(child, item, stack, on_path, budget):
                 return False
         return True
 
-    def _member(self, child: Node | None, item: Any, stack: list[Any], on_path: Any) -> bool:
+    def _member(self, child: Node | None, item: Any, stack: list[Any], on_path: Any, budget: WalkBudget) -> bool:
         """Check a member in place or push its frame (``child`` None: any JSON); False when it cannot match."""
         if child is None or child.trivial:
             leaf = _leaf_lossless(item)
@@ -360,18 +367,20 @@ class DialectWalker:
                 return True
             return bool(leaf)
         if child.inline:
-            return self._visit(child, item, stack, on_path)
+            return self._visit(child, item, stack, on_path, budget)
         if on_path is not None and on_path.get(id(item)):
             return False
         stack.append((_VISIT, child, item))
         return True
 
-    def _array_frames(self, node: Node, v: Any, stack: list[Any], on_path: Any) -> bool:
+    def _array_frames(self, node: Node, v: Any, stack: list[Any], on_path: Any, budget: WalkBudget) -> bool:
         for code, arg in node.arr_checks:
             if not _array_ok(code, arg, v):
                 return False
         if not node.arr_members:
             return True
+        if not budget.spend(len(v)):
+            return False
         nodes = self._nodes
         if on_path is not None:
             self._open(v, stack, on_path)
@@ -382,7 +391,7 @@ class DialectWalker:
         for item in v:
             child = nodes[prefix[index]] if index < n_prefix else items
             index += 1
-            if not self._member(child, item, stack, on_path):
+            if not self._member(child, item, stack, on_path, budget):
                 return False
         return True
 

@@ -18,6 +18,7 @@ from functools import lru_cache
 from typing import Any, Final
 
 from dsh_codegen.json._paths import format_path, quote_path
+from dsh_codegen.json._shared import DEFAULT_MAX_NODES
 
 __all__ = [
     "ANNOTATIONS",
@@ -62,11 +63,14 @@ __all__ = [
     "Node",
     "Program",
     "Violation",
+    "WalkBudget",
     "any_code",
     "chain_segments",
     "frozen_types",
     "int_is_lossless",
     "is_lossless_json",
+    "budget_violation",
+    "within_walk_budget",
     "json_text",
     "make_violation",
     "mismatch_code",
@@ -383,12 +387,73 @@ def _finite_number(value: float) -> bool:
     return math.isfinite(value) and not (value == 0.0 and math.copysign(1.0, value) < 0.0)
 
 
-def is_lossless_json(value: object) -> bool:
+class WalkBudget:
+    """The values one validation may still reach, across all of its walks over the caller's value.
+
+    Shared references are legal, so a small value can describe a huge one (a
+    list holding one list twice, 27 levels deep, reaches 2**28 values): as
+    ``snapshot_json`` does, a validation counts the values it reaches (the
+    root, and every member or item of each container it walks) and stops past
+    ``limit`` (the JSON layer's default, 10,000,000), instead of running for
+    minutes. Both twins count alike; ``exceeded`` says the budget ran out (the
+    verdict is then "too large", never "valid").
+    """
+
+    __slots__ = ("left", "exceeded")
+
+    def __init__(self, limit: int = DEFAULT_MAX_NODES) -> None:
+        self.left = limit
+        self.exceeded = False
+
+    def spend(self, count: int) -> bool:
+        """Count ``count`` more values; ``False`` (and ``exceeded``) once past the limit."""
+        self.left -= count
+        if self.left < 0:
+            self.exceeded = True
+            return False
+        return True
+
+
+def within_walk_budget(value: object, limit: int = DEFAULT_MAX_NODES) -> bool:
+    """Whether walking ``value`` reaches at most ``limit`` values (the root, and each member of every container).
+
+    The measure of the tree the value describes (a shared container counts at
+    every place it appears), taken before a report walks the value: whatever
+    the members are (JSON or not; a cycle is not followed into itself), so the
+    walks that follow are bounded. Exact container types only; no user code runs.
+    """
+    budget = WalkBudget(limit)
+    budget.spend(1)  # the root
+    _tree_walk(value, budget, False)
+    return not budget.exceeded
+
+
+def budget_violation(root: str, alias: str) -> Violation:
+    """The one violation of a value too large to validate within :class:`WalkBudget` (keyword ``budget``)."""
+    where = _path_text((), root, alias)
+    limit = DEFAULT_MAX_NODES
+    return new_violation((), "budget", f"{where} is too large to validate: more than {limit} values visited (max_nodes={limit})")
+
+
+def is_lossless_json(value: object, budget: WalkBudget | None = None) -> bool:
     """Whether ``value`` is lossless JSON (docs/json.md), walked with an explicit stack.
 
     Exact types only (plus our frozen containers); no user code runs: only
     ``type()`` checks on the value and its members. Shared references are fine,
-    a container that contains itself is not.
+    a container that contains itself is not. The members of every container
+    walked count against ``budget`` (a fresh :class:`WalkBudget` when ``None``):
+    past it the answer is ``False``.
+    """
+    return _tree_walk(value, WalkBudget() if budget is None else budget, True)
+
+
+def _tree_walk(value: object, budget: WalkBudget, lossless: bool) -> bool:
+    """The walk of :func:`is_lossless_json` (``lossless``) and :func:`within_walk_budget` (not).
+
+    Counts the members of every container it opens. ``lossless``: ``False`` at
+    the first value that is not lossless JSON (a cycle included); otherwise
+    nothing but the budget stops it, a container met again on its own path is
+    not followed, and what is not a container is not looked at.
     """
     fobj, farr = frozen_types()
     stack: list[Any] = [value]
@@ -400,26 +465,30 @@ def is_lossless_json(value: object) -> bool:
             on_path.discard(stack.pop())
             continue
         t = type(item)
-        if t is str or item is None or t is bool:
-            continue
-        if t is int:
-            if not int_is_lossless(item):
-                return False
-            continue
-        if t is float:
-            if not _finite_number(item):
-                return False
-            continue
         if t is dict or (t is fobj and fobj is not None):
             members = list(item.values())
-            if any(type(key) is not str for key in item):
+            if lossless and any(type(key) is not str for key in item):
                 return False
         elif t is list or t is tuple or (t is farr and farr is not None):
             members = list(item)
+        elif not lossless or t is str or item is None or t is bool:
+            continue
+        elif t is int:
+            if not int_is_lossless(item):
+                return False
+            continue
+        elif t is float:
+            if not _finite_number(item):
+                return False
+            continue
         else:
             return False
         ident = id(item)
         if ident in on_path:
+            if lossless:
+                return False
+            continue  # measuring: a cycle is reported by the walks that follow, not counted forever
+        if not budget.spend(len(members)):
             return False
         on_path.add(ident)
         stack.append(ident)

@@ -31,7 +31,10 @@ from dsh_codegen.schema._shared import (
     Node,
     Program,
     Violation,
+    WalkBudget,
     any_code,
+    budget_violation,
+    within_walk_budget,
     frozen_types,
     int_is_lossless,
     is_lossless_json,
@@ -130,12 +133,19 @@ class CompiledValidator:
     # --- verdict ---------------------------------------------------------------------------
 
     def is_valid(self, value: object) -> bool:
-        """Whether ``value`` is lossless JSON matching the schema. Never raises; builds no violation."""
+        """Whether ``value`` is lossless JSON matching the schema. Never raises; builds no violation.
+
+        A value that would take more than the walk budget to check
+        (:class:`~dsh_codegen.schema._shared.WalkBudget`) is not valid.
+        """
         if self._dialect is not None:
             return self._dialect.is_valid(value)
         return self._valid_from(0, value)
 
-    def _valid_from(self, root: int, value: object) -> bool:
+    def _valid_from(self, root: int, value: object, budget: WalkBudget | None = None) -> bool:
+        if budget is None:
+            budget = WalkBudget()
+        budget.spend(1)  # the root
         nodes = self._nodes
         stack: list[Any] = [(nodes[root], value)]
         pop = stack.pop
@@ -156,9 +166,9 @@ class CompiledValidator:
                 if node.inline:
                     ok = _scalar_ok(node, v)
                 elif kind == OBJECT:
-                    ok = self._object_ok(node, v, push)
+                    ok = self._object_ok(node, v, push, budget)
                 elif kind == ARRAY:
-                    ok = self._array_ok(node, v, push)
+                    ok = self._array_ok(node, v, push, budget)
                 elif kind == ONE_OF:
                     mark = _Mark(node, v)
                     push(mark)
@@ -166,11 +176,11 @@ class CompiledValidator:
                     continue
                 else:  # JSON_ANY
                     leaf = _leaf_lossless(v)
-                    ok = is_lossless_json(v) if leaf is None else leaf
+                    ok = is_lossless_json(v, budget) if leaf is None else leaf
                 if ok:
                     continue
-            # failure: discard frames up to the innermost oneOf in progress
-            if not self._unwind(stack):
+            # failure: discard frames up to the innermost oneOf in progress (a spent budget ends the walk)
+            if budget.exceeded or not self._unwind(stack):
                 return False
         return True
 
@@ -196,9 +206,11 @@ class CompiledValidator:
                 return True  # the failed branch was the last; one earlier branch matched
         return False
 
-    def _object_ok(self, node: Node, v: Any, push: Any) -> bool:
+    def _object_ok(self, node: Node, v: Any, push: Any, budget: WalkBudget) -> bool:
         t = type(v)
         if t is not dict and (self._fobj is None or t is not self._fobj):
+            return False
+        if not budget.spend(len(v)):
             return False
         nodes = self._nodes
         props = node.props
@@ -226,9 +238,11 @@ class CompiledValidator:
                 push((child, item))
         return seen_required == len(node.required)
 
-    def _array_ok(self, node: Node, v: Any, push: Any) -> bool:
+    def _array_ok(self, node: Node, v: Any, push: Any, budget: WalkBudget) -> bool:
         t = type(v)
         if t is not list and t is not tuple and (self._farr is None or t is not self._farr):
+            return False
+        if not budget.spend(len(v)):
             return False
         if node.items < 0:
             for item in v:
@@ -260,6 +274,8 @@ class CompiledValidator:
         """
         if type(path) is not str:
             raise TypeError(f"path must be a str, not {type(path).__name__}")
+        if not within_walk_budget(value):
+            return [budget_violation(path, path)]
         if self._dialect is not None:
             return self._dialect.violations(value, path, path)
         if self._valid_from(0, value):
@@ -268,6 +284,8 @@ class CompiledValidator:
 
     def validate_args(self, args: object) -> list[Violation]:
         """Violations of tool arguments: ``"arguments"`` names the root, children are unrooted."""
+        if not within_walk_budget(args):
+            return [budget_violation("", "arguments")]
         if self._dialect is not None:
             return self._dialect.violations(args, "", "arguments")
         if self._valid_from(0, args):
