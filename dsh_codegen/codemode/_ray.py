@@ -59,6 +59,7 @@ class _RayLink:
         self._polling = False
         self._input_ended = False
         self._eof = False
+        self._kill = False
         self._pump: asyncio.Task[None] | None = None
 
     def open(self, first: bytes, sink: LinkSink) -> None:
@@ -85,7 +86,10 @@ class _RayLink:
 
     def kill(self) -> None:
         self._input_ended = True
-        _quiet(self._slot.actor.kill.remote(self._run_id))
+        if self._polling:
+            _quiet(self._slot.actor.kill.remote(self._run_id))
+        else:  # asked with the next exchange (a completed run's, which only waits for the exit)
+            self._kill = True
 
     def close(self) -> None:
         # Delivery stops; the exchanges go on until the child's exit is known (``aclose`` waits for it).
@@ -105,7 +109,7 @@ class _RayLink:
                     self._seq += 1
                     seq = self._seq
                 self._polling = True
-                batch: Batch = await actor.exchange.remote(self._run_id, seq, data)
+                batch: Batch = await actor.exchange.remote(self._run_id, seq, data, self._kill)
                 self._polling = False
                 frames, eof, raw, report = batch
                 sink = self._sink
@@ -120,6 +124,10 @@ class _RayLink:
                 if report is not None:
                     self._settle(ExitReport(*report))
                     return
+                if self._eof:
+                    # The run has most likely ended on this batch: its clean-up (asking for the kill)
+                    # goes first, and rides on the exchange that waits for the exit.
+                    await asyncio.sleep(0)
         except Exception as error:  # the actor (or its node) is gone: the run's process with it
             self._runtime._lost(self._slot)
             if self._sink is not None and not self._eof:

@@ -92,7 +92,10 @@ class _Relay:
             del self.raw[:-_RAW_KEEP]
 
     def awaits_eof(self) -> bool:
-        return False  # the host knows when a run completed; here the end of file is read as it comes
+        # Only the host reads frames, so this side cannot tell a completion; one more read after each
+        # chunk (nothing there costs a failed non-blocking read) finds the end of file that follows a
+        # completion, so the host gets both in one batch instead of a second round trip.
+        return not self.eof
 
     # --- the host's calls -------------------------------------------------------------------
 
@@ -135,9 +138,10 @@ class CodeModeNode:
         self._server.replenish()
         return os.getpid()
 
-    async def exchange(self, run_id: int, seq: int, data: bytes) -> Batch:
+    async def exchange(self, run_id: int, seq: int, data: bytes, kill: bool = False) -> Batch:
         """Send ``data`` (numbered ``seq``; ``0``: nothing) to run ``run_id``'s child, starting the run
-        if it is new (``data`` is then its init frame), and return the next batch of what it wrote."""
+        if it is new (``data`` is then its init frame), stop it if ``kill`` (see :meth:`kill`), and
+        return the next batch of what it wrote."""
         relay = self._runs.get(run_id)
         if relay is None:
             try:
@@ -149,6 +153,8 @@ class CodeModeNode:
             child.exited.add_done_callback(lambda _: self._server.replenish())
         if seq:
             relay.deliver(seq, data)
+        if kill:
+            await self.kill(run_id)
         batch = await relay.batch()
         if batch[3] is not None:  # the last batch of this run: the child is reaped and its output taken
             self._forget(run_id)

@@ -244,3 +244,35 @@ def test_aclose_leaves_nothing_on_any_node(cluster: Cluster) -> None:
     # The fork servers and their children are gone now (the autouse fixture checks); the actors' processes
     # are killed by Ray as it is told to, and go within moments.
     assert _until(lambda: _actor_processes() == []), _actor_processes()
+
+
+def test_parallel_sub_calls_keep_the_hosts_concurrency_classes(cluster: Cluster) -> None:
+    running = {"safe": 0, "alone": 0}
+    most = {"safe": 0, "alone": 0}
+
+    def tool(name: str, safe: bool) -> Any:
+        async def body(args: Any, run: Any) -> Any:
+            running[name] += 1
+            most[name] = max(most[name], running[name])
+            await asyncio.sleep(0.05)
+            running[name] -= 1
+            return {"ok": args["n"]}
+
+        return define_tool(name=name, description=name, parameters={"n": {"type": "integer"}}, execute=body,
+                           is_concurrency_safe=safe, output=ToolOutput(schema={"type": "object"}, render=lambda a, v: [
+                               {"type": "text", "text": str(v)}]))
+
+    async def main() -> Any:
+        async with RayRuntime(actor_options=SANDBOX) as runtime:
+            registry = ToolRegistry(mode="code", code_runtime=runtime, max_parallel_sub_calls=3)
+            registry.register(tool("safe", True))
+            registry.register(tool("alone", False))
+            code = ("import asyncio\n"
+                    "a = await asyncio.gather(*(tools.safe({'n': n}) for n in range(6)))\n"
+                    "b = await asyncio.gather(*(tools.alone({'n': n}) for n in range(3)))\n"
+                    "return len(a) + len(b)")
+            return (await _run_code(registry, code)).value
+
+    assert asyncio.run(main()) == {"logs": [], "result": 9}
+    # Gathered on a remote node, scheduled on the host: safe calls overlap up to the bound, the others run alone.
+    assert most == {"safe": 3, "alone": 1}
