@@ -145,9 +145,10 @@ class _RayLink:
 class RayRuntime(ProcessHost):
     """Runs each program on a Ray cluster, in a fresh process forked by an actor on one of its nodes.
 
-    ``address``: the cluster to connect to (``ray.init(address=...)``), or
-    ``None``: the Ray this process is connected to already, else what
-    ``ray.init()`` finds or starts (then :meth:`aclose` shuts it down).
+    ``address``: the cluster to connect to (``ray.init(address=...)``) when
+    this process is not connected to Ray yet; ``None``: what ``ray.init()``
+    finds or starts. A connection the runtime made, :meth:`aclose` ends; one it
+    found, it leaves alone.
     ``actors``: the pool's size, actors spread over the nodes (Ray's ``SPREAD``
     unless ``actor_options`` says otherwise, e.g. ``{"resources": {...}}`` to pin
     them to nodes made for it); each holds a fork server with
