@@ -111,7 +111,7 @@ class ScheduledCall(abc.ABC):
         #: ``None`` until classified (an eager call started unclassified is classified only if it suspends).
         self._parallel: bool | None = None
         self._alone = False
-        #: The context the call runs in: a copy of its submitter's, made at submission.
+        #: The context the call will run in (a copy of its submitter's, made at submission), until it starts.
         self._context: contextvars.Context | None = None
         #: The nearest earlier call, while this call may still have to wait for its turns.
         self._previous: ScheduledCall | None = None
@@ -378,7 +378,7 @@ class CallScheduler(Generic[C]):
         """Give ``call`` its place after the last call submitted, and its context."""
         if self._stopped or self._closed:
             raise RuntimeError("CallScheduler: no call can be submitted after stop() or submit_batch()")
-        if call._context is not None:
+        if call._context is not None or call._state is not QUEUED:
             raise RuntimeError("CallScheduler: a call can be submitted once")
         call._context = contextvars.copy_context()
         call._previous = self._last
@@ -496,6 +496,7 @@ class CallScheduler(Generic[C]):
             self._exclusive_in_flight = True
         context = call._context
         assert context is not None  # set by _enqueue
+        call._context = None  # held by the call's task (or its first step) from now on
         if not self._eager:
             call._task = self._loop.create_task(self._run(call), name=call.task_name(), context=context)
             return
