@@ -10,9 +10,10 @@ Scheduling: the one scheduler of ordered calls,
 in its eager form: calls start in submission order, consecutive ``parallel``
 calls (``registry.execution_mode``) overlap up to ``max_parallel_sub_calls``,
 an ``exclusive`` call runs alone, pre-execute phases and commits keep
-submission order, and a call's first step runs inside :meth:`SubCallPool.dispatch`
-(a call that never suspends has committed, and its future resolved, when
-``dispatch`` returns). What is the pool's own: the numbering and snapshot of
+submission order, and each call runs in an asyncio task of its own, started
+eagerly on Python 3.12 and later (its first step runs inside
+:meth:`SubCallPool.dispatch`: a call that never suspends has committed, and
+its future resolved, when ``dispatch`` returns). What is the pool's own: the numbering and snapshot of
 each call, its classification (tools without a classifier are looked up once
 per registry version), its gate only when a stage the gate orders has work
 (pre-execute listeners, guards, post-execute, observers, ``finalize_content``),

@@ -28,15 +28,17 @@ order is the scheduler's, with this contract:
 - a call withdrawn before it started never runs; the turns pass through it.
 
 How a call starts: :meth:`~ScheduledCall.starting` runs, then the call's
-run and commit go on in a task of its own, in a copy of the context the call
-was submitted from. A scheduler made with ``eager=True`` runs that first
-step at once instead, in the stack of whoever started the call (the
-submitter, or the call whose commit let it start), and makes a task only if
-the call suspends: a call that never suspends has committed when
-:meth:`CallScheduler.submit` returns. An eager call submitted while nothing
-is in flight or queued starts unclassified (nothing else can start during
-its first step) and is classified only if it suspends, the first moment
-another call could start beside it.
+run and commit go on in an asyncio task of its own (so ``asyncio.timeout``,
+``wait_for`` and ``current_task`` work in it as anywhere), in a copy of the
+context the call was submitted from, started by whoever made the call start
+(the submitter, or the task of the call whose commit let it start). A
+scheduler made with ``eager=True`` starts that task eagerly where asyncio
+can (Python 3.12 and later): its first step runs at once, inside the task,
+so a call that never suspends has committed when :meth:`CallScheduler.submit`
+returns; on 3.11 it runs on the next loop iteration. A call submitted while
+nothing is in flight or queued starts unclassified (it may start whatever
+its class) and is classified only when another call could start beside it:
+when one is submitted while it is in flight.
 
 Cancellation: the scheduler never cancels a call's task. Whoever stops the
 calls aborts their signals (the scheduler knows none), calls
@@ -55,11 +57,10 @@ import abc
 import asyncio
 import contextvars
 import enum
+import sys
 from collections import deque
-from collections.abc import Awaitable, Iterable
+from collections.abc import Awaitable, Coroutine, Iterable
 from typing import TYPE_CHECKING, Any, Final, Generic, TypeVar
-
-from dsh_codegen.registry.pipeline._trampoline import first_step
 
 if TYPE_CHECKING:
     from dsh_codegen.registry._gate import PipelineGate
@@ -108,7 +109,7 @@ class ScheduledCall(abc.ABC):
 
     def __init__(self) -> None:
         self._state = QUEUED
-        #: ``None`` until classified (an eager call started unclassified is classified only if it suspends).
+        #: ``None`` until classified (a call started on an idle scheduler is classified only if another call comes).
         self._parallel: bool | None = None
         self._alone = False
         #: The context the call will run in (a copy of its submitter's, made at submission), until it starts.
@@ -151,7 +152,7 @@ class ScheduledCall(abc.ABC):
     def run(self) -> Awaitable[Any]:
         """The call's work up to its commit: usually ``registry.execute(input, gate=self.gate())``.
 
-        Called once, in the call's task (or its eager first step); what it
+        Called once, in the call's task; what it
         returns is awaited and its value handed to :meth:`commit`. An
         exception (also one raised by ``run`` itself) is the call's failure.
         """
@@ -310,8 +311,8 @@ class CallScheduler(Generic[C]):
     """The order of one run's calls (see the module docstring for the contract).
 
     ``max_parallel``: at most this many calls in flight (a positive ``int``).
-    ``eager``: run a call's first step when it starts (see the module
-    docstring). Must be made inside the running event loop.
+    ``eager``: start each call's task eagerly where asyncio can (see the
+    module docstring). Must be made inside the running event loop.
     """
 
     __slots__ = (
@@ -326,6 +327,7 @@ class CallScheduler(Generic[C]):
         "_pumping",
         "_queue",
         "_stopped",
+        "_unclassified",
     )
 
     def __init__(self, max_parallel: int, *, eager: bool = False) -> None:
@@ -338,6 +340,8 @@ class CallScheduler(Generic[C]):
         self._in_flight: set[C] = set()
         #: An exclusive (or not yet classified) call is in flight: nothing else starts.
         self._exclusive_in_flight = False
+        #: The call in flight that started unclassified on an idle scheduler, until it is classified.
+        self._unclassified: C | None = None
         #: The last call submitted: the next one's previous call.
         self._last: C | None = None
         #: No call is submitted after the batch (:meth:`submit_batch`).
@@ -350,13 +354,13 @@ class CallScheduler(Generic[C]):
     # -- submission ---------------------------------------------------------------------------
 
     def submit(self, call: C) -> None:
-        """Append ``call`` to the order; it starts now if it may (an eager one runs its first step now).
+        """Append ``call`` to the order; it starts now if it may (see the module docstring for how).
 
         Raises ``RuntimeError`` after :meth:`stop` or :meth:`submit_batch`,
         or for a call submitted before.
         """
         self._enqueue(call)
-        if self._eager and not self._queue and not self._pumping and not self._in_flight:
+        if not self._queue and not self._pumping and not self._in_flight:
             self._start(call, None)
         else:
             self._queue.append(call)
@@ -445,10 +449,10 @@ class CallScheduler(Generic[C]):
     def _pump(self) -> None:
         """Start queued calls while the order allows (synchronous).
 
-        Not re-entrant: a call that commits during an eager first step pumps
-        again from inside :meth:`_start`; that inner pump returns at once and
-        the outer loop, which re-reads the state each round, goes on (so a
-        long run of calls that finish synchronously does not nest).
+        Not re-entrant: a call that commits during an eager start pumps again
+        from inside :meth:`_start`; that inner pump returns at once and the
+        outer loop, which re-reads the state each round, goes on (so a long
+        run of calls that finish synchronously does not nest).
         """
         if self._pumping:
             return
@@ -463,6 +467,8 @@ class CallScheduler(Generic[C]):
                 if head._state is not QUEUED:
                     queue.popleft()
                     continue
+                if self._unclassified is not None:
+                    self._classify_unclassified()
                 if self._exclusive_in_flight or len(self._in_flight) >= self._max_parallel:
                     return
                 try:
@@ -478,7 +484,7 @@ class CallScheduler(Generic[C]):
             self._pumping = False
 
     def _start(self, call: C, parallel: bool | None) -> None:
-        """Start ``call`` (``parallel``: its class, or ``None`` for an eager call on an idle scheduler)."""
+        """Start ``call`` (``parallel``: its class, or ``None`` for a call submitted to an idle scheduler)."""
         try:
             call.starting()
         except Exception as exc:
@@ -496,25 +502,28 @@ class CallScheduler(Generic[C]):
             self._exclusive_in_flight = True
         context = call._context
         assert context is not None  # set by _enqueue
-        call._context = None  # held by the call's task (or its first step) from now on
-        if not self._eager:
-            call._task = self._loop.create_task(self._run(call), name=call.task_name(), context=context)
-            return
-        rest = first_step(self._run(call), context)
-        if rest is None:
-            return  # committed already
-        call._task = self._loop.create_task(rest, name=call.task_name(), context=context)
+        call._context = None  # held by the call's task from now on
         if parallel is None:
-            # It suspended: from now on another call could start beside it.
-            try:
-                call._parallel = call.classify()
-            except Exception as exc:
-                call._parallel = False
-                call.failed(exc)
-            if call._parallel:
-                self._exclusive_in_flight = False
-                if self._queue:  # only calls submitted during that first step
-                    self._pump()
+            self._unclassified = call
+        task = _new_task(self._loop, self._run(call), context, eager=self._eager)
+        if not task.done():
+            task.set_name(call.task_name())
+            call._task = task
+
+    def _classify_unclassified(self) -> None:
+        """Classify the call that started unclassified, now that another call could start beside it."""
+        call = self._unclassified
+        assert call is not None
+        self._unclassified = None
+        try:
+            parallel = call.classify()
+        except Exception as exc:
+            call._parallel = False
+            call.failed(exc)
+            return
+        call._parallel = bool(parallel)
+        if parallel:
+            self._exclusive_in_flight = False
 
     async def _run(self, call: C) -> None:
         """Run a started call, then commit it in submission order.
@@ -554,6 +563,8 @@ class CallScheduler(Generic[C]):
         in_flight.discard(call)
         if call._parallel is not True:
             self._exclusive_in_flight = False
+            if self._unclassified is call:
+                self._unclassified = None
         if error is not None:
             call.failed(error)
         if self._queue:
@@ -564,3 +575,17 @@ class CallScheduler(Generic[C]):
                 self._idle = None
                 if not idle.done():
                     idle.set_result(None)
+
+
+def _new_task(
+    loop: asyncio.AbstractEventLoop, coroutine: Coroutine[Any, Any, None], context: contextvars.Context, *, eager: bool
+) -> asyncio.Task[None]:
+    """A task running ``coroutine`` in ``context``; if ``eager``, started eagerly where asyncio can.
+
+    An eager start (``asyncio.Task(..., eager_start=True)``, Python 3.12 and
+    later) runs the first step now, inside the new task; on 3.11 the task
+    starts on the next loop iteration.
+    """
+    if sys.version_info >= (3, 12) and eager:
+        return asyncio.Task(coroutine, loop=loop, context=context, eager_start=True)
+    return loop.create_task(coroutine, context=context)

@@ -346,9 +346,7 @@ async def test_parallel_sub_calls_are_children_of_run_code_and_their_bodies_nest
                 everyone_started.set()
             with traced.tracer.start_as_current_span(f"inner {args['text']}"):
                 # Every sub-call is in flight at once before any of them goes on.
-                # Not wait_for: a sub-call's first step runs outside its task until issue 36's
-                # scheduler (tests/registry/test_registry_body_task.py); the run's wall budget bounds this.
-                await everyone_started.wait()
+                await asyncio.wait_for(everyone_started.wait(), 10)
                 await asyncio.sleep(0)
             in_flight -= 1
             return args["text"]

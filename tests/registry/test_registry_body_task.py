@@ -64,8 +64,6 @@ async def test_parallel_calls_of_a_turn_may_use_asyncio_timeout() -> None:
 
 
 @pytest.mark.once
-@pytest.mark.xfail(reason="the Code Mode pool runs a sub-call's first step outside the task that goes on to run it "
-                          "(issue 36 item 1: one scheduler, no coroutine stepped by hand)", strict=True)
 @async_test
 async def test_code_mode_sub_calls_bodies_may_use_asyncio_timeout() -> None:
     async with PythonSubprocessRuntime() as runtime:

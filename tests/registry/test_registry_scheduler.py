@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import sys
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, TypeVar
 
@@ -298,49 +299,62 @@ def test_a_passed_turn_costs_no_wait_and_a_pending_one_wakes_its_waiter() -> Non
     run(main())
 
 
-# -- eager starts --------------------------------------------------------------------------
+# -- how calls start --------------------------------------------------------------------------
 
 
-def test_an_eager_call_that_never_suspends_has_committed_when_submit_returns() -> None:
+def test_every_call_runs_in_a_task_of_its_own_started_eagerly_where_asyncio_can() -> None:
     trace: Trace = []
+    tasks: dict[str, asyncio.Task[Any] | None] = {}
 
     class Instant(Step):
         __slots__ = ()
 
         async def run(self) -> str:
-            self.gated = self.gate() is not None
-            self.trace.append(("end", self.label))
+            tasks[self.label] = asyncio.current_task()
+            async with asyncio.timeout(10):  # needs a task of its own: the call's
+                self.trace.append(("end", self.label))
             return self.label
 
     async def main() -> None:
-        scheduler: CallScheduler[Step] = CallScheduler(10, eager=True)
-        call = Instant(trace, "c0")
-        task = asyncio.current_task()
-        scheduler.submit(call)
-        assert call.state is CallState.DONE and call.outcome == "c0"
-        assert asyncio.all_tasks() == {task}  # no task was made for it
-        await scheduler.wait()
+        submitter = asyncio.current_task()
+        for eager in (False, True):
+            scheduler: CallScheduler[Step] = CallScheduler(10, eager=eager)
+            call = Instant(trace, f"eager={eager}")
+            scheduler.submit(call)
+            if eager and sys.version_info >= (3, 12):
+                # asyncio's eager start: the first step ran inside submit, in the call's task.
+                assert call.state is CallState.DONE and call.outcome == call.label
+            else:
+                assert call.state is CallState.IN_FLIGHT  # its task runs on the next loop iteration
+            await scheduler.wait()
+            assert scheduler.in_flight() == [] and call.outcome == call.label
+            assert tasks[call.label] is not None and tasks[call.label] is not submitter
 
     run(main())
-    # Started on an idle scheduler and finished in its first step: never classified.
-    assert trace == [("start", "c0"), ("end", "c0"), ("commit", "c0")]
+    # Started on an idle scheduler and done before another call came: never classified.
+    assert phase(trace, "classify") == []
+    assert phase(trace, "commit") == ["eager=False", "eager=True"]
 
 
-def test_an_eager_call_on_an_idle_scheduler_is_classified_only_if_it_suspends() -> None:
+@pytest.mark.parametrize("eager", [False, True])
+def test_a_call_on_an_idle_scheduler_is_classified_only_when_another_comes(eager: bool) -> None:
     trace: Trace = []
 
     async def main() -> None:
-        scheduler: CallScheduler[Step] = CallScheduler(10, eager=True)
-        first = Step(trace, "c0", body=sleeping(0.002))
+        scheduler: CallScheduler[Step] = CallScheduler(10, eager=eager)
+        alone = Step(trace, "c0")
+        scheduler.submit(alone)
+        await scheduler.wait()  # done before another call came: never classified
+        first = Step(trace, "c1", body=sleeping(0.002))
         scheduler.submit(first)
-        # Its first step ran inside submit; it suspended, so it was classified then.
-        assert trace == [("start", "c0"), ("pre", "c0"), ("classify", "c0")]
-        scheduler.submit(Step(trace, "c1", body=sleeping(0.002)))
-        assert ("start", "c1") in trace  # parallel: it started beside c0
+        assert phase(trace, "classify") == []
+        scheduler.submit(Step(trace, "c2", body=sleeping(0.002)))
+        # c2 could start beside c1: c1 was classified then (parallel), then c2, which started.
+        assert phase(trace, "classify") == ["c1", "c2"] and ("start", "c2") in trace
         await scheduler.wait()
 
     run(main())
-    assert phase(trace, "commit") == ["c0", "c1"]
+    assert phase(trace, "commit") == ["c0", "c1", "c2"]
 
 
 def test_each_call_runs_in_a_copy_of_the_context_it_was_submitted_from() -> None:

@@ -24,10 +24,7 @@ body until it returns or raises: a started body is never abandoned (its
 own ``CancelledError`` is recorded on the call and absorbed at the driver's
 yields (the dispatch stage re-raises it once the body settled).
 
-The module also runs the first step of a call that the scheduler starts
-eagerly (:func:`first_step`, for Code Mode's sub-calls: a call that never
-suspends has finished before ``dispatch`` returns). This is the only place in
-the package that steps a coroutine by hand.
+This is the only place in the package that steps a coroutine by hand.
 """
 
 from __future__ import annotations
@@ -38,7 +35,7 @@ import enum
 import functools
 import inspect
 import types
-from collections.abc import Awaitable, Callable, Coroutine, Generator
+from collections.abc import Awaitable, Callable, Generator
 from typing import TYPE_CHECKING, Any, Final
 
 from dsh_codegen.registry.cancel import AbortError, AbortSignal, abort_signal
@@ -47,7 +44,7 @@ from dsh_codegen.registry.pipeline._call import ABORTED_MESSAGE, Call, record_ca
 if TYPE_CHECKING:
     from dsh_codegen.registry._execution import ToolRunContext
 
-__all__ = ["DONE", "BodyDriver", "await_any", "body_steps", "first_step"]
+__all__ = ["DONE", "BodyDriver", "await_any", "body_steps"]
 
 #: What ``next(steps, DONE)`` returns when the body has returned.
 DONE: Final = object()
@@ -328,53 +325,3 @@ class BodyDriver:
         finally:
             for remove in removers:
                 remove()
-
-
-def first_step(coroutine: Coroutine[Any, Any, None], context: contextvars.Context) -> Coroutine[Any, Any, None] | None:
-    """Run ``coroutine`` now, in ``context``, up to its first suspension; ``None`` if it finished.
-
-    Otherwise return a coroutine that goes on from where it stopped, to be run
-    in a task made with the same ``context``: it hands the task exactly what
-    ``coroutine`` yields and hands ``coroutine`` what the task sends or throws,
-    so the rest runs as if that task had run it from the start. An exception
-    raised by the first step propagates.
-
-    Cancellation: a ``CancelledError`` thrown into the task reaches
-    ``coroutine`` where it is suspended.
-    """
-    yielded = context.run(next, coroutine.__await__(), DONE)
-    if yielded is DONE:
-        return None
-    return _go_on(coroutine, yielded)
-
-
-async def _go_on(coroutine: Coroutine[Any, Any, None], yielded: object) -> None:
-    await _Rest(coroutine, yielded)
-
-
-class _Rest:
-    """Awaitable passing what a suspended coroutine yields to the task, and the task's answers back."""
-
-    __slots__ = ("coroutine", "yielded")
-
-    def __init__(self, coroutine: Coroutine[Any, Any, None], yielded: object) -> None:
-        self.coroutine = coroutine
-        self.yielded = yielded
-
-    def __await__(self) -> Generator[Any, Any, None]:
-        coroutine = self.coroutine
-        yielded = self.yielded
-        self.yielded = None
-        while True:
-            try:
-                sent = yield yielded
-            except BaseException as exc:  # thrown in by the task: the coroutine handles it
-                try:
-                    yielded = coroutine.throw(exc)
-                except StopIteration:
-                    return
-            else:
-                try:
-                    yielded = coroutine.send(sent)
-                except StopIteration:
-                    return
