@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from dsh_codegen._extras import require_extra
 from dsh_codegen.adapters._formats import ToolNote, from_mcp_tools, mcp_value_schema
-from dsh_codegen.adapters._mcp_wire import lone_surrogate
+from dsh_codegen.adapters._mcp_wire import utf8_refusal
 from dsh_codegen.adapters._schema_tools import render_value_as_text, tool_from_schema
 from dsh_codegen.registry import (
     AbortSignal,
@@ -42,7 +42,7 @@ __all__ = ["McpElicitation", "McpImport", "McpToolError", "import_mcp_tools", "m
 
 MCP_TOOL_ERROR = "MCP_TOOL_ERROR"
 MCP_CONNECTION_ERROR = "MCP_CONNECTION_ERROR"
-#: A request the transport cannot carry, refused before anything is sent (the session stays usable).
+#: An answer the transport cannot carry, refused before anything is sent (the session stays usable).
 MCP_REQUEST_NOT_SENT = "MCP_REQUEST_NOT_SENT"
 #: How many input-required rounds (MCP 2026-07-28 multi-round-trip requests) one call may take.
 MAX_INPUT_ROUNDS = 10
@@ -56,9 +56,10 @@ class McpToolError(HarnessError):
     ``code`` is ``MCP_TOOL_ERROR`` for a result with ``isError: true`` (the
     message is its text content), ``MCP_CONNECTION_ERROR`` when the request
     itself failed (the server exited, the connection closed, a JSON-RPC error,
-    a result the SDK refused), and ``MCP_REQUEST_NOT_SENT`` for arguments the
-    transport cannot carry (a lone surrogate: MCP's JSON travels as UTF-8),
-    refused before anything is sent so the session stays usable.
+    a result the SDK refused), and ``MCP_REQUEST_NOT_SENT`` for an elicitation
+    answer the transport cannot carry (a lone surrogate: MCP's JSON travels as
+    UTF-8), refused before anything is sent so the session stays usable. (Call
+    arguments holding one never get here: the registry refuses them at entry.)
     """
 
 
@@ -166,17 +167,6 @@ class _ServerContent:
 _IN_FLIGHT: weakref.WeakKeyDictionary[ClientSession, list[ToolRunContext]] = weakref.WeakKeyDictionary()
 
 
-def _refuse_unsendable(remote: str, args: Any) -> None:
-    """Refuse arguments the transport cannot encode, before a request exists (see ``_mcp_wire``)."""
-    point = lone_surrogate(args)
-    if point is not None:
-        raise McpToolError(
-            f'MCP request for tool "{remote}" not sent: its arguments hold a lone surrogate '
-            f"({point}), which UTF-8, the transport's encoding, cannot carry",
-            MCP_REQUEST_NOT_SENT,
-        )
-
-
 def _body(
     session: ClientSession,
     remote: str,
@@ -191,7 +181,6 @@ def _body(
         signal = run.signal
         signal.throw_if_aborted()
         plain = _plain(args)
-        _refuse_unsendable(remote, plain)
 
         # The SDK calls back from its own task: report in the body's context, whose listeners are the caller's.
         context = contextvars.copy_context()
@@ -328,12 +317,9 @@ def _elicit_result(answer: Mapping[str, Any]) -> ElicitResult:
         result = ElicitResult.model_validate(dict(answer))
     except (ValidationError, TypeError, ValueError) as error:
         raise McpToolError(f"the elicitation handler's answer is not an MCP ElicitResult: {error}", MCP_TOOL_ERROR) from None
-    point = lone_surrogate(result.content)
-    if point is not None:
-        raise McpToolError(
-            f"the elicitation handler's answer holds a lone surrogate ({point}), which UTF-8 cannot carry",
-            MCP_REQUEST_NOT_SENT,
-        )
+    refusal = utf8_refusal(result.content)
+    if refusal is not None:
+        raise McpToolError(f"the elicitation handler's answer cannot be sent: {refusal}", MCP_REQUEST_NOT_SENT)
     return result
 
 
@@ -460,8 +446,8 @@ async def import_mcp_tools(
     result with ``isError: true`` becomes a failure (``McpToolError``, code
     ``MCP_TOOL_ERROR``, the server's text as message); a request that fails
     (the server exited or closed the connection) becomes a failure with code
-    ``MCP_CONNECTION_ERROR``; arguments the transport cannot carry (a lone
-    surrogate) fail with ``MCP_REQUEST_NOT_SENT`` before anything is sent.
+    ``MCP_CONNECTION_ERROR`` (arguments the transport cannot carry, a lone
+    surrogate, are refused by the registry at entry, before the body).
     With ``concurrency_from_annotations=True`` a tool annotated
     ``readOnlyHint: true`` is ``is_concurrency_safe``; otherwise the
     annotations are ignored (they are hints from the server, not guarantees).

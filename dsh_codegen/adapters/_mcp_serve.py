@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from dsh_codegen._extras import require_extra
 from dsh_codegen.adapters._formats import mcp_output_schema, to_mcp_tools
-from dsh_codegen.adapters._mcp_wire import lone_surrogate
+from dsh_codegen.adapters._mcp_wire import utf8_refusal
 from dsh_codegen.registry import (
     RUN_CODE_NAME,
     AbortController,
@@ -202,13 +202,10 @@ class McpToolServer:
                 value = _plain(result.value)
                 structured = value if published is output else {"result": value}
         payload = {"content": content, "structuredContent": structured, "isError": result.is_error}
-        point = lone_surrogate(payload)
-        if point is not None:
+        refusal = utf8_refusal(payload)
+        if refusal is not None:
             # The SDK's writer could not encode it: the client would never get an answer.
-            text = (
-                f'Error: the result of tool "{name}" holds a lone surrogate ({point}), '
-                "which UTF-8, the transport's encoding, cannot carry"
-            )
+            text = f'Error: the result of tool "{name}" cannot be sent: {refusal}'
             payload = {"content": [{"type": "text", "text": text}], "isError": True}
         return CallToolResult.model_validate(payload)
 
@@ -345,7 +342,7 @@ class _CallEvents:
 
     async def _send(self, event: ToolEvent) -> None:
         session = self._ctx.session
-        if lone_surrogate(event.message if isinstance(event, ToolProgress) else event.data) is not None:
+        if utf8_refusal(event.message if isinstance(event, ToolProgress) else event.data) is not None:
             _log.warning("dsh_codegen: serve_mcp dropped a %s of %r holding a lone surrogate", type(event).__name__, event.execution.name)
             return
         if isinstance(event, ToolProgress):

@@ -5,9 +5,11 @@ holding a lone surrogate, and the registry keeps it (it is lossless JSON). The
 SDK's transports encode every message as UTF-8 in a task of their own, where
 such a string fails that task: over stdio the whole session ends (the client's
 ``stdio_client`` block exits with an ``ExceptionGroup``; the server's response
-never leaves and the client waits forever). So both adapters check what they
-are about to hand to the SDK and turn a lone surrogate into a failure of the
-one call that holds it.
+never leaves and the client waits forever). The registry refuses such call
+arguments at entry (docs/json.md, "Lone surrogates and UTF-8"); what the
+adapters make themselves (a served result, an elicitation answer, a log or
+progress notification) is checked here, with the json layer's own rule, before
+it reaches the SDK, and becomes a failure of the one call that holds it.
 
 :func:`mcp_http_client` does the same for a streamable-HTTP server that goes
 away: the failure of one request's POST becomes that request's error.
@@ -16,18 +18,27 @@ away: the failure of one request's POST becomes that request's error.
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
-__all__ = ["lone_surrogate", "mcp_http_client"]
+from dsh_codegen.json import LosslessJsonError, is_json_value, snapshot_json
 
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+__all__ = ["mcp_http_client", "utf8_refusal"]
 
 
-def lone_surrogate(value: object) -> str | None:
-    """``"U+D800"`` for the first lone surrogate in the JSON value ``value`` (keys included), else ``None``."""
-    match = _LONE_SURROGATE.search(json.dumps(value, ensure_ascii=False))
-    return None if match is None else f"U+{ord(match.group()):04X}"
+def utf8_refusal(value: object) -> str | None:
+    """Why the JSON value ``value`` cannot travel as UTF-8 (where it holds a lone surrogate), else ``None``.
+
+    The words are ``snapshot_json(value, utf8_strings=True)``'s, naming the
+    path: ``"value.content[0].text" is not lossless JSON: string holding a lone
+    surrogate (U+D800), which UTF-8 cannot carry``.
+    """
+    if is_json_value(value, utf8_strings=True):
+        return None
+    try:
+        snapshot_json(value, freeze=False, utf8_strings=True)
+    except LosslessJsonError as error:
+        return str(error)
+    return None
 
 
 def mcp_http_client(**options: Any) -> Any:

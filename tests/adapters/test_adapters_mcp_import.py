@@ -142,6 +142,28 @@ def test_elicitation_callback_of_our_own(tmp_path: Path, modern: bool) -> None:
     run(main())
 
 
+def test_an_elicitation_answer_holding_a_lone_surrogate_fails_its_call_and_the_session_lives_on(tmp_path: Path) -> None:
+    async def answer(elicitation: McpElicitation) -> dict[str, Any]:
+        return {"action": "accept", "content": {"why": "\ud800"}}
+
+    async def main() -> None:
+        registry = ToolRegistry()
+        async with mcp_session(LOWLEVEL, tmp_path, modern=True) as session:
+            await import_mcp_tools(registry, session, elicitation=answer)
+            bad = await call(registry, "confirm", {"what": "go"})
+            assert isinstance(bad, ToolFailure) and bad.error.message == (
+                "the elicitation handler's answer cannot be sent: \"value.why\" is not lossless JSON: "
+                "string holding a lone surrogate (U+D800), which UTF-8 cannot carry"
+            )
+            assert bad.error.info is not None and bad.error.info.code == "MCP_REQUEST_NOT_SENT"
+            # The same session still serves the next call.
+            ok = await call(registry, "confirm", {"what": "go"})
+            assert isinstance(ok, ToolFailure)  # the handler answers the same way
+            assert ok.error.message == bad.error.message
+
+    run(main())
+
+
 def test_without_approval_service_an_elicitation_is_cancelled(tmp_path: Path) -> None:
     async def main() -> None:
         registry = ToolRegistry()

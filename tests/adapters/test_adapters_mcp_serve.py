@@ -285,8 +285,8 @@ def test_a_lone_surrogate_in_a_served_result_fails_that_call_only(tmp_path: Any)
                 broken = await session.call_tool("broken", {})
                 fine = await session.call_tool("fine", {})
         assert broken.is_error and broken.content[0].text == (
-            'Error: the result of tool "broken" holds a lone surrogate (U+D800), '
-            "which UTF-8, the transport's encoding, cannot carry"
+            'Error: the result of tool "broken" cannot be sent: "value.content[0].text" is not lossless JSON: '
+            "string holding a lone surrogate (U+D800), which UTF-8 cannot carry"
         )
         assert not fine.is_error and fine.structured_content == {"result": "fine"}
 
