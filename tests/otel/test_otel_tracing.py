@@ -304,7 +304,9 @@ async def test_an_entry_failure_is_a_span_with_no_stage_events() -> None:
     assert result.is_error
     span = traced.only("execute_tool echo")
     assert span.attributes is not None and span.attributes["error.type"] == "_OTHER"
-    assert span.status.description == "tool execution arguments must be losslessly JSON-serializable"
+    assert span.status.description == (
+        'tool execution arguments must be losslessly JSON-serializable: at "arguments.text", type set is not a JSON type'
+    )
     assert events(span) == []
 
 
