@@ -53,6 +53,12 @@ class _InputError(Exception):
     """An input problem already phrased for the user (``<file>: <what>``)."""
 
 
+# How long a run works before the status line appears, and how often it is redrawn. Module
+# constants so a test can run the real command on a terminal without racing the delay.
+_STATUS_DELAY_S = 0.5
+_STATUS_PERIOD_S = 0.1
+
+
 class _Status:
     """What ``sdk`` and ``catalog`` say on stderr besides errors: the closing ``wrote`` line and,
     on a terminal, a one-line status that a thread redraws while a long run works.
@@ -63,12 +69,14 @@ class _Status:
     generator with no place to report from. ``quiet`` silences everything but errors and warnings.
     """
 
-    def __init__(self, stream: TextIO, *, quiet: bool, delay_s: float = 0.5, period_s: float = 0.1) -> None:
+    def __init__(
+        self, stream: TextIO, *, quiet: bool, delay_s: float | None = None, period_s: float | None = None
+    ) -> None:
         self._stream = stream
         self._quiet = quiet
         self._live = not quiet and _is_terminal(stream)
-        self._delay_s = delay_s
-        self._period_s = period_s
+        self._delay_s = _STATUS_DELAY_S if delay_s is None else delay_s
+        self._period_s = _STATUS_PERIOD_S if period_s is None else period_s
         self._stage = ""
         self._shown = False
         self._lock = threading.Lock()

@@ -141,7 +141,8 @@ def test_the_status_line_is_drawn_on_a_terminal_and_erased_before_other_lines() 
 def test_a_long_run_on_a_terminal_shows_its_stages(tmp_path: Path) -> None:
     import pty
 
-    # Long enough to outlast the status line's half-second delay on any machine (about 2 s here).
+    # The real command on a real terminal, with the status line's delay and period made tiny so
+    # the test never races the clock (a fast machine renders these tools in under half a second).
     tools = json.loads(CATALOG.read_text(encoding="utf-8"))
     big = [{**tools[i % len(tools)], "name": f"tool_{i}"} for i in range(4000)]
     catalog = tmp_path / "big.json"
@@ -150,7 +151,12 @@ def test_a_long_run_on_a_terminal_shows_its_stages(tmp_path: Path) -> None:
     leader, follower = pty.openpty()
     env = {k: v for k, v in os.environ.items() if k != "DSH_CODEGEN_PURE_PYTHON"}
     with subprocess.Popen(
-        [sys.executable, "-m", "dsh_codegen", "sdk", "--lang", "py", "--catalog", str(catalog), "-o", str(out)],
+        [
+            sys.executable, "-c",
+            "import sys, dsh_codegen.cli as cli; cli._STATUS_DELAY_S = 0; cli._STATUS_PERIOD_S = 0.001;"
+            " sys.exit(cli.main(sys.argv[1:]))",
+            "sdk", "--lang", "py", "--catalog", str(catalog), "-o", str(out),
+        ],
         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=follower, env=env,
     ) as process:
         os.close(follower)
