@@ -81,6 +81,7 @@ SDK_TEXT_PY_EXAMPLE = '''from typing import Any, Literal, NotRequired, Protocol,
 
 class ToolCallError(Exception):
     toolName: str
+    message: str
 
 class ListArgs(TypedDict):
     mode: Literal["a", "b"]
@@ -122,7 +123,7 @@ def test_empty_catalog_shapes() -> None:
     assert "interface ToolArgsMap {}\n\ninterface ToolOutputMap {}\n" in ts
     py = _fenced_block(render_py_sdk([]), "```python")
     assert py == (
-        "from typing import Protocol\n\nclass ToolCallError(Exception):\n    toolName: str\n\n"
+        "from typing import Protocol\n\nclass ToolCallError(Exception):\n    toolName: str\n    message: str\n\n"
         "class Tools(Protocol):\n    pass\n\ntools: Tools\n"
     )
 

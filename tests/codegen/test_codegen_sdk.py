@@ -134,6 +134,19 @@ def test_generated_python_modules_import_and_expose_typeddicts(tmp_path: Path, c
         assert typing.is_typeddict(module.ReadFileOutput)
 
 
+def test_the_python_stub_declares_what_a_tool_call_error_carries(tmp_path: Path) -> None:
+    # The subprocess runtime's program-side class (Monty's maps the same two names):
+    # a program reads both, so the stub mypy checks it against must declare both.
+    from dsh_codegen.codemode._child import ToolCallError as ProgramToolCallError
+
+    path = tmp_path / "gen_errors.py"
+    path.write_text(render_sdk_module([], "python"), encoding="utf-8")
+    declared = typing.get_type_hints(import_file(path, "gen_errors").ToolCallError)
+    assert declared == {"toolName": str, "message": str}
+    assert set(vars(ProgramToolCallError("t", "why"))) == set(declared)
+    assert "class ToolCallError(Exception):\n    toolName: str\n    message: str\n" in render_py_sdk([])
+
+
 def test_shadowed_builtins_are_qualified_only_in_files() -> None:
     catalog = [
         ToolSchemaEntry("list", "", {"type": "object"}, {"type": "array", "items": {"type": "string"}}),

@@ -28,7 +28,7 @@ def root(context, missing=missing):
     yield str((undefined(name='typing_names') if l_0_typing_names is missing else l_0_typing_names))
     yield '\n'
     yield str((undefined(name='gap') if l_0_gap is missing else l_0_gap))
-    yield '\nclass ToolCallError(Exception):\n    toolName: str\n'
+    yield '\nclass ToolCallError(Exception):\n    toolName: str\n    message: str\n'
     yield str((undefined(name='gap') if l_0_gap is missing else l_0_gap))
     yield '\n'
     yield str((undefined(name='declarations') if l_0_declarations is missing else l_0_declarations))
@@ -37,4 +37,4 @@ def root(context, missing=missing):
     yield '\ntools: Tools\n'
 
 blocks = {}
-debug_info = '1=16&2=20&4=24&5=26&8=28&9=30&10=31&11=32'
+debug_info = '1=16&2=20&4=24&5=26&9=28&10=30&11=31&12=32'

@@ -11,6 +11,7 @@ from typing import Any, Awaitable, Callable, Literal, NotRequired, Protocol, Typ
 
 class ToolCallError(Exception):
     toolName: str
+    message: str
 
 
 class ListArgs(TypedDict):

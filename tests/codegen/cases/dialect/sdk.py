@@ -12,6 +12,7 @@ from typing import Any, Awaitable, Callable, Literal, Never, NotRequired, Protoc
 
 class ToolCallError(Exception):
     toolName: str
+    message: str
 
 
 class Label(TypedDict):

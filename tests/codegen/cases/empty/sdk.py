@@ -10,6 +10,7 @@ from typing import Protocol
 
 class ToolCallError(Exception):
     toolName: str
+    message: str
 
 
 class Tools(Protocol):

@@ -12,6 +12,7 @@ from typing import Awaitable, Callable, Literal, NotRequired, Protocol, TypedDic
 
 class ToolCallError(Exception):
     toolName: str
+    message: str
 
 
 ToolArgs = TypedDict(

@@ -10,6 +10,7 @@ from typing import Any, Awaitable, Callable, Literal, NotRequired, Protocol, Typ
 
 class ToolCallError(Exception):
     toolName: str
+    message: str
 
 
 class Tool1stToolArgsServers(TypedDict):
