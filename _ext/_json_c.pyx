@@ -4,7 +4,7 @@
 Walks use an explicit C array of frames holding strong references, never C
 recursion, so 100,000-deep values need memory linear in their size and no
 recursion limit. Traversal order, error texts (built by
-``dsh_codegen.json._shared``) and results are those of the Python twin; a
+``dsh_codegen.json._errors``) and results are those of the Python twin; a
 differential test pins it. Only exact types are inspected, so no user code
 runs during a walk.
 
@@ -28,11 +28,9 @@ from libc.string cimport memcpy, memset
 
 import sys
 
-from dsh_codegen.json._shared import (
+from dsh_codegen.json._errors import (
     DEFAULT_MAX_CHARS,
     DEFAULT_MAX_NODES,
-    FrozenJsonArray,
-    FrozenJsonObject,
     JsonBudgetError,
     LosslessJsonError,
     budget_option,
@@ -49,6 +47,8 @@ from dsh_codegen.json._shared import (
     type_error,
     unsafe_int_error,
 )
+from dsh_codegen.json._frozen import FrozenJsonArray, FrozenJsonObject
+from dsh_codegen.json._parser import parse_json as _python_parse_json
 
 __all__ = [
     "FrozenJsonArray",
@@ -814,59 +814,6 @@ cdef extern from *:
         memcpy(PyUnicode_DATA(text), b->data, (size_t)b->length * (size_t)b->kind);
         return text;
     }
-    /* ---- dict iteration for the writers ----------------------------------------------
-       PyDict_Next costs two calls per member. On CPython 3.11 a combined table
-       (every dict but instance __dict__s) is read directly, as PyDict_Next itself
-       reads it: the mirrored layout is 3.11's PyDictKeysObject (pycore_dict.h),
-       which no other version shares (nor 3.11's alphas and betas), hence the
-       exact version guard: 3.11.0 final and its bug-fix releases. Anything
-       else goes through PyDict_Next. `pos` means the same in both: the next
-       entry index. */
-    #if PY_VERSION_HEX >= 0x030B00F0 && PY_VERSION_HEX < 0x030C0000 && !defined(PYPY_VERSION) && !defined(Py_LIMITED_API)
-    #define DSH_DICT_TABLE_READ 1
-    typedef struct {
-        Py_ssize_t dk_refcnt;
-        uint8_t dk_log2_size;
-        uint8_t dk_log2_index_bytes;
-        uint8_t dk_kind;          /* 0 general, 1 str keys only, 2 split */
-        uint32_t dk_version;
-        Py_ssize_t dk_usable;
-        Py_ssize_t dk_nentries;
-        char dk_indices[];
-    } dsh_dictkeys311;
-    typedef struct { Py_hash_t me_hash; PyObject *me_key; PyObject *me_value; } dsh_entry311;
-    typedef struct { PyObject *me_key; PyObject *me_value; } dsh_uentry311;
-    static inline int dsh_dict_next(PyObject *op, Py_ssize_t *ppos, PyObject **pkey, PyObject **pvalue) {
-        PyDictObject *mp = (PyDictObject *)op;
-        dsh_dictkeys311 *dk = (dsh_dictkeys311 *)mp->ma_keys;
-        Py_ssize_t i = *ppos, n;
-        const char *entries;
-        if (mp->ma_values != NULL || dk->dk_kind > 1) return PyDict_Next(op, ppos, pkey, pvalue);
-        if (i < 0) return 0;
-        n = dk->dk_nentries;
-        entries = dk->dk_indices + ((size_t)1 << dk->dk_log2_index_bytes);
-        if (dk->dk_kind == 1) {
-            const dsh_uentry311 *ep = (const dsh_uentry311 *)entries;
-            while (i < n && ep[i].me_value == NULL) i++;
-            if (i >= n) return 0;
-            *pkey = ep[i].me_key;
-            *pvalue = ep[i].me_value;
-        } else {
-            const dsh_entry311 *ep = (const dsh_entry311 *)entries;
-            while (i < n && ep[i].me_value == NULL) i++;
-            if (i >= n) return 0;
-            *pkey = ep[i].me_key;
-            *pvalue = ep[i].me_value;
-        }
-        *ppos = i + 1;
-        return 1;
-    }
-    #else
-    #define DSH_DICT_TABLE_READ 0
-    static inline int dsh_dict_next(PyObject *op, Py_ssize_t *ppos, PyObject **pkey, PyObject **pvalue) {
-        return PyDict_Next(op, ppos, pkey, pvalue);
-    }
-    #endif
     /* ---- sorted members for the canonical writer ------------------------------------ */
     typedef struct { PyObject *k; PyObject *v; } dsh_pair;
     /* a < b for exact strs, by code point (Python's str order); never fails. */
@@ -933,8 +880,6 @@ cdef extern from *:
     void dsh_ascii_end(dsh_buf* b, const char* p, Py_ssize_t n)
     object dsh_buf_finish(dsh_buf* b)
     void dsh_sort_pairs(dsh_pair* a, Py_ssize_t n, dsh_pair* tmp)
-    int dsh_dict_next(PyObject* op, Py_ssize_t* ppos, PyObject** pkey, PyObject** pvalue)
-    int DSH_DICT_TABLE_READ
     ctypedef struct dsh_keycache:
         Py_ssize_t nused
     void dsh_keycache_clear(dsh_keycache* c)
@@ -1182,7 +1127,7 @@ cdef inline bint bad_float(double d):
 
 
 cdef int lone_surrogate(PyObject* s) noexcept:
-    """The first surrogate code point of the str ``s`` (UTF-8 cannot encode one), or -1 (``_shared.lone_surrogate``)."""
+    """The first surrogate code point of the str ``s`` (UTF-8 cannot encode one), or -1 (``_errors.lone_surrogate``)."""
     cdef Py_ssize_t i, n
     cdef int kind
     cdef const uint16_t* two
@@ -1671,7 +1616,7 @@ cdef dsh_pair* sorted_members(PyObject* v, Py_ssize_t* n, Stack* st) except NULL
     if pairs == NULL:
         raise MemoryError()
     # No Python code runs in this loop, so the table cannot change under it.
-    while count < n[0] and dsh_dict_next(v, &pos, &k, &item):
+    while count < n[0] and PyDict_Next(v, &pos, &k, &item):
         if type_of(k) != STR_T:
             # the dict still owns k: releasing the pairs taken so far cannot free it
             items_release(pairs, count)
@@ -1791,7 +1736,7 @@ cdef str write(
                         v = f.items[f.pos].v
                         f.pos += 1
                     else:
-                        if not dsh_dict_next(f.src, &f.pos, &k, &v):
+                        if not PyDict_Next(f.src, &f.pos, &k, &v):
                             break
                         f.seen += 1
                         if f.seen > f.size:
@@ -2374,8 +2319,6 @@ cdef extern from *:
     PyObject* dsh_parse(PyObject* text, PyObject* obj_cls, PyObject* arr_cls, PyObject* empty, int* delegate)
 
 
-from dsh_codegen.json._parse_py import parse_json as _parse_json_pure
-
 
 def parse_json(text):
     """Parse the JSON ``text`` into a lossless, deeply frozen JSON value.
@@ -2400,23 +2343,20 @@ def parse_json(text):
     is not a ``str``.
     """
     if type(text) is not str:
-        return _parse_json_pure(text)
+        return _python_parse_json(text)
     cdef int delegate = 0
     cdef PyObject* r = dsh_parse(
         <PyObject*>text, <PyObject*>FrozenJsonObject, <PyObject*>FrozenJsonArray, <PyObject*>EMPTY_TUPLE, &delegate
     )
     if r == NULL:
         if delegate:
-            # Malformed, NaN/Infinity, lossy or a refused int: the pure twin's verdict and message.
-            return _parse_json_pure(text)
+            # Malformed, NaN/Infinity, lossy or a refused int: the Python parser's verdict and message.
+            return _python_parse_json(text)
         propagate()
     result = <object>r
     decref(r)
     return result
 
-
-#: Whether the writers read 3.11's dict table directly (built for CPython 3.11 only); else PyDict_Next.
-DICT_TABLE_READ = bool(DSH_DICT_TABLE_READ)
 
 
 # --- content blocks (the registry's rendering check) ----------------------------------------

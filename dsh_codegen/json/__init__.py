@@ -3,7 +3,7 @@
 The names resolve on first use (PEP 562), through the twin selector
 ``dsh_codegen.json._json``. Importing the package alone imports no twin, so
 the compiled module ``dsh_codegen._json_c``, which imports this package's
-``_shared`` while it initialises, can be the first module a program imports:
+``_errors`` and ``_frozen`` while it initialises, can be the first module a program imports:
 an eager re-export would ask the selector for the half-initialised compiled
 module (a circular import).
 """

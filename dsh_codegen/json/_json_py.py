@@ -6,8 +6,8 @@ linear in their size. Traversal order is fixed and shared with the compiled
 twin, so both report the same first error: depth first, object members in
 insertion order (a member's key is checked before its value), array items in
 index order; ``dump_canonical_json`` with ``sort_keys`` checks all keys of an
-object before visiting its values. ``parse_json`` lives in ``_parse_py``
-(re-exported here) and also keeps its own explicit stack.
+object before visiting its values. ``parse_json`` is the Python parser of
+``_parser`` (re-exported here), which keeps its own explicit stack.
 
 No user code runs in a walk, but a finalizer or a weakref callback (run by
 the collector, which any allocation may trigger) can change the value while
@@ -27,14 +27,11 @@ import sys
 from json.encoder import encode_basestring
 from typing import Any
 
-from dsh_codegen.json._parse_py import parse_json
-from dsh_codegen.json._shared import (
+from dsh_codegen.json._errors import (
     DEFAULT_MAX_CHARS,
     DEFAULT_MAX_NODES,
-    MAX_SAFE_INTEGER,
-    FrozenJsonArray,
-    FrozenJsonObject,
     LONE_SURROGATE,
+    MAX_SAFE_INTEGER,
     JsonBudgetError,
     LosslessJsonError,
     budget_option,
@@ -52,6 +49,8 @@ from dsh_codegen.json._shared import (
     type_error,
     unsafe_int_error,
 )
+from dsh_codegen.json._frozen import FrozenJsonArray, FrozenJsonObject
+from dsh_codegen.json._parser import parse_json
 
 __all__ = [
     "FrozenJsonArray",
@@ -398,7 +397,6 @@ def _write(root: Any, pretty_levels: int, indent: int, sort_keys: bool, max_node
             raise chars_budget_error(max_chars, [])
         return text
     parts: list[str] = []
-    write = parts.append
     on_path: set[int] = set()
     # newlines[d] = "\n" + the indentation of depth d, built on demand.
     newlines: list[str] = []
@@ -411,7 +409,7 @@ def _write(root: Any, pretty_levels: int, indent: int, sort_keys: bool, max_node
         # The size is read before anything is allocated (an allocation may run a finalizer).
         size = len(value)
         if not size:
-            write("{}" if is_obj else "[]")
+            parts.append("{}" if is_obj else "[]")
             return 2
         items = _members(value, size, sort_keys, stack)
         depth = len(stack)
@@ -421,7 +419,7 @@ def _write(root: Any, pretty_levels: int, indent: int, sort_keys: bool, max_node
             frame = _WriteFrame(items, is_obj, value, size, newlines[depth + 1], newlines[depth], ": ")
         else:
             frame = _WriteFrame(items, is_obj, value, size, "", "", ":")
-        write("{" if is_obj else "[")
+        parts.append("{" if is_obj else "[")
         on_path.add(id(value))
         stack.append(frame)
         return 1
@@ -445,19 +443,19 @@ def _write(root: Any, pretty_levels: int, indent: int, sort_keys: bool, max_node
                 if visited > max_nodes:
                     raise nodes_budget_error(max_nodes, _path(stack, 0))
                 if frame.started:
-                    write(",")
+                    parts.append(",")
                     length += 1
                 frame.started = True
-                write(lead)
+                parts.append(lead)
                 length += len(lead)
                 if is_obj:
                     quoted = _quote(key)
-                    write(quoted)
-                    write(colon)
+                    parts.append(quoted)
+                    parts.append(colon)
                     length += len(quoted) + len(colon)
                 text = _scalar_text(child, stack)
                 if text is not None:
-                    write(text)
+                    parts.append(text)
                     length += len(text)
                     if length > max_chars:
                         raise chars_budget_error(max_chars, _path(stack, 0))
@@ -479,8 +477,8 @@ def _write(root: Any, pretty_levels: int, indent: int, sort_keys: bool, max_node
             raise changed_error(_path(stack, 1))
         stack.pop()
         on_path.discard(id(frame.src))
-        write(frame.close)
-        write("}" if is_obj else "]")
+        parts.append(frame.close)
+        parts.append("}" if is_obj else "]")
         length += len(frame.close) + 1
     if length > max_chars:
         raise chars_budget_error(max_chars, [])

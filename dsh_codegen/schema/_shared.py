@@ -18,7 +18,7 @@ from functools import lru_cache
 from typing import Any, Final
 
 from dsh_codegen.json._paths import format_path, quote_path
-from dsh_codegen.json._shared import DEFAULT_MAX_NODES
+from dsh_codegen.json._errors import DEFAULT_MAX_NODES
 
 __all__ = [
     "ANNOTATIONS",

@@ -27,7 +27,7 @@ from dsh_codegen.json import (
     snapshot_json,
 )
 from dsh_codegen.json import _json_py
-from dsh_codegen.json._shared import DEFAULT_MAX_CHARS, DEFAULT_MAX_NODES
+from dsh_codegen.json._errors import DEFAULT_MAX_CHARS, DEFAULT_MAX_NODES
 from json_strategies import lossless_values
 
 

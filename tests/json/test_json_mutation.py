@@ -31,7 +31,7 @@ from typing import Any
 import pytest
 
 from dsh_codegen.json import FrozenJsonArray, FrozenJsonObject, LosslessJsonError, _json_py
-from dsh_codegen.json._shared import changed_error
+from dsh_codegen.json._errors import changed_error
 
 pytestmark = pytest.mark.once
 

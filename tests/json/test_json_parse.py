@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from _shared_helpers import require_compiled_twin
 
 from dsh_codegen.json import FrozenJsonArray, FrozenJsonObject, LosslessJsonError, parse_json, snapshot_json
-from dsh_codegen.json import _parse_py
+from dsh_codegen.json import _parser
 from json_strategies import lossless_values
 
 # --- the reference ---------------------------------------------------------------------------
@@ -456,7 +456,7 @@ def _compiled() -> ModuleType:
 def test_twins_agree_on_every_text(text: str) -> None:
     compiled = _compiled()
     c = _outcome(compiled.parse_json, text)
-    p = _outcome(_parse_py.parse_json, text)
+    p = _outcome(_parser.parse_json, text)
     assert c[0] == p[0]
     if c[0] == "ok":
         assert _typed(c[1]) == _typed(p[1])
@@ -476,7 +476,7 @@ def test_twins_agree_on_texts_of_every_string_kind() -> None:
             '{"key": "%s", "k": ["ab", "a", "", "%s"], "key": {"longer_key_than_thirty_two_characters": 1}}',
         ):
             text = body.replace("%s", extra)
-            assert _typed(compiled.parse_json(text)) == _typed(_parse_py.parse_json(text))
+            assert _typed(compiled.parse_json(text)) == _typed(_parser.parse_json(text))
             # == compares str storage widths too: every str must be stored canonically.
             assert compiled.parse_json(text) == json.loads(text)
             check(text, compiled.parse_json)

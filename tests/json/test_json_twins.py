@@ -157,7 +157,7 @@ def test_twins_agree_on_deep_values(depth: int) -> None:
 
 
 def test_the_compiled_module_can_be_the_first_import() -> None:
-    # It imports dsh_codegen.json._shared while it initialises: the package must not
+    # It imports dsh_codegen.json._errors and _frozen while it initialises: the package must not
     # ask the selector for the half-initialised module then (a circular import).
     import os
     import subprocess

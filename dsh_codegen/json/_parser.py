@@ -1,4 +1,4 @@
-"""The lossless JSON parser, pure-Python twin of ``parse_json`` in ``_ext/_json_c.pyx``.
+"""The Python JSON parser: the pure twin's ``parse_json``, and the compiled twin's for every text it hands back.
 
 The parser reads the grammar of Python's own ``json`` module (its C scanner,
 the one ``json.loads`` uses) with an explicit stack of open containers, so a
@@ -11,41 +11,48 @@ too deep for it) is parsed by it and snapshotted: the same value, in about
 two thirds of the time. Everything else goes through the scanner here, which
 words every error.
 
-The compiled twin hands every text it does not finish itself (any error, a
-lossy number, a ``str`` subclass) to :func:`parse_json` here, so the two
-twins give the same verdict and message by construction.
+The compiled twin (``parse_json`` in ``_ext/_json_c.pyx``) finishes the
+common text itself and hands every other one (any error, a lossy number, a
+``str`` subclass) to :func:`parse_json` here, so the two twins give the same
+verdict and message by construction.
 """
 
 from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from json import JSONDecodeError
 from json import decoder as _decoder
-from collections.abc import Callable
-from typing import Any, Final, cast
+from typing import Any, Final
 
-from dsh_codegen.json._shared import FrozenJsonArray, FrozenJsonObject
+from dsh_codegen.json._frozen import FrozenJsonArray, FrozenJsonObject
 
 __all__ = ["parse_json"]
 
 # JSON's four whitespace characters, as json.decoder skips them. The pattern
-# matches the empty string, so the match is never None.
-_WS: Final = cast(Callable[[str, int], "re.Match[str]"], re.compile(r"[ \t\n\r]*").match)
+# matches the empty string, so a match at any index succeeds.
+_WS: Final = re.compile(r"[ \t\n\r]*")
 # The C scanner's number grammar (ASCII digits only: "\d" would take any Unicode digit).
-_NUMBER: Final = re.compile(r"(-?(?:0|[1-9][0-9]*))(\.[0-9]+)?([eE][-+]?[0-9]+)?").match
+_NUMBER: Final = re.compile(r"(-?(?:0|[1-9][0-9]*))(\.[0-9]+)?([eE][-+]?[0-9]+)?")
 # The string decoder json's own scanner calls (the C one when built): its values and errors.
 _scanstring: Final[Callable[[str, int], tuple[str, int]]] = _decoder.scanstring  # type: ignore[attr-defined]
 _BOM: Final = "\ufeff"
-# Fast paths for the common shapes, each matching a subset of what the exact code
-# accepts and giving the same result; anything else goes the exact (slow) way.
+# The common shapes, each matching a subset of what the general code below
+# accepts and giving the same result; anything else goes the general way.
 _PLAIN_STRING = r'"([^"\\\x00-\x1f]*)"'  # no escape, no control character
-_STRING: Final = re.compile(_PLAIN_STRING).match
-_FIRST_KEY: Final = re.compile(r"[ \t\n\r]*" + _PLAIN_STRING + r"[ \t\n\r]*:[ \t\n\r]*").match
-_NEXT_KEY: Final = re.compile(r"[ \t\n\r]*,[ \t\n\r]*" + _PLAIN_STRING + r"[ \t\n\r]*:[ \t\n\r]*").match
-_NEXT_ITEM: Final = re.compile(r"[ \t\n\r]*,[ \t\n\r]*").match
+_STRING: Final = re.compile(_PLAIN_STRING)
+_FIRST_KEY: Final = re.compile(r"[ \t\n\r]*" + _PLAIN_STRING + r"[ \t\n\r]*:[ \t\n\r]*")
+_NEXT_KEY: Final = re.compile(r"[ \t\n\r]*,[ \t\n\r]*" + _PLAIN_STRING + r"[ \t\n\r]*:[ \t\n\r]*")
+_NEXT_ITEM: Final = re.compile(r"[ \t\n\r]*,[ \t\n\r]*")
 _WHITESPACE: Final = " \t\n\r"
 
+
+def _skip_ws(text: str, idx: int) -> int:
+    """The index of the first character at or after ``idx`` that is not JSON whitespace."""
+    match = _WS.match(text, idx)
+    assert match is not None  # the pattern matches the empty string
+    return match.end()
 
 
 def _reject_constant(name: str) -> Any:
@@ -56,21 +63,12 @@ def _reject_constant(name: str) -> Any:
 # parses, that is not NaN or Infinity, snapshots to exactly what the scanner
 # below builds. Anything it rejects (malformed, a constant, too deep, too many
 # digits) goes to the scanner below, which words the error.
-_STDLIB_SCAN: Final[Callable[[str, int], tuple[Any, int]]] = _decoder.JSONDecoder(
-    parse_constant=_reject_constant
-).scan_once  # type: ignore[attr-defined]
-
-_snapshot: Callable[[Any], Any] | None = None
+_STDLIB_DECODER: Final = _decoder.JSONDecoder(parse_constant=_reject_constant)
 
 
-def _pure_snapshot() -> Callable[[Any], Any]:
-    # _json_py imports this module (it re-exports parse_json): import it on first use.
-    global _snapshot
-    if _snapshot is None:
-        from dsh_codegen.json._json_py import snapshot_json
-
-        _snapshot = snapshot_json
-    return _snapshot
+def _snapshot(plain: Any) -> Any:
+    """The Python snapshot of a parsed value: stack-safe, and the error for a lossy number."""
+    return _json_py.snapshot_json(plain)
 
 
 def _trailing_comma_message(text: str, comma: int) -> str | None:
@@ -111,10 +109,10 @@ def _key(text: str, idx: int, comma: int = -1) -> tuple[str, int]:
         raise JSONDecodeError("Expecting property name enclosed in double quotes", text, idx)
     key, idx = _scanstring(text, idx + 1)
     if not text.startswith(":", idx):
-        idx = _WS(text, idx).end()
+        idx = _skip_ws(text, idx)
         if not text.startswith(":", idx):
             raise JSONDecodeError("Expecting ':' delimiter", text, idx)
-    return key, _WS(text, idx + 1).end()
+    return key, _skip_ws(text, idx + 1)
 
 
 def _seal_object(plain: dict[str, Any], freeze: bool) -> Any:
@@ -141,7 +139,6 @@ def _scan(text: str, idx: int, freeze: bool) -> tuple[Any, int, bool]:
     decides, once the whole value is known, whether it survived (a later
     duplicate key may have replaced it).
     """
-    ws = _WS
     open_containers: list[Any] = []
     # The pending key of each open object; None for an open array (keys are str).
     pending: list[str | None] = []
@@ -150,20 +147,20 @@ def _scan(text: str, idx: int, freeze: bool) -> tuple[Any, int, bool]:
     while True:
         char = text[idx : idx + 1]
         if char == '"':
-            match = _STRING(text, idx)
+            match = _STRING.match(text, idx)
             if match is not None:
                 value = match.group(1)
                 idx = match.end()
             else:
                 value, idx = _scanstring(text, idx + 1)
         elif char == "{":
-            match = _FIRST_KEY(text, idx + 1)
+            match = _FIRST_KEY.match(text, idx + 1)
             if match is not None:
                 open_containers.append({})
                 pending.append(match.group(1))
                 idx = match.end()
                 continue
-            idx = ws(text, idx + 1).end()
+            idx = _skip_ws(text, idx + 1)
             if text.startswith("}", idx):
                 value = _seal_object({}, freeze)
                 idx += 1
@@ -173,7 +170,7 @@ def _scan(text: str, idx: int, freeze: bool) -> tuple[Any, int, bool]:
                 pending.append(first_key)
                 continue
         elif char == "[":
-            idx = ws(text, idx + 1).end()
+            idx = _skip_ws(text, idx + 1)
             if text.startswith("]", idx):
                 value = _seal_array([], freeze)
                 idx += 1
@@ -197,7 +194,7 @@ def _scan(text: str, idx: int, freeze: bool) -> tuple[Any, int, bool]:
         elif char == "-" and text.startswith("-Infinity", idx):
             raise JSONDecodeError(CONSTANT_MESSAGES["-Infinity"], text, idx)
         else:
-            match = _NUMBER(text, idx)
+            match = _NUMBER.match(text, idx)
             if match is None:
                 if (
                     char == "]"
@@ -223,23 +220,23 @@ def _scan(text: str, idx: int, freeze: bool) -> tuple[Any, int, bool]:
             member = pending[-1]
             if member is None:
                 container.append(value)
-                match = _NEXT_ITEM(text, idx)
+                match = _NEXT_ITEM.match(text, idx)
                 if match is not None:
                     idx = match.end()
                     break
             else:
                 container[member] = value
-                match = _NEXT_KEY(text, idx)
+                match = _NEXT_KEY.match(text, idx)
                 if match is not None:
                     pending[-1] = match.group(1)
                     idx = match.end()
                     break
             if idx < len(text) and text[idx] in _WHITESPACE:
-                idx = ws(text, idx).end()
+                idx = _skip_ws(text, idx)
             char = text[idx : idx + 1]
             if char == ",":
                 comma = idx
-                idx = ws(text, idx + 1).end()
+                idx = _skip_ws(text, idx + 1)
                 if member is not None:
                     next_key, idx = _key(text, idx, comma)
                     pending[-1] = next_key
@@ -282,25 +279,28 @@ def parse_json(text: str) -> Any:
         text = str.__str__(text)  # the exact str value; a subclass's overrides never run
     try:
         # A value starting at index 0 (leading whitespace, rare, takes the scanner below).
-        plain, end = _STDLIB_SCAN(text, 0)
+        plain, end = _STDLIB_DECODER.scan_once(text, 0)  # type: ignore[attr-defined]
     except (StopIteration, ValueError, RecursionError):
         pass  # the scanner below says what is wrong (or parses what is too deep for the stdlib)
     else:
-        if end == len(text) or _WS(text, end).end() == len(text):
-            # The pure twin's snapshot (stack-safe, and the error for a lossy number).
-            return _pure_snapshot()(plain)
+        if end == len(text) or _skip_ws(text, end) == len(text):
+            # The Python snapshot (stack-safe, and the error for a lossy number).
+            return _snapshot(plain)
     if text.startswith(_BOM):
         raise JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
-    value, end, lossy = _scan(text, _WS(text, 0).end(), True)
-    end = _WS(text, end).end()
+    value, end, lossy = _scan(text, _skip_ws(text, 0), True)
+    end = _skip_ws(text, end)
     if end != len(text):
         raise JSONDecodeError("Extra data", text, end)
     if lossy:
         # Rare: parse again into plain containers and let the snapshot walk report
         # the first lossy number of the final value (or freeze it, when a later
         # duplicate key replaced every lossy one).
-        from dsh_codegen.json._json_py import snapshot_json
-
-        plain, _, _ = _scan(text, _WS(text, 0).end(), False)
-        return snapshot_json(plain)
+        plain, _, _ = _scan(text, _skip_ws(text, 0), False)
+        return _snapshot(plain)
     return value
+
+
+# Imported last: _json_py imports this module for parse_json, so whichever of the two is
+# imported first, parse_json exists here before _json_py reads it.
+from dsh_codegen.json import _json_py

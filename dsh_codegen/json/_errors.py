@@ -1,10 +1,9 @@
-"""What both twins share: the error class, the frozen containers, message texts.
+"""The JSON layer's errors: the limits, the two error classes, and the wording of every refusal.
 
-Both ``dsh_codegen.json._json_py`` and the compiled ``dsh_codegen._json_c``
-import this module, so the exception class, the frozen container classes and
-every message text exist exactly once. It imports only leaf modules (the
-standard library and :mod:`dsh_codegen.json._paths`); the frozen containers
-reach the selected twin lazily, at construction time.
+Both twins build every error through the functions here, and ask the checks
+here whose answer decides one (an int past the digit limit, a lone
+surrogate), so each message exists once. It imports only the standard
+library and :mod:`dsh_codegen.json._paths`.
 """
 
 from __future__ import annotations
@@ -12,7 +11,7 @@ from __future__ import annotations
 import re
 import sys
 from collections.abc import Iterable
-from typing import Any, Final, NoReturn, final
+from typing import Any, Final
 
 from dsh_codegen.json._paths import format_path, quote_path
 
@@ -21,8 +20,6 @@ __all__ = [
     "DEFAULT_MAX_NODES",
     "MAX_SAFE_INTEGER",
     "ROOT",
-    "FrozenJsonArray",
-    "FrozenJsonObject",
     "JsonBudgetError",
     "LONE_SURROGATE",
     "LosslessJsonError",
@@ -247,119 +244,3 @@ def int_too_long(value: int) -> bool:
     except ValueError:
         return True
     return False
-
-
-# --- frozen containers --------------------------------------------------------------------
-
-
-def _frozen(self: object, *args: object, **kwargs: object) -> NoReturn:
-    raise TypeError(f"{type(self).__name__} is frozen (deeply immutable lossless JSON)")
-
-
-@final
-class FrozenJsonObject(dict[str, Any]):
-    """A deeply frozen, lossless JSON object (a ``dict`` subclass).
-
-    Guaranteed: the whole subtree is lossless JSON and frozen; every mutator
-    (``__setitem__``, ``__delitem__``, ``update``, ``pop``, ``popitem``,
-    ``clear``, ``setdefault``, ``|=``) raises ``TypeError``. Reads, iteration,
-    ``==`` with plain dicts, ``dict(x)``, ``x | {...}`` (a plain ``dict``),
-    ``json.dumps``, ``copy``/``deepcopy`` (the same object: it is immutable)
-    and pickling (a fresh frozen equal value) work.
-
-    ``FrozenJsonObject(x)`` behaves as ``snapshot_json(dict(x))``: it
-    validates and freezes the contents, raising :class:`LosslessJsonError`.
-    Calling ``dict``'s own methods on an instance (``dict.__setitem__(x, ...)``)
-    bypasses the freeze and voids every guarantee.
-    """
-
-    __slots__ = ()
-    # The public home: repr, pickles and tracebacks name dsh_codegen.json.
-    __module__ = "dsh_codegen.json"
-
-    def __new__(cls, *args: Any, **kwargs: Any) -> FrozenJsonObject:
-        from dsh_codegen.json._json import snapshot_json
-
-        frozen: FrozenJsonObject = snapshot_json(dict(*args, **kwargs))
-        return frozen
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        # The contents were set in __new__; re-running dict.__init__ would mutate.
-        pass
-
-    def __init_subclass__(cls, **kwargs: Any) -> NoReturn:
-        raise TypeError("FrozenJsonObject cannot be subclassed")
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (FrozenJsonObject, (dict(self),))
-
-    def __copy__(self) -> FrozenJsonObject:
-        return self
-
-    def __deepcopy__(self, memo: dict[int, Any]) -> FrozenJsonObject:
-        return self
-
-    __setitem__ = _frozen
-    __delitem__ = _frozen
-    __ior__ = _frozen
-    update = _frozen
-    pop = _frozen
-    popitem = _frozen
-    clear = _frozen
-    setdefault = _frozen
-
-
-@final
-class FrozenJsonArray(list[Any]):
-    """A deeply frozen, lossless JSON array (a ``list`` subclass).
-
-    Guaranteed: the whole subtree is lossless JSON and frozen; every mutator
-    (``__setitem__`` and ``__delitem__`` including slices, ``append``,
-    ``extend``, ``insert``, ``remove``, ``pop``, ``clear``, ``sort``,
-    ``reverse``, ``+=``, ``*=``) raises ``TypeError``. Reads, iteration,
-    ``==`` with plain lists, ``list(x)``, ``x + [...]`` (a plain ``list``),
-    ``json.dumps``, ``copy``/``deepcopy`` (the same object) and pickling (a
-    fresh frozen equal value) work.
-
-    ``FrozenJsonArray(x)`` behaves as ``snapshot_json(list(x))``. Calling
-    ``list``'s own methods on an instance bypasses the freeze and voids every
-    guarantee.
-    """
-
-    __slots__ = ()
-    __module__ = "dsh_codegen.json"
-
-    def __new__(cls, *args: Any, **kwargs: Any) -> FrozenJsonArray:
-        from dsh_codegen.json._json import snapshot_json
-
-        frozen: FrozenJsonArray = snapshot_json(list(*args, **kwargs))
-        return frozen
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        # The contents were set in __new__; re-running list.__init__ would mutate.
-        pass
-
-    def __init_subclass__(cls, **kwargs: Any) -> NoReturn:
-        raise TypeError("FrozenJsonArray cannot be subclassed")
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (FrozenJsonArray, (list(self),))
-
-    def __copy__(self) -> FrozenJsonArray:
-        return self
-
-    def __deepcopy__(self, memo: dict[int, Any]) -> FrozenJsonArray:
-        return self
-
-    __setitem__ = _frozen
-    __delitem__ = _frozen
-    __iadd__ = _frozen
-    __imul__ = _frozen
-    append = _frozen
-    extend = _frozen
-    insert = _frozen
-    remove = _frozen
-    pop = _frozen
-    clear = _frozen
-    sort = _frozen
-    reverse = _frozen
