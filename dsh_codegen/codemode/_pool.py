@@ -52,6 +52,7 @@ from dsh_codegen.registry import (
     ToolRegistry,
     ToolRunContext,
     ToolSuccess,
+    suspension_scope,
 )
 from dsh_codegen.registry._code_runtime import ToolCallError
 from dsh_codegen.registry._errors import error_message
@@ -327,7 +328,9 @@ class SubCallPool:
         )
         call = _SubCall(self, name, input, signal, future)
         self.calls.append(call)
-        self.scheduler.submit(call)
+        # A sub-call is not one of the outer batch's calls: that batch cannot suspend it.
+        with suspension_scope(None):
+            self.scheduler.submit(call)
         if not future.done():
             # Queued, or started and suspended: the program may stop waiting.
             future.add_done_callback(call.future_done)

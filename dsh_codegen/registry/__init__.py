@@ -1,6 +1,14 @@
 """Layer package: re-exports only (house rule 4, docs/contributing.md)."""
 
-from dsh_codegen.registry._approval import ApprovalAnswer, ApprovalRequest, ApprovalService, approval_channel
+from dsh_codegen.registry._approval import (
+    ApprovalAnswer,
+    ApprovalRequest,
+    ApprovalService,
+    CallDeferred,
+    SuspensionScope,
+    approval_channel,
+    suspension_scope,
+)
 from dsh_codegen.registry._assembly import PromptAssembly, PromptSection
 from dsh_codegen.registry._codemode_seam import CodeModeProvider, CodeRuntime, install_code_mode
 from dsh_codegen.registry._definitions import ToolDefinition, ToolOutput, define_tool
@@ -24,7 +32,7 @@ from dsh_codegen.registry._execution import (
 )
 from dsh_codegen.registry._events import LogLevel, ToolEvent, ToolLog, ToolProgress, watch_tool_events
 from dsh_codegen.registry._gate import PipelineGate
-from dsh_codegen.registry._loop import ToolCall, execute_tool_calls, parse_call_arguments
+from dsh_codegen.registry._loop import ToolCall, execute_tool_calls, parse_call_arguments, resume_tool_calls
 from dsh_codegen.registry.pipeline import PIPELINE_STAGES, CallSettle
 from dsh_codegen.registry._registry import Disposer, ToolChange, ToolRegistry, ToolSchema, ToolScope
 from dsh_codegen.registry._results import (
@@ -53,6 +61,7 @@ from dsh_codegen.registry._session_log import (
 )
 from dsh_codegen.registry.cancel import AbortController, AbortError, AbortSignal
 from dsh_codegen.registry.policies import ToolMetrics, ToolStats, metrics_policy, retry_policy, timeout_policy
+from dsh_codegen.registry.suspension import PendingApproval, SuspendedCall, Suspension, ToolCallsSuspended
 from dsh_codegen.registry.views import ToolCallView, ToolResultView
 
 __all__ = [
@@ -71,6 +80,9 @@ __all__ = [
     "ApprovalRequest",
     "ApprovalService",
     "approval_channel",
+    "CallDeferred",
+    "SuspensionScope",
+    "suspension_scope",
     "Ask",
     "Block",
     "CodeModeProvider",
@@ -116,6 +128,12 @@ __all__ = [
     "ToolCall",
     "execute_tool_calls",
     "parse_call_arguments",
+    # Suspended calls (a "deferred" approval) and their resume.
+    "PendingApproval",
+    "SuspendedCall",
+    "Suspension",
+    "ToolCallsSuspended",
+    "resume_tool_calls",
     "SessionLog",
     "MemorySessionLog",
     "JsonlSessionLog",

@@ -10,9 +10,20 @@ from typing import Literal, Protocol, TypeAlias, runtime_checkable
 
 from dsh_codegen.registry.cancel import AbortSignal
 
-__all__ = ["ApprovalAnswer", "ApprovalRequest", "ApprovalService", "approval_channel", "channel_approval"]
+__all__ = [
+    "ApprovalAnswer",
+    "ApprovalRequest",
+    "ApprovalService",
+    "CallDeferred",
+    "SuspensionScope",
+    "approval_channel",
+    "channel_approval",
+    "current_suspension_scope",
+    "suspension_scope",
+]
 
-ApprovalAnswer: TypeAlias = Literal["allowed-once", "rejected", "cancelled", "unavailable"]
+#: ``"deferred"``: the decision comes later, maybe to another process (see :class:`CallDeferred`).
+ApprovalAnswer: TypeAlias = Literal["allowed-once", "rejected", "cancelled", "unavailable", "deferred"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,8 +41,11 @@ class ApprovalRequest:
 class ApprovalService(Protocol):
     """Answers approval requests.
 
-    Any answer other than the four :data:`ApprovalAnswer` strings becomes an
+    Any answer other than the :data:`ApprovalAnswer` strings becomes an
     error result; a raising service fails the call like a raising policy.
+    ``"deferred"`` suspends the call when its caller can suspend
+    (``execute_tool_calls`` raises ``ToolCallsSuspended``); elsewhere it is
+    an error result saying so.
     """
 
     async def request(self, request: ApprovalRequest) -> str:
@@ -67,3 +81,56 @@ def approval_channel(service: ApprovalService) -> Iterator[None]:
 def channel_approval() -> ApprovalService | None:
     """The approval service of the innermost :func:`approval_channel` around this call, if any."""
     return _channel.get()
+
+
+class CallDeferred(Exception):
+    """How a call inside a :class:`SuspensionScope` ends without a result: it is suspended.
+
+    Raised out of ``registry.execute`` (never made into a result, never
+    committed) when the call's approval service answered ``"deferred"``
+    (``held`` is ``False``), or when the scope was already suspending as the
+    call reached its pre-execute phase (``held`` is ``True``: nothing of its
+    policy ran, it counts as not started). The scheduler that ran the call
+    sees it as the call's error; its owner records the call as suspended.
+    """
+
+    def __init__(self, tool_name: str, call_id: str, reason: str | None, *, held: bool) -> None:
+        super().__init__(f'tool call {call_id} ("{tool_name}") was suspended')
+        self.tool_name = tool_name
+        self.call_id = call_id
+        self.reason = reason
+        self.held = held
+
+
+class SuspensionScope(Protocol):
+    """Whoever can suspend the calls started inside :func:`suspension_scope` (the loop helper, a Code Mode run)."""
+
+    def decision(self, call_id: str) -> str | None:
+        """The recorded answer to this call's approval (a resumed call), or ``None`` to ask the service."""
+        ...
+
+    def suspending(self) -> bool:
+        """Whether an earlier call was deferred: a call reaching pre-execute now is held (not started)."""
+        ...
+
+    def deferring(self, call_id: str) -> None:
+        """The approval of ``call_id`` was just deferred (called before its policy turn passes)."""
+        ...
+
+
+_suspension: ContextVar[SuspensionScope | None] = ContextVar("dsh_codegen_suspension_scope", default=None)
+
+
+@contextmanager
+def suspension_scope(scope: SuspensionScope | None) -> Iterator[None]:
+    """Calls started inside this block (and their tasks) may be suspended by ``scope`` (``None``: they may not)."""
+    token = _suspension.set(scope)
+    try:
+        yield
+    finally:
+        _suspension.reset(token)
+
+
+def current_suspension_scope() -> SuspensionScope | None:
+    """The scope of the innermost :func:`suspension_scope` around this call, if any."""
+    return _suspension.get()

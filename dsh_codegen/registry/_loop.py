@@ -24,6 +24,14 @@ it commits) has nothing to be ordered against and gets no gate.
 Session log: ``tool/call`` is appended when a call starts, ``tool/result``
 when it commits; both carry the batch's ``batchId`` so
 :func:`derive_messages` can rebuild the turn.
+
+Suspension: the batch is the :class:`~dsh_codegen.registry._approval.SuspensionScope`
+of its calls. A call whose approval is answered ``"deferred"`` ends without a
+result (``CallDeferred``); from then on no call starts, and a started call
+that reaches its pre-execute phase is held (it counts as not started). Once
+the started calls have ended, :func:`execute_tool_calls` raises
+:class:`~dsh_codegen.registry.suspension.ToolCallsSuspended`;
+:func:`resume_tool_calls` runs the rest of the batch with the decisions.
 """
 
 from __future__ import annotations
@@ -32,16 +40,17 @@ import asyncio
 import inspect
 import json
 import uuid
-from collections.abc import Awaitable, Callable, Hashable, Sequence
+import weakref
+from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Protocol
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from dsh_codegen.json import LosslessJsonError, is_json_value, parse_json
+from dsh_codegen.registry._approval import CallDeferred, suspension_scope
 from dsh_codegen.registry._errors import TOOL_ABORTED_BEFORE_DISPATCH
 from dsh_codegen.registry._execution import ToolExecutionInput
 from dsh_codegen.registry._gate import PipelineGate
 from dsh_codegen.registry._results import (
-    UNSET,
     JsonValue,
     ToolExecutionResult,
     ToolFailure,
@@ -49,14 +58,28 @@ from dsh_codegen.registry._results import (
     failure_from_exception,
 )
 from dsh_codegen.registry._session_log import (
+    APPROVAL_PENDING_EVENT,
+    APPROVAL_RESOLVED_EVENT,
     TOOL_CALL_EVENT,
     TOOL_RESULT_EVENT,
     SessionEvent,
     SessionLog,
     event_time,
+    result_fields,
 )
 from dsh_codegen.registry.cancel import AbortError, AbortSignal, abort_signal
 from dsh_codegen.registry.scheduler import CallScheduler, ScheduledCall
+from dsh_codegen.registry.suspension import (
+    PendingApproval,
+    SuspendedCall,
+    Suspension,
+    ToolCallsSuspended,
+    new_id,
+    tools_to_check,
+)
+
+if TYPE_CHECKING:
+    from dsh_codegen.registry._registry import ToolRegistry
 
 __all__ = [
     "ABORTED_BEFORE_DISPATCH_MESSAGE",
@@ -64,6 +87,7 @@ __all__ = [
     "ToolCallExecutor",
     "execute_tool_calls",
     "parse_call_arguments",
+    "resume_tool_calls",
 ]
 
 ABORTED_BEFORE_DISPATCH_MESSAGE: Final = "tool call aborted before dispatch"
@@ -171,15 +195,20 @@ async def execute_tool_calls(
     a result of the wrong type) aborts the started calls, waits for them to
     settle and re-raises, without fabricating results for the others.
 
+    Suspension: when an approval service answers ``"deferred"``, the call is
+    suspended, not failed: no result is published for it, no call starts any
+    more, and once the started calls have ended this raises
+    :class:`~dsh_codegen.registry.suspension.ToolCallsSuspended`, whose
+    ``suspension`` :func:`resume_tool_calls` finishes. (When ``signal``
+    aborts meanwhile the batch ends as an aborted one instead: the suspended
+    calls get ``ABORTED_BEFORE_DISPATCH`` like the calls that never started.)
+
     Cancellation: cancelling the awaiting task aborts every started call,
     waits for each to settle and commit (a second cancellation does not cut
     the wait short), then re-raises ``CancelledError``. No task outlives the
     call.
     """
-    if type(max_parallel) is not int or max_parallel < 1:
-        raise ValueError("max_parallel must be a positive integer")
-    if not isinstance(signal, AbortSignal):
-        raise TypeError(f"signal must be an AbortSignal, got {type(signal).__name__}")
+    _check_options(max_parallel, signal)
     call_list = list(calls)
     seen: dict[str, int] = {}
     for index, call in enumerate(call_list):
@@ -195,6 +224,88 @@ async def execute_tool_calls(
     if not call_list:
         return []
     return await _Batch(registry, call_list, signal, max_parallel, log, agent).run()
+
+
+def _check_options(max_parallel: object, signal: object) -> None:
+    if type(max_parallel) is not int or max_parallel < 1:
+        raise ValueError("max_parallel must be a positive integer")
+    if not isinstance(signal, AbortSignal):
+        raise TypeError(f"signal must be an AbortSignal, got {type(signal).__name__}")
+
+
+#: Per registry, the suspensions already resumed in this process (a second resume is refused).
+_resumed: weakref.WeakKeyDictionary[object, set[str]] = weakref.WeakKeyDictionary()
+
+
+async def resume_tool_calls(
+    registry: ToolRegistry,
+    suspension: Suspension,
+    decisions: Mapping[str, str],
+    *,
+    signal: AbortSignal,
+    log: SessionLog | None = None,
+    agent: Hashable | None = None,
+    max_parallel: int | None = None,
+) -> list[ToolExecutionResult]:
+    """Finish a suspended batch and return the results of all its calls in model order.
+
+    ``decisions`` answers every pending approval of ``suspension`` by its
+    ``approval_id``: ``"allowed-once"`` or ``"rejected"``. The calls that
+    finished before keep their results and never run again; each pending call
+    runs its pipeline again, its ``Ask`` answered by the decision (a rejected
+    call gets the same rejection result as an inline one); the calls that
+    never started run as they would have. The results are those an
+    uninterrupted run would have given. A call that is deferred again
+    suspends the batch again: this raises ``ToolCallsSuspended`` with a new
+    suspension (the finished calls of both runs in it).
+
+    ``agent`` defaults to the suspension's (the batch's agent when it was a
+    ``str``); ``max_parallel`` to the batch's; ``log`` receives one
+    ``tool/approval-resolved`` event per decision, then the events of the
+    calls that run (under the batch's ``batchId``; a call whose ``tool/call``
+    was logged before is not logged again).
+
+    Raised errors, before anything runs or is logged: ``TypeError`` for a
+    ``suspension`` that is not a :class:`Suspension` and the argument errors
+    of :func:`execute_tool_calls`; ``ValueError`` for a decision for an
+    approval id the suspension does not hold (another batch's), a missing or
+    unknown decision, a suspension already resumed in this process, or a
+    registry where a tool still to run was removed or changed its schema.
+
+    Cancellation: as :func:`execute_tool_calls`.
+    """
+    if not isinstance(suspension, Suspension):
+        raise TypeError(f"suspension must be a Suspension, got {type(suspension).__name__}")
+    parallel = suspension.max_parallel if max_parallel is None else max_parallel
+    _check_options(parallel, signal)
+    by_call = suspension.decisions_by_call(decisions)
+    run_as = suspension.agent if agent is None else agent
+    suspension.check_registry(registry, run_as)
+    resumed = _resumed.setdefault(registry, set())
+    if suspension.suspension_id in resumed:
+        raise ValueError(f"suspension {suspension.suspension_id} was already resumed")
+    resumed.add(suspension.suspension_id)
+    calls = [ToolCall(call.call_id, call.name, call.arguments) for call in suspension.calls]
+    batch = _Batch(registry, calls, signal, parallel, log, run_as, batch_id=suspension.batch_id or None)
+    for batch_call, suspended in zip(batch.calls, suspension.calls):
+        batch_call.result = suspended.result
+        batch_call.announced = suspended.announced
+    batch.decisions = by_call
+    if log is not None:
+        for item in suspension.pending:
+            event: SessionEvent = {
+                "type": APPROVAL_RESOLVED_EVENT,
+                "batchId": batch.batch_id,
+                "approvalId": item.approval_id,
+                "callId": item.call_id,
+                "name": item.tool_name,
+                "decision": decisions[item.approval_id],
+            }
+            if item.sub_call_id is not None:
+                event["subCallId"] = item.sub_call_id
+            event["time"] = event_time()
+            log.append(event)
+    return await batch.run()
 
 
 class _Batch:
@@ -216,13 +327,19 @@ class _Batch:
         max_parallel: int,
         log: SessionLog | None,
         agent: Hashable | None,
+        batch_id: str | None = None,
     ) -> None:
         self.registry = registry
         self.signal = signal
         self.log = log
         self.agent = agent
-        # Only events carry the batch id: no log, no id.
-        self.batch_id = "" if log is None else uuid.uuid4().hex
+        self.max_parallel = max_parallel
+        # Only events carry the batch id: no log, no id (a suspension makes one if it needs it).
+        self.batch_id = batch_id if batch_id is not None else "" if log is None else uuid.uuid4().hex
+        #: Recorded approval answers by call id (a resumed batch's decisions), each used once.
+        self.decisions: dict[str, str] = {}
+        #: Whether a call was deferred: no call starts any more, and the batch ends suspended.
+        self.suspended = False
         # Every call's signal: it follows the caller's signal (see run()) and
         # the loop aborts it itself to stop its started calls (_stop()).
         self.call_signal = AbortSignal()
@@ -243,7 +360,9 @@ class _Batch:
         try:
             try:
                 if not self.signal.is_aborted():
-                    scheduler.submit_batch(self.calls)
+                    # The calls' contexts (copied at submission) hold this batch as their suspension scope.
+                    with suspension_scope(self):
+                        scheduler.submit_batch([call for call in self.calls if call.result is None])
                 await scheduler.wait()
                 if self.failure is not None:
                     raise self.failure
@@ -287,21 +406,84 @@ class _Batch:
             self.failure = error
             self._stop()
 
+    # -- the suspension scope of the calls (read by the policy stage) ---------------------
+
+    def decision(self, call_id: str) -> str | None:
+        return self.decisions.pop(call_id, None)
+
+    def suspending(self) -> bool:
+        return self.suspended
+
+    def deferring(self, call_id: str) -> None:
+        self.suspended = True
+        self.scheduler.stop()  # nothing starts after a deferred call; the queued ones wait for the resume
+
     def _finish(self) -> list[ToolExecutionResult]:
-        # Only reached when the signal aborted or every call ran: the calls
+        # Only reached when the signal aborted or every call ran or was held: the calls
         # that never started (a tail, as calls start in order) get their
         # synthetic pair, in model order after the commits of the started calls.
+        if self.suspended and not self.signal.is_aborted():
+            raise ToolCallsSuspended(self._suspension())
         results: list[ToolExecutionResult] = []
         for call in self.calls:
             result = call.result
             if result is None:
-                if self.log is not None:
+                if self.log is not None and not call.announced:
                     self.log.append(self._call_event(call))
                 result = failure_from_exception(AbortError(ABORTED_BEFORE_DISPATCH_MESSAGE, TOOL_ABORTED_BEFORE_DISPATCH))
                 if self.log is not None:
                     self.log.append(self._result_event(call, result))
             results.append(result)
         return results
+
+    def _suspension(self) -> Suspension:
+        """What the batch leaves once suspended: every call's state, in model order."""
+        if not self.batch_id:
+            self.batch_id = uuid.uuid4().hex
+        calls: list[SuspendedCall] = []
+        pending: list[PendingApproval] = []
+        to_run: list[str] = []
+        for call in self.calls:
+            deferral = call.deferral
+            if call.result is not None:
+                state: Any = "finished"
+            elif deferral is not None and not deferral.held:
+                state = "pending"
+                pending.append(
+                    PendingApproval(call.approval_id, call.call.call_id, call.call.name, call.arguments, deferral.reason)
+                )
+            else:
+                state = "not-started"
+            if state != "finished":
+                to_run.append(call.call.name)
+            calls.append(
+                SuspendedCall(call.call.call_id, call.call.name, call.call.arguments, state, call.result, call.announced)
+            )
+        registry: Any = self.registry
+        return Suspension(
+            suspension_id=new_id(),
+            batch_id=self.batch_id,
+            agent=self.agent if isinstance(self.agent, str) else None,
+            max_parallel=self.max_parallel,
+            calls=calls,
+            pending=pending,
+            tools=tools_to_check(registry, self.agent, to_run) if hasattr(registry, "resolve") else {},
+        )
+
+    def _pending_event(self, batch_call: _BatchCall, deferral: CallDeferred) -> SessionEvent:
+        call = batch_call.call
+        event: SessionEvent = {
+            "type": APPROVAL_PENDING_EVENT,
+            "batchId": self.batch_id,
+            "approvalId": batch_call.approval_id,
+            "callId": call.call_id,
+            "name": call.name,
+            "reason": deferral.reason,
+        }
+        if isinstance(self.agent, str):
+            event["agent"] = self.agent
+        event["time"] = event_time()
+        return event
 
     # -- events ---------------------------------------------------------------
 
@@ -330,28 +512,16 @@ class _Batch:
             "batchId": self.batch_id,
             "callId": call.call_id,
             "name": call.name,
-            "isError": result.is_error,
-            "content": result.content,
+            **result_fields(result),
+            "time": event_time(),
         }
-        if isinstance(result, ToolFailure):
-            error: SessionEvent = {"message": result.error.message}
-            if result.error.info is not None:
-                error["info"] = result.error.info.to_json()
-            event["error"] = error
-        if result.meta is not UNSET:
-            event["meta"] = result.meta
-        if result.additional_contexts:
-            event["additionalContexts"] = list(result.additional_contexts)
-        if isinstance(result, ToolSuccess) and result.concludes_turn:
-            event["concludesTurn"] = True
-        event["time"] = event_time()
         return event
 
 
 class _BatchCall(ScheduledCall):
     """One call of a batch: what the scheduler runs for it, and its result once committed."""
 
-    __slots__ = ("arguments", "batch", "call", "input", "result")
+    __slots__ = ("announced", "approval_id", "arguments", "batch", "call", "deferral", "input", "result")
 
     def __init__(self, batch: _Batch, call: ToolCall) -> None:
         ScheduledCall.__init__(self)
@@ -362,14 +532,20 @@ class _BatchCall(ScheduledCall):
         self.input = ToolExecutionInput(call.call_id, call.name, self.arguments, batch.call_signal, batch.agent)
         #: The committed result (``None`` until then; a call that never started gets a synthetic one).
         self.result: ToolExecutionResult | None = None
+        #: Whether its ``tool/call`` event is logged (by this run or, resumed, by the suspended one).
+        self.announced = False
+        #: How the call was suspended (deferred or held), if it was, and its approval id once deferred.
+        self.deferral: CallDeferred | None = None
+        self.approval_id = ""
 
     def classify(self) -> bool:
         return self.batch.registry.execution_mode(self.input) == "parallel"
 
     def starting(self) -> None:
         log = self.batch.log
-        if log is not None:
+        if log is not None and not self.announced:
             log.append(self.batch._call_event(self))
+        self.announced = True
 
     def run(self) -> Awaitable[Any]:
         pending = self.batch.registry.execute(self.input, gate=self.gate())
@@ -388,6 +564,15 @@ class _BatchCall(ScheduledCall):
             log.append(self.batch._result_event(self, outcome))
 
     def failed(self, error: BaseException) -> None:
+        if isinstance(error, CallDeferred):
+            # Suspended, not failed (its commit turn held: in model order).
+            self.deferral = error
+            if not error.held:
+                self.approval_id = new_id()
+                log = self.batch.log
+                if log is not None:
+                    log.append(self.batch._pending_event(self, error))
+            return
         self.batch.failed(error)
 
     def task_name(self) -> str:

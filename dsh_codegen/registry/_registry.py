@@ -946,7 +946,10 @@ class ToolRegistry(_Surface):
         """Run one call through the whole pipeline and return its frozen result.
 
         Never raises for tool, policy or argument failures (they are results);
-        raises ``TypeError`` for a malformed ``input`` (not a call description).
+        raises ``TypeError`` for a malformed ``input`` (not a call description),
+        and ``CallDeferred`` for a call suspended inside a
+        :func:`~dsh_codegen.registry.suspension_scope` (its approval answered
+        ``"deferred"``: no result, nothing committed).
         ``gate`` lets a scheduler order policy and commits (see ``PipelineGate``).
 
         Cancellation: the caller's ``input.signal`` aborting yields

@@ -14,7 +14,10 @@ Events are JSON objects with camelCase keys. The loop writes ``tool/call``
 ``name``, ``isError``, ``content`` and, when present, ``error``, ``meta``,
 ``additionalContexts``, ``concludesTurn``); every event carries ``type`` and
 ``time`` (seconds since the epoch, a float). The bridge writes
-``tool/code-dispatch-start`` and ``tool/code-dispatch``, which are log-only.
+``tool/code-dispatch-start`` and ``tool/code-dispatch``, which are log-only,
+as are ``tool/approval-pending`` (a call suspended on a deferred approval)
+and ``tool/approval-resolved`` (its decision arrived), both with the
+``approvalId``.
 
 :func:`derive_messages` rebuilds the model-facing call/result messages from a
 log; :func:`read_session_log` reads a JSONL file back, recovering every
@@ -37,6 +40,8 @@ if TYPE_CHECKING:
     from dsh_codegen.registry._results import ToolExecutionResult
 
 __all__ = [
+    "APPROVAL_PENDING_EVENT",
+    "APPROVAL_RESOLVED_EVENT",
     "CODE_DISPATCH_EVENT",
     "CODE_DISPATCH_START_EVENT",
     "JsonlSessionLog",
@@ -50,6 +55,7 @@ __all__ = [
     "event_time",
     "read_session_log",
     "replay_result",
+    "result_fields",
 ]
 
 _logger = logging.getLogger("dsh_codegen")
@@ -61,6 +67,8 @@ TOOL_CALL_EVENT = "tool/call"
 TOOL_RESULT_EVENT = "tool/result"
 CODE_DISPATCH_START_EVENT = "tool/code-dispatch-start"
 CODE_DISPATCH_EVENT = "tool/code-dispatch"
+APPROVAL_PENDING_EVENT = "tool/approval-pending"
+APPROVAL_RESOLVED_EVENT = "tool/approval-resolved"
 
 
 @runtime_checkable
@@ -423,6 +431,30 @@ def _field(index: int, event: Mapping[str, Any], key: str, kind: type) -> Any:
     if not isinstance(value, kind):
         raise ValueError(f"session event {index} ({event.get('type')}): {key} must be a {kind.__name__}")
     return value
+
+
+def result_fields(result: ToolExecutionResult) -> SessionEvent:
+    """The fields of a ``tool/result`` event that carry ``result`` (what :func:`replay_result` reads back).
+
+    ``isError``, ``content`` and, when present, ``error`` (``message``,
+    ``info``), ``meta``, ``additionalContexts``, ``concludesTurn``. The
+    canonical value is not among them.
+    """
+    from dsh_codegen.registry._results import UNSET, ToolFailure, ToolSuccess
+
+    fields: SessionEvent = {"isError": result.is_error, "content": result.content}
+    if isinstance(result, ToolFailure):
+        error: SessionEvent = {"message": result.error.message}
+        if result.error.info is not None:
+            error["info"] = result.error.info.to_json()
+        fields["error"] = error
+    if result.meta is not UNSET:
+        fields["meta"] = result.meta
+    if result.additional_contexts:
+        fields["additionalContexts"] = list(result.additional_contexts)
+    if isinstance(result, ToolSuccess) and result.concludes_turn:
+        fields["concludesTurn"] = True
+    return fields
 
 
 def replay_result(event: Mapping[str, Any]) -> ToolExecutionResult:

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Final
 
-from dsh_codegen.registry._approval import ApprovalRequest, channel_approval
+from dsh_codegen.registry._approval import (
+    ApprovalRequest,
+    CallDeferred,
+    channel_approval,
+    current_suspension_scope,
+)
 from dsh_codegen.registry._results import (
     Allow,
     Ask,
@@ -127,21 +132,25 @@ async def _approve(call: Call, reason: str | None) -> ToolFailure | None:
     """Service an ``Ask``: ``None`` when approved, else the denial (or cancellation) result."""
     execution = call.execution or call.made_execution()
     name = execution.name
-    channel = channel_approval()
-    approval = call.registry.approval if channel is None else channel
-    if approval is None:
-        return plain_failure(
-            reason if reason is not None else f'tool "{name}" requires approval (not yet supported)'
+    scope = current_suspension_scope()
+    # A resumed call's approval was answered while it was suspended: no service is asked.
+    answer: object = None if scope is None else scope.decision(execution.call_id)
+    if answer is None:
+        channel = channel_approval()
+        approval = call.registry.approval if channel is None else channel
+        if approval is None:
+            return plain_failure(
+                reason if reason is not None else f'tool "{name}" requires approval (not yet supported)'
+            )
+        if execution.agent is None and channel is None:
+            return plain_failure(
+                f'tool "{name}" requires approval, but the call has no agent to route it through'
+            )
+        answer = await maybe_await(
+            approval.request(
+                ApprovalRequest(execution.agent, name, execution.call_id, reason, execution.signal)
+            )
         )
-    if execution.agent is None and channel is None:
-        return plain_failure(
-            f'tool "{name}" requires approval, but the call has no agent to route it through'
-        )
-    answer = await maybe_await(
-        approval.request(
-            ApprovalRequest(execution.agent, name, execution.call_id, reason, execution.signal)
-        )
-    )
     if execution.signal.is_aborted() and answer != "rejected":
         return aborted_before_dispatch()
     if answer == "allowed-once":
@@ -150,6 +159,14 @@ async def _approve(call: Call, reason: str | None) -> ToolFailure | None:
         return plain_failure(f'the user rejected tool "{name}"')
     if answer == "cancelled":
         return plain_failure(f'approval for tool "{name}" was cancelled')
+    if answer == "deferred":
+        if scope is None:
+            return plain_failure(
+                f'approval for tool "{name}" was deferred, but this call cannot be suspended'
+                " (only execute_tool_calls and Code Mode runs inside it can)"
+            )
+        scope.deferring(execution.call_id)
+        raise CallDeferred(name, execution.call_id, reason, held=False)
     if answer == "unavailable":
         return plain_failure(
             f'tool "{name}" requires approval, but no approval channel is available'
@@ -178,10 +195,17 @@ async def run_policy(call: Call) -> tuple[ToolExecutionResult | None, bool]:
     post-execute. A denial or error that settles after the caller aborted is
     kept (more specific); an ``Allow`` after the caller aborted becomes
     ``ABORTED_BEFORE_DISPATCH``. The registry waits for every listener to settle.
+    Inside a suspension scope (``execute_tool_calls``) a ``"deferred"``
+    approval, or a scope already suspending, raises ``CallDeferred``: the
+    call ends without a result and nothing is committed.
     Cancellation: a ``CancelledError`` propagates to :func:`run_pipeline`.
     """
     execution = call.execution or call.made_execution()
     listeners = call.listeners
+    scope = current_suspension_scope()
+    if scope is not None and scope.suspending():
+        # An earlier call was deferred: this one does not start its pre-execute phase.
+        raise CallDeferred(execution.name, execution.call_id, None, held=True)
     try:
         decision = await _pre_waterfall(listeners.pre, 0, execution) if listeners.pre else ALLOW
         if type(decision) is Deny:
@@ -191,6 +215,8 @@ async def run_policy(call: Call) -> tuple[ToolExecutionResult | None, bool]:
             if denied is not None:
                 return denied, False
         reason = _run_guards(call) if call.registry.guarded(call.chain) else None
+    except CallDeferred:
+        raise
     except Exception as exc:
         return failure_from_exception(exc), True
     if reason is not None:
