@@ -81,11 +81,22 @@ def _recording_tool(seen: dict[str, Any], *, suspend: bool = False) -> Any:
 @pytest.mark.parametrize(
     ("suspend", "expected"),
     [
-        (False, ["_run:run_pipeline", "_dispatch:dispatch_started", "_trampoline:body_steps"]),
+        (
+            False,
+            [
+                "_run:run_pipeline",
+                "_dispatch:run_dispatch",
+                "_dispatch:dispatch_core",
+                "_dispatch:dispatch_started",
+                "_trampoline:body_steps",
+            ],
+        ),
         (
             True,  # resumed by the event loop after its first step
             [
                 "_run:run_pipeline",
+                "_dispatch:run_dispatch",
+                "_dispatch:dispatch_core",
                 "_dispatch:drive_body",
                 "_trampoline:BodyDriver.__await__",
                 "_trampoline:body_steps",
@@ -120,7 +131,6 @@ async def test_a_hooked_call_passes_through_the_listeners_and_named_pipeline_fun
     walk = await _walk(registry, seen, {wrapper.__code__})
     assert walk == [
         "_run:run_pipeline",
-        "_run:_policy_and_dispatch",
         "_dispatch:run_dispatch",
         "_dispatch:_wrap_chain",
         "test:wrapper",

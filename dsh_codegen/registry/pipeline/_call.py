@@ -33,11 +33,13 @@ from dsh_codegen.registry._results import (
 )
 
 from dsh_codegen.registry._execution import ToolExecution, ToolExecutionToken
+from dsh_codegen.registry.cancel import AbortError, abort_signal
 from dsh_codegen.schema import ToolArgsError
 
 if TYPE_CHECKING:
     from dsh_codegen.registry._definitions import CompiledTool
     from dsh_codegen.registry._execution import ToolRunContext
+    from dsh_codegen.registry._gate import PipelineGate
     from dsh_codegen.registry.cancel import AbortSignal
     from dsh_codegen.registry._registry import ListenerSnapshot, ToolRegistry, ToolScope
 
@@ -46,6 +48,7 @@ __all__ = [
     "Call",
     "aborted",
     "aborted_before_dispatch",
+    "cancel_call",
     "cancellation_withdrawn",
     "invalid_arguments",
     "is_awaitable",
@@ -91,11 +94,14 @@ class Call:
         "call_id",
         "cancel_exc",
         "cancel_task",
+        "cancelled",
         "cancelling",
         "chain",
         "compiled",
         "execution",
+        "failure",
         "finalize",
+        "gate",
         "guarded",
         "listeners",
         "name",
@@ -104,6 +110,7 @@ class Call:
         "registry",
         "root_call_id",
         "run",
+        "runs_post_execute",
         "settled",
         "signal",
         "validated",
@@ -126,9 +133,14 @@ class Call:
         listeners: ListenerSnapshot,
         guarded: bool,
         version: int,
-        gated: bool,
+        gate: PipelineGate | None,
+        failure: str | None,
     ) -> None:
         self.registry = registry
+        # The scheduler's ordering hook (entered by the policy stage and around the commit).
+        self.gate = gate
+        # Why the input cannot run (an unreadable field, lossy arguments), read by entry_outcome.
+        self.failure = failure
         # The fields of the call's ToolExecution (arguments already snapshotted).
         self.call_id = call_id
         self.name = name
@@ -150,11 +162,18 @@ class Call:
         # or a finalizer makes it now, and its stages read this attribute; a plain call
         # makes it only if its body asks (made_execution()): most bodies never do.
         self.execution: ToolExecution | None = None
-        if gated or guarded or listeners.any or self.finalize is not None:
+        if gate is not None or guarded or listeners.any or self.finalize is not None:
             self.made_execution()
         # The run context of the latest body invocation (its deferred contexts survive
         # cancellation); ``None`` until a body starts, so it also says whether one started.
         self.run: ToolRunContext | None = None
+        # Whether the outcome so far goes through post-execute: set by the policy stage for a
+        # denial and by the dispatch stage for a body's (or a wrapper's) outcome; an entry
+        # outcome, a raising listener or wrapper and a cancellation skip it.
+        self.runs_post_execute = False
+        # The CancelledError of the awaiting task that the call re-raises once it has settled
+        # (a stage that was awaiting when it arrived recorded it: see cancel_call()).
+        self.cancelled: asyncio.CancelledError | None = None
         # Results produced by ``next()`` for wrappers: returning one of them is not "authoring".
         self.produced: list[ToolExecutionResult] | None = None
         # The CancelledError that reached a suspended body's trampoline (the awaiting task was
@@ -186,6 +205,19 @@ class Call:
                 self.root_call_id,
             )
         return execution
+
+
+def cancel_call(call: Call, exc: asyncio.CancelledError) -> None:
+    """The awaiting task was cancelled in a stage: keep ``exc`` to re-raise once the call settled.
+
+    The first cancellation is kept. A body still running (its handed-off work)
+    gets its signal aborted, so it stops.
+    """
+    if call.cancelled is None:
+        call.cancelled = exc
+    run = call.run
+    if run is not None:
+        abort_signal(run.signal, AbortError(ABORTED_MESSAGE))
 
 
 def record_cancellation(call: Call, exc: asyncio.CancelledError) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Coroutine
+
 from typing import TYPE_CHECKING, Any, Final
 
 from dsh_codegen.json import snapshot_json
@@ -23,6 +23,7 @@ from dsh_codegen.registry._results import (
 from dsh_codegen.registry.pipeline._call import (
     Call,
     aborted,
+    cancel_call,
     aborted_before_dispatch,
     is_awaitable,
     not_found,
@@ -172,18 +173,28 @@ def apply_post_decision(
 async def run_post_execute(call: Call, result: ToolExecutionResult) -> ToolExecutionResult:
     """The post-execute waterfall (chain end ``Accept()``) over the frozen ``result``.
 
-    Returns the decided result: accept keeps, replaces content (value and meta
+    Runs only for an outcome that goes through post-execute
+    (``call.runs_post_execute``: a dispatched outcome or a policy denial)
+    of a call that has post-execute listeners and was not cancelled; else
+    ``result`` is returned as it is. Returns the decided result: accept keeps, replaces content (value and meta
     kept) or replaces the value (re-validated, re-rendered, meta recomputed),
     never both, and appends its contexts after the existing ones; block makes a
     valueless failure whose content is the feedback and whose contexts are only
     the block's. A raising listener gives ``Error: <message>`` keeping the
     existing contexts. Listeners see the caller's signal on the execution.
-    Cancellation: a ``CancelledError`` propagates to :func:`run_pipeline`.
+    Cancellation: a ``CancelledError`` is recorded on the call
+    (:func:`~._call.cancel_call`, re-raised once the call settled) and
+    ``result`` stands.
     """
     entries = call.listeners.post
+    if not entries or not call.runs_post_execute or call.cancelled is not None:
+        return result
     try:
         execution = call.execution or call.made_execution()
         decision = await _post_waterfall(entries, 0, execution, result)
+    except asyncio.CancelledError as exc:
+        cancel_call(call, exc)
+        return result
     except Exception as exc:
         return failure_from_exception(exc, additional_contexts=result.additional_contexts)
     if decision is _ACCEPT:
@@ -194,18 +205,16 @@ async def run_post_execute(call: Call, result: ToolExecutionResult) -> ToolExecu
 # --- 6. settle_cancellation ---------------------------------------------------------------
 
 
-def settle_cancellation(
-    call: Call, result: ToolExecutionResult, task_cancelled: bool
-) -> ToolExecutionResult:
+def settle_cancellation(call: Call, result: ToolExecutionResult) -> ToolExecutionResult:
     """Replace a success with ``ABORTED`` (body started) or ``ABORTED_BEFORE_DISPATCH`` if the caller cancelled.
 
     The caller cancelled when its signal aborted or its awaiting task was
-    cancelled. Failures are kept (more specific). The replacement keeps the
-    success's additional contexts. Cancellation: synchronous.
+    cancelled (``call.cancelled``). Failures are kept (more specific). The
+    replacement keeps the success's additional contexts. Cancellation: synchronous.
     """
     if not isinstance(result, ToolSuccess):
         return result
-    if not (task_cancelled or call.signal.is_aborted()):
+    if call.cancelled is None and not call.signal.is_aborted():
         return result
     if call.run is not None:  # the body started
         return aborted(result.additional_contexts)
@@ -246,36 +255,31 @@ def run_finalize(call: Call, result: ToolExecutionResult) -> ToolExecutionResult
 # --- 8. notify_result -----------------------------------------------------------------------
 
 
-def notify_result(call: Call, result: ToolExecutionResult) -> Coroutine[Any, Any, bool] | bool:
+async def notify_result(call: Call, result: ToolExecutionResult) -> None:
     """Call every ``on_result`` observer with the execution and the final result (emit: no transform).
 
     Observer failures (raising, rejecting, unprintable) are logged at WARNING
-    on ``dsh_codegen`` and never stop the other observers. Synchronous
-    observers run right here; at the first observer returning an awaitable,
-    the rest of the work is returned as a coroutine the caller awaits (so a
-    call whose observers are all synchronous costs no coroutine). A ``bool``
-    means every observer has run. The ``bool`` (or the coroutine's result)
-    says whether a ``CancelledError`` arrived from an observer (the remaining
-    observers still run; the caller re-raises).
-    Cancellation: contained as described, then reported to the caller.
+    on ``dsh_codegen`` and never stop the other observers; asynchronous
+    observers are awaited one after the other, in registration order.
+    Cancellation: a ``CancelledError`` from an observer (or while awaiting
+    one) is recorded on the call (re-raised once every observer has run).
     """
     entries = call.listeners.observers
+    if not entries:
+        return
     execution = call.execution or call.made_execution()
-    cancelled = False
-    for index, entry in enumerate(entries):
+    for entry in entries:
         if not entry.alive:
             continue
         try:
             outcome = entry.fn(execution, result)
-        except asyncio.CancelledError:
-            cancelled = True
-            continue
+            if is_awaitable(outcome):
+                await outcome
+        except asyncio.CancelledError as exc:
+            if call.cancelled is None:
+                call.cancelled = exc
         except Exception as exc:
             _log_observer_failure(entry, exc)
-            continue
-        if is_awaitable(outcome):
-            return _notify_rest(call, result, entries, index, outcome, cancelled)
-    return cancelled
 
 
 def _log_observer_failure(entry: _Listener, exc: BaseException) -> None:
@@ -285,42 +289,3 @@ def _log_observer_failure(entry: _Listener, exc: BaseException) -> None:
         error_message(exc),
         exc_info=True,
     )
-
-
-async def _notify_rest(
-    call: Call,
-    result: ToolExecutionResult,
-    entries: tuple[_Listener, ...],
-    index: int,
-    pending: Awaitable[Any],
-    cancelled: bool,
-) -> bool:
-    """Await ``pending`` (observer ``index``'s outcome), then run the observers after it."""
-    execution = call.execution or call.made_execution()
-    entry = entries[index]
-    while True:
-        try:
-            await pending
-        except asyncio.CancelledError:
-            cancelled = True
-        except Exception as exc:
-            _log_observer_failure(entry, exc)
-        index += 1
-        pending = None  # type: ignore[assignment]
-        while index < len(entries):
-            entry = entries[index]
-            if entry.alive:
-                try:
-                    outcome = entry.fn(execution, result)
-                except asyncio.CancelledError:
-                    cancelled = True
-                except Exception as exc:
-                    _log_observer_failure(entry, exc)
-                else:
-                    if is_awaitable(outcome):
-                        pending = outcome
-                        break
-            index += 1
-        if pending is None:
-            return cancelled
-

@@ -4,7 +4,8 @@
 outermost) around :func:`dispatch_core`, which resolves the tool, runs the
 body through the trampoline (:mod:`._trampoline`) and normalizes its value
 (:mod:`._outcome`). Arguments were validated at entry (stage 2); dispatch
-validates them only against a tool it resolves anew.
+validates them only against a tool it resolves anew. This module is where
+the dispatch stage is changed.
 """
 
 from __future__ import annotations
@@ -93,31 +94,27 @@ async def dispatch_core(call: Call, signal: AbortSignal) -> ToolExecutionResult:
 
 
 def dispatch_started(
-    call: Call, signal: AbortSignal, *, at_entry: bool = False
+    call: Call, signal: AbortSignal
 ) -> ToolExecutionResult | Coroutine[Any, Any, ToolExecutionResult]:
     """:func:`dispatch_core` up to the body's first step: the result, or the coroutine that finishes the body.
 
     A body that never suspends (the common case) is finished here, so the
     caller awaits nothing for it; a body that suspended is finished by
-    awaiting the returned :func:`drive_body` coroutine. ``at_entry``: no
-    code has run since :func:`create_execution` resolved the tool and the
-    pipeline checked the caller's signal (no policy stage ran), so neither
-    can have changed and neither is read again.
+    awaiting the returned :func:`drive_body` coroutine.
     Cancellation: synchronous; see :func:`dispatch_core` for the returned coroutine.
     """
     compiled = call.compiled
     caller = call.signal
-    if not (at_entry and compiled is not None):
-        if compiled is None or call.version != call.registry.version:
-            resolved = _resolve_for_dispatch(call)
-            if isinstance(resolved, ToolFailure):
-                return resolved
-            if compiled is None and call.finalize is None:
-                # Resolved only now (run_code always is): its finalizer applies from here.
-                call.finalize = resolved.finalize_content
-            compiled = resolved
-        if caller.is_aborted() or (signal is not caller and signal.is_aborted()):
-            return aborted_before_dispatch()
+    if compiled is None or call.version != call.registry.version:
+        resolved = _resolve_for_dispatch(call)
+        if isinstance(resolved, ToolFailure):
+            return resolved
+        if compiled is None and call.finalize is None:
+            # Resolved only now (run_code always is): its finalizer applies from here.
+            call.finalize = resolved.finalize_content
+        compiled = resolved
+    if caller.is_aborted() or (signal is not caller and signal.is_aborted()):
+        return aborted_before_dispatch()
     args = call.arguments
     if compiled is not call.validated and compiled.args_validator is not None:
         # A tool resolved after entry (the registry changed): its own schema decides.
@@ -301,14 +298,17 @@ async def _wrap_chain(
 
 
 
-async def run_dispatch(call: Call) -> tuple[ToolExecutionResult, bool]:
+async def run_dispatch(call: Call, result: ToolExecutionResult | None) -> ToolExecutionResult:
     """Run the wrappers (first registered outermost) around :func:`dispatch_core`.
 
-    Returns ``(result, skip_post)``: a raising wrapper (or one returning a
-    non-result) gives ``Error: <message>`` with ``skip_post=True``; every other
-    outcome continues to post-execute. A wrapper may replace only the signal
-    (via ``next(signal=...)``); the caller's signal is re-fused before the body.
-    Cancellation: a ``CancelledError`` propagates to :func:`run_pipeline`. A
+    ``result``: the outcome decided before dispatch (at entry or by the
+    policy stage), passed on unchanged. Otherwise returns the dispatched
+    outcome, which goes on to post-execute (``call.runs_post_execute``),
+    except that a raising wrapper (or one returning a non-result) gives
+    ``Error: <message>`` and skips post-execute. Without wrappers the body
+    runs alone. A wrapper may replace only the signal (via
+    ``next(signal=...)``); the caller's signal is re-fused before the body.
+    Cancellation: a ``CancelledError`` propagates to :func:`~._run.run_pipeline`. A
     wrapper that swallows the task's cancellation cannot start another body
     (``next()`` re-raises it) nor end the call uncancelled (it is re-raised
     here once the wrappers return), unless the request was withdrawn
@@ -316,8 +316,12 @@ async def run_dispatch(call: Call) -> tuple[ToolExecutionResult, bool]:
     cancel the task and ``uncancel()`` it): then the wrapper's outcome
     stands, as it would under plain asyncio.
     """
+    if result is not None:
+        return result
     if not call.listeners.wrappers:
-        return await dispatch_core(call, call.signal), False
+        result = await dispatch_core(call, call.signal)
+        call.runs_post_execute = True
+        return result
     execution = call.execution or call.made_execution()
     resolved = call.compiled
     if resolved is None or call.version != call.registry.version:
@@ -334,12 +338,12 @@ async def run_dispatch(call: Call) -> tuple[ToolExecutionResult, bool]:
         pending = _pending_cancellation(call)
         if pending is not None:
             raise pending from None  # a wrapper swallowed the task's cancellation
-        contexts = run_contexts(call.run)
-        return failure_from_exception(exc, additional_contexts=contexts), True
+        return failure_from_exception(exc, additional_contexts=run_contexts(call.run))
     pending = _pending_cancellation(call)
     if pending is not None:
         raise pending  # a wrapper swallowed the task's cancellation
-    return result, False
+    call.runs_post_execute = True
+    return result
 
 
 def _pending_cancellation(call: Call) -> asyncio.CancelledError | None:

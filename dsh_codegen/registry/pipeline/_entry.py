@@ -23,9 +23,10 @@ from dsh_codegen.registry.pipeline._call import (
 
 if TYPE_CHECKING:
     from dsh_codegen.registry._definitions import CompiledTool
+    from dsh_codegen.registry._gate import PipelineGate
     from dsh_codegen.registry._registry import ToolRegistry
 
-__all__ = ["arguments_outcome", "create_execution", "entry_outcome", "input_type_error"]
+__all__ = ["create_execution", "entry_outcome", "input_type_error"]
 
 #: What snapshotting a call's arguments may raise for lossy arguments.
 ARGUMENT_SNAPSHOT_ERRORS: Final = (LosslessJsonError, RecursionError, TypeError, ValueError)
@@ -54,15 +55,15 @@ def _read_fields(input: object) -> tuple[list[Any], str | None]:
 
 
 def create_execution(
-    registry: ToolRegistry, input: ToolExecutionInput, gated: bool
-) -> tuple[Call, str | None]:
+    registry: ToolRegistry, input: ToolExecutionInput, gate: PipelineGate | None
+) -> Call:
     """Read every input field exactly once, snapshot the arguments and the listeners.
 
-    ``gated``: the call runs under a gate (the loop helper's ordering). A
-    call with a gate, a listener, a guard or a finalizer gets its
-    ``ToolExecution`` now; a plain call only when its body first asks.
-    Returns the call and the entry failure's message (or ``None``): lossy
-    arguments, or a field of a duck-typed description that raised on read.
+    ``gate``: the scheduler's ordering hook, or ``None``. A call with a gate,
+    a listener, a guard or a finalizer gets its ``ToolExecution`` now; a
+    plain call only when its body first asks. Returns the call; a failure
+    found while reading (lossy arguments, or a field of a duck-typed
+    description that raised on read) is kept on it for :func:`entry_outcome`.
     ``finalize_content`` is taken from the tool the calling scope resolves
     now, so it still applies if the tool is disposed mid-pipeline (a tool
     resolved only at dispatch, such as ``run_code``, gives its own then); the
@@ -118,11 +119,12 @@ def create_execution(
         listeners,
         guarded,
         version,
-        gated,
+        gate,
+        failure,
     )
     if checked:
         call.validated = compiled  # stage 2 does not validate them again
-    return call, failure
+    return call
 
 
 def strict_arguments(compiled: CompiledTool, arguments: Any) -> tuple[Any, bool]:
@@ -184,7 +186,7 @@ def input_type_error(
     return TypeError("ToolExecutionInput.root_call_id must be a str or None")
 
 
-def entry_outcome(call: Call, failure: str | None) -> ToolFailure | None:
+def entry_outcome(call: Call) -> ToolFailure | None:
     """The final outcome decided at entry (unreadable or lossy input, a pre-aborted signal,
     the Code Mode collapse, invalid arguments), or None to run the policy stages.
 
@@ -196,10 +198,11 @@ def entry_outcome(call: Call, failure: str | None) -> ToolFailure | None:
     ``UNKNOWN_TOOL`` with the route-back message), which wins over invalid
     arguments of a tool the registry validates (``INVALID_ARGS``, see
     :func:`arguments_outcome`). Each skips pre-execute, approval, guards,
-    dispatch and post-execute. Cancellation: synchronous.
+    dispatch and post-execute (those stages pass it on unchanged). Every call
+    comes here, plain ones too. Cancellation: synchronous.
     """
-    if failure is not None:
-        return plain_failure(failure)
+    if call.failure is not None:
+        return plain_failure(call.failure)
     if call.signal.is_aborted():
         return aborted_before_dispatch()
     name = call.name

@@ -185,21 +185,41 @@ def _reason_text(reason: object) -> str:
         return "<unprintable denial reason>"
 
 
-async def run_policy(call: Call) -> tuple[ToolExecutionResult | None, bool]:
+async def run_policy(
+    call: Call, result: ToolExecutionResult | None
+) -> ToolExecutionResult | None:
     """Pre-execute waterfall, then approval (for ``Ask``), then guards, then a cancellation recheck.
 
-    Returns ``(None, False)`` when the call may dispatch, else ``(failure,
-    skip_post)``: a denial, an approval denial or a caller abort is a failure
-    that still reaches post-execute (``skip_post=False``); a raising listener,
-    guard or approval service gives ``Error: <message>`` and skips
-    post-execute. A denial or error that settles after the caller aborted is
-    kept (more specific); an ``Allow`` after the caller aborted becomes
+    ``result``: the outcome decided at entry, passed on unchanged (nothing
+    runs, the gate is not entered). Otherwise, under a gate, all of it runs
+    inside ``gate.policy()``; without one, a call with no pre-execute
+    listener and no guard has nothing to decide (``None``; dispatch rechecks
+    the caller's signal). Returns ``None`` when the call may dispatch, else
+    the failure: a denial, an approval denial or a caller abort goes on to
+    post-execute (``call.runs_post_execute``); a raising listener, guard or
+    approval service gives ``Error: <message>`` and skips post-execute. A
+    denial or error that settles after the caller aborted is kept (more
+    specific); an ``Allow`` after the caller aborted becomes
     ``ABORTED_BEFORE_DISPATCH``. The registry waits for every listener to settle.
     Inside a suspension scope (``execute_tool_calls``) a ``"deferred"``
     approval, or a scope already suspending, raises ``CallDeferred``: the
     call ends without a result and nothing is committed.
-    Cancellation: a ``CancelledError`` propagates to :func:`run_pipeline`.
+    Cancellation: a ``CancelledError`` (from a listener, the approval service
+    or entering the gate) propagates to :func:`~._run.run_pipeline`.
     """
+    if result is not None:
+        return result
+    gate = call.gate
+    if gate is not None:
+        async with gate.policy():
+            return await _decide(call)
+    if not call.listeners.pre and not call.registry.guarded(call.chain):
+        return None
+    return await _decide(call)
+
+
+async def _decide(call: Call) -> ToolExecutionResult | None:
+    """:func:`run_policy`'s work once it has some."""
     execution = call.execution or call.made_execution()
     listeners = call.listeners
     scope = current_suspension_scope()
@@ -209,19 +229,22 @@ async def run_policy(call: Call) -> tuple[ToolExecutionResult | None, bool]:
     try:
         decision = await _pre_waterfall(listeners.pre, 0, execution) if listeners.pre else ALLOW
         if type(decision) is Deny:
-            return plain_failure(_reason_text(decision.reason)), False
+            call.runs_post_execute = True
+            return plain_failure(_reason_text(decision.reason))
         if type(decision) is Ask:
             denied = await _approve(call, decision.reason)
             if denied is not None:
-                return denied, False
+                call.runs_post_execute = True
+                return denied
         reason = _run_guards(call) if call.registry.guarded(call.chain) else None
     except CallDeferred:
         raise
     except Exception as exc:
-        return failure_from_exception(exc), True
+        return failure_from_exception(exc)
     if reason is not None:
-        return plain_failure(reason), False
+        call.runs_post_execute = True
+        return plain_failure(reason)
     if execution.signal.is_aborted():
-        return aborted_before_dispatch(), False
-    return None, False
-
+        call.runs_post_execute = True
+        return aborted_before_dispatch()
+    return None
