@@ -444,7 +444,7 @@ class _ElicitedApproval:
         try:
             result = await asking
         except asyncio.CancelledError:
-            if request.signal.is_aborted():
+            if request.signal.aborted:
                 return "cancelled"
             raise
         except Exception:  # noqa: BLE001 - a client that cannot answer leaves the call unapproved

@@ -359,7 +359,7 @@ class _Batch:
         scheduler = self.scheduler
         try:
             try:
-                if not self.signal.is_aborted():
+                if not self.signal.aborted:
                     # The calls' contexts (copied at submission) hold this batch as their suspension scope.
                     with suspension_scope(self):
                         scheduler.submit_batch([call for call in self.calls if call.result is None])
@@ -384,7 +384,7 @@ class _Batch:
     def _follow_caller(self) -> None:
         """Make the calls' signal follow the caller's (``_unfollow()`` detaches it)."""
         caller = self.signal
-        if caller.is_aborted():
+        if caller.aborted:
             abort_signal(self.call_signal, caller.reason)
             self._unfollow = _noop
         else:
@@ -422,7 +422,7 @@ class _Batch:
         # Only reached when the signal aborted or every call ran or was held: the calls
         # that never started (a tail, as calls start in order) get their
         # synthetic pair, in model order after the commits of the started calls.
-        if self.suspended and not self.signal.is_aborted():
+        if self.suspended and not self.signal.aborted:
             raise ToolCallsSuspended(self._suspension())
         results: list[ToolExecutionResult] = []
         for call in self.calls:

@@ -93,22 +93,7 @@ class ToolError:
     info: ToolErrorInfo | None = None
 
 
-# The two results are frozen dataclasses (equality, hash, repr, ``dataclasses.replace``
-# and pickling as generated; assignment and deletion raise ``FrozenInstanceError``)
-# with their own ``__init__``: it writes the fields straight into the instance's
-# attribute dict (reading ``self.__dict__`` does not go through the frozen
-# ``__setattr__``), where the generated frozen ``__init__`` makes one
-# ``object.__setattr__`` call per field (a result is built once per call, and those
-# calls were the most expensive statement of a plain ``execute``). Not slotted, so
-# that the dict exists. A field left at its default is not stored: the dataclass
-# keeps each default as a class attribute, which the instance reads instead (most
-# results store two of their fields).
-
-#: The default ``additional_contexts`` (compared by identity: any other value is stored as given).
-_NO_CONTEXTS: Final[tuple[AdditionalContext, ...]] = ()
-
-
-@dataclass(frozen=True, init=False)
+@dataclass(frozen=True, slots=True)
 class ToolSuccess:
     """A successful outcome: the canonical ``value`` and its model-facing ``content``.
 
@@ -119,31 +104,13 @@ class ToolSuccess:
     value: JsonValue
     content: Sequence[ContentBlock]
     meta: JsonValue | Unset = UNSET
-    additional_contexts: Sequence[AdditionalContext] = _NO_CONTEXTS
+    additional_contexts: Sequence[AdditionalContext] = ()
     concludes_turn: bool = False
 
     is_error: ClassVar[Literal[False]] = False
 
-    def __init__(
-        self,
-        value: JsonValue,
-        content: Sequence[ContentBlock],
-        meta: JsonValue | Unset = UNSET,
-        additional_contexts: Sequence[AdditionalContext] = _NO_CONTEXTS,
-        concludes_turn: bool = False,
-    ) -> None:
-        fields = self.__dict__
-        fields["value"] = value
-        fields["content"] = content
-        if meta is not UNSET:
-            fields["meta"] = meta
-        if additional_contexts is not _NO_CONTEXTS:
-            fields["additional_contexts"] = additional_contexts
-        if concludes_turn is not False:
-            fields["concludes_turn"] = concludes_turn
 
-
-@dataclass(frozen=True, init=False)
+@dataclass(frozen=True, slots=True)
 class ToolFailure:
     """A failed outcome: never has a ``value``; ``content`` is what the model sees.
 
@@ -155,24 +122,9 @@ class ToolFailure:
     error: ToolError
     content: Sequence[ContentBlock]
     meta: JsonValue | Unset = UNSET
-    additional_contexts: Sequence[AdditionalContext] = _NO_CONTEXTS
+    additional_contexts: Sequence[AdditionalContext] = ()
 
     is_error: ClassVar[Literal[True]] = True
-
-    def __init__(
-        self,
-        error: ToolError,
-        content: Sequence[ContentBlock],
-        meta: JsonValue | Unset = UNSET,
-        additional_contexts: Sequence[AdditionalContext] = _NO_CONTEXTS,
-    ) -> None:
-        fields = self.__dict__
-        fields["error"] = error
-        fields["content"] = content
-        if meta is not UNSET:
-            fields["meta"] = meta
-        if additional_contexts is not _NO_CONTEXTS:
-            fields["additional_contexts"] = additional_contexts
 
 
 ToolExecutionResult: TypeAlias = ToolSuccess | ToolFailure

@@ -85,21 +85,12 @@ class AbortSignal:
         self._links: list[Callable[[], None]] | None = None
 
     def __repr__(self) -> str:
-        state = f"aborted reason={self.reason!r}" if self.is_aborted() else "pending"
+        state = f"aborted reason={self.reason!r}" if self.aborted else "pending"
         return f"<AbortSignal {state}>"
 
     @property
     def aborted(self) -> bool:
-        """Whether the signal has aborted (the same answer as :meth:`is_aborted`)."""
-        return self.is_aborted()
-
-    def is_aborted(self) -> bool:
-        """Whether the signal has aborted: :attr:`aborted` as a method, for code that checks per call.
-
-        The same answer as ``signal.aborted`` (a signal derived from sources
-        polls them), without the property's extra frame; the registry's
-        pipeline reads it a few times per call.
-        """
+        """Whether the signal has aborted (a signal derived from sources polls them)."""
         if self._aborted:
             return True
         if self._sources is None:
@@ -117,7 +108,7 @@ class AbortSignal:
         sources = self._sources
         if sources is not None:
             for source in sources:
-                if source.is_aborted():
+                if source.aborted:
                     self._abort(source._reason)
                     return True
         return False
@@ -137,7 +128,7 @@ class AbortSignal:
 
     def throw_if_aborted(self) -> None:
         """Raise the reason when aborted (an :class:`AbortError` if the reason is not an exception)."""
-        if self.is_aborted():
+        if self.aborted:
             reason = self._reason
             if isinstance(reason, BaseException):
                 raise reason
@@ -149,7 +140,7 @@ class AbortSignal:
         On an already aborted signal the listener is not registered and the
         remover does nothing.
         """
-        if self.is_aborted():
+        if self.aborted:
             return _noop
         self._link()
         listeners = self._listeners
@@ -172,7 +163,7 @@ class AbortSignal:
         Cancellation: cancelling the waiting task only stops this wait; the
         signal is unaffected.
         """
-        if self.is_aborted():
+        if self.aborted:
             return self._reason
         self._link()
         waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()

@@ -20,6 +20,7 @@ from dsh_codegen.registry import (
     Deny,
     ToolDispatchExecution,
     ToolExecution,
+    ToolError,
     ToolExecutionToken,
     ToolFailure,
     ToolRunContext,
@@ -84,6 +85,18 @@ async def test_run_context_signal_and_result_are_what_their_constructors_make() 
     fresh = AbortSignal()
     for slot in _slots(AbortSignal):
         assert getattr(signal, slot) == getattr(fresh, slot), slot  # released: no sources left
+
+
+def test_results_are_plain_frozen_slotted_dataclasses() -> None:
+    # Every field lives in the instance's slots (no attribute dict, no default read from the class).
+    for result in (ToolSuccess("v", ()), ToolFailure(ToolError("m"), ())):
+        kind = type(result)
+        assert not hasattr(result, "__dict__")
+        assert set(kind.__slots__) == {field.name for field in dataclasses.fields(result)}
+        for field in dataclasses.fields(result):
+            assert field.name not in vars(kind) or type(vars(kind)[field.name]).__name__ == "member_descriptor"
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            result.content = ()  # type: ignore[misc]
 
 
 @async_test

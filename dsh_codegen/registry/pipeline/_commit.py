@@ -214,7 +214,7 @@ def settle_cancellation(call: Call, result: ToolExecutionResult) -> ToolExecutio
     """
     if not isinstance(result, ToolSuccess):
         return result
-    if call.cancelled is None and not call.signal.is_aborted():
+    if call.cancelled is None and not call.signal.aborted:
         return result
     if call.run is not None:  # the body started
         return aborted(result.additional_contexts)

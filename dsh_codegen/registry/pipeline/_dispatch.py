@@ -113,7 +113,7 @@ def dispatch_started(
             # Resolved only now (run_code always is): its finalizer applies from here.
             call.finalize = resolved.finalize_content
         compiled = resolved
-    if caller.is_aborted() or (signal is not caller and signal.is_aborted()):
+    if caller.aborted or (signal is not caller and signal.aborted):
         return aborted_before_dispatch()
     args = call.arguments
     if compiled is not call.validated and compiled.args_validator is not None:
@@ -202,7 +202,7 @@ def body_failure(
             detail = error_message(exc)
             message = FOREIGN_CANCELLATION if detail == "CancelledError" else f"{FOREIGN_CANCELLATION}: {detail}"
             outcome = plain_failure(message, contexts)
-    elif caller.is_aborted() and exc is caller.reason:
+    elif caller.aborted and exc is caller.reason:
         outcome = aborted(contexts)
     elif cancelled and run._signal is not None and exc is run._signal.reason:
         outcome = aborted(contexts)  # the body re-raised the cancellation's abort reason
@@ -286,7 +286,7 @@ async def _wrap_chain(
     while index < len(wrappers):
         entry = wrappers[index]
         if entry.alive:
-            if call.signal.is_aborted():
+            if call.signal.aborted:
                 # The caller cancelled while an outer wrapper was still deciding.
                 return aborted_before_dispatch()
             returned = entry.fn(dispatch, _WrapNext(call, index + 1, dispatch))

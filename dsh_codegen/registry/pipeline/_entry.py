@@ -203,7 +203,7 @@ def entry_outcome(call: Call) -> ToolFailure | None:
     """
     if call.failure is not None:
         return plain_failure(call.failure)
-    if call.signal.is_aborted():
+    if call.signal.aborted:
         return aborted_before_dispatch()
     name = call.name
     registry = call.registry

@@ -151,7 +151,7 @@ async def _approve(call: Call, reason: str | None) -> ToolFailure | None:
                 ApprovalRequest(execution.agent, name, execution.call_id, reason, execution.signal)
             )
         )
-    if execution.signal.is_aborted() and answer != "rejected":
+    if execution.signal.aborted and answer != "rejected":
         return aborted_before_dispatch()
     if answer == "allowed-once":
         return None
@@ -244,7 +244,7 @@ async def _decide(call: Call) -> ToolExecutionResult | None:
     if reason is not None:
         call.runs_post_execute = True
         return plain_failure(reason)
-    if execution.signal.is_aborted():
+    if execution.signal.aborted:
         call.runs_post_execute = True
         return aborted_before_dispatch()
     return None

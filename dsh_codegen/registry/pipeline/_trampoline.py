@@ -259,7 +259,7 @@ class BodyDriver:
             sources = (follows,) if type(follows) is AbortSignal else follows
         removers = []
         for source in sources:
-            if source.is_aborted():
+            if source.aborted:
                 self._cancel_body()  # aborted while the body ran its first step
                 break
             removers.append(source.add_listener(self._cancel_body))
