@@ -16,6 +16,9 @@ import weakref
 from collections.abc import Coroutine
 from typing import Any, Final
 
+from dsh_codegen.codegen import ToolSchemaEntry
+from dsh_codegen.codemode._pool import SubCallPool
+from dsh_codegen.codemode._texts import INVALID_COMPLETION, completion_error_text
 from dsh_codegen.json import LosslessJsonError, snapshot_json
 from dsh_codegen.registry import (
     UNSET,
@@ -25,10 +28,11 @@ from dsh_codegen.registry import (
     ToolScope,
     install_code_mode,
 )
-from dsh_codegen.codegen import ToolSchemaEntry
-from dsh_codegen.registry._code_runtime import CodeRunFailure, CodeRunRequest, CodeRunSuccess
-from dsh_codegen.codemode._pool import SubCallPool
-from dsh_codegen.codemode._texts import INVALID_COMPLETION, completion_error_text
+from dsh_codegen.registry._code_runtime import (
+    CodeRunFailure,
+    CodeRunRequest,
+    CodeRunSuccess,
+)
 
 __all__ = ["FAILURE_KINDS", "CodeModeBridge"]
 
@@ -57,7 +61,11 @@ class CodeModeBridge:
         result is ``ABORTED``); whatever the runtime raised (it should not);
         ``TypeError`` for a runtime answer that is not a ``CodeRunResult``.
         Every sub-call has committed (its ``tool/code-dispatch`` event logged)
-        before this returns or raises.
+        before this returns or raises. When a sub-call's approval was deferred
+        (the outer call runs inside ``execute_tool_calls``), the run stops once
+        no sub-call is in flight and this raises ``CallDeferred`` for the
+        outer call, holding the run's journal; a resumed run replays its
+        program against that journal (see ``_journal``).
 
         Cancellation: the runtime follows ``run.signal`` itself (through the
         pool) and reports an aborted run with its captured output, so it runs
@@ -97,6 +105,15 @@ class CodeModeBridge:
             raise pool.failure
         if error is not None:
             raise error
+        logs = _logs(getattr(outcome, "logs", None)) or []
+        if pool.divergence is not None:
+            raise CodeRunFailedError("exception", pool.divergence, logs, pool.report())
+        suspended = pool.suspended(run)
+        if suspended is not None:
+            raise suspended  # no result: the outer call is suspended with the run's journal
+        unreached = pool.journal.unreached()
+        if unreached is not None and not run.execution.signal.aborted:
+            raise CodeRunFailedError("exception", unreached, logs, pool.report())
         return _completion(outcome, run, pool)
 
 

@@ -36,8 +36,14 @@ import logging
 from collections.abc import Awaitable, Callable, Hashable, Mapping
 from typing import TYPE_CHECKING, Any, Final
 
+from dsh_codegen.codemode._journal import RunJournal
 from dsh_codegen.codemode._texts import tool_expression
-from dsh_codegen.json import JsonBudgetError, LosslessJsonError, dump_canonical_json, snapshot_json
+from dsh_codegen.json import (
+    JsonBudgetError,
+    LosslessJsonError,
+    dump_canonical_json,
+    snapshot_json,
+)
 from dsh_codegen.registry import (
     RUN_CODE_NAME,
     TOOL_ABORTED,
@@ -46,24 +52,26 @@ from dsh_codegen.registry import (
     AbortController,
     AbortError,
     AbortSignal,
+    CallDeferred,
     ToolExecutionInput,
     ToolExecutionResult,
     ToolFailure,
     ToolRegistry,
     ToolRunContext,
     ToolSuccess,
+    current_suspension_scope,
     suspension_scope,
 )
 from dsh_codegen.registry._code_runtime import ToolCallError
 from dsh_codegen.registry._errors import error_message
-from dsh_codegen.registry.cancel import abort_signal
-from dsh_codegen.registry.scheduler import CallScheduler, CallState, ScheduledCall
 from dsh_codegen.registry._session_log import (
     CODE_DISPATCH_EVENT,
     CODE_DISPATCH_START_EVENT,
     SessionEvent,
     event_time,
 )
+from dsh_codegen.registry.cancel import abort_signal
+from dsh_codegen.registry.scheduler import CallScheduler, CallState, ScheduledCall
 
 if TYPE_CHECKING:
     from dsh_codegen.registry._session_log import SessionLog
@@ -87,6 +95,8 @@ ARGUMENTS_NOT_LOSSLESS: Final = (
 ARGUMENTS_TOO_LARGE: Final = "tool arguments are too large"
 #: The reason a run is over once the program has finished (docs/texts.md, "Inside a run_code program": a call made after the run settled).
 SETTLED_REASON: Final = "run_code settled"
+#: The reason a run is over when a sub-call's approval was deferred (the run stops, to resume later).
+SUSPENDED_REASON: Final = "run_code suspended: a tool call awaits approval"
 #: The ``source`` of the additional context that carries a sub-call's images.
 CODE_MODE_CONTEXT_SOURCE: Final = "tools-code-mode"
 #: Why a started sub-call is aborted when the program stops waiting for it.
@@ -113,11 +123,12 @@ class _SubCall(ScheduledCall):
     run (``None`` if it never produced one): what a failure's report lists.
     """
 
-    __slots__ = ("future", "input", "name", "pool", "signal")
+    __slots__ = ("future", "input", "name", "number", "pool", "signal")
 
     def __init__(
         self,
         pool: SubCallPool,
+        number: int,
         name: str,
         input: ToolExecutionInput,
         signal: AbortSignal,
@@ -125,6 +136,7 @@ class _SubCall(ScheduledCall):
     ) -> None:
         ScheduledCall.__init__(self)
         self.pool = pool
+        self.number = number
         self.name = name
         self.input = input
         self.signal = signal
@@ -159,7 +171,9 @@ class _SubCall(ScheduledCall):
 
     def run(self) -> Awaitable[ToolExecutionResult]:
         pool = self.pool
-        if pool.log is not None:
+        announced = pool.journal.announced
+        if pool.log is not None and self.number not in announced:
+            announced.add(self.number)  # a resumed run does not log this call's start again
             if pool.log_listeners:
                 return self._run_after_start_event()
             pool._append(pool._start_event(self))
@@ -207,9 +221,17 @@ class _SubCall(ScheduledCall):
             if result.concludes_turn:
                 outer.conclude_turn()
         future = self.future
+        over = self.pool.over
+        if over is None:
+            # What the program gets, kept so that a resumed run never runs this body again.
+            outcome: dict[str, Any] = (
+                {"error": result.error.message} if isinstance(result, ToolFailure) else {"value": result.value}
+            )
+            self.pool.journal.record(self.number, self.name, self.input.arguments, outcome)
+            if self.pool.suspending_now:
+                self.pool.loop.call_soon(self.pool._stop_if_idle)
         if future.done():
             return
-        over = self.pool.over
         if over is not None:
             _fail(future, self.name, f"run_code run is over ({over}); {self.name} result discarded")
         elif isinstance(result, ToolFailure):
@@ -243,6 +265,19 @@ class SubCallPool:
         self.token = outer.token
         self.root_call_id = outer.root_call_id if outer.root_call_id is not None else outer.call_id
         self.max_calls: int = registry.max_sub_calls
+        #: How many binding calls were numbered (submitted, or answered from the journal).
+        self.count = 0
+        # Whoever can suspend the outer call (its batch): then this pool can suspend its sub-calls.
+        self.outer_scope = current_suspension_scope()
+        state = None if self.outer_scope is None else self.outer_scope.resumed_state(outer.call_id)
+        #: The finished sub-calls (a resumed run's, answered again as its program replays).
+        self.journal = RunJournal() if state is None else RunJournal.from_state(state)
+        #: Whether a sub-call's approval was deferred: nothing starts any more and the run stops once idle.
+        self.suspending_now = False
+        #: The deferred sub-calls by number: (sub-call id, tool, arguments, reason).
+        self.deferred: dict[int, tuple[str, str, Any, str | None]] = {}
+        #: Why a resumed run's program diverged from its journal, if it did.
+        self.divergence: str | None = None
         # Events go to the registry's session log, for calls made as an agent (docs/registry-loop.md, "Session log").
         log: SessionLog | None = getattr(registry, "log", None)
         self.log = log if self.agent is not None else None
@@ -311,14 +346,30 @@ class SubCallPool:
             return ARGUMENTS_NOT_LOSSLESS
         except JsonBudgetError as exc:
             return f"{ARGUMENTS_TOO_LARGE}: {exc}"
-        if len(self.calls) >= self.max_calls:
+        if self.count >= self.max_calls:
             return budget_spent_message(self.max_calls, name)
+        if self.suspending_now:
+            return None  # the run stops at its deferred call: this one is made again when it resumes
+        number = self.count = self.count + 1
+        answered, diverged = self.journal.match(number, name, frozen)
+        if diverged is not None:
+            self.divergence = diverged
+            self._end("run_code replay diverged", AbortError(diverged))
+            return diverged
+        if answered is not None:
+            # A call the suspended run finished: the program gets what it got then, the pipeline is not entered.
+            outcome = answered.outcome or {}
+            if "value" in outcome:
+                future.set_result(outcome["value"])
+            else:
+                _fail(future, name, outcome["error"])
+            return None
         # The call's own signal: the pool aborts it when the run ends (see
         # _end) or when the program stops waiting for the call. (Not a signal
         # derived from the run's: the pipeline would poll that at every stage.)
         signal = AbortSignal()
         input = ToolExecutionInput(
-            f"{self.parent_call_id}:code:{len(self.calls) + 1}",
+            f"{self.parent_call_id}:code:{number}",
             name,
             frozen,
             signal,
@@ -326,10 +377,10 @@ class SubCallPool:
             self.token,
             self.root_call_id,
         )
-        call = _SubCall(self, name, input, signal, future)
+        call = _SubCall(self, number, name, input, signal, future)
         self.calls.append(call)
-        # A sub-call is not one of the outer batch's calls: that batch cannot suspend it.
-        with suspension_scope(None):
+        # The sub-calls' suspension scope is this pool, when the outer call's batch can suspend it.
+        with suspension_scope(self if self.outer_scope is not None else None):
             self.scheduler.submit(call)
         if not future.done():
             # Queued, or started and suspended: the program may stop waiting.
@@ -369,8 +420,42 @@ class SubCallPool:
                 self._unclassified.add(call.name)
         return parallel
 
+    # -- the suspension scope of the sub-calls (read by their policy stage) ------------------
+
+    def decision(self, call_id: str) -> str | None:
+        return None if self.outer_scope is None else self.outer_scope.decision(call_id)
+
+    def suspending(self) -> bool:
+        return self.suspending_now
+
+    def deferring(self, call_id: str) -> None:
+        self.suspending_now = True
+        self.scheduler.stop()  # the queued calls wait: the program makes them again when it resumes
+
+    def resumed_state(self, call_id: str) -> Any:
+        return None  # a sub-call is never a Code Mode run
+
+    def _stop_if_idle(self) -> None:
+        """Once nothing is in flight after a deferral, stop the run (the bridge then suspends the outer call)."""
+        if self.over is None and not self.scheduler.in_flight():
+            self._end(SUSPENDED_REASON, AbortError(SUSPENDED_REASON))
+
+    def suspended(self, run: ToolRunContext) -> CallDeferred | None:
+        """The outer call's suspension, once the run stopped at deferred sub-calls (``None`` if none was)."""
+        if not self.deferred:
+            return None
+        state = self.journal.state({n: (name, args) for n, (_, name, args, _) in self.deferred.items()})
+        sub_calls = tuple(self.deferred[n] for n in sorted(self.deferred))
+        return CallDeferred(RUN_CODE_NAME, run.call_id, None, sub_calls=sub_calls, state=state)
+
     def _failed(self, call: _SubCall, error: BaseException) -> None:
         """A sub-call ended with ``error``: its future fails with the message, and the first such error ends the run."""
+        if isinstance(error, CallDeferred):
+            # Suspended, not failed: the program waits for it until the run stops.
+            if not error.held:
+                self.deferred[call.number] = (call.input.call_id, call.name, call.input.arguments, error.reason)
+            self.loop.call_soon(self._stop_if_idle)
+            return
         _fail(call.future, call.name, error_message(error))
         if self.failure is None:
             self.failure = (

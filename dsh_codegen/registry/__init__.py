@@ -7,6 +7,7 @@ from dsh_codegen.registry._approval import (
     CallDeferred,
     SuspensionScope,
     approval_channel,
+    current_suspension_scope,
     suspension_scope,
 )
 from dsh_codegen.registry._assembly import PromptAssembly, PromptSection
@@ -83,6 +84,7 @@ __all__ = [
     "CallDeferred",
     "SuspensionScope",
     "suspension_scope",
+    "current_suspension_scope",
     "Ask",
     "Block",
     "CodeModeProvider",

@@ -6,7 +6,7 @@ from collections.abc import Hashable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Literal, Protocol, TypeAlias, runtime_checkable
+from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
 
 from dsh_codegen.registry.cancel import AbortSignal
 
@@ -92,14 +92,31 @@ class CallDeferred(Exception):
     call reached its pre-execute phase (``held`` is ``True``: nothing of its
     policy ran, it counts as not started). The scheduler that ran the call
     sees it as the call's error; its owner records the call as suspended.
+
+    A ``run_code`` body raises it for its own call when a sub-call of its
+    program was deferred: ``sub_calls`` then lists the deferred sub-calls
+    (``(sub_call_id, tool_name, arguments, reason)``) and ``state`` is the
+    JSON the run needs to go on (the journal of its finished sub-calls, or
+    its runtime's snapshot).
     """
 
-    def __init__(self, tool_name: str, call_id: str, reason: str | None, *, held: bool) -> None:
+    def __init__(
+        self,
+        tool_name: str,
+        call_id: str,
+        reason: str | None,
+        *,
+        held: bool = False,
+        sub_calls: tuple[tuple[str, str, Any, str | None], ...] = (),
+        state: Any = None,
+    ) -> None:
         super().__init__(f'tool call {call_id} ("{tool_name}") was suspended')
         self.tool_name = tool_name
         self.call_id = call_id
         self.reason = reason
         self.held = held
+        self.sub_calls = sub_calls
+        self.state = state
 
 
 class SuspensionScope(Protocol):
@@ -115,6 +132,10 @@ class SuspensionScope(Protocol):
 
     def deferring(self, call_id: str) -> None:
         """The approval of ``call_id`` was just deferred (called before its policy turn passes)."""
+        ...
+
+    def resumed_state(self, call_id: str) -> Any:
+        """What a suspended call of this scope left to go on with (a Code Mode run's state), or ``None``."""
         ...
 
 

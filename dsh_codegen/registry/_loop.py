@@ -290,6 +290,11 @@ async def resume_tool_calls(
     for batch_call, suspended in zip(batch.calls, suspension.calls):
         batch_call.result = suspended.result
         batch_call.announced = suspended.announced
+    for call in suspension.calls:
+        if call.state == "pending" and call.code is not None:
+            batch.states[call.call_id] = call.code
+            # The run passed its own pre-execute phase before: an Ask there is answered as it was then.
+            by_call[call.call_id] = "allowed-once"
     batch.decisions = by_call
     if log is not None:
         for item in suspension.pending:
@@ -340,6 +345,8 @@ class _Batch:
         self.decisions: dict[str, str] = {}
         #: Whether a call was deferred: no call starts any more, and the batch ends suspended.
         self.suspended = False
+        #: A resumed batch's suspended Code Mode runs: call id -> the state each left.
+        self.states: dict[str, Any] = {}
         # Every call's signal: it follows the caller's signal (see run()) and
         # the loop aborts it itself to stop its started calls (_stop()).
         self.call_signal = AbortSignal()
@@ -418,6 +425,9 @@ class _Batch:
         self.suspended = True
         self.scheduler.stop()  # nothing starts after a deferred call; the queued ones wait for the resume
 
+    def resumed_state(self, call_id: str) -> Any:
+        return self.states.get(call_id)
+
     def _finish(self) -> list[ToolExecutionResult]:
         # Only reached when the signal aborted or every call ran or was held: the calls
         # that never started (a tail, as calls start in order) get their
@@ -449,15 +459,34 @@ class _Batch:
                 state: Any = "finished"
             elif deferral is not None and not deferral.held:
                 state = "pending"
-                pending.append(
-                    PendingApproval(call.approval_id, call.call.call_id, call.call.name, call.arguments, deferral.reason)
-                )
+                if deferral.sub_calls:
+                    for approval_id, (sub_call_id, name, arguments, reason) in zip(
+                        call.approval_ids, deferral.sub_calls
+                    ):
+                        pending.append(
+                            PendingApproval(approval_id, call.call.call_id, name, arguments, reason, sub_call_id)
+                        )
+                        to_run.append(name)
+                else:
+                    pending.append(
+                        PendingApproval(
+                            call.approval_ids[0], call.call.call_id, call.call.name, call.arguments, deferral.reason
+                        )
+                    )
             else:
                 state = "not-started"
             if state != "finished":
                 to_run.append(call.call.name)
             calls.append(
-                SuspendedCall(call.call.call_id, call.call.name, call.call.arguments, state, call.result, call.announced)
+                SuspendedCall(
+                    call.call.call_id,
+                    call.call.name,
+                    call.call.arguments,
+                    state,
+                    call.result,
+                    call.announced,
+                    deferral.state if state == "pending" and deferral is not None else None,
+                )
             )
         registry: Any = self.registry
         return Suspension(
@@ -470,16 +499,19 @@ class _Batch:
             tools=tools_to_check(registry, self.agent, to_run) if hasattr(registry, "resolve") else {},
         )
 
-    def _pending_event(self, batch_call: _BatchCall, deferral: CallDeferred) -> SessionEvent:
-        call = batch_call.call
+    def _pending_event(
+        self, batch_call: _BatchCall, approval_id: str, name: str, reason: str | None, sub_call_id: str | None
+    ) -> SessionEvent:
         event: SessionEvent = {
             "type": APPROVAL_PENDING_EVENT,
             "batchId": self.batch_id,
-            "approvalId": batch_call.approval_id,
-            "callId": call.call_id,
-            "name": call.name,
-            "reason": deferral.reason,
+            "approvalId": approval_id,
+            "callId": batch_call.call.call_id,
+            "name": name,
+            "reason": reason,
         }
+        if sub_call_id is not None:
+            event["subCallId"] = sub_call_id
         if isinstance(self.agent, str):
             event["agent"] = self.agent
         event["time"] = event_time()
@@ -521,7 +553,7 @@ class _Batch:
 class _BatchCall(ScheduledCall):
     """One call of a batch: what the scheduler runs for it, and its result once committed."""
 
-    __slots__ = ("announced", "approval_id", "arguments", "batch", "call", "deferral", "input", "result")
+    __slots__ = ("announced", "approval_ids", "arguments", "batch", "call", "deferral", "input", "result")
 
     def __init__(self, batch: _Batch, call: ToolCall) -> None:
         ScheduledCall.__init__(self)
@@ -534,9 +566,10 @@ class _BatchCall(ScheduledCall):
         self.result: ToolExecutionResult | None = None
         #: Whether its ``tool/call`` event is logged (by this run or, resumed, by the suspended one).
         self.announced = False
-        #: How the call was suspended (deferred or held), if it was, and its approval id once deferred.
+        #: How the call was suspended (deferred or held), if it was, and its approval ids once deferred
+        #: (one, or one per deferred sub-call of a Code Mode run).
         self.deferral: CallDeferred | None = None
-        self.approval_id = ""
+        self.approval_ids: list[str] = []
 
     def classify(self) -> bool:
         return self.batch.registry.execution_mode(self.input) == "parallel"
@@ -568,10 +601,16 @@ class _BatchCall(ScheduledCall):
             # Suspended, not failed (its commit turn held: in model order).
             self.deferral = error
             if not error.held:
-                self.approval_id = new_id()
+                # (A run_code call suspends from its body: its batch learns it only now. It ran
+                # alone, run_code being exclusive, so no later call has started.)
+                self.batch.deferring(self.call.call_id)
+                waiting = error.sub_calls or ((None, self.call.name, self.arguments, error.reason),)
                 log = self.batch.log
-                if log is not None:
-                    log.append(self.batch._pending_event(self, error))
+                for sub_call_id, name, _, reason in waiting:
+                    approval_id = new_id()
+                    self.approval_ids.append(approval_id)
+                    if log is not None:
+                        log.append(self.batch._pending_event(self, approval_id, name, reason, sub_call_id))
             return
         self.batch.failed(error)
 

@@ -13,7 +13,14 @@ from typing import Any
 
 import pytest
 from _shared_helpers import async_test
-from _suspension_app import CALLS, build_registry, results_json, runs
+from _suspension_app import (
+    CALLS,
+    RandomDeferring,
+    build_registry,
+    results_json,
+    resume_until_done,
+    runs,
+)
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -21,7 +28,6 @@ from dsh_codegen.registry import (
     AbortController,
     ApprovalRequest,
     MemorySessionLog,
-    PendingApproval,
     Suspension,
     ToolCall,
     ToolCallsSuspended,
@@ -32,7 +38,7 @@ from dsh_codegen.registry import (
     resume_tool_calls,
 )
 
-APP = Path(__file__).with_name("_suspension_app.py")
+APP = Path(__file__).parents[1] / "_suspension_app.py"
 
 
 def signal() -> Any:
@@ -243,20 +249,6 @@ async def test_bad_decisions_and_incompatible_registries_are_refused(tmp_path: P
 # -- property: random batches, random deferrals, random decision orders ---------------------------
 
 
-class RandomDeferring:
-    """Defers each call's first approval request when ``defer`` says so; answers later requests inline."""
-
-    def __init__(self, defer: set[str], answers: dict[str, str]) -> None:
-        self.defer = defer
-        self.answers = answers
-
-    async def request(self, request: ApprovalRequest) -> str:
-        if request.call_id in self.defer:
-            self.defer.discard(request.call_id)
-            return "deferred"
-        return self.answers[request.call_id]
-
-
 TOOLS = ("read", "delete", "note")
 
 
@@ -294,17 +286,7 @@ def test_property_every_call_gets_one_result_bodies_run_at_most_once(
         try:
             results = await execute_tool_calls(registry, calls, signal=signal(), max_parallel=max_parallel, log=log, agent="main")
         except ToolCallsSuspended as exc:
-            suspension: Suspension | None = exc.suspension
-            while suspension is not None:
-                suspension = Suspension.from_json(suspension.to_json())
-                pending: list[PendingApproval] = list(suspension.pending)
-                shuffle.shuffle(pending)
-                decisions = {p.approval_id: answers[p.call_id] for p in pending}
-                try:
-                    results = await resume_tool_calls(registry, suspension, decisions, signal=signal(), log=log)
-                    suspension = None
-                except ToolCallsSuspended as again:
-                    suspension = again.suspension
+            results = await resume_until_done(registry, exc.suspension, answers, shuffle, log)
         assert results == inline
         assert sorted(runs(work)) == sorted(runs(inline_dir))
         assert len(set(runs(work))) == len(runs(work))

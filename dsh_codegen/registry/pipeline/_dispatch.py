@@ -15,6 +15,7 @@ from collections.abc import Coroutine, Generator
 from types import CoroutineType
 from typing import TYPE_CHECKING, Any, Final, NoReturn
 
+from dsh_codegen.registry._approval import CallDeferred
 from dsh_codegen.registry._errors import error_message
 from dsh_codegen.registry._execution import (
     FollowingRunContext,
@@ -135,7 +136,7 @@ def dispatch_started(
                 value = call.value
     except BaseException as exc:
         run._release()
-        if ends_the_process(exc):
+        if ends_the_process(exc) or suspends(call, exc):
             raise
         return body_failure(call, run, exc, None)
     if steps is not None:
@@ -175,6 +176,11 @@ def ends_the_process(exc: BaseException) -> bool:
     if isinstance(exc, BaseExceptionGroup):
         return exc.subgroup((KeyboardInterrupt, SystemExit)) is not None
     return isinstance(exc, (KeyboardInterrupt, SystemExit))
+
+
+def suspends(call: Call, exc: BaseException) -> bool:
+    """Whether a body raised its own call's :class:`CallDeferred` (a Code Mode run suspended inside it): no result, it propagates."""
+    return isinstance(exc, CallDeferred) and exc.call_id == call.call_id
 
 
 def body_failure(
@@ -230,7 +236,7 @@ async def drive_body(
     try:
         await driver
     except BaseException as exc:
-        if ends_the_process(exc):
+        if ends_the_process(exc) or suspends(call, exc):
             raise
         return body_failure(call, run, exc, driver)
     finally:
@@ -335,6 +341,8 @@ async def run_dispatch(call: Call, result: ToolExecutionResult | None) -> ToolEx
     try:
         result = await _wrap_chain(call, 0, dispatch)
     except Exception as exc:
+        if suspends(call, exc):
+            raise
         pending = _pending_cancellation(call)
         if pending is not None:
             raise pending from None  # a wrapper swallowed the task's cancellation

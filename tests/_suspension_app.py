@@ -48,6 +48,35 @@ class Deferring:
         return self.answer
 
 
+class RandomDeferring:
+    """Defers each call's first approval request when ``defer`` says so; answers later requests inline."""
+
+    def __init__(self, defer: set[str], answers: dict[str, str]) -> None:
+        self.defer = defer
+        self.answers = answers
+
+    async def request(self, request: ApprovalRequest) -> str:
+        if request.call_id in self.defer:
+            self.defer.discard(request.call_id)
+            return "deferred"
+        return self.answers[request.call_id]
+
+
+async def resume_until_done(
+    registry: ToolRegistry, suspension: Suspension, answers: dict[str, str], shuffle: Any, log: Any
+) -> list[Any]:
+    """Resume (through the JSON text each time) with ``answers`` by (sub-)call id, decisions in a shuffled order, until the batch ends."""
+    while True:
+        suspension = Suspension.from_json(suspension.to_json())
+        pending = list(suspension.pending)
+        shuffle.shuffle(pending)
+        decisions = {p.approval_id: answers[p.sub_call_id or p.call_id] for p in pending}
+        try:
+            return await resume_tool_calls(registry, suspension, decisions, signal=AbortController().signal, log=log)
+        except ToolCallsSuspended as again:
+            suspension = again.suspension
+
+
 def build_registry(
     work: Path,
     approval: Any = None,
@@ -125,9 +154,72 @@ async def _resume(work: Path, decision: str) -> None:
     (work / "results.json").write_text(json.dumps(results_json(results)))
 
 
+
+
+# -- Code Mode: the same tools, called by one run_code program --------------------------------------
+
+PROGRAM = """
+a = await tools.read({"x": 1})
+try:
+    b = await tools.delete({"x": 2})
+except ToolCallError as error:
+    b = "refused: " + error.message
+c = await tools.note({"x": 3})
+print(a, b, c)
+return [a, b, c]
+"""
+
+CODE_CALLS = [ToolCall("r1", "run_code", {"code": PROGRAM, "description": "read, delete, note"})]
+
+
+def code_runtime(kind: str) -> Any:
+    if kind == "monty":
+        from dsh_codegen.codemode import MontyRuntime
+
+        return MontyRuntime()
+    from dsh_codegen.codemode import PythonSubprocessRuntime
+
+    return PythonSubprocessRuntime()
+
+
+def build_code_registry(work: Path, runtime: Any, log: Any, approval: Any = None, **options: Any) -> ToolRegistry:
+    import dsh_codegen.codemode  # noqa: F401  (installs the bridge)
+
+    registry = build_registry(work, approval, **options)
+    registry.log = log
+    registry.set_code_runtime(runtime, mode="code")
+    return registry
+
+
+async def _code_suspend(work: Path, kind: str) -> None:
+    async with code_runtime(kind) as runtime:
+        with JsonlSessionLog(work / "log.jsonl") as log:
+            registry = build_code_registry(work, runtime, log)
+            try:
+                await execute_tool_calls(registry, CODE_CALLS, signal=AbortController().signal, log=log, agent="main")
+            except ToolCallsSuspended as suspended:
+                (work / "suspension.json").write_text(suspended.suspension.to_json())
+                return
+    raise SystemExit("the run was not suspended")
+
+
+async def _code_resume(work: Path, kind: str, decision: str) -> None:
+    suspension = Suspension.from_json((work / "suspension.json").read_text())
+    decisions = {item.approval_id: decision for item in suspension.pending}
+    async with code_runtime(kind) as runtime:
+        with JsonlSessionLog(work / "log.jsonl") as log:
+            registry = build_code_registry(work, runtime, log)
+            results = await resume_tool_calls(registry, suspension, decisions, signal=AbortController().signal, log=log)
+    (work / "results.json").write_text(json.dumps(results_json(results)))
+
+
 if __name__ == "__main__":
     command, directory = sys.argv[1], Path(sys.argv[2])
     if command == "suspend":
         asyncio.run(_suspend(directory))
-    else:
+    elif command == "resume":
         asyncio.run(_resume(directory, sys.argv[3]))
+    elif command == "code-suspend":
+        asyncio.run(_code_suspend(directory, sys.argv[3]))
+    else:
+        asyncio.run(_code_resume(directory, sys.argv[3], sys.argv[4]))
