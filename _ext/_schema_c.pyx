@@ -21,7 +21,7 @@ from libc.stdlib cimport malloc, realloc, free
 from libc.stdint cimport uint64_t
 from libc.string cimport memcpy
 
-from dsh_codegen.json._paths import quote_path
+from dsh_codegen.json import quote_path
 from dsh_codegen.schema._shared import (
     FIXED_SUFFIX,
     KEYWORD_OF_CODE,
@@ -116,7 +116,7 @@ cdef enum:
     ANY_BUDGET = 1000000
 
 from dsh_codegen.schema import _shared as _sh
-from dsh_codegen.json._errors import DEFAULT_MAX_NODES
+from dsh_codegen.json import DEFAULT_MAX_NODES
 cdef long MAX_NODES = DEFAULT_MAX_NODES
 assert (_sh.JSON_ANY, _sh.NULL, _sh.BOOLEAN, _sh.INTEGER, _sh.NUMBER, _sh.STRING, _sh.ARRAY, _sh.OBJECT,
         _sh.ONE_OF) == (0, 1, 2, 3, 4, 5, 6, 7, 8)

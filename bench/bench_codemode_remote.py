@@ -40,7 +40,7 @@ from typing import Any  # noqa: E402
 
 from dsh_codegen.codemode import CommandRuntime, PythonSubprocessRuntime  # noqa: E402
 from dsh_codegen.codemode._processes import CHILD_SCRIPT  # noqa: E402
-from dsh_codegen.registry._code_runtime import CodeRunRequest, CodeRunSuccess  # noqa: E402
+from dsh_codegen.registry.code_runtime import CodeRunRequest, CodeRunSuccess  # noqa: E402
 from dsh_codegen.registry.cancel import AbortController  # noqa: E402
 
 NODE = {"node_ip_address": "127.0.0.1", "object_store_memory": 80 << 20}

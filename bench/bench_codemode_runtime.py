@@ -40,7 +40,7 @@ from bench._util import format_seconds, median_time
 from dsh_codegen.codegen import load_catalog
 from dsh_codegen.codemode import MontyRuntime, PythonSubprocessRuntime
 from dsh_codegen.codemode._preflight import preflight_findings
-from dsh_codegen.registry._code_runtime import CodeRunRequest, CodeRunSuccess
+from dsh_codegen.registry.code_runtime import CodeRunRequest, CodeRunSuccess
 from dsh_codegen.registry.cancel import AbortController
 
 PROGRAMS = {

@@ -509,8 +509,7 @@ def _unsupported_schemas(catalog: list[object], source: str, status: _Status) ->
 
 
 def _cmd_sdk(args: argparse.Namespace, stdout: TextIO, status: _Status) -> int:
-    from dsh_codegen.codegen import render_sdk_module
-    from dsh_codegen.codegen._degraded import degraded_nodes
+    from dsh_codegen.codegen import degraded_nodes, render_sdk_module
 
     status.stage("reading the tools")
     catalog = _load_source(args)

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from dsh_codegen._extras import require_extra
-from dsh_codegen.codegen import CatalogError, ToolSchemaEntry, catalog_from_json
+from dsh_codegen.codegen import CatalogError, ToolSchemaEntry, catalog_from_json, read_catalog_json
 
 if TYPE_CHECKING:
     from dsh_codegen.adapters._formats import ToolNote, ToolSchema
@@ -151,10 +151,8 @@ def load_catalog_file(
     Raised errors: :class:`CatalogError` naming the file (unreadable, not
     UTF-8, invalid JSON, or as :func:`load_catalog_document`).
     """
-    from dsh_codegen.codegen._catalog import parse_json_text, read_catalog_text
-
-    source, text = read_catalog_text(path_or_text, openers="[{")
-    return load_catalog_document(parse_json_text(text, source), format=format, source=source, notes=notes)
+    source, document = read_catalog_json(path_or_text, openers="[{")
+    return load_catalog_document(document, format=format, source=source, notes=notes)
 
 
 async def catalog_from_mcp_command(

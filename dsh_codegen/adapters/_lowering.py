@@ -27,11 +27,9 @@ import json
 from dataclasses import dataclass
 from typing import Any, Final
 
-from dsh_codegen.json import LosslessJsonError, snapshot_json
-from dsh_codegen.json._paths import format_path
+from dsh_codegen.json import LosslessJsonError, format_path, snapshot_json
 from dsh_codegen.adapters._walk import Path, PathCell, path_of, subschema_slots
-from dsh_codegen.schema import JsonSchemaError, Violation
-from dsh_codegen.schema._compile_py import _ANNOTATIONS as _DIALECT_ANNOTATIONS
+from dsh_codegen.schema import ANNOTATION_KEYWORDS, JsonSchemaError, Violation
 
 __all__ = ["LoweredSchema", "SchemaNote", "lower_json_schema"]
 
@@ -39,9 +37,9 @@ __all__ = ["LoweredSchema", "SchemaNote", "lower_json_schema"]
 #: "null" to ``type`` would not admit null, so a nullable node is wrapped instead.
 _ALL_INSTANCE_KEYWORDS: Final = ("anyOf", "oneOf", "allOf", "$ref", "not", "if", "then", "else")
 #: Keywords that stay on the outside when a nullable node is wrapped: the dialect's own annotations
-#: (the compiler's table: they never constrain a value, and ``$defs``, ``$id`` and ``$schema`` keep
+#: (``ANNOTATION_KEYWORDS``: they never constrain a value, and ``$defs``, ``$id`` and ``$schema`` keep
 #: their place), except ``discriminator``, which annotates the ``oneOf``/``anyOf`` beside it.
-_ANNOTATIONS: Final = _DIALECT_ANNOTATIONS - {"discriminator"}
+_ANNOTATIONS: Final = ANNOTATION_KEYWORDS - {"discriminator"}
 _DRAFT_04_URIS: Final = frozenset(
     {"http://json-schema.org/draft-04/schema", "http://json-schema.org/draft-04/schema#"}
 )

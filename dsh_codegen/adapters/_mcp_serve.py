@@ -24,6 +24,7 @@ from dsh_codegen._extras import require_extra
 from dsh_codegen.adapters._formats import mcp_output_schema, to_mcp_tools
 from dsh_codegen.adapters._mcp_wire import utf8_refusal
 from dsh_codegen.registry import (
+    LOG_LEVELS,
     RUN_CODE_NAME,
     AbortController,
     ApprovalRequest,
@@ -39,7 +40,6 @@ from dsh_codegen.registry import (
     approval_channel,
     watch_tool_events,
 )
-from dsh_codegen.registry._events import LOG_LEVELS
 
 if TYPE_CHECKING:
     from mcp.server.lowlevel import Server

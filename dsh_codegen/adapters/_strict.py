@@ -34,8 +34,7 @@ from typing import Any, Final
 
 from dsh_codegen.adapters._walk import Path, PathCell, path_of, subschema_slots
 from dsh_codegen.schema import relax_strict_arguments
-from dsh_codegen.json import snapshot_json
-from dsh_codegen.json._paths import format_path
+from dsh_codegen.json import format_path, snapshot_json
 
 __all__ = ["StrictSchemaError", "relax_strict_arguments", "strict_parameters", "unstrict_parameters"]
 

@@ -12,7 +12,14 @@ from typing import TYPE_CHECKING
 from dsh_codegen._lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from dsh_codegen.codegen._catalog import CatalogError, ToolSchemaEntry, catalog_from_json, load_catalog
+    from dsh_codegen.codegen._catalog import (
+        CatalogError,
+        ToolSchemaEntry,
+        catalog_from_json,
+        load_catalog,
+        read_catalog_json,
+    )
+    from dsh_codegen.codegen._degraded import Degradation, degraded_nodes
     from dsh_codegen.codegen._markdown import render_catalog_markdown
     from dsh_codegen.codegen._py import json_schema_to_py
     from dsh_codegen.codegen._sdk import render_py_sdk, render_sdk_module, render_ts_sdk
@@ -24,6 +31,9 @@ _EXPORTS: dict[str, str] = {
     "ToolSchemaEntry": "_catalog",
     "catalog_from_json": "_catalog",
     "load_catalog": "_catalog",
+    "read_catalog_json": "_catalog",
+    "Degradation": "_degraded",
+    "degraded_nodes": "_degraded",
     "render_catalog_markdown": "_markdown",
     "json_schema_to_py": "_py",
     "render_py_sdk": "_sdk",
@@ -34,11 +44,14 @@ _EXPORTS: dict[str, str] = {
 
 __all__ = [
     "CatalogError",
+    "Degradation",
     "ToolSchemaEntry",
     "catalog_from_json",
+    "degraded_nodes",
     "json_schema_to_py",
     "json_schema_to_ts",
     "load_catalog",
+    "read_catalog_json",
     "render_catalog_markdown",
     "render_py_sdk",
     "render_sdk_module",

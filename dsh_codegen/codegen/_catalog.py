@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from dsh_codegen.codegen._jsontext import JsonTextError, dumps_compact
-from dsh_codegen.json._paths import format_path, quote_path
+from dsh_codegen.json import format_path, quote_path
 
 __all__ = [
     "CatalogError",
@@ -26,6 +26,7 @@ __all__ = [
     "catalog_from_json",
     "catalog_sha256",
     "load_catalog",
+    "read_catalog_json",
     "sorted_catalog",
 ]
 
@@ -135,8 +136,25 @@ def load_catalog(path_or_text: str | os.PathLike[str]) -> list[ToolSchemaEntry]:
     :class:`CatalogError` naming the file (or ``<catalog>`` for text) and the
     JSON path; an unreadable file raises it too (with the OS reason).
     """
-    source, text = read_catalog_text(path_or_text, openers="[")
-    return catalog_from_json(parse_json_text(text, source), source=source)
+    source, document = read_catalog_json(path_or_text)
+    return catalog_from_json(document, source=source)
+
+
+def read_catalog_json(path_or_text: str | os.PathLike[str], *, openers: str = "[") -> tuple[str, object]:
+    """``(source, document)``: the parsed JSON of a catalog given as a path or as JSON text.
+
+    A ``PathLike`` is always a path. A ``str`` whose first non-blank character
+    is one of ``openers`` is the JSON text itself (source ``<catalog>``); any
+    other ``str`` is a path, read as strict UTF-8. The JSON is parsed strictly
+    (no ``NaN``/``Infinity``); the document is returned as parsed, unchecked
+    (:func:`catalog_from_json` checks a catalog's shape; other formats, such as
+    an MCP ``tools/list`` answer, have their own readers).
+
+    Raised errors: :class:`CatalogError` naming the file (or ``<catalog>``):
+    unreadable, not UTF-8, or invalid JSON with its line and column.
+    """
+    source, text = read_catalog_text(path_or_text, openers=openers)
+    return source, parse_json_text(text, source)
 
 
 def read_catalog_text(path_or_text: str | os.PathLike[str], *, openers: str) -> tuple[str, str]:

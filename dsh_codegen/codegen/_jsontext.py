@@ -15,8 +15,7 @@ import math
 import re
 from collections.abc import Mapping
 
-from dsh_codegen.json import LosslessJsonError, dump_canonical_json
-from dsh_codegen.json._paths import format_path, quote_path
+from dsh_codegen.json import LosslessJsonError, dump_canonical_json, format_path, quote_path
 
 __all__ = ["JsonTextError", "dumps_compact", "dumps_pretty", "escape_surrogates", "json_string"]
 

@@ -8,7 +8,7 @@ Mode seam, so ``run_code`` runs programs from then on (``docs/codemode.md``).
 from dsh_codegen.codemode._bridge import CodeModeBridge
 from dsh_codegen.codemode._preflight import preflight_check
 from dsh_codegen.codemode._spill import spill_policy
-from dsh_codegen.registry._code_runtime import (
+from dsh_codegen.registry.code_runtime import (
     CodeDispatch,
     CodeRunFailure,
     CodeRunFailureKind,
@@ -18,7 +18,7 @@ from dsh_codegen.registry._code_runtime import (
     CodeRuntime,
     ToolCallError,
 )
-from dsh_codegen.registry._errors import CodeRunFailedError
+from dsh_codegen.registry import CodeRunFailedError
 
 # The runtimes.
 from dsh_codegen.codemode._monty import MontyRuntime

@@ -28,11 +28,7 @@ from dsh_codegen.registry import (
     ToolScope,
     install_code_mode,
 )
-from dsh_codegen.registry._code_runtime import (
-    CodeRunFailure,
-    CodeRunRequest,
-    CodeRunSuccess,
-)
+from dsh_codegen.registry.code_runtime import CodeRunFailure, CodeRunRequest, CodeRunSuccess
 
 __all__ = ["FAILURE_KINDS", "CodeModeBridge"]
 

@@ -33,14 +33,15 @@ from dsh_codegen.codemode._preflight import preflight_check
 from dsh_codegen.codemode._subprocess import _finish  # the one "clean-up to its end" helper of the layer
 from dsh_codegen.codemode._texts import LogSink, completion_error_text, program_error_text
 from dsh_codegen.json import JsonBudgetError, LosslessJsonError, dump_canonical_json, snapshot_json
-from dsh_codegen.registry._code_runtime import (
+from dsh_codegen.registry.code_runtime import (
     CodeRunFailure,
     CodeRunRequest,
     CodeRunResult,
     CodeRunSuccess,
     ToolCallError,
 )
-from dsh_codegen.registry._results import UNSET, JsonValue, Unset
+from dsh_codegen.registry import UNSET, Unset
+from dsh_codegen.schema import JsonValue
 
 __all__ = ["MontyRuntime"]
 

@@ -45,6 +45,8 @@ from dsh_codegen.json import (
     snapshot_json,
 )
 from dsh_codegen.registry import (
+    CODE_DISPATCH_EVENT,
+    CODE_DISPATCH_START_EVENT,
     RUN_CODE_NAME,
     TOOL_ABORTED,
     TOOL_ABORTED_BEFORE_DISPATCH,
@@ -53,6 +55,7 @@ from dsh_codegen.registry import (
     AbortError,
     AbortSignal,
     CallDeferred,
+    SessionEvent,
     ToolExecutionInput,
     ToolExecutionResult,
     ToolFailure,
@@ -60,21 +63,16 @@ from dsh_codegen.registry import (
     ToolRunContext,
     ToolSuccess,
     current_suspension_scope,
+    error_message,
+    event_time,
     suspension_scope,
 )
-from dsh_codegen.registry._code_runtime import ToolCallError
-from dsh_codegen.registry._errors import error_message
-from dsh_codegen.registry._session_log import (
-    CODE_DISPATCH_EVENT,
-    CODE_DISPATCH_START_EVENT,
-    SessionEvent,
-    event_time,
-)
 from dsh_codegen.registry.cancel import abort_signal
+from dsh_codegen.registry.code_runtime import ToolCallError
 from dsh_codegen.registry.scheduler import CallScheduler, CallState, ScheduledCall
 
 if TYPE_CHECKING:
-    from dsh_codegen.registry._session_log import SessionLog
+    from dsh_codegen.registry import SessionLog
 
 __all__ = [
     "ARGUMENTS_NOT_LOSSLESS",

@@ -35,7 +35,7 @@ from typing import Any, Final
 from dsh_codegen.codegen import ToolSchemaEntry
 from dsh_codegen.codemode._texts import tool_expression
 from dsh_codegen.json import dump_canonical_json
-from dsh_codegen.registry._code_runtime import CodeRunFailure, CodeRunRequest
+from dsh_codegen.registry.code_runtime import CodeRunFailure, CodeRunRequest
 from dsh_codegen.schema import CompiledValidator, compile_validator
 
 __all__ = ["preflight_check", "preflight_findings", "preflight_message"]

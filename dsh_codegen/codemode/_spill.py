@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from dsh_codegen.registry import (
+    CODE_DISPATCH_EVENT,
     UNSET,
     Accept,
     Block,
@@ -39,7 +40,6 @@ from dsh_codegen.registry import (
     ToolRegistry,
     ToolScope,
 )
-from dsh_codegen.registry._session_log import CODE_DISPATCH_EVENT
 
 __all__ = ["spill_policy"]
 

@@ -35,14 +35,15 @@ from dsh_codegen.codemode._processes import (
 from dsh_codegen.codemode._preflight import preflight_check
 from dsh_codegen.codemode._texts import LogSink, completion_error_text, program_error_text
 from dsh_codegen.json import LosslessJsonError, dump_canonical_json, parse_json
-from dsh_codegen.registry._code_runtime import (
+from dsh_codegen.registry.code_runtime import (
     CodeRunFailure,
     CodeRunRequest,
     CodeRunResult,
     CodeRunSuccess,
     ToolCallError,
 )
-from dsh_codegen.registry._results import UNSET, JsonValue, Unset
+from dsh_codegen.registry import UNSET, Unset
+from dsh_codegen.schema import JsonValue
 
 __all__ = ["CommandRuntime", "Launched", "ProcessHost", "PythonSubprocessRuntime", "StartMethod"]
 

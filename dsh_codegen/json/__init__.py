@@ -24,20 +24,45 @@ if TYPE_CHECKING:
         is_json_value,
         parse_json,
         render_json_pretty,
+        snapshot_content,
         snapshot_json,
     )
+    from dsh_codegen.json._paths import format_path, quote_path
+    from dsh_codegen.json._errors import DEFAULT_MAX_NODES
+
+#: Where each public name lives (the module under ``dsh_codegen.json``). The layers above import
+#: these names from here, never from the modules, so the modules may be renamed behind them.
+_HOME: dict[str, str] = {
+    "DEFAULT_MAX_NODES": "_errors",
+    "FrozenJsonArray": "_json",
+    "FrozenJsonObject": "_json",
+    "JsonBudgetError": "_json",
+    "LosslessJsonError": "_json",
+    "dump_canonical_json": "_json",
+    "format_path": "_paths",
+    "is_json_value": "_json",
+    "parse_json": "_json",
+    "quote_path": "_paths",
+    "render_json_pretty": "_json",
+    "snapshot_content": "_json",
+    "snapshot_json": "_json",
+}
 
 __all__: list[str] = [
+    "DEFAULT_MAX_NODES",
     "FrozenJsonArray",
     "FrozenJsonObject",
     "JsonBudgetError",
     "LosslessJsonError",
     "dump_canonical_json",
+    "format_path",
     "is_json_value",
     "parse_json",
+    "quote_path",
     "render_json_pretty",
+    "snapshot_content",
     "snapshot_json",
 ]
 
 
-__getattr__, __dir__ = lazy_exports(globals(), dict.fromkeys(__all__, "_json"))
+__getattr__, __dir__ = lazy_exports(globals(), _HOME)

@@ -18,11 +18,9 @@ __all__ = [
     "is_json_value",
     "parse_json",
     "render_json_pretty",
+    "snapshot_content",
     "snapshot_json",
 ]
-# Not public (not in the package's ``__all__``): the registry's rendering check, twinned
-# because it runs on every call.
-__all__ += ["snapshot_content"]
 
 _c = load_compiled("_json_c")
 

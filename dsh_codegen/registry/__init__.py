@@ -23,6 +23,7 @@ from dsh_codegen.registry._errors import (
     ToolNotFoundError,
     ToolOutputError,
     ToolTimeoutError,
+    error_message,
 )
 from dsh_codegen.registry._execution import (
     ToolDispatchExecution,
@@ -31,7 +32,7 @@ from dsh_codegen.registry._execution import (
     ToolExecutionToken,
     ToolRunContext,
 )
-from dsh_codegen.registry._events import LogLevel, ToolEvent, ToolLog, ToolProgress, watch_tool_events
+from dsh_codegen.registry._events import LOG_LEVELS, LogLevel, ToolEvent, ToolLog, ToolProgress, watch_tool_events
 from dsh_codegen.registry._gate import PipelineGate
 from dsh_codegen.registry._loop import ToolCall, execute_tool_calls, parse_call_arguments, resume_tool_calls
 from dsh_codegen.registry.pipeline import PIPELINE_STAGES, CallSettle
@@ -48,11 +49,17 @@ from dsh_codegen.registry._results import (
     ToolExecutionResult,
     ToolFailure,
     ToolSuccess,
+    Unset,
 )
 from dsh_codegen.registry._typed import TypedTool, tool
 from dsh_codegen.registry._session_log import (
+    CODE_DISPATCH_EVENT,
+    CODE_DISPATCH_START_EVENT,
+    TOOL_CALL_EVENT,
+    TOOL_RESULT_EVENT,
     JsonlSessionLog,
     MemorySessionLog,
+    SessionEvent,
     SessionLog,
     SessionLogContents,
     derive_messages,
@@ -72,6 +79,7 @@ __all__ = [
     "TOOL_TIMEOUT",
     "PIPELINE_STAGES",
     "UNSET",
+    "Unset",
     "AbortController",
     "AbortError",
     "AbortSignal",
@@ -93,6 +101,7 @@ __all__ = [
     "Deny",
     "Disposer",
     "HarnessError",
+    "error_message",
     "PipelineGate",
     "PromptAssembly",
     "PromptSection",
@@ -110,6 +119,7 @@ __all__ = [
     "ToolLog",
     "ToolProgress",
     "LogLevel",
+    "LOG_LEVELS",
     "watch_tool_events",
     "ToolFailure",
     "ToolNotFoundError",
@@ -137,6 +147,11 @@ __all__ = [
     "ToolCallsSuspended",
     "resume_tool_calls",
     "SessionLog",
+    "SessionEvent",
+    "TOOL_CALL_EVENT",
+    "TOOL_RESULT_EVENT",
+    "CODE_DISPATCH_START_EVENT",
+    "CODE_DISPATCH_EVENT",
     "MemorySessionLog",
     "JsonlSessionLog",
     "SessionLogContents",

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 from dsh_codegen.codegen import ToolSchemaEntry, render_py_sdk, render_ts_sdk
-from dsh_codegen.registry._code_runtime import runtime_sdk_notes
+from dsh_codegen.registry.code_runtime import runtime_sdk_notes
 from dsh_codegen.registry._errors import RUN_CODE_NAME
 
 if TYPE_CHECKING:

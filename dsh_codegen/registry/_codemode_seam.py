@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Final, Protocol, runtime_checkable
 
 from dsh_codegen.json import render_json_pretty
-from dsh_codegen.registry._code_runtime import CodeRuntime
+from dsh_codegen.registry.code_runtime import CodeRuntime
 from dsh_codegen.registry._definitions import CompiledTool, ToolDefinition, ToolOutput, compiled_for
 from dsh_codegen.registry._errors import RUN_CODE_NAME
 

@@ -36,6 +36,7 @@ _log = logging.getLogger("dsh_codegen")
 #: The syslog severities MCP uses, least severe first.
 LogLevel: TypeAlias = Literal["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"]
 LOG_LEVELS: tuple[LogLevel, ...] = get_args(LogLevel)
+"""Every :data:`LogLevel`, least severe first (a level and those after it are "at least" that level)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,8 +23,7 @@ import typing
 from collections.abc import Callable
 from typing import Annotated, Any, Final, Literal, NoReturn, NotRequired, Required, Union
 
-from dsh_codegen.json import is_json_value, snapshot_json
-from dsh_codegen.json._paths import format_path
+from dsh_codegen.json import format_path, is_json_value, snapshot_json
 from dsh_codegen.schema import CompiledValidator, compile_validator
 
 __all__ = ["Converter", "SchemaBuilder", "encode_output", "type_text"]

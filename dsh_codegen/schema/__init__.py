@@ -14,7 +14,11 @@ from typing import TYPE_CHECKING
 from dsh_codegen._lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from dsh_codegen.schema._compile import assert_object_json_schema, assert_supported_json_schema
+    from dsh_codegen.schema._compile import (
+        ANNOTATION_KEYWORDS,
+        assert_object_json_schema,
+        assert_supported_json_schema,
+    )
     from dsh_codegen.schema._dsl import (
         JsonSchema,
         JsonSchemaNode,
@@ -36,8 +40,10 @@ if TYPE_CHECKING:
         validate_json_schema_value,
     )
 
-#: Where each public name lives (the module under ``dsh_codegen.schema``).
+#: Where each public name lives (the module under ``dsh_codegen.schema``). The layers above import
+#: these names from here, never from the modules, so the modules may be renamed behind them.
 _HOME: dict[str, str] = {
+    "ANNOTATION_KEYWORDS": "_compile",
     "CompiledValidator": "_validator",
     "JsonSchema": "_dsl",
     "JsonSchemaError": "_errors",
@@ -60,6 +66,7 @@ _HOME: dict[str, str] = {
 }
 
 __all__: list[str] = [
+    "ANNOTATION_KEYWORDS",
     "CompiledValidator",
     "JsonSchema",
     "JsonSchemaError",

@@ -11,17 +11,25 @@ from typing import TYPE_CHECKING
 
 from dsh_codegen._backend import load_compiled
 
-__all__ = ["assert_object_json_schema", "assert_supported_json_schema", "compile_program", "schema_violations"]
+__all__ = [
+    "ANNOTATION_KEYWORDS",
+    "assert_object_json_schema",
+    "assert_supported_json_schema",
+    "compile_program",
+    "schema_violations",
+]
 
 _c = load_compiled("_compile_c")
 if TYPE_CHECKING or _c is None:
     from dsh_codegen.schema._compile_py import (
+        ANNOTATION_KEYWORDS,
         assert_object_json_schema,
         assert_supported_json_schema,
         compile_program,
         schema_violations,
     )
 else:
+    ANNOTATION_KEYWORDS = _c.ANNOTATION_KEYWORDS
     assert_object_json_schema = _c.assert_object_json_schema
     assert_supported_json_schema = _c.assert_supported_json_schema
     compile_program = _c.compile_program

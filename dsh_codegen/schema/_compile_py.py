@@ -30,7 +30,7 @@ from typing import Any, Final
 from urllib.parse import unquote
 
 from dsh_codegen._backend import load_compiled
-from dsh_codegen.json._paths import format_path, quote_path
+from dsh_codegen.json import format_path, quote_path
 from dsh_codegen.schema._ecma import PatternError, compile_pattern
 from dsh_codegen.schema._errors import JsonSchemaError
 from dsh_codegen.schema._formats import FORMAT_CHECKERS
@@ -80,7 +80,13 @@ from dsh_codegen.schema._shared import (
     type_names_text,
 )
 
-__all__ = ["assert_object_json_schema", "assert_supported_json_schema", "compile_program", "schema_violations"]
+__all__ = [
+    "ANNOTATION_KEYWORDS",
+    "assert_object_json_schema",
+    "assert_supported_json_schema",
+    "compile_program",
+    "schema_violations",
+]
 
 _MISSING: Final = object()
 _SCALARS: Final = frozenset({NULL, BOOLEAN, INTEGER, NUMBER, STRING})
@@ -141,8 +147,7 @@ _DISCRIMINATOR_KEYS: Final = frozenset(("propertyName", "mapping"))
 _SUBSET: Final = frozenset(
     ("type", "oneOf", "properties", "required", "additionalProperties", "items", "enum", "const")
 )
-#: Annotations: never constrain a value (so a node may carry them and still be a subset node).
-_ANNOTATIONS: Final = frozenset(
+ANNOTATION_KEYWORDS: Final[frozenset[str]] = frozenset(
     (
         "$schema",
         "$id",
@@ -163,6 +168,9 @@ _ANNOTATIONS: Final = frozenset(
         "contentEncoding",
     )
 )
+"""The dialect's annotation keywords: they never constrain a value (a node may carry them and still be a
+node of the seed's subset)."""
+
 #: The JSON types each type-specific keyword applies to.
 _APPLIES: Final[dict[str, int]] = {
     **{kw: _NUMBERS for kw in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")},
@@ -1042,7 +1050,7 @@ _ORDER: Final[tuple[tuple[str, Callable[..., None]], ...]] = (
     ("contentMediaType", _string_annotation("contentMediaType")),
     ("contentEncoding", _string_annotation("contentEncoding")),
 )
-_SUBSET_OR_ANNOTATION: Final = _SUBSET | _ANNOTATIONS
+_SUBSET_OR_ANNOTATION: Final = _SUBSET | ANNOTATION_KEYWORDS
 _no_subset_keyword: Final = _SUBSET.isdisjoint  # bound once, as _keyword_entry below
 #: Annotations whose checker reports nothing for a value of one of these exact types: the node
 #: loop skips such keys (the commonest ones) without calling the checker.

@@ -14,7 +14,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any, Final, Literal, NotRequired, TypeAlias, TypedDict, Union
 
-from dsh_codegen.json._paths import format_path, quote_path
+from dsh_codegen.json import format_path, quote_path
 from dsh_codegen.schema._ecma import PatternError, compile_pattern
 from dsh_codegen.schema._errors import JsonSchemaError
 from dsh_codegen.schema._shared import (

@@ -17,8 +17,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Final
 
-from dsh_codegen.json._paths import format_path, quote_path
-from dsh_codegen.json._errors import DEFAULT_MAX_NODES
+from dsh_codegen.json import DEFAULT_MAX_NODES, format_path, quote_path
 
 __all__ = [
     "ANNOTATIONS",

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from dsh_codegen.codemode._processes import CHILD_SCRIPT
-from dsh_codegen.registry._code_runtime import CodeRunRequest, CodeRunResult, ToolCallError
+from dsh_codegen.registry.code_runtime import CodeRunRequest, CodeRunResult, ToolCallError
 from dsh_codegen.registry.cancel import AbortController, AbortSignal
 
 STARTS = ("fork-server", "spawn")

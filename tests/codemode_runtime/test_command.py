@@ -28,7 +28,7 @@ from dsh_codegen.registry import (
     ToolRegistry,
     define_tool,
 )
-from dsh_codegen.registry._code_runtime import CodeRunFailure, CodeRunSuccess
+from dsh_codegen.registry.code_runtime import CodeRunFailure, CodeRunSuccess
 
 pytestmark = pytest.mark.once
 

@@ -207,7 +207,7 @@ def test_output_is_counted_the_same_way(kind: str) -> None:
         async with RUNTIMES[kind](max_output_bytes=cap) as runtime:
             return await runtime.run(request("print('a' * 10)\nreturn 'b' * 10", FakeTools()))
 
-    from dsh_codegen.registry._code_runtime import CodeRunFailure, CodeRunSuccess
+    from dsh_codegen.registry.code_runtime import CodeRunFailure, CodeRunSuccess
 
     assert asyncio.run(main(26)) == CodeRunSuccess(("a" * 10,), "b" * 10)
     assert asyncio.run(main(25)) == CodeRunFailure("output-limit", "outer output exceeded 25 bytes", ("a" * 10,))

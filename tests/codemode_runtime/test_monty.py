@@ -17,7 +17,7 @@ from lossy_cases import LOSSY_COMPLETIONS, LOSSY_PRELUDE
 pytest.importorskip("pydantic_monty")
 
 from dsh_codegen.codemode import MontyRuntime  # noqa: E402
-from dsh_codegen.registry._code_runtime import CodeRunFailure, CodeRunSuccess  # noqa: E402
+from dsh_codegen.registry.code_runtime import CodeRunFailure, CodeRunSuccess  # noqa: E402
 from dsh_codegen.registry._results import UNSET  # noqa: E402
 from dsh_codegen.registry.cancel import AbortController  # noqa: E402
 
@@ -246,7 +246,7 @@ def test_50_concurrent_runs() -> None:
 EXIT_SCRIPT = """\
 import asyncio
 from dsh_codegen.codemode import MontyRuntime
-from dsh_codegen.registry._code_runtime import CodeRunRequest
+from dsh_codegen.registry.code_runtime import CodeRunRequest
 from dsh_codegen.registry.cancel import AbortController
 
 def dispatch(name, args):

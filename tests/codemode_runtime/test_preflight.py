@@ -10,7 +10,7 @@ from _runtime_helpers import FakeTools, run_sync
 from dsh_codegen.codegen import ToolSchemaEntry
 from dsh_codegen.codemode import MontyRuntime, PythonSubprocessRuntime
 from dsh_codegen.codemode._preflight import preflight_findings
-from dsh_codegen.registry._code_runtime import CodeRunFailure, CodeRunRequest, CodeRunSuccess
+from dsh_codegen.registry.code_runtime import CodeRunFailure, CodeRunRequest, CodeRunSuccess
 from dsh_codegen.registry.cancel import AbortController
 
 pytestmark = pytest.mark.once

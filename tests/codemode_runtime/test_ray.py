@@ -40,7 +40,7 @@ from dsh_codegen.registry import (  # noqa: E402
     ToolRegistry,
     define_tool,
 )
-from dsh_codegen.registry._code_runtime import CodeRunFailure, CodeRunSuccess  # noqa: E402
+from dsh_codegen.registry.code_runtime import CodeRunFailure, CodeRunSuccess  # noqa: E402
 
 pytestmark = [pytest.mark.once, pytest.mark.ray, pytest.mark.xdist_group("ray")]
 

@@ -12,7 +12,7 @@ import pytest
 from _runtime_helpers import STARTS, FakeTools, our_processes, request, run_code, run_sync
 
 from dsh_codegen.codemode import PythonSubprocessRuntime
-from dsh_codegen.registry._code_runtime import CodeRunFailure, CodeRunRequest, CodeRunSuccess
+from dsh_codegen.registry.code_runtime import CodeRunFailure, CodeRunRequest, CodeRunSuccess
 from dsh_codegen.registry.cancel import AbortController
 
 pytestmark = [pytest.mark.once, pytest.mark.parametrize("start", STARTS)]

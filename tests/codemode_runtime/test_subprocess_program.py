@@ -13,7 +13,7 @@ from lossy_cases import LOSSY_COMPLETIONS, LOSSY_PRELUDE
 from _runtime_helpers import STARTS, TOOL_NAMES, FakeTools, request, run_code, run_sync
 
 from dsh_codegen.codemode import PythonSubprocessRuntime
-from dsh_codegen.registry._code_runtime import CodeRunFailure, CodeRunSuccess
+from dsh_codegen.registry.code_runtime import CodeRunFailure, CodeRunSuccess
 from dsh_codegen.registry._results import UNSET
 
 pytestmark = [pytest.mark.once, pytest.mark.parametrize("start", STARTS)]

@@ -23,6 +23,7 @@ PAGES = {
     "dsh_codegen.registry.cancel": "cancel.md",
     "dsh_codegen.registry.policies": "policies.md",
     "dsh_codegen.registry.scheduler": "scheduler.md",
+    "dsh_codegen.registry.code_runtime": "code_runtime.md",
     "dsh_codegen.codemode": "codemode.md",
     "dsh_codegen.adapters": "adapters.md",
     "dsh_codegen.otel": "otel.md",
@@ -58,6 +59,7 @@ def test_every_top_level_name_is_documented_once() -> None:
         "dsh_codegen.registry.cancel",
         "dsh_codegen.registry.policies",
         "dsh_codegen.registry.scheduler",
+        "dsh_codegen.registry.code_runtime",
     }
     assert packages - {"dsh_codegen", "dsh_codegen.registry.pipeline"} | public_modules == set(PAGES)
 

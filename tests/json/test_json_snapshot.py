@@ -441,12 +441,16 @@ def test_the_selector_exports_the_active_twin() -> None:
 
     import dsh_codegen
     import dsh_codegen.json as layer
-    from dsh_codegen.json import _json_py
+    from dsh_codegen.json import _errors, _json, _json_py, _paths
 
     twin = importlib.import_module("dsh_codegen._json_c") if dsh_codegen.backend() == "compiled" else _json_py
-    for name in layer.__all__:
+    for name in _json.__all__:
         assert getattr(layer, name) is getattr(twin, name), name
-    assert sorted(layer.__all__) == sorted(_json_py.__all__)
+    assert sorted(_json.__all__) == sorted([*_json_py.__all__, "snapshot_content"])
+    # The layer's other names have no twin: the path text and the walk budget, one module each.
+    assert getattr(layer, "format_path") is _paths.format_path and getattr(layer, "quote_path") is _paths.quote_path
+    assert getattr(layer, "DEFAULT_MAX_NODES") is _errors.DEFAULT_MAX_NODES
+    assert sorted(layer.__all__) == sorted([*_json.__all__, "format_path", "quote_path", "DEFAULT_MAX_NODES"])
 
 
 def test_a_finalizer_changing_the_value_mid_snapshot_never_leaves_a_mutable_container() -> None:

@@ -13,6 +13,7 @@ from dsh_codegen.schema import CompiledValidator, Violation, compile_validator
 from dsh_codegen.schema._shared import int_is_lossless, new_violation
 
 PUBLIC = {
+    "ANNOTATION_KEYWORDS",
     "CompiledValidator",
     "JsonSchema",
     "JsonSchemaError",

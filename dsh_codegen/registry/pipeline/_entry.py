@@ -5,8 +5,15 @@ from __future__ import annotations
 from collections.abc import Hashable
 from typing import TYPE_CHECKING, Any, Final
 
-from dsh_codegen.json import FrozenJsonObject, JsonBudgetError, LosslessJsonError, is_json_value, snapshot_json
-from dsh_codegen.json._paths import format_path, quote_path
+from dsh_codegen.json import (
+    FrozenJsonObject,
+    JsonBudgetError,
+    LosslessJsonError,
+    format_path,
+    is_json_value,
+    quote_path,
+    snapshot_json,
+)
 from dsh_codegen.schema import relax_strict_arguments
 from dsh_codegen.registry._errors import RUN_CODE_NAME, ToolNotFoundError, error_message
 from dsh_codegen.registry._execution import ToolExecutionInput, ToolExecutionToken

@@ -11,8 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Final
 
-from dsh_codegen.json import LosslessJsonError, snapshot_json
-from dsh_codegen.json._json import snapshot_content
+from dsh_codegen.json import LosslessJsonError, snapshot_content, snapshot_json
 from dsh_codegen.registry._errors import ToolNotFoundError, ToolOutputError, error_message
 from dsh_codegen.registry._materialize import (
     RESULT_NOT_LOSSLESS,
