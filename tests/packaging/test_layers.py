@@ -89,3 +89,137 @@ def test_the_layer_check_sees_imports() -> None:
     assert any(name.startswith("dsh_codegen.json") for name in registry_imports)
     assert _layer_of("dsh_codegen.registry._pipeline") == 4
     assert _layer_of("dsh_codegen._backend") == 0
+
+
+# --- Public seams: a layer imports only another layer's public names ---------------------------------
+
+# The layer each top-level part of the package belongs to, by name (codemode and otel share a number
+# but are two layers). Parts not listed are the package's own plumbing (_env, _backend, _version,
+# _extras, _lazy): private to the package, shared by every layer, not a layer with a seam.
+SEAM_LAYERS = {
+    "json": "json",
+    "_json_c": "json",
+    "schema": "schema",
+    "_schema_c": "schema",
+    "_compile_c": "schema",
+    "codegen": "codegen",
+    "templates": "codegen",
+    "registry": "registry",
+    "codemode": "codemode",
+    "otel": "otel",
+    "adapters": "adapters",
+    "cli": "cli",
+    "__main__": "cli",
+    "_demo": "cli",
+    "__init__": "cli",
+}
+
+
+def _seam_layer(dotted: str) -> str | None:
+    """The layer of ``dsh_codegen.<part>...``; ``None`` for the plumbing and for other packages."""
+    parts = dotted.split(".")
+    if parts[0] != "dsh_codegen":
+        return None
+    return SEAM_LAYERS.get(parts[1]) if len(parts) > 1 else "cli"
+
+
+def _own_module(path: Path) -> str:
+    rel = path.relative_to(ROOT)
+    if rel.parts[0] != "dsh_codegen":  # _ext/<name>.pyx is built into dsh_codegen.<name>
+        return f"dsh_codegen.{path.stem}"
+    return ".".join(("dsh_codegen", *rel.with_suffix("").parts[1:]))
+
+
+def _imported(path: Path, text: str) -> list[tuple[int, str, list[str]]]:
+    """``(line, module, names)`` of each import in ``text``, the source of ``path`` (``names`` empty for ``import m``)."""
+    if path.suffix == ".pyx":
+        found = []
+        for number, line in enumerate(text.splitlines(), 1):
+            match = re.match(r"\s*from\s+(dsh_codegen[\w.]*)\s+c?import\s+\(?\s*([\w\s,]*)", line)
+            if match:
+                names = [name.split()[0] for name in match.group(2).split(",") if name.strip()]
+                found.append((number, match.group(1), names))
+            elif match := re.match(r"\s*c?import\s+(dsh_codegen[\w.]*)", line):
+                found.append((number, match.group(1), []))
+        return found
+    module = _own_module(path)
+    package = module.removesuffix(".__init__") if path.name == "__init__.py" else module.rsplit(".", 1)[0]
+    found = []
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name, []) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                name = ".".join(base + ([node.module] if node.module else []))
+            else:
+                name = node.module or ""
+            found.append((node.lineno, name, [alias.name for alias in node.names]))
+    return found
+
+
+def _private_crossings(path: Path, text: str | None = None) -> list[str]:
+    """Each import in ``path`` (or in ``text``, as if it were ``path``'s source) of another layer's
+    ``_module`` or ``_name``, as ``file:line: what``."""
+    rel = path.relative_to(ROOT)
+    own = _seam_layer(_own_module(path))
+    offences = []
+    source = path.read_text(encoding="utf-8") if text is None else text
+    for line, module, names in _imported(path, source):
+        targets = [f"{module}.{name}" for name in names] if module == "dsh_codegen" else [module]
+        for target in targets:
+            layer = _seam_layer(target)
+            if layer is None or layer == own:
+                continue
+            private = [part for part in target.split(".")[1:] if part.startswith("_")]
+            private += [name for name in names if module != "dsh_codegen" and name.startswith("_")]
+            if private:
+                imported = f"from {module} import {', '.join(names)}" if names else f"import {module}"
+                offences.append(f"{rel}:{line}: {imported} (the {layer} layer's private {', '.join(private)})")
+    return offences
+
+
+@pytest.mark.once
+def test_layers_import_only_each_others_public_names() -> None:
+    # What a layer needs from another it imports from that layer's package or a public module; the
+    # lower layer makes it public (docs/contributing.md, rule 4), so its private modules may change.
+    offences = [offence for path in _sources() for offence in _private_crossings(path)]
+    assert offences == [], "imports of another layer's private names:\n" + "\n".join(offences)
+
+
+@pytest.mark.once
+def test_the_seam_check_sees_private_imports() -> None:
+    # Guards the checker itself, on sources written the ways the package writes imports (read as the
+    # source of a module of the Code Mode layer that does not exist).
+    def crossings(rel: str, text: str) -> list[str]:
+        return _private_crossings(ROOT / rel, text)
+
+    probe = "dsh_codegen/codemode/_seam_probe.py"
+    assert crossings(probe, "from dsh_codegen.registry._results import UNSET\n") == [
+        f"{probe}:1: from dsh_codegen.registry._results import UNSET (the registry layer's private _results)"
+    ]
+    assert crossings(probe, "import os\nfrom dsh_codegen.schema import _ANNOTATIONS\n") == [
+        f"{probe}:2: from dsh_codegen.schema import _ANNOTATIONS (the schema layer's private _ANNOTATIONS)"
+    ]
+    assert crossings(probe, "def f():\n    import dsh_codegen.json._paths\n") == [
+        f"{probe}:2: import dsh_codegen.json._paths (the json layer's private _paths)"
+    ]
+    assert crossings(probe, "from ..registry._errors import error_message\n") == [
+        f"{probe}:1: from dsh_codegen.registry._errors import error_message (the registry layer's private _errors)"
+    ]
+    assert crossings(probe, "from dsh_codegen import _json_c\n") == [
+        f"{probe}:1: from dsh_codegen import _json_c (the json layer's private _json_c)"
+    ]
+    # Allowed: the own layer's privates, another layer's public names and modules, the plumbing.
+    allowed = (
+        "from dsh_codegen.codemode._pool import SubCallPool\n"
+        "from dsh_codegen.registry import ToolRegistry\n"
+        "from dsh_codegen.registry.scheduler import CallScheduler\n"
+        "from dsh_codegen._extras import require_extra\n"
+    )
+    assert crossings(probe, allowed) == []
+    # The compiled twins' sources are checked too, as the modules they build.
+    assert crossings("_ext/_schema_c.pyx", "from libc.math cimport floor\nfrom dsh_codegen.json._paths import quote_path\n") == [
+        "_ext/_schema_c.pyx:2: from dsh_codegen.json._paths import quote_path (the json layer's private _paths)"
+    ]
+    assert crossings("_ext/_schema_c.pyx", "from dsh_codegen.schema._shared import (\n    NULL,\n)\n") == []
