@@ -24,7 +24,6 @@ import statistics
 import time
 from typing import Any
 
-import dsh_codegen.codemode  # noqa: F401  (installs the bridge)
 from bench._util import format_seconds, ratio_table
 from dsh_codegen.codemode import CodeRunRequest, CodeRunResult, CodeRunSuccess
 from dsh_codegen.registry import (

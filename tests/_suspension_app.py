@@ -183,8 +183,6 @@ def code_runtime(kind: str) -> Any:
 
 
 def build_code_registry(work: Path, runtime: Any, log: Any, approval: Any = None, **options: Any) -> ToolRegistry:
-    import dsh_codegen.codemode  # noqa: F401  (installs the bridge)
-
     registry = build_registry(work, approval, **options)
     registry.log = log
     registry.set_code_runtime(runtime, mode="code")

@@ -1,7 +1,7 @@
 """Layer package: re-exports only (house rule 4, docs/contributing.md).
 
-Importing this package installs the dispatch bridge into the registry's Code
-Mode seam, so ``run_code`` runs programs from then on (``docs/codemode.md``).
+Importing it installs nothing: mounting a code runtime on a registry installs
+the dispatch bridge (``docs/codemode.md``, "Turning it on").
 """
 
 # The dispatch bridge and the runtime contract.

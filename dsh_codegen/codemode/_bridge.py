@@ -1,8 +1,9 @@
 """Code Mode's dispatch bridge: runs a ``run_code`` program in the registry's runtime.
 
 :class:`CodeModeBridge` is the :class:`~dsh_codegen.registry.CodeModeProvider`
-this layer installs into the registry's seam when ``dsh_codegen.codemode`` is
-imported. For each ``run_code`` call it builds a :class:`CodeRunRequest`
+the registry installs into its seam when a code runtime is mounted
+(``ToolRegistry(code_runtime=...)``, ``set_code_runtime``); importing this
+layer installs nothing. For each ``run_code`` call it builds a :class:`CodeRunRequest`
 whose ``dispatch`` is a fresh :class:`~dsh_codegen.codemode._pool.SubCallPool`,
 awaits the runtime, settles and drains the pool, and turns the runtime's
 answer into the canonical ``{logs, result?}`` value (rendered by the
@@ -26,7 +27,6 @@ from dsh_codegen.registry import (
     ToolRegistry,
     ToolRunContext,
     ToolScope,
-    install_code_mode,
 )
 from dsh_codegen.registry.code_runtime import CodeRunFailure, CodeRunRequest, CodeRunSuccess
 
@@ -196,8 +196,3 @@ def _logs(logs: object) -> list[str] | None:
         if type(line) is not str:
             return None
     return out
-
-
-#: The one provider this layer installs (importing ``dsh_codegen.codemode`` installs it).
-BRIDGE: Final = CodeModeBridge()
-install_code_mode(BRIDGE)

@@ -3,13 +3,16 @@
 The registry owns the reserved ``run_code`` transport's *shape* (schema,
 output declaration, rendering, ``present_call``) because it must reserve and
 present it in every mode; running a program is delegated to a
-:class:`CodeModeProvider` that ``dsh_codegen.codemode`` installs with
-:func:`install_code_mode`. Without a runtime, ``run_code`` fails with the
-docs/texts.md "requires a code runtime" message.
+:class:`CodeModeProvider`, installed with :func:`install_code_mode`. The
+registry's calls that mount a code runtime install Code Mode's bridge when no
+provider is installed (:func:`mount_code_mode`); importing a module installs
+nothing. Without a runtime, ``run_code`` fails with the docs/texts.md
+"requires a code runtime" message.
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Final, Protocol, runtime_checkable
 
@@ -28,6 +31,7 @@ __all__ = [
     "CodeModeProvider",
     "CodeRuntime",
     "install_code_mode",
+    "mount_code_mode",
     "no_runtime_message",
     "run_code_tool",
 ]
@@ -75,7 +79,7 @@ def clip_content(content: Sequence[Any], limit: int | None) -> list[Any] | None:
 
 @runtime_checkable
 class CodeModeProvider(Protocol):
-    """Runs ``run_code`` programs for a registry (installed by ``dsh_codegen.codemode``)."""
+    """Runs ``run_code`` programs for a registry: Code Mode's ``CodeModeBridge``, unless another is installed."""
 
     async def run_code(
         self, registry: ToolRegistry, run: ToolRunContext, code: str, description: str
@@ -90,10 +94,32 @@ class CodeModeProvider(Protocol):
 _provider: CodeModeProvider | None = None
 
 
+#: What ``run_code`` says after ``install_code_mode(None)`` removed the provider.
+NOT_INSTALLED: Final = (
+    "dsh_codegen: Code Mode is not installed (install_code_mode(None) removed it);"
+    " install_code_mode(CodeModeBridge()) installs it again"
+)
+
+
 def install_code_mode(provider: CodeModeProvider | None) -> None:
-    """Install (or with ``None`` remove) the process-wide Code Mode provider."""
+    """Install (or with ``None`` remove) the process-wide Code Mode provider.
+
+    Mounting a code runtime (``ToolRegistry(code_runtime=...)``,
+    ``set_code_runtime``) installs ``dsh_codegen.codemode.CodeModeBridge`` when
+    no provider is installed, so this is needed only to install another
+    provider (which later mounts keep) or to remove it.
+    """
     global _provider
     _provider = provider
+
+
+def mount_code_mode() -> None:
+    """Install Code Mode's ``CodeModeBridge`` unless a provider is installed (the runtime-mounting calls)."""
+    if _provider is None:
+        # The registry cannot import the Code Mode layer above it; the call that mounts a runtime
+        # loads it by name instead, the one such load (tests/packaging/test_layers.py names it).
+        codemode = importlib.import_module("dsh_codegen.codemode")
+        install_code_mode(codemode.CodeModeBridge())
 
 
 def no_runtime_message(mode: str) -> str:
@@ -156,10 +182,7 @@ def run_code_tool(registry: ToolRegistry, language: str) -> CompiledTool:
                 no_runtime_message(registry.presentation(registry.chain_for(run.agent)))
             )
         if _provider is None:
-            raise RuntimeError(
-                "dsh_codegen: Code Mode is not installed; import dsh_codegen.codemode"
-                " to run run_code programs"
-            )
+            raise RuntimeError(NOT_INSTALLED)
         return await _provider.run_code(registry, run, args["code"], description)
 
     def finalize(_execution: ToolExecution, result: ToolExecutionResult) -> list[Any] | None:

@@ -36,7 +36,7 @@ from dsh_codegen.registry._assembly import (
     run_assemble_listeners,
     sdk_renderer,
 )
-from dsh_codegen.registry._codemode_seam import DEFAULT_RUN_CODE_CHARS, CodeRuntime, run_code_tool
+from dsh_codegen.registry._codemode_seam import DEFAULT_RUN_CODE_CHARS, CodeRuntime, mount_code_mode, run_code_tool
 from dsh_codegen.registry._definitions import _MALFORMED as MALFORMED
 from dsh_codegen.registry._definitions import CompiledTool, check_for_registration, soft_arguments
 from dsh_codegen.registry._errors import RUN_CODE_NAME, ToolNotFoundError
@@ -529,6 +529,8 @@ class ToolRegistry(_Surface):
         self.max_sub_calls = max_sub_calls
         self.max_run_code_chars = max_run_code_chars
         self.code_runtime = code_runtime
+        if code_runtime is not None:
+            mount_code_mode()
         self.approval = approval
         self.max_parallel_sub_calls = max_parallel_sub_calls
         self.log = log
@@ -695,6 +697,8 @@ class ToolRegistry(_Surface):
         Raised errors: ``ValueError`` for an unknown ``mode``.
         """
         checked = self.mode if mode is None else _check_mode(mode)
+        if runtime is not None:
+            mount_code_mode()
         self.code_runtime = runtime
         self.mode = checked
         self._changed(ToolChange("present_as", None, None))

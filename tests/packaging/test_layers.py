@@ -82,6 +82,41 @@ def test_lower_layers_never_import_higher_ones() -> None:
     assert offences == []
 
 
+# Loads by name (``importlib.import_module("dsh_codegen....")``) up the layers, each with its reason. The
+# one: a registry that mounts a code runtime installs Code Mode's bridge, which the registry cannot import
+# (docs/codemode.md, "Turning it on").
+UPWARD_LOADS = {("dsh_codegen/registry/_codemode_seam.py", "dsh_codegen.codemode")}
+
+
+def _loads_by_name(path: Path) -> list[tuple[int, str]]:
+    """``(line, module)`` of each ``import_module`` call in ``path`` naming a module of the package."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if not (isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant)):
+            continue
+        callee = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+        name = node.args[0].value
+        if callee == "import_module" and isinstance(name, str) and name.startswith("dsh_codegen."):
+            found.append((node.lineno, name))
+    return found
+
+
+@pytest.mark.once
+def test_lower_layers_load_no_higher_one_by_name_but_the_named_one() -> None:
+    loads = set()
+    offences = []
+    for path in PACKAGE.rglob("*.py"):
+        rel = path.relative_to(ROOT).as_posix()
+        layer = _layer_of(_own_module(path))
+        for line, name in _loads_by_name(path):
+            if _layer_of(name) > layer:
+                loads.add((rel, name))
+                if (rel, name) not in UPWARD_LOADS:
+                    offences.append(f"{rel}:{line}: loads {name} (layer {_layer_of(name)}) from layer {layer}")
+    assert offences == []
+    assert loads == UPWARD_LOADS  # no stale entry
+
+
 @pytest.mark.once
 def test_the_layer_check_sees_imports() -> None:
     # Guards the checker itself: it must find the registry's imports of lower layers.
