@@ -15,7 +15,9 @@ from dsh_codegen.registry.code_runtime import (
     CodeRunRequest,
     CodeRunResult,
     CodeRunSuccess,
+    CodeRunSuspended,
     CodeRuntime,
+    SubCallSuspended,
     ToolCallError,
 )
 from dsh_codegen.registry import CodeRunFailedError
@@ -35,7 +37,9 @@ __all__: list[str] = [
     "CodeRunRequest",
     "CodeRunResult",
     "CodeRunSuccess",
+    "CodeRunSuspended",
     "CodeRuntime",
+    "SubCallSuspended",
     "ToolCallError",
     "preflight_check",
     "spill_policy",

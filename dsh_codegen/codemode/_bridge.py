@@ -28,7 +28,7 @@ from dsh_codegen.registry import (
     ToolRunContext,
     ToolScope,
 )
-from dsh_codegen.registry.code_runtime import CodeRunFailure, CodeRunRequest, CodeRunSuccess
+from dsh_codegen.registry.code_runtime import CodeRunFailure, CodeRunRequest, CodeRunSuccess, CodeRunSuspended
 
 __all__ = ["FAILURE_KINDS", "CodeModeBridge"]
 
@@ -82,6 +82,7 @@ class CodeModeBridge:
             signal=pool.signal,
             call_id=run.call_id,
             catalog=_catalog(registry, pool.chain),
+            resume=pool.runtime_state,
         )
         outcome: object = None
         error: Exception | None = None
@@ -104,9 +105,13 @@ class CodeModeBridge:
         logs = _logs(getattr(outcome, "logs", None)) or []
         if pool.divergence is not None:
             raise CodeRunFailedError("exception", pool.divergence, logs, pool.report())
-        suspended = pool.suspended(run)
+        suspended = pool.suspended(run, outcome)
         if suspended is not None:
             raise suspended  # no result: the outer call is suspended with the run's journal
+        if isinstance(outcome, CodeRunSuspended):
+            raise CodeRunFailedError(
+                "invalid-output", "the code runtime suspended the run, but no tool call awaits approval", logs, pool.report()
+            )
         unreached = pool.journal.unreached()
         if unreached is not None and not run.execution.signal.aborted:
             raise CodeRunFailedError("exception", unreached, logs, pool.report())

@@ -107,7 +107,15 @@ class RunJournal:
         if not isinstance(announced, list) or not all(type(n) is int for n in announced):
             raise ValueError("run_code journal: announced must be a list of ints")
         journal.announced = set(announced)
-        journal.expected = frozenset({*journal.entries, *journal.pending})
+        resume = state.get("resume")
+        if "runtime" in state:
+            # Resumed from a snapshot: the program makes again only the calls it was waiting for.
+            count = state.get("count")
+            if not isinstance(resume, list) or not all(type(n) is int for n in resume) or type(count) is not int:
+                raise ValueError("run_code journal: a snapshot's resume must be a list of ints, with its count")
+            journal.expected = frozenset(resume)
+        else:
+            journal.expected = frozenset({*journal.entries, *journal.pending})
         return journal
 
     def match(self, number: int, name: str, arguments: Any) -> tuple[JournalEntry | None, str | None]:

@@ -13,6 +13,7 @@ for settles.
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import sys
 import threading
@@ -38,6 +39,8 @@ from dsh_codegen.registry.code_runtime import (
     CodeRunRequest,
     CodeRunResult,
     CodeRunSuccess,
+    CodeRunSuspended,
+    SubCallSuspended,
     ToolCallError,
 )
 from dsh_codegen.registry import UNSET, Unset
@@ -92,6 +95,9 @@ class MontyRuntime:
         "`wait`, `wait_for` or `as_completed`.",
         "Past its memory budget a program stops with a `MemoryError` that it cannot catch.",
     )
+    #: A run whose tool call awaits a deferred approval is dumped where it waits (pydantic-monty's
+    #: snapshot) and resumed from there: nothing of the program runs twice.
+    snapshots = True
 
     def __init__(
         self,
@@ -182,7 +188,7 @@ class MontyRuntime:
             return CodeRunFailure("worker-exit", f"the Monty worker could not be started: {error}")
         calls = _Calls(request)
         async with session:
-            feed = asyncio.ensure_future(_feed(session, source.text, calls, logs))
+            feed = asyncio.ensure_future(_feed(session, source.text, calls, logs, request.resume))
             stop = asyncio.get_running_loop().create_future()
             remove = request.signal.add_listener(lambda _s: _decide(stop, "abort"))
             timer = asyncio.get_running_loop().call_later(self.wall_timeout_s + 1.0, _decide, stop, "timeout")
@@ -227,7 +233,10 @@ class MontyRuntime:
                 name, tool = "ToolCallError", calls.tool_failed_with(text)
             message = program_error_text(name, text, _line(error, source), tool)
             return self._checked(CodeRunFailure("exception", message, lines), _utf8_size(message))
-        value, offence = feed.result()
+        ended = feed.result()
+        if isinstance(ended, _Suspended):
+            return ended.outcome(calls, lines)
+        value, offence = ended
         if offence is not None:
             return CodeRunFailure("invalid-output", completion_error_text(offence), lines)
         if value is None:
@@ -324,6 +333,8 @@ class _Calls:
         self.loop = asyncio.get_running_loop()
         self.futures: dict[int, asyncio.Future[JsonValue]] = {}
         self.tools: dict[int, str] = {}
+        #: The arguments of the calls handed to ``dispatch``, by Monty's call id (what a resumed run dispatches again).
+        self.dispatched: dict[int, JsonValue] = {}
         #: Each failure handed to the program, in order: (tool name, message).
         self.failures: list[tuple[str, str]] = []
 
@@ -348,15 +359,57 @@ class _Calls:
             except (LosslessJsonError, JsonBudgetError):
                 future = self._failed(ToolCallError(name, _LOSSY_ARGS))
             else:
-                try:
-                    future = self.request.dispatch(name, frozen)
-                    if not isinstance(future, asyncio.Future):
-                        raise TypeError(f"dispatch returned {type(future).__name__}, not a future")
-                except Exception as error:  # dispatch never raises by contract; a broken one fails the call only
-                    future = self._failed(ToolCallError(name, str(error) or type(error).__name__))
+                self.dispatch(call_id, name, frozen)
+                return True
         self.futures[call_id] = future
         self.tools[call_id] = str(name)
         return True
+
+    def dispatch(self, call_id: int, name: str, frozen: JsonValue) -> None:
+        """Hand the call to the bridge (a resumed run's held calls come here again, in their order)."""
+        try:
+            future = self.request.dispatch(name, frozen)
+            if not isinstance(future, asyncio.Future):
+                raise TypeError(f"dispatch returned {type(future).__name__}, not a future")
+        except Exception as error:  # dispatch never raises by contract; a broken one fails the call only
+            future = self._failed(ToolCallError(name, str(error) or type(error).__name__))
+        else:
+            self.dispatched[call_id] = frozen
+        self.futures[call_id] = future
+        self.tools[call_id] = name
+
+    def suspended(self, call_ids: list[int]) -> bool:
+        """Whether one of ``call_ids`` waits for a deferred approval (its future says so)."""
+        for call_id in call_ids:
+            future = self.futures[call_id]
+            if future.done() and not future.cancelled() and isinstance(future.exception(), SubCallSuspended):
+                return True
+        return False
+
+    def held(self) -> list[list[Any]]:
+        """The calls the program still holds, in the order they were made: ``[id, tool, arguments, error]``.
+
+        ``arguments`` for a call handed to ``dispatch`` (dispatched again on
+        resume), else ``None`` and the ``error`` the program gets.
+        """
+        out: list[list[Any]] = []
+        for call_id, future in self.futures.items():
+            if call_id in self.dispatched:
+                out.append([call_id, self.tools[call_id], self.dispatched[call_id], None])
+            else:
+                error = future.exception() if future.done() and not future.cancelled() else None
+                message = error.message if isinstance(error, ToolCallError) else "tool call failed"
+                out.append([call_id, self.tools[call_id], None, message])
+        return out
+
+    def restore(self, held: list[list[Any]]) -> None:
+        """A resumed run's held calls (see :meth:`held`): dispatched again, or failed again, in order."""
+        for call_id, name, arguments, error in held:
+            if error is None:
+                self.dispatch(call_id, name, arguments)
+            else:
+                self.futures[call_id] = self._failed(ToolCallError(name, error))
+                self.tools[call_id] = name
 
     def tool_failed_with(self, message: str) -> str | None:
         """The tool of the latest failure handed to the program with ``message`` (what an uncaught
@@ -374,15 +427,19 @@ class _Calls:
     def knows(self, call_ids: list[int]) -> bool:
         return all(call_id in self.futures for call_id in call_ids)
 
-    async def settled(self, call_ids: list[int]) -> dict[int, Any]:
-        """Wait until one of ``call_ids`` has settled; the answers of all that have."""
+    async def wait_any(self, call_ids: list[int]) -> None:
+        """Wait until one of ``call_ids`` has settled."""
         pending = [self.futures[call_id] for call_id in call_ids]
         if not any(future.done() for future in pending):
             await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+
+    def answers(self, call_ids: list[int]) -> dict[int, Any]:
+        """The answers of the calls among ``call_ids`` that have settled (handed to the program now)."""
         return {call_id: self._answer(call_id) for call_id in call_ids if self.futures[call_id].done()}
 
     def _answer(self, call_id: int) -> dict[str, Any]:
         future = self.futures.pop(call_id)
+        self.dispatched.pop(call_id, None)
         if future.cancelled():
             message = "tool call cancelled"
         else:
@@ -399,22 +456,50 @@ def _never_called(*_args: object) -> None:
     raise RuntimeError(f"{CALL} is answered by the runtime")
 
 
-async def _feed(session: Any, source: str, calls: _Calls, logs: _Logs) -> tuple[Any, LosslessJsonError | None]:
+class _Suspended:
+    """The program waits for a call whose approval was deferred: its dumped state and the calls it holds."""
+
+    def __init__(self, dump: bytes, held: list[list[Any]]) -> None:
+        self.dump = dump
+        self.held = held
+
+    def outcome(self, calls: _Calls, logs: tuple[str, ...]) -> CodeRunSuspended:
+        state = {"snapshot": base64.b64encode(self.dump).decode("ascii"), "calls": self.held, "logs": list(logs)}
+        waiting = tuple(calls.futures[call_id] for call_id, _, arguments, _ in self.held if arguments is not None)
+        return CodeRunSuspended(state, waiting, logs)
+
+
+async def _feed(
+    session: Any, source: str, calls: _Calls, logs: _Logs, resume: Any = None
+) -> tuple[Any, LosslessJsonError | None] | _Suspended:
     """Step the feed to its end: binding calls dispatched as made, awaits answered as calls settle.
 
     Returns the program's value, and where it stops being lossless JSON when it showed one of
-    pydantic-monty's stand-ins (the sandbox, which holds the real value, is asked).
+    pydantic-monty's stand-ins (the sandbox, which holds the real value, is asked). When the
+    program waits for a call whose approval was deferred, returns its dumped state instead;
+    ``resume`` (that state, as ``CodeRunSuspended`` carried it) starts the feed from there.
     """
     import pydantic_monty
 
-    snapshot = await session.feed_start(source, external_lookup={CALL: _never_called}, print_callback=logs.write)
+    if resume is None:
+        snapshot = await session.feed_start(source, external_lookup={CALL: _never_called}, print_callback=logs.write)
+    else:
+        for line in resume["logs"]:
+            logs.sink.add(line)
+        snapshot = await session.load_snapshot(
+            base64.b64decode(resume["snapshot"]), external_lookup={CALL: _never_called}, print_callback=logs.write
+        )
+        calls.restore(resume["calls"])
     while not isinstance(snapshot, pydantic_monty.MontyComplete):
         if (isinstance(snapshot, pydantic_monty.AsyncFunctionSnapshot) and not snapshot.is_os_function
                 and snapshot.function_name == CALL):
             started = calls.start(snapshot.call_id, snapshot.args)
             snapshot = await snapshot.resume({"future": ...} if started else {"return_value": CHECK})
         elif isinstance(snapshot, pydantic_monty.AsyncFutureSnapshot) and calls.knows(snapshot.pending_call_ids):
-            snapshot = await snapshot.resume(await calls.settled(snapshot.pending_call_ids))
+            await calls.wait_any(snapshot.pending_call_ids)
+            if calls.suspended(snapshot.pending_call_ids):
+                return _Suspended(snapshot.dump(), calls.held())
+            snapshot = await snapshot.resume(calls.answers(snapshot.pending_call_ids))
         else:  # imports, OS calls (Monty's own answer: no filesystem, no network), sleeps
             snapshot = await snapshot.resume_auto()
     value = snapshot.output

@@ -33,6 +33,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
+from collections import deque
 from collections.abc import Awaitable, Callable, Hashable, Mapping
 from typing import TYPE_CHECKING, Any, Final
 
@@ -68,7 +69,7 @@ from dsh_codegen.registry import (
     suspension_scope,
 )
 from dsh_codegen.registry.cancel import abort_signal
-from dsh_codegen.registry.code_runtime import ToolCallError
+from dsh_codegen.registry.code_runtime import CodeRunSuspended, SubCallSuspended, ToolCallError
 from dsh_codegen.registry.scheduler import CallScheduler, CallState, ScheduledCall
 
 if TYPE_CHECKING:
@@ -270,10 +271,24 @@ class SubCallPool:
         state = None if self.outer_scope is None else self.outer_scope.resumed_state(outer.call_id)
         #: The finished sub-calls (a resumed run's, answered again as its program replays).
         self.journal = RunJournal() if state is None else RunJournal.from_state(state)
+        #: Whether the runtime stops a suspended run by dumping its state (else it is stopped, and replayed).
+        self.snapshots = getattr(registry.code_runtime, "snapshots", False) is True
+        #: A run resumed from its runtime's snapshot: that state, and the numbers of the calls the
+        #: runtime dispatches again first (the ones its program still waited for), in order.
+        self.runtime_state: Any = None
+        self.resume_numbers: deque[int] = deque()
+        if state is not None and "runtime" in state:
+            self.runtime_state = state["runtime"]
+            self.resume_numbers = deque(state["resume"])
+            self.count = state["count"]
+        #: Every numbered dispatch's future, and its number.
+        self.number_of: dict[asyncio.Future[Any], int] = {}
         #: Whether a sub-call's approval was deferred: nothing starts any more and the run stops once idle.
         self.suspending_now = False
         #: The deferred sub-calls by number: (sub-call id, tool, arguments, reason).
         self.deferred: dict[int, tuple[str, str, Any, str | None]] = {}
+        #: Every numbered call left without an answer by the suspension (deferred, held, never started).
+        self.waiting: dict[int, tuple[str, Any, asyncio.Future[Any]]] = {}
         #: Why a resumed run's program diverged from its journal, if it did.
         self.divergence: str | None = None
         # Events go to the registry's session log, for calls made as an agent (docs/registry-loop.md, "Session log").
@@ -344,11 +359,17 @@ class SubCallPool:
             return ARGUMENTS_NOT_LOSSLESS
         except JsonBudgetError as exc:
             return f"{ARGUMENTS_TOO_LARGE}: {exc}"
-        if self.count >= self.max_calls:
-            return budget_spent_message(self.max_calls, name)
+        if self.resume_numbers:
+            number = self.resume_numbers.popleft()  # a call the resumed snapshot's program was waiting for
+        else:
+            if self.count >= self.max_calls:
+                return budget_spent_message(self.max_calls, name)
+            number = self.count = self.count + 1
+        self.number_of[future] = number
         if self.suspending_now:
-            return None  # the run stops at its deferred call: this one is made again when it resumes
-        number = self.count = self.count + 1
+            # The run stops at its deferred call: this one is made again when it resumes.
+            self.waiting[number] = (name, frozen, future)
+            return None
         answered, diverged = self.journal.match(number, name, frozen)
         if diverged is not None:
             self.divergence = diverged
@@ -428,21 +449,43 @@ class SubCallPool:
 
     def deferring(self, call_id: str) -> None:
         self.suspending_now = True
-        self.scheduler.stop()  # the queued calls wait: the program makes them again when it resumes
+        # The queued calls wait: the program makes them again when it resumes.
+        for call in self.scheduler.stop():
+            self.waiting[call.number] = (call.name, call.input.arguments, call.future)
 
     def resumed_state(self, call_id: str) -> Any:
         return None  # a sub-call is never a Code Mode run
 
     def _stop_if_idle(self) -> None:
-        """Once nothing is in flight after a deferral, stop the run (the bridge then suspends the outer call)."""
-        if self.over is None and not self.scheduler.in_flight():
-            self._end(SUSPENDED_REASON, AbortError(SUSPENDED_REASON))
+        """Once nothing is in flight after a deferral, stop the run (the bridge then suspends the outer call).
 
-    def suspended(self, run: ToolRunContext) -> CallDeferred | None:
-        """The outer call's suspension, once the run stopped at deferred sub-calls (``None`` if none was)."""
+        A runtime with snapshots is told through the waiting calls' futures
+        (:class:`SubCallSuspended`) and dumps its program where it waits;
+        any other is stopped through the run's signal.
+        """
+        if self.over is not None or self.scheduler.in_flight():
+            return
+        if not self.snapshots:
+            self._end(SUSPENDED_REASON, AbortError(SUSPENDED_REASON))
+            return
+        for name, _, future in self.waiting.values():
+            if not future.done():
+                future.set_exception(SubCallSuspended(name, SUSPENDED_REASON))
+                future.exception()
+
+    def suspended(self, run: ToolRunContext, outcome: object) -> CallDeferred | None:
+        """The outer call's suspension, once the run stopped at deferred sub-calls (``None`` if none was).
+
+        With the runtime's :class:`CodeRunSuspended`, the state resumes from
+        its snapshot; otherwise the program is replayed against the journal.
+        """
         if not self.deferred:
             return None
-        state = self.journal.state({n: (name, args) for n, (_, name, args, _) in self.deferred.items()})
+        state = self.journal.state({n: (name, args) for n, (name, args, _) in self.waiting.items()})
+        if isinstance(outcome, CodeRunSuspended):
+            numbers = [self.number_of.get(future) for future in outcome.waiting]
+            if None not in numbers:
+                state.update({"runtime": outcome.state, "resume": numbers, "count": self.count})
         sub_calls = tuple(self.deferred[n] for n in sorted(self.deferred))
         return CallDeferred(RUN_CODE_NAME, run.call_id, None, sub_calls=sub_calls, state=state)
 
@@ -452,6 +495,7 @@ class SubCallPool:
             # Suspended, not failed: the program waits for it until the run stops.
             if not error.held:
                 self.deferred[call.number] = (call.input.call_id, call.name, call.input.arguments, error.reason)
+            self.waiting[call.number] = (call.name, call.input.arguments, call.future)
             self.loop.call_soon(self._stop_if_idle)
             return
         _fail(call.future, call.name, error_message(error))

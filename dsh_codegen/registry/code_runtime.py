@@ -30,6 +30,17 @@ attribute (a tuple of ``str``, each rendered as one more bullet of the SDK
 text's ``Inside the program:`` list; see :func:`runtime_sdk_notes`), so the
 prompt promises exactly what that runtime runs.
 
+Suspension (optional): a runtime that can dump its interpreter's state says
+so with ``snapshots = True``. When a sub-call's approval is deferred (the
+run is to be resumed later, maybe in another process), the futures of the
+calls the run cannot get an answer for fail with :class:`SubCallSuspended`;
+such a runtime then stops the program where it waits for one of them and
+returns a :class:`CodeRunSuspended` holding its state (JSON) and the futures
+it still holds. The run resumes in a new ``run(request)`` whose
+``request.resume`` is that state: the runtime loads it and dispatches the
+calls it held again, in the same order. A runtime without snapshots is simply
+stopped (its signal aborts) and its program is replayed from the start.
+
 Cancellation: ``request.signal`` aborts when the caller cancels the outer call
 or the run settles; the runtime then stops the program and returns a failure of
 kind ``"abort"`` once it has stopped (no process or task of the run may
@@ -51,11 +62,13 @@ from dsh_codegen.registry.cancel import AbortSignal
 __all__ = [
     "CodeDispatch",
     "CodeRunFailure",
+    "CodeRunSuspended",
     "CodeRunFailureKind",
     "CodeRunRequest",
     "CodeRunResult",
     "CodeRunSuccess",
     "CodeRuntime",
+    "SubCallSuspended",
     "ToolCallError",
     "runtime_sdk_notes",
 ]
@@ -83,6 +96,10 @@ class ToolCallError(Exception):
         self.message = message
 
 
+class SubCallSuspended(ToolCallError):
+    """What a dispatch future fails with when its call waits for a deferred approval (runtimes with ``snapshots``)."""
+
+
 @dataclass(frozen=True, slots=True)
 class CodeRunRequest:
     """One program to run.
@@ -92,7 +109,8 @@ class CodeRunRequest:
     runtime's own logs; sub-call ids are the bridge's business). ``catalog``
     (optional, empty by default) holds the visible tools' catalog entries, the
     SDK's source, for a runtime's opt-in static pre-flight check; a runtime
-    must not require it.
+    must not require it. ``resume`` is ``None``, or (a runtime with
+    ``snapshots``) the state of a :class:`CodeRunSuspended` to go on from.
     """
 
     code: str
@@ -101,6 +119,7 @@ class CodeRunRequest:
     signal: AbortSignal
     call_id: str
     catalog: tuple[ToolSchemaEntry, ...] = ()
+    resume: JsonValue = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,7 +139,21 @@ class CodeRunFailure:
     logs: tuple[str, ...] = ()
 
 
-CodeRunResult: TypeAlias = CodeRunSuccess | CodeRunFailure
+@dataclass(frozen=True, slots=True)
+class CodeRunSuspended:
+    """The program stopped at a call that waits for a deferred approval (see the module docstring).
+
+    ``state`` is the runtime's own JSON (what ``request.resume`` gives back);
+    ``waiting`` the dispatch futures the program still held, in the order the
+    resumed run dispatches their calls again; ``logs`` what it printed so far.
+    """
+
+    state: JsonValue
+    waiting: tuple[asyncio.Future[JsonValue], ...]
+    logs: tuple[str, ...] = ()
+
+
+CodeRunResult: TypeAlias = CodeRunSuccess | CodeRunFailure | CodeRunSuspended
 
 
 @runtime_checkable

@@ -195,3 +195,40 @@ def test_property_a_run_resumed_any_number_of_times_ends_as_an_uninterrupted_one
         assert len(starts) == len(set(starts)) and len(settles) == len(set(settles))
 
     asyncio.run(go())
+
+
+RANDOM_BEFORE_THE_CALLS = """
+import random
+r = random.randint(0, 10**9)
+print("drew", r)
+a = await tools.read({"x": r})
+b = await tools.delete({"x": 2})
+return [r, a, b]
+"""
+
+
+def test_monty_resumes_from_its_snapshot_so_nothing_is_replayed(tmp_path: Path) -> None:
+    """A random draw before the calls would make a replay diverge; Monty's snapshot carries it over."""
+    calls = [ToolCall("r1", "run_code", {"code": RANDOM_BEFORE_THE_CALLS, "description": "random"})]
+
+    async def go() -> None:
+        async with code_runtime("monty") as runtime:
+            registry = build_code_registry(tmp_path, runtime, None)
+            with pytest.raises(ToolCallsSuspended) as caught:
+                await execute_tool_calls(registry, calls, signal=signal(), agent="main")
+            text = caught.value.suspension.to_json()
+        assert "runtime" in caught.value.suspension.calls[0].code
+        suspension = Suspension.from_json(text)
+        async with code_runtime("monty") as runtime:  # a fresh runtime: nothing of the first one is used
+            registry = build_code_registry(tmp_path, runtime, None)
+            results = await resume_tool_calls(
+                registry, suspension, {suspension.pending[0].approval_id: "allowed-once"}, signal=signal()
+            )
+        drawn = results[0].value["result"][0]  # type: ignore[union-attr]
+        assert results[0].value == {  # type: ignore[union-attr]
+            "logs": [f"drew {drawn}"],
+            "result": [drawn, f"read:{drawn}", "delete:2"],
+        }
+        assert runs(tmp_path) == ["read r1:code:1", "delete r1:code:2"]
+
+    asyncio.run(go())
