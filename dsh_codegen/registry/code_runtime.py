@@ -62,11 +62,11 @@ from dsh_codegen.registry.cancel import AbortSignal
 __all__ = [
     "CodeDispatch",
     "CodeRunFailure",
-    "CodeRunSuspended",
     "CodeRunFailureKind",
     "CodeRunRequest",
     "CodeRunResult",
     "CodeRunSuccess",
+    "CodeRunSuspended",
     "CodeRuntime",
     "SubCallSuspended",
     "ToolCallError",
