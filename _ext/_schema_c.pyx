@@ -47,6 +47,31 @@ from dsh_codegen.schema._shared import (
     frozen_types,
     int_is_lossless,
     mismatch_code,
+    V_ANY_OF,
+    V_DEPENDENT,
+    V_EXCLUSIVE_MAXIMUM,
+    V_EXCLUSIVE_MINIMUM,
+    V_FALSE,
+    V_FORMAT,
+    V_MAX_CONTAINS,
+    V_MAX_ITEMS,
+    V_MAX_LENGTH,
+    V_MAX_PROPERTIES,
+    V_MAXIMUM,
+    V_MIN_CONTAINS,
+    V_MIN_ITEMS,
+    V_MIN_LENGTH,
+    V_MIN_PROPERTIES,
+    V_MINIMUM,
+    V_MULTIPLE_OF,
+    V_PATTERN,
+    V_PROPERTY_NAME,
+    V_TYPE,
+    V_TYPES,
+    V_UNIQUE,
+    WalkBudget,
+    dialect_violation,
+    json_key,
 )
 
 cdef extern from "Python.h":
@@ -57,7 +82,6 @@ cdef extern from "Python.h":
     PyTypeObject PyDict_Type
     PyTypeObject PyList_Type
     PyTypeObject PyTuple_Type
-    PyTypeObject PyBaseObject_Type
     PyObject* Py_None
     PyObject* Py_True
     PyTypeObject* Py_TYPE(PyObject* o)
@@ -91,9 +115,11 @@ cdef extern from "Python.h":
     Py_ssize_t PyUnicode_CopyCharacters(object to, Py_ssize_t to_start, PyObject* from_,
                                         Py_ssize_t from_start, Py_ssize_t how_many) except -1
     void PyUnicode_WRITE(int kind, void* data, Py_ssize_t index, Py_UCS4 value)
+    int PyObject_GenericSetAttr(object o, object name, object value) except -1
 
-# The dialect walk (programs of the wider tool-schema dialect): the shared source, compiled here.
-include "../dsh_codegen/schema/_dialect_py.py"
+# The dialect walk (programs of the wider tool-schema dialect), shared with the pure twin: the C
+# tables below decide what they can and hand the rest to it.
+from dsh_codegen.schema._dialect_walk import DialectWalker, number_ok, string_ok, unique_items, value_key
 
 __all__ = ["CompiledValidator"]
 
@@ -463,7 +489,7 @@ cdef bint _lossless_careful(PyObject* root, PyTypeObject* fobj, PyTypeObject* fa
 
 # --- the dialect's verdict walk in C ----------------------------------------------------------
 #
-# The same walk as ``DialectWalker._valid_from`` (``_dialect_py``: the reference, which the pure
+# The same walk as ``DialectWalker._valid_from`` (``_dialect_walk``: the reference, which the pure
 # twin runs), over a C copy of the dialect's node fields. Frames own a reference to their value,
 # so the Python calls some checks make (``pattern``, ``format``, ``uniqueItems``, numbers beyond
 # 2**53, ``multipleOf`` of fractions) cannot free a value the walk still holds.
@@ -822,7 +848,7 @@ cdef class _DialectTable:
     # --- one value ---------------------------------------------------------------------------
 
     cdef int _kind(self, PyObject* v) except -2:
-        """``_dialect_py._kind`` on exact types: the JSON kind, or -1."""
+        """``_dialect_walk._kind`` on exact types: the JSON kind, or -1."""
         cdef PyTypeObject* t = Py_TYPE(v)
         cdef Py_ssize_t pos = 0
         cdef PyObject* key
@@ -877,7 +903,7 @@ cdef class _DialectTable:
             if code == C_EXCLUSIVE_MAXIMUM:
                 return d < k.bound
         pair = <tuple>k.pair
-        return _number_ok(code, pair[1], <object>v)
+        return number_ok(code, pair[1], <object>v)
 
     cdef inline int _enum_code(self, DNode* d, PyObject* v, int kind) except -1:
         """0 when ``v`` passes the node's enum and const, else ``V_ENUM`` or ``V_CONST``."""
@@ -887,7 +913,7 @@ cdef class _DialectTable:
         if kind == K_STRING or kind == K_INTEGER or kind == K_NUMBER or kind == K_NULL:
             key = <object>v  # its own key (json_key)
         else:
-            key = _value_key(<object>v, kind)
+            key = value_key(<object>v, kind)
         if d.enum_keys != NULL and key not in <frozenset>d.enum_keys:
             return C_ENUM
         if d.has_const_key and not key == <object>d.const_key:
@@ -908,7 +934,7 @@ cdef class _DialectTable:
                 return PyUnicode_GET_LENGTH(v) <= k.count
             if k.search != NULL:
                 return (<object>k.search)(<object>v) is not None
-            return _string_ok(k.code, (<tuple>k.pair)[1], <object>v)
+            return string_ok(k.code, (<tuple>k.pair)[1], <object>v)
         if kind == K_INTEGER or kind == K_NUMBER:
             return self._number_check(k, v)
         if kind == K_ARRAY:
@@ -917,7 +943,7 @@ cdef class _DialectTable:
                 return size >= k.count
             if k.code == C_MAX_ITEMS:
                 return size <= k.count
-            return _scalars_unique(v, size) or _unique(<object>v)
+            return _scalars_unique(v, size) or unique_items(<object>v)
         size = PyDict_Size(v)  # K_OBJECT
         if k.code == C_MIN_PROPERTIES:
             return size >= k.count
@@ -1739,35 +1765,12 @@ cdef inline int _spush(VStack* s, PyObject* value, int node, int tag, Py_ssize_t
     return 0
 
 
-cdef tuple _NO_ARGS = ()
-
-
-# Violation's three field descriptors, found by name once: object.__setattr__(v, "path", p)
-# looks "path" up on the type and calls this descriptor's __set__; calling it directly skips
-# the lookup (about 90 instructions a field). A frozen dataclass's fields are these slot
-# (member) descriptors; the assertion guards that.
-cdef object _PATH_FIELD = _Violation.__dict__["path"]
-cdef object _KEYWORD_FIELD = _Violation.__dict__["keyword"]
-cdef object _MESSAGE_FIELD = _Violation.__dict__["message"]
-assert all(type(field).__name__ == "member_descriptor" for field in (_PATH_FIELD, _KEYWORD_FIELD, _MESSAGE_FIELD))
-
-
-cdef inline int _set_field(object field, object violation, object value) except -1:
-    """``field.__set__(violation, value)`` through the descriptor type's C slot."""
-    return (<PyTypeObject*>Py_TYPE(<PyObject*>field)).tp_descr_set(field, violation, value)
-
-
 cdef inline object _new_violation(tuple path, str keyword, str message):
-    # What the pure twin's _shared.new_violation does, without its Python frame: a new
-    # Violation, then each field set through its descriptor, as object.__setattr__ does
-    # (the frozen dataclass's own __init__ does the same three calls as bytecode, about
-    # 5,000 instructions a violation). object.__new__ through its C slot: called as a
-    # Python method it first builds an argument tuple and checks the type (about 400
-    # instructions a violation).
-    violation = PyBaseObject_Type.tp_new(<type>_Violation, <PyObject*>_NO_ARGS, NULL)
-    _set_field(_PATH_FIELD, violation, path)
-    _set_field(_KEYWORD_FIELD, violation, keyword)
-    _set_field(_MESSAGE_FIELD, violation, message)
+    """``_shared.new_violation``: a ``Violation`` with its fields set as ``object.__setattr__`` sets them."""
+    violation = object.__new__(_Violation)
+    PyObject_GenericSetAttr(violation, "path", path)
+    PyObject_GenericSetAttr(violation, "keyword", keyword)
+    PyObject_GenericSetAttr(violation, "message", message)
     return violation
 
 

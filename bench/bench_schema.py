@@ -32,7 +32,7 @@ from typing import Any
 
 from bench._util import median_time, ratio_table
 from dsh_codegen.schema import _compile_py, _validator_py
-from dsh_codegen.schema._compile import compile_program
+from dsh_codegen.schema._validator import compile_program
 
 __all__ = ["main"]
 

@@ -2,7 +2,7 @@
 
 Re-exports only (house rule 4, docs/contributing.md; docs/schema.md). The names resolve on first
 use (PEP 562): the compiled module ``dsh_codegen._schema_c`` imports this
-package's ``_shared`` while it initialises, so an eager re-export (which asks
+package's ``_shared`` and ``_dialect_walk`` while it initialises, so an eager re-export (which asks
 the twin selector for that half-initialised module) would make importing
 ``dsh_codegen._schema_c`` first a circular import.
 """
@@ -14,11 +14,6 @@ from typing import TYPE_CHECKING
 from dsh_codegen._lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from dsh_codegen.schema._compile import (
-        ANNOTATION_KEYWORDS,
-        assert_object_json_schema,
-        assert_supported_json_schema,
-    )
     from dsh_codegen.schema._dsl import (
         JsonSchema,
         JsonSchemaNode,
@@ -34,7 +29,10 @@ if TYPE_CHECKING:
     from dsh_codegen.schema._shared import Violation
     from dsh_codegen.schema._strict_nulls import relax_strict_arguments
     from dsh_codegen.schema._validator import (
+        ANNOTATION_KEYWORDS,
         CompiledValidator,
+        assert_object_json_schema,
+        assert_supported_json_schema,
         compile_validator,
         validate_args,
         validate_json_schema_value,
@@ -43,7 +41,7 @@ if TYPE_CHECKING:
 #: Where each public name lives (the module under ``dsh_codegen.schema``). The layers above import
 #: these names from here, never from the modules, so the modules may be renamed behind them.
 _HOME: dict[str, str] = {
-    "ANNOTATION_KEYWORDS": "_compile",
+    "ANNOTATION_KEYWORDS": "_validator",
     "CompiledValidator": "_validator",
     "JsonSchema": "_dsl",
     "JsonSchemaError": "_errors",
@@ -55,8 +53,8 @@ _HOME: dict[str, str] = {
     "ToolArgsError": "_errors",
     "ValueSchemaSpec": "_dsl",
     "Violation": "_shared",
-    "assert_object_json_schema": "_compile",
-    "assert_supported_json_schema": "_compile",
+    "assert_object_json_schema": "_validator",
+    "assert_supported_json_schema": "_validator",
     "compile_validator": "_validator",
     "parameter_schema_spec_to_json_schema": "_dsl",
     "relax_strict_arguments": "_strict_nulls",

@@ -29,7 +29,6 @@ from importlib import import_module
 from typing import Any, Final
 from urllib.parse import unquote
 
-from dsh_codegen._backend import load_compiled
 from dsh_codegen.json import format_path, quote_path
 from dsh_codegen.schema._ecma import PatternError, compile_pattern
 from dsh_codegen.schema._errors import JsonSchemaError
@@ -91,7 +90,6 @@ __all__ = [
 _MISSING: Final = object()
 _SCALARS: Final = frozenset({NULL, BOOLEAN, INTEGER, NUMBER, STRING})
 _SCALAR_KIND: Final = {name: kind for name, kind in KIND_OF_TYPE.items() if kind in _SCALARS}
-_scalar_kind: Final = _SCALAR_KIND.get  # bound once, as _keyword_entry below
 _LEAF_KEYS: Final = frozenset({"type", "description", "title"})
 _TYPE_LIST_TEXT: Final = "/".join(KIND_OF_TYPE)
 _ARTICLE: Final = {"integer": "an integer", "object": "an object", "array": "an array"}
@@ -107,7 +105,6 @@ _SMALL_INT: Final = 1 << 62  # an int inside +-this is lossless JSON (far below 
 _TYPE_BITS: Final[dict[str, tuple[int, int]]] = {
     name: (1 << kind, 1 << kind | (_INTEGER_BIT if kind == NUMBER else 0)) for name, kind in KIND_OF_TYPE.items()
 }
-_type_bits: Final = _TYPE_BITS.get  # bound once, as _keyword_entry below
 #: a type mask -> the kind of its lowest type (masks of kinds 1..7 are below 256).
 _LOWEST_KIND: Final[tuple[int, ...]] = tuple((mask & -mask).bit_length() - 1 for mask in range(256))
 
@@ -206,14 +203,11 @@ _USES: Final[dict[str, int]] = {
 }
 _ANCHOR_NAME: Final = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._")
 
-# The compiled twin's copies of the property loop and of every node's key test (``None``
-# when the pure twin runs): the loop is most of compiling a typical tool schema, which is
-# mostly plain leaves; the key test over a C dict walk is about a tenth of the loop below.
-# This file built as ``dsh_codegen._compile_c`` always takes them: its C declarations type its
-# nodes as ``_schema_c.CompiledNode`` (so even where a test imports it beside the pure twin).
-_c = (
-    import_module("dsh_codegen._schema_c") if __name__ == "dsh_codegen._compile_c" else load_compiled("_schema_c")
-)
+# This source built as ``dsh_codegen._compile_c`` makes the compiled validator's nodes
+# (``_schema_c.CompiledNode``, whose fields its C declarations read as struct members) and takes
+# that module's C loops over the properties and over a node's keys; run as Python it is the pure
+# twin and imports no compiled code.
+_c = import_module("dsh_codegen._schema_c") if __name__ == "dsh_codegen._compile_c" else None
 _fill_props: Callable[..., bool] | None = None if _c is None else _c.fill_props
 _str_keys: Callable[[dict[Any, Any]], bool] | None = None if _c is None else _c.str_keys
 #: What makes a compile's nodes: with the compiled twin, its ``CompiledNode`` extension type (the same
@@ -370,7 +364,7 @@ class _Checker:
         declared = child.get("type")
         if type(declared) is not str:
             return -1
-        kind = _scalar_kind(declared)
+        kind = _SCALAR_KIND.get(declared)
         if kind is None:
             return -1
         if len(child) > 1 and (
@@ -412,7 +406,7 @@ class _Checker:
         mask = 0
         if "type" in schema:
             declared = schema["type"]
-            bits = _type_bits(declared) if type(declared) is str else None
+            bits = _TYPE_BITS.get(declared) if type(declared) is str else None
             if bits is not None:  # one known type name, the common form: set here, without a call
                 mask, admit = bits
                 node.types = mask
@@ -425,7 +419,7 @@ class _Checker:
         last_rank = -1  # sorted only when some key came before a lower-ranked one
         in_order = True
         for key, value in schema.items():
-            entry = _keyword_entry(key)
+            entry = _KEYWORDS.get(key)
             if entry is not None:
                 rank, checker, applies, plain, unchecked, family = entry
                 uses |= family
@@ -476,7 +470,7 @@ class _Checker:
         if self._is_array(declared):
             mask = 0
             for name in declared:
-                bits = _type_bits(name) if type(name) is str else None
+                bits = _TYPE_BITS.get(name) if type(name) is str else None
                 if bits is None or mask & bits[0]:
                     mask = 0
                     break
@@ -505,7 +499,7 @@ class _Checker:
         if mask and mask & (mask - 1):
             return False  # a type array
         if not mask:
-            return _no_subset_keyword(schema)
+            return _SUBSET.isdisjoint(schema)
         if mask == _OBJECT_BIT:
             if "additionalProperties" in schema and type(schema["additionalProperties"]) is not bool:
                 return False
@@ -634,7 +628,11 @@ def _leaf_node(kind: int) -> Node:
 #: made (``_finish`` and ``$ref`` resolution touch only nodes with required names, combinators
 #: or references), so a compile appends the shared node instead of making its own.
 SHARED_LEAVES: Final[dict[int, Node]] = {kind: _leaf_node(kind) for kind in sorted(_SCALARS)}
-_shared_leaf: Final = SHARED_LEAVES.__getitem__  # bound once, as _keyword_entry below
+
+
+def _shared_leaf(kind: int) -> Node:
+    """The shared plain-leaf node of the scalar ``kind``."""
+    return SHARED_LEAVES[kind]
 
 
 # --- one checker per keyword, in the order they are visited -------------------------------
@@ -1051,7 +1049,6 @@ _ORDER: Final[tuple[tuple[str, Callable[..., None]], ...]] = (
     ("contentEncoding", _string_annotation("contentEncoding")),
 )
 _SUBSET_OR_ANNOTATION: Final = _SUBSET | ANNOTATION_KEYWORDS
-_no_subset_keyword: Final = _SUBSET.isdisjoint  # bound once, as _keyword_entry below
 #: Annotations whose checker reports nothing for a value of one of these exact types: the node
 #: loop skips such keys (the commonest ones) without calling the checker.
 _UNCHECKED: Final[dict[str, tuple[type, ...]]] = {
@@ -1074,9 +1071,6 @@ _KEYWORDS: Final[dict[str, _Keyword]] = {
     )
     for rank, (keyword, checker) in enumerate(_ORDER)
 }
-#: ``_KEYWORDS.get``, bound once: compiled, ``_KEYWORDS.get(key)`` on a module global makes and
-#: drops a bound method per call (about 5k instructions per corpus schema).
-_keyword_entry: Final = _KEYWORDS.get
 
 
 

@@ -181,16 +181,15 @@ class Violation:
         return self.message
 
 
-_object_new = object.__new__
-_object_setattr = object.__setattr__
-
-
 def new_violation(path: tuple[str | int, ...], keyword: str, message: str) -> Violation:
-    """``Violation(path, keyword, message)`` without the frozen dataclass ``__init__`` (hot path)."""
-    violation: Violation = _object_new(Violation)
-    _object_setattr(violation, "path", path)
-    _object_setattr(violation, "keyword", keyword)
-    _object_setattr(violation, "message", message)
+    """``Violation(path, keyword, message)``: the fields set as the frozen dataclass's ``__init__`` sets them.
+
+    Reports make many violations; this skips only the generated ``__init__``'s own frame.
+    """
+    violation: Violation = object.__new__(Violation)
+    object.__setattr__(violation, "path", path)
+    object.__setattr__(violation, "keyword", keyword)
+    object.__setattr__(violation, "message", message)
     return violation
 
 
@@ -282,7 +281,7 @@ class Program:
     """A compiled schema: ``nodes[0]`` is the root.
 
     ``dialect`` is true when some node uses the wider tool-schema dialect (both
-    twins then run the dialect walk, ``_dialect_py``); ``recursive`` when the
+    twins then run the dialect walk, ``_dialect_walk``); ``recursive`` when the
     node graph has a cycle through a ``$ref`` (the walks then track the
     containers on the current path, so a cyclic value cannot loop forever).
     """

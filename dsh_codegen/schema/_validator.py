@@ -1,7 +1,10 @@
-"""Selects the validator twin and builds the public validation functions on it.
+"""Selects the schema layer's twin and builds the public validation functions on it.
 
-It picks the validator twin (docs/index.md, "The twins"); the only other choice in the layer is ``_compile.py``'s compiled copy of
-the property loop, made the same way. Type checkers always see the Python twin.
+The only module of the layer that knows which twin runs (docs/index.md, "The twins"): with
+the compiled twin, the dialect check is ``dsh_codegen._compile_c`` (``_compile_py.py``
+compiled as it stands) and the validator ``dsh_codegen._schema_c`` (``_ext/_schema_c.pyx``);
+with the pure twin, ``_compile_py`` and ``_validator_py``. ``_backend`` loads both or
+neither. Type checkers always see the Python twin.
 """
 
 from __future__ import annotations
@@ -9,17 +12,36 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from dsh_codegen._backend import load_compiled
-from dsh_codegen.schema._compile import compile_program
 from dsh_codegen.schema._dsl import looks_like_parameter_spec, parameter_schema_spec_to_json_schema
 from dsh_codegen.schema._shared import Violation
 
-_c = load_compiled("_schema_c")
-if TYPE_CHECKING or _c is None:
+_check_c = load_compiled("_compile_c")
+_validator_c = load_compiled("_schema_c")
+if TYPE_CHECKING or _check_c is None or _validator_c is None:
+    from dsh_codegen.schema._compile_py import (
+        ANNOTATION_KEYWORDS,
+        assert_object_json_schema,
+        assert_supported_json_schema,
+        compile_program,
+    )
     from dsh_codegen.schema._validator_py import CompiledValidator
 else:
-    CompiledValidator = _c.CompiledValidator
+    ANNOTATION_KEYWORDS = _check_c.ANNOTATION_KEYWORDS
+    assert_object_json_schema = _check_c.assert_object_json_schema
+    assert_supported_json_schema = _check_c.assert_supported_json_schema
+    compile_program = _check_c.compile_program
+    CompiledValidator = _validator_c.CompiledValidator
 
-__all__ = ["CompiledValidator", "compile_validator", "validate_args", "validate_json_schema_value"]
+__all__ = [
+    "ANNOTATION_KEYWORDS",
+    "CompiledValidator",
+    "assert_object_json_schema",
+    "assert_supported_json_schema",
+    "compile_program",
+    "compile_validator",
+    "validate_args",
+    "validate_json_schema_value",
+]
 
 
 def compile_validator(schema: object, *, formats: bool = False) -> CompiledValidator:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from math import copysign, isfinite
 from typing import Any, Final
 
-from dsh_codegen.schema._dialect_py import DialectWalker
+from dsh_codegen.schema._dialect_walk import DialectWalker
 from dsh_codegen.schema._shared import (
     ARRAY,
     BOOLEAN,

@@ -126,7 +126,7 @@ def test_path_must_be_a_str() -> None:
 
 
 def test_validators_are_initialized_once() -> None:
-    from dsh_codegen.schema._compile import compile_program
+    from dsh_codegen.schema._validator import compile_program
 
     validator = compile_validator({"type": "string"})
     with pytest.raises(TypeError):

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from _shared_helpers import compiled_twin
 
 from dsh_codegen.schema import _validator_py
-from dsh_codegen.schema._compile import compile_program
+from dsh_codegen.schema._validator import compile_program
 
 _schema_c = compiled_twin("_schema_c")
 

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from _shared_helpers import require_compiled_twin
 
-from dsh_codegen.schema._compile import compile_program
+from dsh_codegen.schema._validator import compile_program
 from dsh_codegen.schema._shared import (
     USES_ALL,
     USES_ARRAY,
@@ -94,9 +94,9 @@ def test_the_link_family_is_named_where_its_fields_are_set(schema: Any, field: s
 
 
 def test_the_shared_plain_leaves_are_unchanged_by_every_compile() -> None:
-    from dsh_codegen.schema import _compile, _compile_py
+    from dsh_codegen.schema import _compile_py, _validator
 
-    running = _compile._c if _compile._c is not None else _compile_py  # the twin compile_program is
+    running = _validator._check_c if _validator._check_c is not None else _compile_py  # the twin that runs
     programs = []
     for schema in _schemas():
         try:
@@ -132,9 +132,9 @@ def test_the_compiled_node_type_has_the_fields_and_defaults_of_node() -> None:
 def test_the_compiled_twin_compiles_into_compiled_nodes() -> None:
     schema_c = require_compiled_twin("_schema_c")
     require_compiled_twin("_compile_c")
-    from dsh_codegen.schema import _compile
+    from dsh_codegen.schema import _validator
 
-    if _compile._c is None:
+    if _validator._check_c is None:
         pytest.skip("the pure twin runs (DSH_CODEGEN_PURE_PYTHON=1)")
     program = compile_program({"type": "object", "properties": {"a": {"type": "string", "minLength": 1}}})
     assert {type(node) for node in program.nodes} == {schema_c.CompiledNode}

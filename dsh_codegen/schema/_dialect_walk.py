@@ -1,9 +1,12 @@
 """The dialect walk: validates values against a program that uses the wider tool-schema dialect.
 
-Both twins run it for such programs (``Program.dialect``): the pure twin
-imports this module, and ``_ext/_schema_c.pyx`` compiles this very source
-with Cython (``include``), so the two cannot disagree on a verdict or a
-message. Programs of the seed's subset keep the twins' own fast walks.
+Both twins run it for such programs (``Program.dialect``), so the two cannot
+disagree on a verdict or a message: the pure twin as it stands, the compiled
+twin (``_ext/_schema_c.pyx``) with its own C verdict walk and report scan
+in front, which hand it what they cannot tell (a cyclic value, say) and ask
+its value tests (:func:`number_ok`, :func:`string_ok`, :func:`unique_items`,
+:func:`value_key`) for the rare values they do not decide in C. Programs of the
+seed's subset keep the twins' own fast walks.
 
 Both walks use explicit work stacks, no recursion: a 100,000-deep value under
 a recursive schema is walked in memory proportional to its size. ``anyOf``,
@@ -14,10 +17,9 @@ failure always unwinds to a mark that encloses it. When the program is
 recursive the containers on the current path are counted, so a cyclic value
 fails instead of looping. Only exact types are looked at before anything
 else, so no user code runs.
-
-This file is also Cython source: no ``from __future__`` import, and only
-Python syntax Cython compiles unchanged.
 """
+
+from __future__ import annotations
 
 from fractions import Fraction
 from math import copysign
@@ -76,7 +78,7 @@ from dsh_codegen.schema._shared import (
     mismatch_code,
 )
 
-__all__ = ["DialectWalker"]
+__all__ = ["DialectWalker", "number_ok", "string_ok", "unique_items", "value_key"]
 
 _SMALL_INT_BITS: Final = 2000
 _NUMBERS: Final = 1 << INTEGER | 1 << NUMBER
@@ -144,7 +146,7 @@ def _leaf_lossless(value: Any) -> Any:
     return None
 
 
-def _number_ok(code: int, arg: Any, value: Any) -> bool:
+def number_ok(code: int, arg: Any, value: Any) -> bool:
     if code == V_MINIMUM:
         return bool(value >= arg)
     if code == V_MAXIMUM:
@@ -161,7 +163,7 @@ def _number_ok(code: int, arg: Any, value: Any) -> bool:
     return bool(quotient.denominator == 1)
 
 
-def _string_ok(code: int, arg: Any, value: str) -> bool:
+def string_ok(code: int, arg: Any, value: str) -> bool:
     if code == V_MIN_LENGTH:
         return bool(len(value) >= arg)
     if code == V_MAX_LENGTH:
@@ -171,7 +173,7 @@ def _string_ok(code: int, arg: Any, value: str) -> bool:
     return bool(arg[0](value))  # V_FORMAT
 
 
-def _unique(value: Any) -> bool:
+def unique_items(value: Any) -> bool:
     seen = set()
     for item in value:
         if _leaf_lossless(item) is None and not is_lossless_json(item):
@@ -188,7 +190,7 @@ def _array_ok(code: int, arg: Any, value: Any) -> bool:
         return bool(len(value) >= arg)
     if code == V_MAX_ITEMS:
         return bool(len(value) <= arg)
-    return _unique(value)  # V_UNIQUE
+    return unique_items(value)  # V_UNIQUE
 
 
 def _object_ok(code: int, arg: Any, value: Any) -> bool:
@@ -197,7 +199,7 @@ def _object_ok(code: int, arg: Any, value: Any) -> bool:
     return bool(len(value) <= arg)  # V_MAX_PROPERTIES
 
 
-def _value_key(value: Any, kind: int) -> Any:
+def value_key(value: Any, kind: int) -> Any:
     """``json_key(value)``, or a key no enum holds when a container is not lossless JSON."""
     if (kind == ARRAY or kind == OBJECT) and not is_lossless_json(value):
         return _NO_KEY
@@ -278,7 +280,7 @@ class DialectWalker:
         if node.admit and not (node.admit >> kind) & 1:
             return False
         if node.enum_keys is not None or node.has_const_key:
-            key = _value_key(v, kind)
+            key = value_key(v, kind)
             if node.enum_keys is not None and key not in node.enum_keys:
                 return False
             if node.has_const_key and key != node.const_key:
@@ -286,7 +288,7 @@ class DialectWalker:
         push = stack.append
         if kind == STRING:
             for code, arg in node.str_checks:
-                if not _string_ok(code, arg, v):
+                if not string_ok(code, arg, v):
                     return False
         elif kind == OBJECT:
             if not self._object_frames(node, v, stack, on_path, budget):
@@ -296,7 +298,7 @@ class DialectWalker:
                 return False
         elif kind == INTEGER or kind == NUMBER:
             for code, arg in node.num_checks:
-                if not _number_ok(code, arg, v):
+                if not number_ok(code, arg, v):
                     return False
         nodes = self._nodes
         for branch in node.all_of:
@@ -526,7 +528,7 @@ class DialectWalker:
             report(out, V_TYPE, node, at, root, alias)
             return
         if node.enum_keys is not None or node.has_const_key:
-            key = _value_key(v, kind)
+            key = value_key(v, kind)
             if node.enum_keys is not None and key not in node.enum_keys:
                 report(out, V_ENUM, node, at, root, alias)
                 return
@@ -540,11 +542,11 @@ class DialectWalker:
             later.append((_VISIT, nodes[node.ref], v, at))
         if kind == STRING:
             for code, arg in node.str_checks:
-                if not _string_ok(code, arg, v):
+                if not string_ok(code, arg, v):
                     report(out, code, node, at, root, alias, arg)
         elif kind == INTEGER or kind == NUMBER:
             for code, arg in node.num_checks:
-                if not _number_ok(code, arg, v):
+                if not number_ok(code, arg, v):
                     report(out, code, node, at, root, alias, arg)
         elif kind == OBJECT:
             self._collect_object_own(node, v, at, out, root, alias)
