@@ -34,7 +34,7 @@ def _warn(message: str) -> None:
 
 #: Twins compiled from the pure twin's own file (one source): extension name -> that ``.py``. Cython
 #: reads the C declarations of each from ``dsh_codegen/<name>.pxd`` (its "augmenting .pxd").
-COMPILED_AS_IS = {"_compile_c": ROOT / "dsh_codegen" / "schema" / "_compile_py.py"}
+COMPILED_AS_IS = {"_dialect_check_c": ROOT / "dsh_codegen" / "schema" / "_dialect_check.py"}
 
 
 def _extensions() -> list[Extension]:

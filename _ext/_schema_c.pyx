@@ -7,7 +7,7 @@ shared compiler builds is copied into a C array of structs; ``is_valid`` walks
 with a C frame stack (inline buffer, heap only past 64 pending frames), never
 builds a Python object on success and never runs user code: every value is
 type-checked by its exact type before anything else touches it. Messages,
-type tags and the ``Violation`` class come from ``dsh_codegen.schema._shared``,
+type tags and the ``Violation`` class come from ``dsh_codegen.schema._program``,
 so both twins render identical texts.
 """
 
@@ -22,7 +22,7 @@ from libc.stdint cimport uint64_t
 from libc.string cimport memcpy
 
 from dsh_codegen.json import quote_path
-from dsh_codegen.schema._shared import (
+from dsh_codegen.schema._program import (
     FIXED_SUFFIX,
     KEYWORD_OF_CODE,
     TYPE_SUFFIX,
@@ -123,7 +123,7 @@ from dsh_codegen.schema._dialect_walk import DialectWalker, number_ok, string_ok
 
 __all__ = ["CompiledValidator"]
 
-# node kinds: the values of dsh_codegen.schema._shared (asserted at import below)
+# node kinds: the values of dsh_codegen.schema._program (asserted at import below)
 cdef enum:
     K_ANY = 0
     K_NULL = 1
@@ -141,11 +141,11 @@ cdef enum:
     # cycle-checking walk: only a cycle (or a huge shared-reference DAG) gets there.
     ANY_BUDGET = 1000000
 
-from dsh_codegen.schema import _shared as _sh
+from dsh_codegen.schema import _program
 from dsh_codegen.json import DEFAULT_MAX_NODES
 cdef long MAX_NODES = DEFAULT_MAX_NODES
-assert (_sh.JSON_ANY, _sh.NULL, _sh.BOOLEAN, _sh.INTEGER, _sh.NUMBER, _sh.STRING, _sh.ARRAY, _sh.OBJECT,
-        _sh.ONE_OF) == (0, 1, 2, 3, 4, 5, 6, 7, 8)
+assert (_program.JSON_ANY, _program.NULL, _program.BOOLEAN, _program.INTEGER, _program.NUMBER, _program.STRING, _program.ARRAY, _program.OBJECT,
+        _program.ONE_OF) == (0, 1, 2, 3, 4, 5, 6, 7, 8)
 
 
 cdef struct CNode:
@@ -186,7 +186,7 @@ cdef struct Stack:
     Py_ssize_t size
     Py_ssize_t cap
     bint heap
-    long* left  # the values the validation may still reach (``_shared.WalkBudget``; shared by its walks)
+    long* left  # the values the validation may still reach (``_program.WalkBudget``; shared by its walks)
 
 
 cdef void* _grown(void* items, Py_ssize_t size, Py_ssize_t cap, bint heap, size_t unit) except NULL:
@@ -329,7 +329,7 @@ cdef inline Py_ssize_t size_of_container(PyObject* v) noexcept:
 
 
 cdef bint _within_budget(PyObject* root, PyTypeObject* fobj, PyTypeObject* farr) except -1:
-    """``_shared.within_walk_budget``: whether walking ``root`` reaches at most ``MAX_NODES`` values.
+    """``_program.within_walk_budget``: whether walking ``root`` reaches at most ``MAX_NODES`` values.
 
     The careful walk in its measuring mode: it counts the members of every
     exact container, JSON or not inside, and does not follow a cycle into itself.
@@ -411,7 +411,7 @@ cdef bint _lossless_careful(PyObject* root, PyTypeObject* fobj, PyTypeObject* fa
 
     Creates only ints (which the garbage collector does not track), so no
     collection and no finalizer can run while borrowed references are held.
-    Not ``lossless``: the measuring walk of :func:`_within_budget` (``_shared._tree_walk``),
+    Not ``lossless``: the measuring walk of :func:`_within_budget` (``_program._tree_walk``),
     which only the budget stops: it skips what is not a container and does not
     follow a cycle into itself.
     """
@@ -626,7 +626,7 @@ cdef bint _scalars_unique(PyObject* v, Py_ssize_t size) except -1:
     return True
 
 
-# The compiled twin's node: ``_shared.Node``'s fields as C struct members. A new node copies
+# The compiled twin's node: ``_program.Node``'s fields as C struct members. A new node copies
 # every field from ``_DEFAULTS``, one node made at import with ``Node``'s class defaults, so
 # the defaults have one source; the C tables below read a node's fields as struct loads, and
 # making one allocates no instance dict.
@@ -636,7 +636,7 @@ NODE_FIELDS = tuple(_PyNode.__annotations__)
 @cython.no_gc  # holds ints, strs and containers of schema data, never a node: in no cycle
 @cython.final
 cdef class CompiledNode:
-    """One compiled schema node (see ``_shared.Node``): the same fields, the same defaults."""
+    """One compiled schema node (see ``_program.Node``): the same fields, the same defaults."""
 
     # Its fields are declared in dsh_codegen/_schema_c.pxd (the compiled dialect check reads them too).
 
@@ -1008,7 +1008,7 @@ cdef class _DialectTable:
     cdef int _walk(self, int root, PyObject* value, object on_path, long* budget, long* left) except -1:
         """1 when ``value`` matches node ``root``, 0 when not, 2 when the container budget ran out.
 
-        ``left``: the walk budget (``_shared.WalkBudget``); 0 once it is spent.
+        ``left``: the walk budget (``_program.WalkBudget``); 0 once it is spent.
         """
         cdef Frame inline_frames[INLINE_FRAMES]
         cdef Stack s
@@ -1347,14 +1347,14 @@ cdef enum:
     # valid, so reporting costs what the invalid parts cost; deeper ones are walked
     # directly, which keeps a 100,000-deep value linear.
     PRECHECK_DEPTH = 32
-    # violation codes of dsh_codegen.schema._shared (asserted below)
+    # violation codes of dsh_codegen.schema._program (asserted below)
     V_TYPE_C = 1
     V_FINITE_C = 2
     V_ENUM_C = 6
     V_CONST_C = 7
     V_REQUIRED_C = 8
 
-assert (_sh.V_TYPE, _sh.V_FINITE, _sh.V_ENUM, _sh.V_CONST, _sh.V_REQUIRED) == (1, 2, 6, 7, 8)
+assert (_program.V_TYPE, _program.V_FINITE, _program.V_ENUM, _program.V_CONST, _program.V_REQUIRED) == (1, 2, 6, 7, 8)
 
 
 cdef struct VFrame:
@@ -1464,7 +1464,7 @@ cdef tuple _INDEX_TEXT = tuple(f"[{i}]" for i in range(_N_INDEX_TEXT))
 
 
 cdef inline tuple _segment(object segment):
-    """``(text, safe, (segment,))``: ``_shared.segment_text`` through a plain dict (the common
+    """``(text, safe, (segment,))``: ``_program.segment_text`` through a plain dict (the common
     keys repeat), and the one-segment path a top-level segment's violations share."""
     cdef object found = _SEGMENT_TEXT.get(segment)
     if found is None:
@@ -1484,7 +1484,7 @@ cdef enum:
 
 
 cdef class _Render:
-    """Builds ``Violation``s exactly as ``dsh_codegen.schema._shared.make_violation`` does."""
+    """Builds ``Violation``s exactly as ``dsh_codegen.schema._program.make_violation`` does."""
 
     cdef str root
     cdef bint root_safe
@@ -1766,7 +1766,7 @@ cdef inline int _spush(VStack* s, PyObject* value, int node, int tag, Py_ssize_t
 
 
 cdef inline object _new_violation(tuple path, str keyword, str message):
-    """``_shared.new_violation``: a ``Violation`` with its fields set as ``object.__setattr__`` sets them."""
+    """``_program.new_violation``: a ``Violation`` with its fields set as ``object.__setattr__`` sets them."""
     violation = object.__new__(_Violation)
     PyObject_GenericSetAttr(violation, "path", path)
     PyObject_GenericSetAttr(violation, "keyword", keyword)
@@ -1788,7 +1788,7 @@ for _code in range(64):
                                  V_MIN_LENGTH, V_MAX_LENGTH, V_PATTERN, V_FORMAT, V_MIN_ITEMS, V_MAX_ITEMS,
                                  V_UNIQUE, V_MIN_PROPERTIES, V_MAX_PROPERTIES)
 cdef tuple _DIALECT_KEYWORD_BY_CODE = tuple(
-    dialect_keyword(code) if code in KEYWORD_OF_CODE or code in _sh.DIALECT_KEYWORD else "" for code in range(64))
+    dialect_keyword(code) if code in KEYWORD_OF_CODE or code in _program.DIALECT_KEYWORD else "" for code in range(64))
 
 
 cdef inline void _vreverse(VStack* s, Py_ssize_t base) noexcept:
@@ -2549,7 +2549,7 @@ cdef class CompiledValidator:
         cdef int index
         cdef bint ok
         cdef bint result = True
-        cdef long left = MAX_NODES - 1  # the walk budget (``_shared.WalkBudget``), the root counted
+        cdef long left = MAX_NODES - 1  # the walk budget (``_program.WalkBudget``), the root counted
         s.frames = inline_frames
         s.size = 0
         s.cap = INLINE_FRAMES
@@ -3159,13 +3159,13 @@ cdef class CompiledValidator:
         return 0
 
 
-# --- compile-time help for dsh_codegen.schema._compile (the compiled twin's fast paths) -------
+# --- compile-time help for dsh_codegen.schema._dialect_check (the compiled twin's fast paths) -------
 
 cdef str _KEY_TYPE = "type"
 cdef str _KEY_DESCRIPTION = "description"
 cdef str _KEY_TITLE = "title"
 cdef tuple _SCALAR_NAMES = ("null", "boolean", "integer", "number", "string")  # kinds 1..5
-assert tuple(_sh.KIND_OF_TYPE[name] for name in _SCALAR_NAMES) == (1, 2, 3, 4, 5)
+assert tuple(_program.KIND_OF_TYPE[name] for name in _SCALAR_NAMES) == (1, 2, 3, 4, 5)
 
 
 cdef int _leaf_kind(PyObject* child) noexcept:
@@ -3197,7 +3197,7 @@ cdef int _leaf_kind(PyObject* child) noexcept:
 
 
 def str_keys(dict schema):
-    """Whether every key of an exact ``dict`` is an exact ``str`` (``_compile_py._check_node``'s key test)."""
+    """Whether every key of an exact ``dict`` is an exact ``str`` (``_dialect_check._check_node``'s key test)."""
     cdef Py_ssize_t pos = 0
     cdef PyObject* key
     cdef PyObject* value
@@ -3209,7 +3209,7 @@ def str_keys(dict schema):
 
 def fill_props(dict declared, dict props, list children, object props_path, list nodes, dict leaves,
                object make_leaf):
-    """The property loop of ``_compile_py._check_properties`` for an exact ``dict``.
+    """The property loop of ``_dialect_check._check_properties`` for an exact ``dict``.
 
     For each ``(name, child)`` in order: a plain leaf maps ``name`` to its kind's
     shared inline node (``leaves``: kind -> index, made by ``make_leaf(kind)`` on

@@ -10,7 +10,7 @@ returns our compiled patterns while jsonschema-rs builds its regexes every time,
 and with that cache emptied before each pass, what a first compile costs). fastjsonschema
 compiles with ``use_default=False`` so it never writes defaults into the
 shared argument sets. Both twins of ours run in the same process (the compiled one imported
-directly; the pure rows compile with ``_compile_py`` uncompiled), so the
+directly; the pure rows compile with ``_dialect_check`` uncompiled), so the
 tables do not depend on ``DSH_CODEGEN_PURE_PYTHON``. Every
 figure is a median per call (``bench._util.median_time``); ratios are against
 ``jsonschema-rs``. The deep-schema probe runs each peer in a subprocess (a
@@ -31,7 +31,7 @@ from types import ModuleType
 from typing import Any
 
 from bench._util import median_time, ratio_table
-from dsh_codegen.schema import _compile_py, _validator_py
+from dsh_codegen.schema import _dialect_check, _validator_py
 from dsh_codegen.schema._validator import compile_program
 
 __all__ = ["main"]
@@ -61,7 +61,7 @@ def _ours_compiled(schema: Any) -> Any:
 
 def _ours_pure(schema: Any) -> Any:
     # both halves of the pure twin: the uncompiled dialect check and the Python validator
-    return _validator_py.CompiledValidator(_compile_py.compile_program(schema))
+    return _validator_py.CompiledValidator(_dialect_check.compile_program(schema))
 
 
 def _fast_is_valid(schema: Any) -> Callable[[Any], bool]:

@@ -32,7 +32,7 @@ from dsh_codegen._env import PURE_PYTHON_REQUESTED
 __all__ = ["COMPILED_MODULES", "USE_COMPILED", "backend", "load_compiled"]
 
 #: Every compiled module, by its short name inside ``dsh_codegen``.
-COMPILED_MODULES: tuple[str, ...] = ("_json_c", "_schema_c", "_compile_c")
+COMPILED_MODULES: tuple[str, ...] = ("_json_c", "_schema_c", "_dialect_check_c")
 
 
 def _missing() -> list[str]:

@@ -1,5 +1,5 @@
 # The C declaration of the compiled validator twin's node (``_ext/_schema_c.pyx`` defines it),
-# shared with the compiled dialect check (``dsh_codegen/_compile_c.pxd``) so that both read and
+# shared with the compiled dialect check (``dsh_codegen/_dialect_check_c.pxd``) so that both read and
 # write its fields as struct members.
 
 cdef class CompiledNode:

@@ -76,6 +76,40 @@ def test_each_compiled_module_can_be_the_first_import(name: str) -> None:
     assert done.stdout.strip() == "dsh_codegen.registry._registry"  # one pipeline source, never patched in
 
 
+
+#: The one module of each layer that may import a compiled twin (and ``_backend``, which loads them).
+SELECTORS = {"dsh_codegen/_backend.py", "dsh_codegen/json/_json.py", "dsh_codegen/schema/_validator.py"}
+
+
+@pytest.mark.once
+def test_only_the_selectors_load_a_compiled_twin() -> None:
+    package = Path(dsh_codegen.__file__).resolve().parent
+    loaders = sorted(
+        str(path.relative_to(package.parent))
+        for path in package.rglob("*.py")
+        if "load_compiled(" in path.read_text(encoding="utf-8")
+    )
+    assert set(loaders) == SELECTORS, loaders
+
+
+@pytest.mark.once
+def test_the_pure_twins_import_no_compiled_code() -> None:
+    # With the compiled twin built and chosen, importing the pure twins (as the differential
+    # tests and the benches do) must not pull in any compiled module.
+    if not _backend._all_built():
+        pytest.skip("the compiled twin is not built")
+    env = {k: v for k, v in os.environ.items() if k != "DSH_CODEGEN_PURE_PYTHON"}
+    pure = ("dsh_codegen.json._json_py", "dsh_codegen.schema._validator_py", "dsh_codegen.schema._dialect_check")
+    code = (
+        "import sys, importlib;"
+        f"[importlib.import_module(name) for name in {pure!r}];"
+        "print(sorted(name for name in sys.modules if name.startswith('dsh_codegen._') and name.endswith('_c')))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
+
+
 # --- a pure fallback says so, once, at import -----------------------------------------------
 
 _PROBE = """

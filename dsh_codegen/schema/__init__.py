@@ -2,7 +2,7 @@
 
 Re-exports only (house rule 4, docs/contributing.md; docs/schema.md). The names resolve on first
 use (PEP 562): the compiled module ``dsh_codegen._schema_c`` imports this
-package's ``_shared`` and ``_dialect_walk`` while it initialises, so an eager re-export (which asks
+package's ``_program`` and ``_dialect_walk`` while it initialises, so an eager re-export (which asks
 the twin selector for that half-initialised module) would make importing
 ``dsh_codegen._schema_c`` first a circular import.
 """
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
         value_schema_spec_to_json_schema,
     )
     from dsh_codegen.schema._errors import JsonSchemaError, ToolArgsError
-    from dsh_codegen.schema._shared import Violation
+    from dsh_codegen.schema._program import Violation
     from dsh_codegen.schema._strict_nulls import relax_strict_arguments
     from dsh_codegen.schema._validator import (
         ANNOTATION_KEYWORDS,
@@ -52,7 +52,7 @@ _HOME: dict[str, str] = {
     "PropertySchemaSpec": "_dsl",
     "ToolArgsError": "_errors",
     "ValueSchemaSpec": "_dsl",
-    "Violation": "_shared",
+    "Violation": "_program",
     "assert_object_json_schema": "_validator",
     "assert_supported_json_schema": "_validator",
     "compile_validator": "_validator",

@@ -26,7 +26,7 @@ from math import copysign
 from math import isfinite as _isfinite
 from typing import Any, Final
 
-from dsh_codegen.schema._shared import (
+from dsh_codegen.schema._program import (
     ARRAY,
     BOOLEAN,
     DIALECT,
@@ -44,27 +44,23 @@ from dsh_codegen.schema._shared import (
     V_EXCLUSIVE_MINIMUM,
     V_FALSE,
     V_FINITE,
-    V_FORMAT,
     V_LOSSLESS_OBJECT,
     V_LOSSLESS_VALUE,
     V_MAX_CONTAINS,
     V_MAX_ITEMS,
     V_MAX_LENGTH,
-    V_MAX_PROPERTIES,
     V_MAXIMUM,
     V_MIN_CONTAINS,
     V_MIN_ITEMS,
     V_MIN_LENGTH,
     V_MIN_PROPERTIES,
     V_MINIMUM,
-    V_MULTIPLE_OF,
     V_ONE_OF,
     V_PATTERN,
     V_PROPERTY_NAME,
     V_REQUIRED,
     V_TYPE,
     V_TYPES,
-    V_UNIQUE,
     Node,
     Program,
     Violation,

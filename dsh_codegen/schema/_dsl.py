@@ -17,7 +17,7 @@ from typing import Any, Final, Literal, NotRequired, TypeAlias, TypedDict, Union
 from dsh_codegen.json import format_path, quote_path
 from dsh_codegen.schema._ecma import PatternError, compile_pattern
 from dsh_codegen.schema._errors import JsonSchemaError
-from dsh_codegen.schema._shared import (
+from dsh_codegen.schema._program import (
     BOOLEAN,
     INTEGER,
     NULL,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, ClassVar
 
-from dsh_codegen.schema._shared import Violation
+from dsh_codegen.schema._program import Violation
 
 __all__ = ["JsonSchemaError", "ToolArgsError"]
 

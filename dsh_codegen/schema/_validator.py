@@ -1,9 +1,9 @@
 """Selects the schema layer's twin and builds the public validation functions on it.
 
 The only module of the layer that knows which twin runs (docs/index.md, "The twins"): with
-the compiled twin, the dialect check is ``dsh_codegen._compile_c`` (``_compile_py.py``
+the compiled twin, the dialect check is ``dsh_codegen._dialect_check_c`` (``_dialect_check.py``
 compiled as it stands) and the validator ``dsh_codegen._schema_c`` (``_ext/_schema_c.pyx``);
-with the pure twin, ``_compile_py`` and ``_validator_py``. ``_backend`` loads both or
+with the pure twin, ``_dialect_check`` and ``_validator_py``. ``_backend`` loads both or
 neither. Type checkers always see the Python twin.
 """
 
@@ -12,13 +12,16 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from dsh_codegen._backend import load_compiled
-from dsh_codegen.schema._dsl import looks_like_parameter_spec, parameter_schema_spec_to_json_schema
-from dsh_codegen.schema._shared import Violation
+from dsh_codegen.schema._dsl import (
+    looks_like_parameter_spec,
+    parameter_schema_spec_to_json_schema,
+)
+from dsh_codegen.schema._program import Violation
 
-_check_c = load_compiled("_compile_c")
+_check_c = load_compiled("_dialect_check_c")
 _validator_c = load_compiled("_schema_c")
 if TYPE_CHECKING or _check_c is None or _validator_c is None:
-    from dsh_codegen.schema._compile_py import (
+    from dsh_codegen.schema._dialect_check import (
         ANNOTATION_KEYWORDS,
         assert_object_json_schema,
         assert_supported_json_schema,

@@ -13,7 +13,7 @@ from math import copysign, isfinite
 from typing import Any, Final
 
 from dsh_codegen.schema._dialect_walk import DialectWalker
-from dsh_codegen.schema._shared import (
+from dsh_codegen.schema._program import (
     ARRAY,
     BOOLEAN,
     INTEGER,
@@ -136,7 +136,7 @@ class CompiledValidator:
         """Whether ``value`` is lossless JSON matching the schema. Never raises; builds no violation.
 
         A value that would take more than the walk budget to check
-        (:class:`~dsh_codegen.schema._shared.WalkBudget`) is not valid.
+        (:class:`~dsh_codegen.schema._program.WalkBudget`) is not valid.
         """
         if self._dialect is not None:
             return self._dialect.is_valid(value)

@@ -18,7 +18,7 @@ LAYERS = {
     "_json_c": 1,
     "schema": 2,
     "_schema_c": 2,
-    "_compile_c": 2,
+    "_dialect_check_c": 2,
     "codegen": 3,
     "templates": 3,
     "registry": 4,
@@ -136,7 +136,7 @@ SEAM_LAYERS = {
     "_json_c": "json",
     "schema": "schema",
     "_schema_c": "schema",
-    "_compile_c": "schema",
+    "_dialect_check_c": "schema",
     "codegen": "codegen",
     "templates": "codegen",
     "registry": "registry",
@@ -257,4 +257,4 @@ def test_the_seam_check_sees_private_imports() -> None:
     assert crossings("_ext/_schema_c.pyx", "from libc.math cimport floor\nfrom dsh_codegen.json._paths import quote_path\n") == [
         "_ext/_schema_c.pyx:2: from dsh_codegen.json._paths import quote_path (the json layer's private _paths)"
     ]
-    assert crossings("_ext/_schema_c.pyx", "from dsh_codegen.schema._shared import (\n    NULL,\n)\n") == []
+    assert crossings("_ext/_schema_c.pyx", "from dsh_codegen.schema._program import (\n    NULL,\n)\n") == []

@@ -106,6 +106,6 @@ async def test_the_parameter_root_follows_how_the_body_receives_arguments() -> N
 
 def test_the_static_schema_type_lists_every_keyword_of_the_dialect() -> None:
     from dsh_codegen.schema import ANNOTATION_KEYWORDS, JsonSchemaObject
-    from dsh_codegen.schema import _compile_py as dialect
+    from dsh_codegen.schema import _dialect_check as dialect
 
     assert set(JsonSchemaObject.__annotations__) == set(dialect._KEYWORDS) | ANNOTATION_KEYWORDS

@@ -10,7 +10,7 @@ import pytest
 import dsh_codegen
 from dsh_codegen import schema
 from dsh_codegen.schema import CompiledValidator, Violation, compile_validator
-from dsh_codegen.schema._shared import int_is_lossless, new_violation
+from dsh_codegen.schema._program import int_is_lossless, new_violation
 
 PUBLIC = {
     "ANNOTATION_KEYWORDS",

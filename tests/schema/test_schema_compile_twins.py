@@ -1,4 +1,4 @@
-"""The two twins of the dialect check (``_compile_py`` and ``_compile_c``, one source) give the same result.
+"""The two twins of the dialect check (``_dialect_check`` and ``_dialect_check_c``, one source) give the same result.
 
 Imports both directly, so it does not depend on the active twin and runs once
 (in the compiled pass): the same node tables for accepted schemas, the same
@@ -13,16 +13,16 @@ from typing import Any
 import pytest
 from _shared_helpers import require_compiled_twin
 
-from dsh_codegen.schema import _compile_py
+from dsh_codegen.schema import _dialect_check
 from dsh_codegen.schema._errors import JsonSchemaError
-from dsh_codegen.schema._shared import Node
+from dsh_codegen.schema._program import Node
 from tests.corpus import corpus
 
 pytestmark = pytest.mark.once
 
 
 def _compiled() -> ModuleType:
-    return require_compiled_twin("_compile_c")
+    return require_compiled_twin("_dialect_check_c")
 
 
 def _table(twin: Any, schema: Any, formats: bool = False) -> tuple[bool, bool, list[dict[str, Any]]]:
@@ -39,11 +39,11 @@ def _violations(twin: Any, schema: Any) -> list[tuple[Any, str, str]]:
 def test_the_compiled_twin_is_this_source_compiled() -> None:
     compiled = _compiled()
     assert type(compiled.compile_program).__name__ == "cython_function_or_method"
-    assert compiled.__all__ == _compile_py.__all__
+    assert compiled.__all__ == _dialect_check.__all__
 
 
 def test_the_compiled_twin_runs_on_its_c_declarations() -> None:
-    """``dsh_codegen/_compile_c.pxd`` reached the build: ``_Checker`` is a final extension type with typed
+    """``dsh_codegen/_dialect_check_c.pxd`` reached the build: ``_Checker`` is a final extension type with typed
     fields, and the hot functions take ``CompiledNode``s only (the pure twin is none of this)."""
     compiled = _compiled()
     checker = compiled._Checker({"type": "string"}, False)
@@ -57,9 +57,9 @@ def test_the_compiled_twin_runs_on_its_c_declarations() -> None:
     compiled._check_pattern(checker, "^a", {}, node, 0, None, [])
     assert [code for code, _check in node.str_checks] == [compiled.V_PATTERN]
     # the pure twin's checker stays a plain slotted class
-    pure = _compile_py._Checker({"type": "string"}, False)
+    pure = _dialect_check._Checker({"type": "string"}, False)
     pure.nodes = ()  # type: ignore[assignment]
-    type("Sub", (_compile_py._Checker,), {})
+    type("Sub", (_dialect_check._Checker,), {})
 
 
 @pytest.mark.parametrize("formats", [False, True])
@@ -68,7 +68,7 @@ def test_same_tables_for_the_corpus(formats: bool) -> None:
     cases = corpus()
     assert len(cases) >= 100
     for name, schema, _valid, _invalid in cases:
-        assert _table(compiled, schema, formats) == _table(_compile_py, schema, formats), name
+        assert _table(compiled, schema, formats) == _table(_dialect_check, schema, formats), name
 
 
 def _self_containing() -> dict[str, Any]:
@@ -113,13 +113,13 @@ REJECTED: list[Any] = [
 def test_same_violations_for_rejected_schemas(index: int) -> None:
     compiled = _compiled()
     schema = REJECTED[index]
-    expected = _violations(_compile_py, schema)
+    expected = _violations(_dialect_check, schema)
     assert _violations(compiled, schema) == expected
     if expected:
         with pytest.raises(JsonSchemaError) as pure_error:
-            _compile_py.compile_program(schema)
+            _dialect_check.compile_program(schema)
         with pytest.raises(JsonSchemaError) as compiled_error:
             compiled.compile_program(schema)
         assert str(compiled_error.value) == str(pure_error.value)
     else:  # the deep schema is accepted: then the tables must agree
-        assert _table(compiled, schema) == _table(_compile_py, schema)
+        assert _table(compiled, schema) == _table(_dialect_check, schema)

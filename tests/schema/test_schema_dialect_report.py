@@ -14,7 +14,7 @@ from _shared_helpers import compiled_twin
 
 from dsh_codegen.schema import _validator_py
 from dsh_codegen.schema._validator import compile_program
-from dsh_codegen.schema._shared import Violation
+from dsh_codegen.schema._program import Violation
 
 _schema_c = compiled_twin("_schema_c")
 

@@ -18,7 +18,7 @@ import pytest
 from _shared_helpers import require_compiled_twin
 
 from dsh_codegen.schema._validator import compile_program
-from dsh_codegen.schema._shared import (
+from dsh_codegen.schema._program import (
     USES_ALL,
     USES_ARRAY,
     USES_BRANCHES,
@@ -94,9 +94,9 @@ def test_the_link_family_is_named_where_its_fields_are_set(schema: Any, field: s
 
 
 def test_the_shared_plain_leaves_are_unchanged_by_every_compile() -> None:
-    from dsh_codegen.schema import _compile_py, _validator
+    from dsh_codegen.schema import _dialect_check, _validator
 
-    running = _validator._check_c if _validator._check_c is not None else _compile_py  # the twin that runs
+    running = _validator._check_c if _validator._check_c is not None else _dialect_check  # the twin that runs
     programs = []
     for schema in _schemas():
         try:
@@ -107,7 +107,7 @@ def test_the_shared_plain_leaves_are_unchanged_by_every_compile() -> None:
     uses = sum(1 for program in programs for node in program.nodes if id(node) in shared)
     assert uses > 100, "most programs hold a shared leaf"
     for kind, leaf in running.SHARED_LEAVES.items():
-        assert _fields(leaf) == _fields(_compile_py._leaf_node(kind)), kind
+        assert _fields(leaf) == _fields(_dialect_check._leaf_node(kind)), kind
 
 
 def _fields(node: Any) -> dict[str, Any]:
@@ -131,7 +131,7 @@ def test_the_compiled_node_type_has_the_fields_and_defaults_of_node() -> None:
 
 def test_the_compiled_twin_compiles_into_compiled_nodes() -> None:
     schema_c = require_compiled_twin("_schema_c")
-    require_compiled_twin("_compile_c")
+    require_compiled_twin("_dialect_check_c")
     from dsh_codegen.schema import _validator
 
     if _validator._check_c is None:

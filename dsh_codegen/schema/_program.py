@@ -1,4 +1,6 @@
-"""What both validator twins share: type tags, keyword tables, the compiled program, messages.
+"""The compiled program both twins run (``Node``, ``Program``) and what both say about it.
+
+Type tags, keyword tables, violation codes, :class:`Violation` and every message text.
 
 ``dsh_codegen.schema._validator_py`` and the compiled ``dsh_codegen._schema_c``
 both import this module, so every message text, every type tag and the

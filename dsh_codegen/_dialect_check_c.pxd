@@ -1,6 +1,6 @@
-# C declarations for the compiled dialect check: ``dsh_codegen/schema/_compile_py.py`` compiled by
-# Cython as it stands (setup.py builds it as ``dsh_codegen._compile_c``; the pure twin imports the
-# same file uncompiled). Cython reads this file beside the source ("augmenting .pxd"): it makes
+# C declarations for the compiled dialect check: ``dsh_codegen/schema/_dialect_check.py`` compiled by
+# Cython as it stands (setup.py builds it as ``dsh_codegen._dialect_check_c``; the pure twin imports the
+# same file uncompiled). Cython finds this file by that module name ("augmenting .pxd"): it makes
 # ``_Checker`` an extension type with C fields, and types the node and checker arguments of the
 # hot functions, so their field reads and writes are struct loads and stores instead of generic
 # attribute lookups. Nothing here changes what the code does; a declaration that did not match

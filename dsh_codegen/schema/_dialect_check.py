@@ -2,7 +2,7 @@
 """The tool-schema dialect check and its compilation to a flat node table (cold code, both twins).
 
 One walk with an explicit stack checks every node and, when the schema is
-supported, builds the :class:`~dsh_codegen.schema._shared.Program` the
+supported, builds the :class:`~dsh_codegen.schema._program.Program` the
 validator twins run. A schema object reused in several places (sibling reuse)
 is checked and compiled once, at its first path; a schema object that contains
 itself is reported as ``<path> is circular``. ``$ref`` targets are resolved
@@ -14,8 +14,8 @@ kinds (the twins' fast walks run such programs), any other node is a
 ``DIALECT`` node and makes the whole program run on the dialect walk.
 
 This file is the pure twin and also Cython source: setup.py compiles this very
-file into ``dsh_codegen._compile_c``, so the twins cannot disagree on a verdict
-or a message. ``dsh_codegen/_compile_c.pxd`` declares C types for the
+file into ``dsh_codegen._dialect_check_c``, so the twins cannot disagree on a verdict
+or a message. ``dsh_codegen/_dialect_check_c.pxd`` declares C types for the
 compiled build only (``_Checker``'s fields, the node arguments as
 ``CompiledNode``); the first line sets Cython's directives: annotations are not
 read as C types, no C types are inferred, and negative indices and bounds keep
@@ -33,7 +33,7 @@ from dsh_codegen.json import format_path, quote_path
 from dsh_codegen.schema._ecma import PatternError, compile_pattern
 from dsh_codegen.schema._errors import JsonSchemaError
 from dsh_codegen.schema._formats import FORMAT_CHECKERS
-from dsh_codegen.schema._shared import (
+from dsh_codegen.schema._program import (
     ALL_KINDS,
     ARRAY,
     BOOLEAN,
@@ -203,11 +203,11 @@ _USES: Final[dict[str, int]] = {
 }
 _ANCHOR_NAME: Final = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._")
 
-# This source built as ``dsh_codegen._compile_c`` makes the compiled validator's nodes
+# This source built as ``dsh_codegen._dialect_check_c`` makes the compiled validator's nodes
 # (``_schema_c.CompiledNode``, whose fields its C declarations read as struct members) and takes
 # that module's C loops over the properties and over a node's keys; run as Python it is the pure
 # twin and imports no compiled code.
-_c = import_module("dsh_codegen._schema_c") if __name__ == "dsh_codegen._compile_c" else None
+_c = import_module("dsh_codegen._schema_c") if __name__ == "dsh_codegen._dialect_check_c" else None
 _fill_props: Callable[..., bool] | None = None if _c is None else _c.fill_props
 _str_keys: Callable[[dict[Any, Any]], bool] | None = None if _c is None else _c.str_keys
 #: What makes a compile's nodes: with the compiled twin, its ``CompiledNode`` extension type (the same
