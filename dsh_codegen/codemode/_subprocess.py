@@ -421,6 +421,9 @@ class _Run:
         try:
             launched = await runtime._launch()
         except OSError as error:  # no process to run the program in (fork, spawn or command refused)
+            decided = self.outcome.result() if self.outcome.done() else None
+            if decided is not None:  # the runtime closed while the process was on its way: that came first
+                return decided
             return CodeRunFailure("worker-exit", f"the program process could not be started: {error}")
         self.child, self.link, self.workdir = launched.child, launched.link, launched.workdir
         self.link.open(self._init_frame().encode("utf-8", "surrogatepass") + b"\n", self)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -58,8 +59,12 @@ def run_sync(main: Callable[[], Awaitable[Any]]) -> Any:
 #: In the command line of every process a ``CommandRuntime`` test starts that is not a child (so the
 #: leak check finds those too).
 COMMAND_MARKER = "dsh-command-test"
-#: What marks our processes: the child script's path, the child's module, the marker above.
-_OURS = (CHILD_SCRIPT.encode(), b"dsh_codegen.codemode.child", COMMAND_MARKER.encode())
+#: What marks our processes: the child script's path, or the child's module or the marker above
+#: together with this checkout's interpreter (another checkout's test run on the same machine runs
+#: the same module with its own interpreter: its processes are not ours).
+_OURS = (CHILD_SCRIPT.encode(),)
+_OURS_WITH_INTERPRETER = (b"dsh_codegen.codemode.child", COMMAND_MARKER.encode())
+_INTERPRETER = sys.executable.encode()
 
 
 def our_processes() -> list[str]:
@@ -82,7 +87,9 @@ def our_processes() -> list[str]:
             continue
         fields = stat.rsplit(")", 1)[1].split()
         parents[int(entry)] = int(fields[1])
-        if any(mark in cmdline for mark in _OURS):
+        if any(mark in cmdline for mark in _OURS) or (
+            _INTERPRETER in cmdline and any(mark in cmdline for mark in _OURS_WITH_INTERPRETER)
+        ):
             children.append((int(entry), fields[0], cmdline.replace(b"\0", b" ").decode(errors="replace")))
     siblings = _sibling_workers(parents)
     return [f"{pid} {state} {command}" for pid, state, command in children
