@@ -110,7 +110,7 @@ class ToolChange:
 ToolSchema: TypeAlias = dict[str, Any]
 
 
-class _Listener:
+class ListenerEntry:
     """One registered listener: the function, its scope (``None`` = global) and whether it is live."""
 
     __slots__ = ("alive", "fn", "scope")
@@ -141,7 +141,7 @@ class _Layer:
 
     def __init__(self) -> None:
         self.tools: dict[str, CompiledTool] = {}
-        self.guards: tuple[_Listener, ...] = ()
+        self.guards: tuple[ListenerEntry, ...] = ()
         self.masks: tuple[_Mask, ...] = ()
         self.presentation: PresentationMode | None = None
 
@@ -153,11 +153,11 @@ class ListenerSnapshot:
 
     def __init__(
         self,
-        pre: tuple[_Listener, ...],
-        wrappers: tuple[_Listener, ...],
-        post: tuple[_Listener, ...],
-        observers: tuple[_Listener, ...],
-        calls: tuple[_Listener, ...] = (),
+        pre: tuple[ListenerEntry, ...],
+        wrappers: tuple[ListenerEntry, ...],
+        post: tuple[ListenerEntry, ...],
+        observers: tuple[ListenerEntry, ...],
+        calls: tuple[ListenerEntry, ...] = (),
     ) -> None:
         self.pre = pre
         self.wrappers = wrappers
@@ -224,7 +224,7 @@ class _Surface:
         _check_listener("guard()", fn, sync_only=True)
         layer = self._layer()
         registry = self._registry
-        entry = _Listener(fn, self._owner)
+        entry = ListenerEntry(fn, self._owner)
         layer.guards = (*layer.guards, entry)
 
         def dispose() -> None:
@@ -538,14 +538,14 @@ class ToolRegistry(_Surface):
         self._owner = None
         self._global = _Layer()
         self._scopes: dict[Hashable, ToolScope] = {}
-        self._pre: tuple[_Listener, ...] = ()
-        self._wrappers: tuple[_Listener, ...] = ()
-        self._post: tuple[_Listener, ...] = ()
-        self._observers: tuple[_Listener, ...] = ()
-        self._changes: tuple[_Listener, ...] = ()
-        self._assemblers: tuple[_Listener, ...] = ()
-        self._dispatch_log: tuple[_Listener, ...] = ()
-        self._calls: tuple[_Listener, ...] = ()
+        self._pre: tuple[ListenerEntry, ...] = ()
+        self._wrappers: tuple[ListenerEntry, ...] = ()
+        self._post: tuple[ListenerEntry, ...] = ()
+        self._observers: tuple[ListenerEntry, ...] = ()
+        self._changes: tuple[ListenerEntry, ...] = ()
+        self._assemblers: tuple[ListenerEntry, ...] = ()
+        self._dispatch_log: tuple[ListenerEntry, ...] = ()
+        self._calls: tuple[ListenerEntry, ...] = ()
         # Bumped on every tool/mask/presentation change (scope views cache on it)
         # and on every listener change (listener snapshots cache on it).
         self._version = 0
@@ -644,8 +644,8 @@ class ToolRegistry(_Surface):
         if scope is not None and scope.disposed:
             raise ValueError(f"scope {scope.agent!r} is disposed")
         _check_listener(_METHOD_OF[attr], fn, sync_only=False)
-        entry = _Listener(fn, scope)
-        current: tuple[_Listener, ...] = getattr(self, attr)
+        entry = ListenerEntry(fn, scope)
+        current: tuple[ListenerEntry, ...] = getattr(self, attr)
         setattr(self, attr, (entry, *current) if prepend else (*current, entry))
         self._listeners_changed()
 
@@ -796,7 +796,7 @@ class ToolRegistry(_Surface):
         """
         return self._version
 
-    def guards_of(self, scope: ToolScope | None) -> tuple[_Listener, ...]:
+    def guards_of(self, scope: ToolScope | None) -> tuple[ListenerEntry, ...]:
         """The guards registered now in the global layer (``None``) or in ``scope``'s own layer (do not mutate)."""
         return self._global.guards if scope is None else scope.layer.guards
 
@@ -849,7 +849,7 @@ class ToolRegistry(_Surface):
         return tuple(e.fn for e in self._dispatch_log if e.scope is None or e.scope in scopes)
 
     def _filter_listeners(self, scopes: frozenset[ToolScope]) -> ListenerSnapshot:
-        def pick(entries: tuple[_Listener, ...]) -> tuple[_Listener, ...]:
+        def pick(entries: tuple[ListenerEntry, ...]) -> tuple[ListenerEntry, ...]:
             return tuple(e for e in entries if e.scope is None or e.scope in scopes)
 
         return ListenerSnapshot(

@@ -41,7 +41,8 @@ if TYPE_CHECKING:
     from dsh_codegen.registry._execution import ToolRunContext
     from dsh_codegen.registry._gate import PipelineGate
     from dsh_codegen.registry.cancel import AbortSignal
-    from dsh_codegen.registry._registry import ListenerSnapshot, ToolRegistry, ToolScope
+    from dsh_codegen.registry._registry import ListenerSnapshot, ToolScope
+    from dsh_codegen.registry.pipeline._reads import RegistryReads
 
 __all__ = [
     "ABORTED_MESSAGE",
@@ -120,7 +121,7 @@ class Call:
 
     def __init__(
         self,
-        registry: ToolRegistry,
+        registry: RegistryReads,
         call_id: str,
         name: str,
         arguments: JsonValue,

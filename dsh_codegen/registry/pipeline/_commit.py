@@ -34,7 +34,7 @@ from dsh_codegen.registry.pipeline._outcome import normalize_value
 
 if TYPE_CHECKING:
     from dsh_codegen.registry._execution import ToolExecution
-    from dsh_codegen.registry._registry import _Listener
+    from dsh_codegen.registry._registry import ListenerEntry
 
 __all__ = [
     "bad_post_decision",
@@ -68,7 +68,7 @@ class _PostNext:
 
     def __init__(
         self,
-        entries: tuple[_Listener, ...],
+        entries: tuple[ListenerEntry, ...],
         index: int,
         execution: ToolExecution,
         result: ToolExecutionResult,
@@ -92,7 +92,7 @@ _ACCEPT: Final = Accept()
 
 
 async def _post_waterfall(
-    entries: tuple[_Listener, ...],
+    entries: tuple[ListenerEntry, ...],
     index: int,
     execution: ToolExecution,
     result: ToolExecutionResult,
@@ -282,7 +282,7 @@ async def notify_result(call: Call, result: ToolExecutionResult) -> None:
             _log_observer_failure(entry, exc)
 
 
-def _log_observer_failure(entry: _Listener, exc: BaseException) -> None:
+def _log_observer_failure(entry: ListenerEntry, exc: BaseException) -> None:
     _log.warning(
         "tools/result observer %s raised: %s",
         safe_repr(entry.fn),

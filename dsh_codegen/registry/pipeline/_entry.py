@@ -31,7 +31,7 @@ from dsh_codegen.registry.pipeline._call import (
 if TYPE_CHECKING:
     from dsh_codegen.registry._definitions import CompiledTool
     from dsh_codegen.registry._gate import PipelineGate
-    from dsh_codegen.registry._registry import ToolRegistry
+    from dsh_codegen.registry.pipeline._reads import RegistryReads
 
 __all__ = ["create_execution", "entry_outcome", "input_type_error"]
 
@@ -62,7 +62,7 @@ def _read_fields(input: object) -> tuple[list[Any], str | None]:
 
 
 def create_execution(
-    registry: ToolRegistry, input: ToolExecutionInput, gate: PipelineGate | None
+    registry: RegistryReads, input: ToolExecutionInput, gate: PipelineGate | None
 ) -> Call:
     """Read every input field exactly once, snapshot the arguments and the listeners.
 
@@ -218,7 +218,6 @@ def entry_outcome(call: Call) -> ToolFailure | None:
     if (
         call.parent is None
         and name != RUN_CODE_NAME
-        and (chain or registry.mode == "code")
         and registry.presentation(chain) == "code"
         and name in registry.view(chain)
     ):

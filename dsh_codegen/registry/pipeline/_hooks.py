@@ -22,7 +22,7 @@ from dsh_codegen.registry.pipeline._run import run_pipeline
 if TYPE_CHECKING:
     from dsh_codegen.registry._execution import ToolExecutionInput
     from dsh_codegen.registry._gate import PipelineGate
-    from dsh_codegen.registry._registry import ToolRegistry
+    from dsh_codegen.registry.pipeline._reads import RegistryReads
 
 __all__ = ["CallHooks", "CallSettle", "run_hooked"]
 
@@ -91,7 +91,7 @@ class CallHooks:
 
 
 async def run_hooked(
-    registry: ToolRegistry, input: ToolExecutionInput, gate: PipelineGate | None
+    registry: RegistryReads, input: ToolExecutionInput, gate: PipelineGate | None
 ) -> ToolExecutionResult:
     """:func:`~._run.run_pipeline` with the call's ``on_execute`` hooks entered and settled once.
 

@@ -29,7 +29,7 @@ from dsh_codegen.registry.pipeline._call import (
 
 if TYPE_CHECKING:
     from dsh_codegen.registry._execution import ToolExecution
-    from dsh_codegen.registry._registry import _Listener
+    from dsh_codegen.registry._registry import ListenerEntry
 
 __all__ = ["bad_pre_decision", "run_policy"]
 
@@ -52,7 +52,7 @@ class _PreNext:
     __slots__ = ("called", "entries", "execution", "index")
 
     def __init__(
-        self, entries: tuple[_Listener, ...], index: int, execution: ToolExecution
+        self, entries: tuple[ListenerEntry, ...], index: int, execution: ToolExecution
     ) -> None:
         self.entries = entries
         self.index = index
@@ -69,7 +69,7 @@ class _PreNext:
 
 
 async def _pre_waterfall(
-    entries: tuple[_Listener, ...], index: int, execution: ToolExecution
+    entries: tuple[ListenerEntry, ...], index: int, execution: ToolExecution
 ) -> Any:
     while index < len(entries):
         entry = entries[index]

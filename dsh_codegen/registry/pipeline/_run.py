@@ -48,7 +48,7 @@ from dsh_codegen.registry.pipeline._policy import run_policy
 
 if TYPE_CHECKING:
     from dsh_codegen.registry._gate import PipelineGate
-    from dsh_codegen.registry._registry import ToolRegistry
+    from dsh_codegen.registry.pipeline._reads import RegistryReads
     from dsh_codegen.registry.pipeline._hooks import CallHooks
 
 __all__ = ["PIPELINE_STAGES", "run_pipeline"]
@@ -66,7 +66,7 @@ PIPELINE_STAGES: Final = (
 
 
 async def run_pipeline(
-    registry: ToolRegistry,
+    registry: RegistryReads,
     input: ToolExecutionInput,
     gate: PipelineGate | None,
     hooks: CallHooks | None = None,
