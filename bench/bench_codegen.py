@@ -126,9 +126,9 @@ def _distinct_catalog(base: list[ToolSchemaEntry], count: int) -> list[ToolSchem
 
 def _clear_caches() -> None:
     """Empty the TypeScript renderer's text caches (a first render in a fresh process)."""
-    from dsh_codegen.codegen import _ts
+    from dsh_codegen.codegen import _ts_types
 
-    clear = getattr(_ts, "clear_caches", None)
+    clear = getattr(_ts_types, "clear_caches", None)
     if clear is not None:
         clear()
 

@@ -332,5 +332,5 @@ def test_sdk_from_a_catalog_file_imports_no_mcp_server_and_no_jinja2(tmp_path: P
         # The OpenAI list went through the converters (so the check above is not vacuous).
         assert "dsh_codegen.adapters._formats" in foreign
     # Each language's type walker is loaded only by its own renders.
-    other = "dsh_codegen.codegen._py" if lang == "ts" else "dsh_codegen.codegen._ts"
+    other = "dsh_codegen.codegen._py" if lang == "ts" else "dsh_codegen.codegen._ts_types"
     assert other not in seen["modules"]

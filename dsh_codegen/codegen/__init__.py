@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from dsh_codegen.codegen._markdown import render_catalog_markdown
     from dsh_codegen.codegen._py import json_schema_to_py
     from dsh_codegen.codegen._sdk import render_py_sdk, render_sdk_module, render_ts_sdk
-    from dsh_codegen.codegen._ts import json_schema_to_ts
+    from dsh_codegen.codegen._ts_types import json_schema_to_ts
 
 #: Public name -> the private module that defines it.
 _EXPORTS: dict[str, str] = {
@@ -39,7 +39,7 @@ _EXPORTS: dict[str, str] = {
     "render_py_sdk": "_sdk",
     "render_sdk_module": "_sdk",
     "render_ts_sdk": "_sdk",
-    "json_schema_to_ts": "_ts",
+    "json_schema_to_ts": "_ts_types",
 }
 
 __all__ = [

@@ -7,7 +7,7 @@ mappers walk children themselves, with explicit stacks.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
 from dsh_codegen.codegen._jsontext import dumps_compact
@@ -30,7 +30,6 @@ __all__ = [
     "doc_of",
     "merge_all_of",
     "read_node",
-    "read_node_or_raise",
     "read_plain_object",
 ]
 
@@ -173,13 +172,6 @@ def read_node(schema: object) -> Node:
         return _UNKNOWN_NODE
 
 
-def read_node_or_raise(schema: object) -> Node:
-    """:func:`read_node` without its safety net: a hostile mapping's exception (or a
-    ``RecursionError`` near the recursion limit) propagates, so a caller that can
-    retry elsewhere is never handed an ``UNKNOWN`` that only the call depth caused."""
-    return _read(schema)
-
-
 def _known_key(key: object) -> bool:
     return key in _DIALECT or (type(key) is str and key.startswith("x-"))
 
@@ -300,7 +292,10 @@ MISSING = _MISSING
 
 
 #: An object node's parts: its (key, schema) pairs in declared order, required names, closed or not.
-ObjectParts = tuple[Sequence[tuple[str, object]], frozenset[str], bool]
+ObjectParts = tuple[Collection[tuple[str, object]], Collection[str], bool]
+
+#: ``required`` lists longer than this are read into a frozenset (shorter ones are searched).
+_SHORT_REQUIRED = 8
 
 
 def read_plain_object(schema: dict[object, object]) -> ObjectParts | None:
@@ -331,18 +326,18 @@ def _read_object(schema: dict[object, object]) -> Node:
             return _UNKNOWN_NODE
         if not parts[0]:
             return Node(RECORD, items=additional, has_items=True)
-    return Node(OBJECT, (), (), None, False, parts[0], parts[1], parts[2])
+    return Node(OBJECT, (), (), None, False, tuple(parts[0]), frozenset(parts[1]), parts[2])
 
 
 def _object_parts(schema: dict[object, object]) -> ObjectParts | None:
     properties = dict.get(schema, "properties", _MISSING)
     if properties is _MISSING:
-        pairs: list[tuple[str, object]] = []
+        pairs: Collection[tuple[str, object]] = ()
     elif type(properties) is dict:
         # An exact dict: its keys are the keys of its items.
         if not _STR_ONLY.issuperset(map(type, properties)):
             return None
-        pairs = list(properties.items())
+        pairs = properties.items()
     elif isinstance(properties, dict):
         pairs = list(properties.items())
         if not all(type(key) is str for key, _ in pairs):
@@ -351,9 +346,10 @@ def _object_parts(schema: dict[object, object]) -> ObjectParts | None:
         return None
     required = dict.get(schema, "required", _MISSING)
     if required is _MISSING:
-        names: frozenset[str] = frozenset()
+        names: Collection[str] = ()
     elif type(required) is list and _STR_ONLY.issuperset(map(type, required)):
-        names = frozenset(required)
+        # ``in`` on a short list is quicker than building a set for it.
+        names = required if len(required) <= _SHORT_REQUIRED else frozenset(required)
     else:
         return None
     additional = dict.get(schema, "additionalProperties", True)

@@ -7,7 +7,7 @@ text by ``_ts`` / ``_py``. Templates only lay it out.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -135,10 +135,7 @@ class _PyMember:
 
 
 def _ts_context(catalog: Iterable[ToolSchemaEntry], export: str) -> dict[str, object]:
-    # The interface bodies are built by _ts, as one string each: a Jinja loop over
-    # the tools cost more than the rest of the template (the layout is the one
-    # nested object members have, which _ts owns already).
-    from dsh_codegen.codegen._ts import interface_body, schema_to_ts  # only TypeScript renders load _ts
+    from dsh_codegen.codegen._ts_types import schema_to_ts  # only TypeScript renders load the TypeScript type walker
 
     entries = sorted_catalog(catalog)
     args_rows = []
@@ -167,9 +164,20 @@ def _ts_context(catalog: Iterable[ToolSchemaEntry], export: str) -> dict[str, ob
     return {
         "export": export,
         "aliases": "".join(aliases),
-        "args_map": interface_body(args_rows),
-        "output_map": interface_body(output_rows),
+        "args_map": _interface_body(args_rows),
+        "output_map": _interface_body(output_rows),
     }
+
+
+def _interface_body(rows: Sequence[tuple[str, str | None, str]]) -> str:
+    """The braces of an interface whose members are ``rows`` of (key, description, type
+    text at indent 1), in order: ``{}`` when there are none, else one member per row laid
+    out as the members of an object type are (an optional JSDoc line, ``  <key>: <type>;``)."""
+    from dsh_codegen.codegen._ts_types import member_head
+
+    if not rows:
+        return "{}"
+    return "{\n" + "".join(f"{member_head(key, description, 1)}{text};\n" for key, description, text in rows) + "}"
 
 
 def render_ts_sdk(catalog: Iterable[ToolSchemaEntry], *, notes: tuple[str, ...] = ()) -> str:

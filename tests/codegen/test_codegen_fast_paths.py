@@ -1,8 +1,7 @@
 """The renderers' fast paths give the same text as the general paths they skip.
 
-The TypeScript renderer writes a schema by a bounded recursive pass before
-falling back to the stack walk; the walker renders leaf members (plain scalars,
-arrays of them, string enums) inline and caches member and literal texts;
+The TypeScript walk writes leaf members (plain scalars, arrays of them, string
+enums) in place and caches member and literal texts;
 names have ASCII fast paths. Each is checked here against the general path, and the caches
 against cleared and overflowing states. Also: which heavy modules a plain
 import loads.
@@ -21,7 +20,7 @@ from hypothesis import strategies as st
 
 from codegen_helpers import CASES, REPO
 from dsh_codegen.codegen import json_schema_to_ts, load_catalog, render_py_sdk, render_ts_sdk
-from dsh_codegen.codegen import _sdk, _ts
+from dsh_codegen.codegen import _sdk, _ts_types
 from dsh_codegen.codegen._jsontext import json_string
 from dsh_codegen.codegen._literals import code_string
 from dsh_codegen.codegen._literals import py_comment
@@ -100,15 +99,15 @@ def _render_both(catalog: list[Any]) -> tuple[str, str]:
 
 
 def test_cached_texts_never_change_the_output(monkeypatch: pytest.MonkeyPatch) -> None:
-    _ts.clear_caches()
+    _ts_types.clear_caches()
     cold = _render_both(CATALOG60) + _render_both(HOSTILE)
     warm = _render_both(CATALOG60) + _render_both(HOSTILE)
     assert warm == cold
     # A cache that overflows (cleared every few entries) gives the same text too.
-    monkeypatch.setattr(_ts, "_CACHE_LIMIT", 3)
-    _ts.clear_caches()
+    monkeypatch.setattr(_ts_types, "_CACHE_LIMIT", 3)
+    _ts_types.clear_caches()
     assert _render_both(CATALOG60) + _render_both(HOSTILE) == cold
-    assert len(_ts._MEMBERS) <= 3
+    assert len(_ts_types._MEMBERS) <= 3
     assert (CASES / "catalog60" / "ts_sdk.md").read_text(encoding="utf-8") == cold[0]
 
 
@@ -211,87 +210,23 @@ def test_import_loads_no_template_engine_or_formatter() -> None:
     assert result.stdout.strip() == "[] []"
 
 
-# Odd nodes the recursive path must bail on or render exactly as the stack walk does.
-odd_nodes: st.SearchStrategy[Any] = st.sampled_from(
-    [
-        True,
-        None,
-        1,
-        [],
-        {"type": "object", "required": "a"},
-        {"type": "object", "required": ("a",)},
-        {"type": "object", "required": ["a", 1]},
-        {"type": "object", "additionalProperties": 1},
-        {"type": "object", "properties": {}, "required": ["x"], "additionalProperties": False},
-        {"type": "object", "properties": [], "additionalProperties": False},
-        {"type": "object", "properties": {1: {}}},
-        {"type": "object", "properties": {"k": {"type": "string"}}, "required": [f"r{i}" for i in range(9)] + ["k"]},
-        {"type": "object", "properties": {"k": True}, "required": ["k"]},
-        {"type": "object", "const": {}},
-        {"type": "string", "const": "a|b"},
-        {"oneOf": []},
-        {"type": "array", "items": {"type": "string"}, "properties": {}},
-    ]
-)
-wide_schemas = st.recursive(
-    leaves | odd_nodes | st.just({}),
-    lambda inner: st.fixed_dictionaries({"type": st.just("array"), "items": inner})
-    | st.fixed_dictionaries({"oneOf": st.lists(inner, min_size=1, max_size=3)})
-    | st.fixed_dictionaries(
-        {"type": st.just("object"), "properties": st.dictionaries(keys, inner, max_size=4)},
-        optional={"additionalProperties": st.booleans(), "required": st.lists(keys, max_size=3)},
-    ),
-    max_leaves=16,
-)
-
-
-def _recursive_text(schema: object, indent: int) -> str | None:
-    """The recursive fast path's own text, or ``None`` when it bails to the stack walk."""
-    out: list[str] = []
-    try:
-        _ts._fast(schema, indent, 0, 0, out)
-    except _ts._Bail:
-        return None
-    return "".join(out)
-
-
-@given(wide_schemas, st.integers(min_value=0, max_value=3))
-def test_the_recursive_path_writes_the_stack_walks_text(schema: Any, indent: int) -> None:
-    fast = _recursive_text(schema, indent)
-    walked = _ts._render(schema, indent)
-    if fast is not None:
-        assert fast == walked
-    assert json_schema_to_ts(schema, indent) == walked
-
-
-def test_the_recursive_path_bails_on_cycles_and_depth_and_still_matches() -> None:
+def test_cycles_and_depth_render_as_the_dialect_says() -> None:
     cyclic: dict[str, Any] = {"type": "object", "properties": {}}
     cyclic["properties"]["self"] = cyclic
     looping: dict[str, Any] = {"oneOf": [{"type": "string"}]}
     looping["oneOf"].append({"type": "array", "items": looping})
     deep: dict[str, Any] = {"type": "string"}
-    for level in range(_ts.MAX_MULTILINE_DEPTH + 2):
+    for level in range(_ts_types.MAX_MULTILINE_DEPTH + 2):
         deep = {"type": "object", "properties": {f"p{level}": deep}, "required": [f"p{level}"]}
-    arrays: Any = {"type": "string"}
-    for _ in range(200):
-        arrays = {"type": "array", "items": arrays}
-    for schema in (cyclic, looping, deep, arrays):
-        assert _recursive_text(schema, 0) is None
-        assert json_schema_to_ts(schema) == _ts._render(schema, 0)
     assert "self?: unknown" in json_schema_to_ts(cyclic)
-
-
-def test_the_shared_catalog_renders_without_a_bail() -> None:
-    # Every tool of the benchmark catalog takes the recursive path (else it would pay twice).
-    for entry in CATALOG60:
-        for schema in (entry.parameters, entry.output_schema):
-            if schema is not None:
-                assert _recursive_text(schema, 1) == _ts._render(schema, 1)
+    assert json_schema_to_ts(looping) == "string | unknown[]"
+    # Past the multi-line depth an object is written on one line.
+    assert "p2: { p1: { p0: string } & Record<string, JsonValue> } & Record<string, JsonValue>;" in json_schema_to_ts(deep)
 
 
 def test_a_render_near_the_recursion_limit_writes_the_same_text() -> None:
-    # The recursive pass needs frames the caller may not have left: it must bail to
-    # the stack walk (which needs a few), never write "unknown" for a node it could not read.
+    # The walk keeps its own list of unfinished containers: a caller near the recursion
+    # limit gets the same text, never "unknown" for a node it could not read.
     schema: dict[str, Any] = {"type": "string"}
     for level in range(12):
         schema = {"type": "object", "properties": {f"p{level}": schema, "e": {"const": level}, "u": {"oneOf": [{"type": "null"}, schema]}}}
@@ -307,9 +242,8 @@ def test_a_render_near_the_recursion_limit_writes_the_same_text() -> None:
         assert at_depth(sys.getrecursionlimit() - used - margin) == expected
 
 
-def test_odd_object_parts_render_unknown_without_a_bail() -> None:
-    # A map-like "additionalProperties": {schema} is common in real catalogs: it must
-    # not send the whole schema to the stack walk, and must read as the walk reads it.
+def test_odd_object_parts_render_unknown() -> None:
+    # An object with a malformed part is unknown; its siblings render as usual.
     odd_parts: list[dict[Any, Any]] = [
         {"required": "a"},
         {"properties": [1]},
@@ -319,15 +253,15 @@ def test_odd_object_parts_render_unknown_without_a_bail() -> None:
     for odd in odd_parts:
         schema: dict[str, Any] = {"type": "object", "properties": {"m": {"type": "object", **odd}, "n": {"type": "string"}}}
         expected = "{\n  m?: unknown;\n  n?: string;\n} & Record<string, JsonValue>"
-        assert _recursive_text(schema, 0) == _ts._render(schema, 0) == expected
+        assert json_schema_to_ts(schema) == expected
 
 
-def test_record_objects_stay_on_the_recursive_path() -> None:
+def test_record_objects_render_as_index_signatures() -> None:
     # The map form {"additionalProperties": {schema}} is a record type (the dialect), read in place.
     schema = {"type": "object", "properties": {"m": {"type": "object", "additionalProperties": {"type": "string"}}}}
     expected = "{\n  m?: { [key: string]: string };\n} & Record<string, JsonValue>"
-    assert _recursive_text(schema, 0) == _ts._render(schema, 0) == expected
+    assert json_schema_to_ts(schema) == expected
     with_properties = {"type": "object", "properties": {"a": {"type": "integer"}}, "additionalProperties": {"type": "string"}}
-    assert _recursive_text(with_properties, 0) == _ts._render(with_properties, 0) == (
+    assert json_schema_to_ts(with_properties) == (
         "{\n  a?: number;\n} & Record<string, JsonValue>"
     )
