@@ -82,8 +82,6 @@ class OptionalBuildExt(build_ext):
             _warn(f"compiling {ext.name} failed ({exc})")
 
 
-# templates/ lives at the top level (the requested layout) and ships as the
-# package dsh_codegen.templates (package-dir mapping in pyproject.toml).
-PACKAGES = sorted(find_packages(include=["dsh_codegen", "dsh_codegen.*"]) + ["dsh_codegen.templates"])
+PACKAGES = sorted(find_packages(include=["dsh_codegen", "dsh_codegen.*"]))
 
 setup(packages=PACKAGES, ext_modules=_extensions(), cmdclass={"build_ext": OptionalBuildExt})

@@ -2,8 +2,8 @@
 and datamodel-code-generator, on the shared ~60-tool catalog and a generated
 catalog of 1,000 distinct tools (every name, description and enum value unique).
 
-Python rows compare like with like: our file (black's style straight from the
-templates, no formatter) against datamodel-code-generator with its formatters
+Python rows compare like with like: our file (written in black's style, no
+formatter) against datamodel-code-generator with its formatters
 (black, isort) and, separately, against datamodel-code-generator with
 ``formatters=[]``, each pair sampled alternately (the order flipped every round,
 CPU time, the median of the per-round ratios). ``python -m bench.bench_codegen
@@ -200,11 +200,11 @@ print(time.perf_counter() - loaded)
 
 
 def _cold_ours(catalog_file: Path, repeat: int) -> float:
-    """Median first render (import of the codegen layer excluded, loading the precompiled
-    templates included) in a fresh interpreter: what the first tools:sdk section of a process costs."""
+    """Median first render (import of the codegen layer excluded, of the TypeScript writer
+    included) in a fresh interpreter: what the first tools:sdk section of a process costs."""
     # Bytecode written and current, as in an installed wheel (pip compiles it at install): with
     # PYTHONDONTWRITEBYTECODE set (some sandboxes and CI images set it) and a source newer than its
-    # .pyc, every "cold" run would also compile the template modules from source, which no
+    # .pyc, every "cold" run would also compile the codegen modules from source, which no
     # user's first render pays. One untimed run writes them.
     env = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
     times = []
@@ -405,7 +405,7 @@ def main() -> None:
             _library_py(label, catalog, slow)
             _whole_process(label, catalog, catalog_file, schema_file, script, repeat=3)
     print("\n(ratios: below 1.0 is faster than the baseline; interpreter start-up (~15-35 ms) and the imports of"
-          " dsh_codegen are inside the whole-process figures; the cold figures load the precompiled templates;"
+          " dsh_codegen are inside the whole-process figures; the cold figures load the TypeScript writer;"
           " `python -m bench.bench_codegen instructions` counts the Python file's instructions against the peer's)")
 
 

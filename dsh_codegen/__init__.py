@@ -3,7 +3,7 @@
 This module only re-exports the public names of each layer (docs/index.md), and
 lazily: ``import dsh_codegen`` loads no layer until one of its names is first
 used, so the command line and callers that need one layer do not pay for the
-others (the registry layer brings asyncio, the code generator jinja2).
+others (the registry layer brings asyncio).
 ``tests/packaging/test_public_api.py`` checks this table against every
 layer's ``__all__``.
 """

@@ -1,6 +1,6 @@
 """Optional extras: importing what one needs, or saying which extra to install.
 
-``pip install dsh_codegen`` brings only what every user needs (jinja2). MCP
+``pip install dsh_codegen`` brings nothing else: every user needs only the package. MCP
 support needs the extra ``mcp``, ``MontyRuntime`` the extra ``monty`` and ``RayRuntime`` the extra ``ray``
 (pyproject.toml, ``[project.optional-dependencies]``). A feature that needs one
 imports it through :func:`require_extra` where it starts, so a missing extra is

@@ -293,9 +293,9 @@ with open(out, "w", encoding="utf-8") as handle:
     json.dump({"code": code, "modules": sorted(sys.modules)}, handle)
 """
 
-# Loaded only for --mcp, serving or rendering with Jinja itself: an sdk run from a file needs none of them.
+# Loaded only for --mcp or serving: an sdk run from a file needs none of them.
 _NOT_FOR_SDK = ("dsh_codegen.adapters._mcp_serve", "dsh_codegen.adapters._mcp_import", "dsh_codegen.registry",
-                "mcp", "jinja2", "markupsafe", "asyncio", "black", "libcst")
+                "mcp", "asyncio", "black", "libcst")
 # Loaded only to convert a foreign tool list (OpenAI, Anthropic, MCP): our own catalog format needs none of them
 # (the schema layer is loaded either way: `sdk` checks every schema it renders).
 _FOREIGN_ONLY = ("dsh_codegen.adapters._formats", "dsh_codegen.adapters._lowering", "dsh_codegen.adapters._strict")
@@ -304,7 +304,7 @@ _FOREIGN_ONLY = ("dsh_codegen.adapters._formats", "dsh_codegen.adapters._lowerin
 @pytest.mark.once
 @pytest.mark.parametrize("lang", ["ts", "py"])
 @pytest.mark.parametrize("document", ["catalog", "openai"])
-def test_sdk_from_a_catalog_file_imports_no_mcp_server_and_no_jinja2(tmp_path: Path, lang: str, document: str) -> None:
+def test_sdk_from_a_catalog_file_imports_no_mcp_server_and_no_formatter(tmp_path: Path, lang: str, document: str) -> None:
     tool = {"name": "get_sum", "description": "Add.", "parameters": {
         "type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]}}
     if document == "openai":
@@ -331,6 +331,7 @@ def test_sdk_from_a_catalog_file_imports_no_mcp_server_and_no_jinja2(tmp_path: P
     else:
         # The OpenAI list went through the converters (so the check above is not vacuous).
         assert "dsh_codegen.adapters._formats" in foreign
-    # Each language's type walker is loaded only by its own renders.
-    other = "dsh_codegen.codegen._py" if lang == "ts" else "dsh_codegen.codegen._ts_types"
-    assert other not in seen["modules"]
+    # Each language's modules are loaded only by its own renders.
+    mine, other = ("_ts_sdk", "_py") if lang == "ts" else ("_py_sdk", "_ts")
+    assert f"dsh_codegen.codegen.{mine}" in seen["modules"]
+    assert not [name for name in seen["modules"] if name.startswith(f"dsh_codegen.codegen.{other}")]

@@ -6,7 +6,6 @@ import re
 from pathlib import Path
 from typing import Any
 
-import jinja2
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -19,7 +18,6 @@ from dsh_codegen.codegen import (
     load_catalog,
     render_catalog_markdown,
 )
-from dsh_codegen.codegen._environment import environment
 from dsh_codegen.codegen._jsontext import JsonTextError, dumps_compact, dumps_pretty
 
 pytestmark = pytest.mark.once
@@ -108,26 +106,6 @@ def test_json_text_matches_the_stdlib_and_rejects_non_json() -> None:
     inner = json.dumps(odd, ensure_ascii=False, separators=(",", ":")).replace("\ud800", "\\ud800")
     expected = "[" * 5000 + inner + "]" * 5000
     assert dumps_compact(deep) == expected
-
-
-def test_one_environment_with_the_pinned_settings() -> None:
-    env = environment()
-    assert env is environment()
-    assert env.undefined is jinja2.StrictUndefined
-    assert env.keep_trailing_newline and env.trim_blocks and env.lstrip_blocks and not env.autoescape
-    with pytest.raises(jinja2.UndefinedError):
-        env.get_template("typescript/sdk_prompt.md.jinja").render()
-    with pytest.raises(jinja2.TemplateNotFound):
-        env.get_template("nope/missing.jinja")
-
-
-def test_templates_follow_the_naming_rule() -> None:
-    root = Path(__file__).resolve().parents[2] / "templates"
-    names = sorted(str(path.relative_to(root)) for path in root.rglob("*.jinja"))
-    assert names
-    for name in names:
-        assert re.fullmatch(r"[a-z]+/_?[a-z_]+\.[a-z]+\.jinja", name), name
-    assert (root / "README.md").is_file()
 
 
 _TEXT = st.text(alphabet=st.characters(min_codepoint=0, max_codepoint=0x10FFFF), max_size=8)

@@ -20,14 +20,14 @@ from hypothesis import strategies as st
 
 from codegen_helpers import CASES, REPO
 from dsh_codegen.codegen import json_schema_to_ts, load_catalog, render_py_sdk, render_ts_sdk
-from dsh_codegen.codegen import _sdk, _ts_types
+from dsh_codegen.codegen import _py_sdk, _ts_types
 from dsh_codegen.codegen._jsontext import json_string
 from dsh_codegen.codegen._literals import code_string
 from dsh_codegen.codegen._literals import py_comment
 from dsh_codegen.codegen._naming import _camel_case_general, camel_case, ts_key
 from dsh_codegen.codegen._nodes import SCALAR_NODE_KEYS, doc_of
 from dsh_codegen.codegen._naming import ClassNamer
-from dsh_codegen.codegen._py import PyTypes, _plain_scalar, _plain_scalar_field
+from dsh_codegen.codegen._py_types import PyTypes, _plain_scalar, _plain_scalar_field
 
 pytestmark = pytest.mark.once
 
@@ -154,9 +154,9 @@ def test_a_field_is_annotated_as_its_schema_alone(schema: Any, key: str, qualify
 
 @given(st.lists(schemas, max_size=4))
 def test_the_tree_walk_of_property_names_matches_the_guarded_walk(values: list[Any]) -> None:
-    names = _sdk._tree_property_names(values)
+    names = _py_sdk._tree_property_names(values)
     assert names is not None
-    assert names == _sdk._guarded_property_names(values)
+    assert names == _py_sdk._guarded_property_names(values)
 
 
 def test_property_names_of_cycles_subclasses_and_shared_subtrees(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -170,14 +170,14 @@ def test_property_names_of_cycles_subclasses_and_shared_subtrees(monkeypatch: py
     sub = Mapping(properties={"c": {}, 1: {}}, items=[{"properties": {"d": {}}}])
     # A cycle exhausts the tree walk's budget and a subclass stops it; both then take the guard.
     for value, expected in ((cyclic, {"a", "self"}), (looped, {"b"}), (sub, {"c", "d"})):
-        assert _sdk._tree_property_names([value]) is None
-        assert _sdk._property_names([value]) == expected
+        assert _py_sdk._tree_property_names([value]) is None
+        assert _py_sdk._property_names([value]) == expected
     shared = {"properties": {"e": {}}}
     wide = [[shared] * 10 for _ in range(10)]
-    assert _sdk._tree_property_names([wide]) == {"e"}  # a shared subtree within the budget: walked again
-    monkeypatch.setattr(_sdk, "_TREE_VALUES", 50)
-    assert _sdk._tree_property_names([wide]) is None
-    assert _sdk._property_names([wide]) == {"e"}
+    assert _py_sdk._tree_property_names([wide]) == {"e"}  # a shared subtree within the budget: walked again
+    monkeypatch.setattr(_py_sdk, "_TREE_VALUES", 50)
+    assert _py_sdk._tree_property_names([wide]) is None
+    assert _py_sdk._property_names([wide]) == {"e"}
 
 
 @given(st.text(alphabet=st.characters(max_codepoint=127), max_size=12))

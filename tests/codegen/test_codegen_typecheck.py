@@ -23,7 +23,8 @@ import pytest
 from codegen_helpers import CASES, REPO, case_names, load_json, py_accepts, ts_accepts, variants
 from dsh_codegen.codegen import ToolSchemaEntry, load_catalog, render_sdk_module, render_ts_sdk
 from dsh_codegen.codegen._literals import code_string
-from dsh_codegen.codegen._sdk import _py_context
+from dsh_codegen.codegen._catalog import sorted_catalog
+from dsh_codegen.codegen._py_sdk import py_declarations
 
 pytestmark = pytest.mark.once
 
@@ -106,8 +107,8 @@ def test_typescript_sdks_pass_tsc_strict(tmp_path: Path, catalogs: dict[str, lis
 
 
 def _py_check_file(case: str, catalog: list[ToolSchemaEntry]) -> tuple[str, set[int]]:
-    context = _py_context(catalog, qualify=False)
-    members = {entry.name: member for entry, member in zip(sorted(catalog, key=lambda e: e.name), context["members"])}  # type: ignore[call-overload]
+    entries = sorted_catalog(catalog)
+    members = {entry.name: member for entry, member in zip(entries, py_declarations(entries, qualify=False).members, strict=True)}
     lines = [
         f"from sdk_{case} import *  # noqa: F403",
         f"from sdk_{case} import Tools",

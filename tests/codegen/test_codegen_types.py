@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from dsh_codegen.codegen import json_schema_to_py, json_schema_to_ts
 from dsh_codegen.codegen._literals import ts_number
 from dsh_codegen.codegen._naming import ClassNamer
-from dsh_codegen.codegen._py import MAX_LIST_NESTING, MAX_UNION_OPERATORS, PyTypes
+from dsh_codegen.codegen._py_types import MAX_LIST_NESTING, MAX_UNION_OPERATORS, PyTypes
 
 pytestmark = pytest.mark.once
 

@@ -88,13 +88,12 @@ def test_the_sdist_holds_the_build_inputs(artefacts: dict[str, Path]) -> None:
     # The licence, the changelog and the documentation's sources travel with the source.
     assert {"LICENSE", "CHANGELOG.md", "docs/index.md", "mkdocs.yml", "examples/agent_loop.py"} <= names, sorted(names)
     assert {f"docs/{path.name}" for path in (ROOT / "docs").glob("*.md")} <= names
-    assert any(name.startswith("templates/") and name.endswith(".jinja") for name in names)
     # Build inputs only: no generated C, no binaries, no test suite.
     assert not [name for name in names if name.endswith((".c", ".so")) or name.startswith("tests/")]
 
 
 @pytest.mark.once
-def test_the_wheel_is_manylinux_and_ships_the_extension_and_templates(artefacts: dict[str, Path]) -> None:
+def test_the_wheel_is_manylinux_and_ships_the_extension(artefacts: dict[str, Path]) -> None:
     assert artefacts["raw"].name.endswith(f"-{_TAG}-{_TAG}-linux_{platform.machine()}.whl")
     wheel = artefacts["wheel"]
     assert re.fullmatch(
@@ -109,7 +108,6 @@ def test_the_wheel_is_manylinux_and_ships_the_extension_and_templates(artefacts:
     assert compiled >= set(_backend.COMPILED_MODULES), names
     assert all(f".cpython-{sys.version_info.major}{sys.version_info.minor}-" in n for n in names if n.endswith(".so"))
     assert "dsh_codegen/py.typed" in names
-    assert any(n.startswith("dsh_codegen/templates/") and n.endswith(".jinja") for n in names), names
     assert not any(n.endswith((".pyx", ".pxd", ".c")) for n in names), "sources must not ship in the wheel"
     (licence,) = [n for n in names if n.endswith(".dist-info/licenses/LICENSE")]
     assert archive.read(licence) == (ROOT / "LICENSE").read_bytes()

@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from dsh_codegen.codegen._catalog import ToolSchemaEntry, sorted_catalog
-from dsh_codegen.codegen._environment import render_template
 from dsh_codegen.codegen._jsontext import JsonTextError, dumps_pretty
 from dsh_codegen.codegen._literals import md_code, md_text
 
@@ -29,14 +28,20 @@ def render_catalog_markdown(catalog: Iterable[ToolSchemaEntry]) -> str:
     printed compactly. Never raises for odd schemas.
     """
     entries = sorted_catalog(catalog)
-    tools = [
-        {
-            "heading": md_code(entry.name),
-            "description": md_text(entry.description),
-            "parameters": _schema_block(entry.parameters),
-            "output": None if entry.output_schema is None else _schema_block(entry.output_schema),
-        }
-        for entry in entries
-    ]
-    count = f"{len(tools)} tool{'' if len(tools) == 1 else 's'}, sorted by name."
-    return render_template("markdown/catalog.md.jinja", count=count, tools=tools)
+    count = f"{len(entries)} tool{'' if len(entries) == 1 else 's'}, sorted by name."
+    return f"# Tool catalog\n\n{count}\n" + "".join(map(_tool_section, entries))
+
+
+def _tool_section(entry: ToolSchemaEntry) -> str:
+    """One tool's section: its heading, its description paragraph (when it has one),
+    its parameter schema and its output schema (or "any JSON value")."""
+    description = md_text(entry.description)
+    paragraph = f"{description}\n\n" if description else ""
+    if entry.output_schema is None:
+        output = "Output: any JSON value.\n"
+    else:
+        output = f"Output:\n\n```json\n{_schema_block(entry.output_schema)}\n```\n"
+    return (
+        f"\n## {md_code(entry.name)}\n\n{paragraph}"
+        f"Parameters:\n\n```json\n{_schema_block(entry.parameters)}\n```\n\n{output}"
+    )

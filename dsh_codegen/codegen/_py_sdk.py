@@ -1,24 +1,115 @@
-"""The ``tools:sdk`` prompt texts (docs/sdk-text.md) and committed SDK files.
+"""The Python SDK: the ``tools:sdk`` prompt text and the committed ``.py`` file
+(docs/sdk-text.md, "Python").
 
-Everything a template prints is computed here: tools sorted by name, keys
-and class names chosen by ``_naming``, text escaped by ``_literals``, type
-text by ``_ts`` / ``_py``. Templates only lay it out.
+Plain Python writers (docs/codegen.md, "One way to render code"): the functions
+below return the text of the parts of the output in the order they appear, in
+black's layout (a pinned style: tests run black and libcst over every generated
+file and require no change). Type text and the ``TypedDict`` classes come from
+``_py_types``, names from ``_naming``, escaping from ``_literals``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
-from dsh_codegen._version import __version__
-from dsh_codegen.codegen._catalog import ToolSchemaEntry, catalog_sha256, sorted_catalog
-from dsh_codegen.codegen._environment import render_template
+from dsh_codegen.codegen._catalog import ToolSchemaEntry, sorted_catalog
 from dsh_codegen.codegen._literals import code_string, py_comment, py_docstring, py_file_docstring, py_file_string
 from dsh_codegen.codegen._naming import ClassNamer, camel_case, is_py_method_name
-from dsh_codegen.codegen._refs import TS_UNGUARDED, Definitions, RefResolver, reaches_itself
+from dsh_codegen.codegen._py_types import PyTypes, declarations_text
+from dsh_codegen.codegen._refs import Definitions
 
-__all__ = ["render_py_sdk", "render_sdk_module", "render_ts_sdk"]
+__all__ = ["py_sdk_file", "render_py_sdk"]
+
+_PROMPT_HEAD = """\
+## Writing code for run_code
+
+Pass `run_code` two required arguments: `code`, the body of an async Python function (top-level \
+`await` and `return` both work), and `description`, a short note saying what the program does. At run \
+time exactly two of the names declared below are bound: `tools` and `ToolCallError`. Everything else \
+below is a STATIC STUB for reading only: the `TypedDict` classes do NOT exist at run time, so build \
+arguments as plain `dict`/`list` literals — never `FooArgs(field=1)`, which raises `NameError`. Inside \
+the program:
+- Call tools as `await tools.name(args)` — subscript access for exotic, reserved, or underscore-leading \
+names: `await tools["my-tool"](args)`. Every call resolves to the tool's typed canonical JSON value. \
+Tool arguments must be lossless JSON.
+- A FAILED tool call raises `ToolCallError`, whose `toolName` identifies the failed tool and whose \
+message is human-readable — `try/except` it to handle and continue.
+- Independent read-only calls MAY overlap under `asyncio.gather` (safe calls run concurrently; mutating \
+calls run alone, in submission order). Sequence dependent work with `await`.
+- Emit results with `print(...)` and/or a top-level `return <value>` (the value must be lossless JSON). \
+ONLY what you print or return comes back to you — intermediate tool results never enter the \
+conversation, so extract just what you need. Images in successful tool results are attached after the \
+run.
+"""
+
+#: What a generated file says before its declarations (after the header lines).
+_FILE_PREAMBLE = (
+    "# Formatters leave the rest as generated (black and ruff format honour the next line), so that\n"
+    "# `dsh-codegen sdk --check` keeps comparing it byte for byte.\n"
+    "# fmt: off\n"
+    '"""Typed stubs of a tool catalog: import the ``TypedDict`` classes to annotate tool bodies."""\n'
+)
+
+
+def render_py_sdk(catalog: Iterable[ToolSchemaEntry], *, notes: tuple[str, ...] = ()) -> str:
+    """The Python ``tools:sdk`` prompt text for ``catalog`` (docs/sdk-text.md, "Python").
+
+    Byte-identical for the same set of tools in any order; never raises for
+    odd schemas (they render ``Any`` / ``dict[str, Any]``). ``notes``: what the
+    runtime that will run the program says of itself (its ``sdk_notes``), one
+    bullet each after the fixed ones.
+    """
+    bullets = "".join(f"- {note}\n" for note in notes)
+    declarations = py_declarations(sorted_catalog(catalog), qualify=False).text()
+    return f"{_PROMPT_HEAD}{bullets}\nThe available tools:\n\n```python\n{declarations}```\n"
+
+
+def py_sdk_file(entries: list[ToolSchemaEntry], header: str, hash_line: str) -> str:
+    """The ``.py`` SDK file of sorted ``entries``: header comments, ``# fmt: off``, the
+    module docstring, ``from __future__ import annotations`` when definitions are
+    named, then the declarations with shadowed names qualified and black's blank lines."""
+    declarations = py_declarations(entries, qualify=True)
+    future = "\nfrom __future__ import annotations\n" if declarations.future else ""
+    return f"# {header}\n# {hash_line}\n{_FILE_PREAMBLE}{future}\n{declarations.text()}"
+
+
+@dataclass(frozen=True, slots=True)
+class PyDeclarations:
+    """The parts of the declarations block of a Python SDK text, in the order
+    :meth:`text` writes them."""
+
+    #: ``import`` targets (``builtins``, ``typing as _typing``, ...), sorted.
+    modules: list[str]
+    #: The ``typing`` names used, comma-joined, in a fixed order.
+    typing_names: str
+    #: Every generated class and ``TypeAlias`` in emission order (nested first), each
+    #: followed by ``gap`` and a newline (``_py_types.declarations_text``).
+    declarations: str
+    #: ``class Tools(Protocol):`` and its body.
+    tools_class: str
+    #: Each tool's member, in tool-name order (the type-check tests read their types).
+    members: list[_PyMember]
+    #: Whether definitions are named (a file then postpones annotations).
+    future: bool
+    #: ``""`` in the prompt, ``"\n"`` in files: one or two blank lines between top-level statements.
+    gap: str
+
+    def text(self) -> str:
+        imports = "".join(f"import {module}\n" for module in self.modules)
+        gap = self.gap
+        return (
+            f"{imports}from typing import {self.typing_names}\n"
+            f"{gap}\n"
+            "class ToolCallError(Exception):\n"
+            "    toolName: str\n"
+            "    message: str\n"
+            f"{gap}\n"
+            f"{self.declarations}{self.tools_class}{gap}\n"
+            "tools: Tools\n"
+        )
+
 
 # Module-level names of the Python SDK; generated classes never take them.
 _PY_MODULE_NAMES = (
@@ -50,65 +141,6 @@ _TYPING_ORDER = (
     "TypedDict",
     "overload",
 )
-# Names a TypeScript alias of a definition must not take: the SDK's own declarations
-# and the global types a declaration could mean.
-_TS_RESERVED = (
-    "JsonValue",
-    "ToolArgsMap",
-    "ToolOutputMap",
-    "ToolName",
-    "ToolCallError",
-    "Array",
-    "ArrayBuffer",
-    "Awaited",
-    "BigInt",
-    "Boolean",
-    "Capitalize",
-    "ConstructorParameters",
-    "DataView",
-    "Date",
-    "Error",
-    "Exclude",
-    "Extract",
-    "Function",
-    "InstanceType",
-    "Iterable",
-    "Iterator",
-    "Lowercase",
-    "Map",
-    "NoInfer",
-    "NonNullable",
-    "Number",
-    "Object",
-    "Omit",
-    "Parameters",
-    "Partial",
-    "Pick",
-    "Promise",
-    "PromiseLike",
-    "Readonly",
-    "ReadonlyArray",
-    "Record",
-    "RegExp",
-    "Required",
-    "ReturnType",
-    "Set",
-    "String",
-    "Symbol",
-    "ThisType",
-    "Uncapitalize",
-    "Uppercase",
-    "WeakMap",
-    "WeakSet",
-)
-
-
-# Template contexts are attribute records, not dicts: Jinja looks ``member.doc``
-# up with ``getattr`` first, and a dict would raise (and catch) an
-# AttributeError on every lookup. They are not frozen (a frozen dataclass's
-# ``__init__`` costs about 3x a plain one's); only ``_black_blank_lines`` sets a
-# field after construction (``_PyMember.blank``), before the template reads it.
-
 
 @dataclass(slots=True)
 class _PySubscript:
@@ -132,63 +164,6 @@ class _PyMember:
     output: str
     doc: str | None
     blank: bool = False
-
-
-def _ts_context(catalog: Iterable[ToolSchemaEntry], export: str) -> dict[str, object]:
-    from dsh_codegen.codegen._ts_types import schema_to_ts  # only TypeScript renders load the TypeScript type walker
-
-    entries = sorted_catalog(catalog)
-    args_rows = []
-    output_rows = []
-    definitions = Definitions(ClassNamer(_TS_RESERVED))
-    for entry in entries:
-        name = entry.name
-        stem = camel_case(name)
-        refs = RefResolver(entry.parameters, definitions, f"{stem}Args")
-        args_rows.append((name, entry.description, schema_to_ts(entry.parameters, 1, refs)))
-        if entry.output_schema is None:
-            output = "JsonValue"
-        else:
-            output = schema_to_ts(entry.output_schema, 1, RefResolver(entry.output_schema, definitions, f"{stem}Output"))
-        output_rows.append((name, None, output))
-    # Every referenced definition is a type alias (naming one may name more).
-    aliases = []
-    queue = definitions.queue
-    index = 0
-    while index < len(queue):
-        alias, target, refs = queue[index]
-        index += 1
-        # tsc rejects an alias that is itself through unions alone (`type A = A | B`).
-        text = "unknown" if reaches_itself(target, refs, through=TS_UNGUARDED) else schema_to_ts(target, 0, refs)
-        aliases.append(f"{export}type {alias} = {text}\n\n")
-    return {
-        "export": export,
-        "aliases": "".join(aliases),
-        "args_map": _interface_body(args_rows),
-        "output_map": _interface_body(output_rows),
-    }
-
-
-def _interface_body(rows: Sequence[tuple[str, str | None, str]]) -> str:
-    """The braces of an interface whose members are ``rows`` of (key, description, type
-    text at indent 1), in order: ``{}`` when there are none, else one member per row laid
-    out as the members of an object type are (an optional JSDoc line, ``  <key>: <type>;``)."""
-    from dsh_codegen.codegen._ts_types import member_head
-
-    if not rows:
-        return "{}"
-    return "{\n" + "".join(f"{member_head(key, description, 1)}{text};\n" for key, description, text in rows) + "}"
-
-
-def render_ts_sdk(catalog: Iterable[ToolSchemaEntry], *, notes: tuple[str, ...] = ()) -> str:
-    """The TypeScript ``tools:sdk`` prompt text for ``catalog`` (docs/sdk-text.md, "TypeScript").
-
-    Byte-identical for the same set of tools in any order; never raises for
-    odd schemas (they render ``unknown``). Ends with the closing fence and a
-    newline. ``notes``: what the runtime that will run the program says of
-    itself (its ``sdk_notes``), one bullet each after the fixed ones.
-    """
-    return render_template("typescript/sdk_prompt.md.jinja", notes=notes, **_ts_context(catalog, ""))
 
 
 #: Exact types of the JSON scalars: most values popped by ``_property_names`` are one.
@@ -286,10 +261,9 @@ def _alias(module: str, taken: set[str]) -> str:
     return alias
 
 
-def _py_context(catalog: Iterable[ToolSchemaEntry], qualify: bool) -> dict[str, object]:
-    from dsh_codegen.codegen._py import PyTypes, declarations_text  # only Python renders load the Python type walker
-
-    entries = sorted_catalog(catalog)
+def py_declarations(entries: list[ToolSchemaEntry], qualify: bool) -> PyDeclarations:
+    """The declarations of sorted ``entries``: unqualified for the prompt, qualified (shadowed
+    names spelled ``builtins.list``, typed subscripts, black's blank lines) for files."""
     namer = ClassNamer(_PY_MODULE_NAMES)
     # A generated class must not share a name with a member of any class body
     # (a field or a tool method), which would shadow it in annotations.
@@ -338,28 +312,24 @@ def _py_context(catalog: Iterable[ToolSchemaEntry], qualify: bool) -> dict[str, 
     # Blank lines between top-level statements: one in the prompt (docs/sdk-text.md),
     # two in files (black's style).
     gap = "\n" if qualify else ""
-    return {
-        "typing_names": ", ".join(name for name in _TYPING_ORDER if name in used),
-        "modules": [
+    return PyDeclarations(
+        modules=[
             module if types.aliases[module] == module else f"{module} as {types.aliases[module]}"
             for module in sorted(types.modules_used)
         ],
-        "declarations": declarations_text(types.classes, gap),
-        "tools_class": _tools_class_text(members, subscripts),
-        "members": members,  # not printed (tools_class is): the type-check tests read each tool's types
-        "future": types.named_definitions,
-        "gap": gap,
-    }
+        typing_names=", ".join(name for name in _TYPING_ORDER if name in used),
+        declarations=declarations_text(types.classes, gap),
+        tools_class=_tools_class_text(members, subscripts),
+        members=members,
+        future=types.named_definitions,
+        gap=gap,
+    )
 
 
 def _tools_class_text(members: list[_PyMember], subscripts: list[_PySubscript]) -> str:
     """``class Tools(Protocol):`` and its body, one line per member (a method stub, a
     method with its docstring, or the comment form of a subscript-only tool), then the
-    ``__getitem__`` overloads; ``pass`` when the body has no statement.
-
-    One string, as ``declarations_text`` is: the template loop (an attribute lookup and
-    an output step per value printed) cost about a twentieth of a Python file's render.
-    """
+    ``__getitem__`` overloads; ``pass`` when the body has no statement."""
     parts = ["class Tools(Protocol):\n"]
     append = parts.append
     if not subscripts and not any(member.method for member in members):
@@ -409,48 +379,3 @@ def _black_blank_lines(members: list[_PyMember]) -> None:
             in_comments = True
 
 
-def render_py_sdk(catalog: Iterable[ToolSchemaEntry], *, notes: tuple[str, ...] = ()) -> str:
-    """The Python ``tools:sdk`` prompt text for ``catalog`` (docs/sdk-text.md, "Python").
-
-    Byte-identical for the same set of tools in any order; never raises for
-    odd schemas (they render ``Any`` / ``dict[str, Any]``). ``notes``: what the
-    runtime that will run the program says of itself (its ``sdk_notes``), one
-    bullet each after the fixed ones.
-    """
-    return render_template("python/sdk_prompt.md.jinja", notes=notes, **_py_context(catalog, qualify=False))
-
-
-def render_sdk_module(
-    catalog: Iterable[ToolSchemaEntry],
-    language: Literal["typescript", "python"],
-    *,
-    format: bool = True,  # noqa: A002 - the public keyword the design names
-) -> str:
-    """A generated SDK file to commit, for ``language`` ``"typescript"`` or ``"python"``.
-
-    The file starts with ``Code generated by dsh_codegen <version>. DO NOT
-    EDIT.`` and the sha256 of the canonical catalog. TypeScript declarations
-    are exported (usable as ``.ts`` or ``.d.ts``). The Python module is
-    importable: its ``TypedDict`` classes can annotate tool bodies (``args:
-    ReadFileArgs``), annotations a member could shadow are qualified
-    (``builtins.list``). It comes out of the templates already in black's
-    style (a pinned mode: tests run black and libcst over every generated
-    file and require no change), so neither is needed at run time; ``format``
-    is kept for compatibility and changes nothing.
-
-    Raises ``ValueError`` for an unknown ``language`` or a catalog that is
-    not lossless JSON (the hash needs it; the message names the path).
-    """
-    entries = sorted_catalog(catalog)
-    header = f"Code generated by dsh_codegen {__version__}. DO NOT EDIT."
-    hash_line = f"Catalog sha256: {catalog_sha256(entries)}"
-    if language == "typescript":
-        return render_template(
-            "typescript/sdk_module.ts.jinja", header=header, hash_line=hash_line, **_ts_context(entries, "export ")
-        )
-    if language == "python":
-        # The templates write black's style (docs/codegen.md "Files"): no formatter runs.
-        return render_template(
-            "python/sdk_module.py.jinja", header=header, hash_line=hash_line, **_py_context(entries, qualify=True)
-        )
-    raise ValueError(f'render_sdk_module: unknown language {language!r} (known: "typescript", "python")')
