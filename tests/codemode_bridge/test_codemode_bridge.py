@@ -805,18 +805,28 @@ async def test_b143_an_outer_abort_is_aborted_whatever_its_reason(reason: Any) -
 @async_test
 async def test_b143_a_wrapper_abort_is_reported_as_code_run_failed_abort() -> None:
     registry, runtime, _ = code_registry(text_tool("echo"))
+    printed = asyncio.Event()  # the wrapper aborts once the program has printed (no clock to race)
 
     async def wrap(dispatch: Any, next: Any) -> Any:
         if dispatch.name != RUN_CODE_NAME:
             return await next()
         own = AbortController()
-        asyncio.get_running_loop().call_later(0.01, own.abort)
-        return await next(signal=own.signal)
+
+        async def abort_once_printed() -> None:
+            await printed.wait()
+            own.abort()
+
+        aborter = asyncio.ensure_future(abort_once_printed())
+        try:
+            return await next(signal=own.signal)
+        finally:
+            aborter.cancel()
 
     registry.wrap_execute(wrap)
 
     async def forever(tools: Any, print: Any) -> Any:
         print("before")
+        printed.set()
         await asyncio.sleep(10)
 
     result = await run_code(registry, program(runtime, forever))
