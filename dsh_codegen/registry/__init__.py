@@ -53,6 +53,8 @@ from dsh_codegen.registry._results import (
 )
 from dsh_codegen.registry._typed import TypedTool, tool
 from dsh_codegen.registry._session_log import (
+    APPROVAL_PENDING_EVENT,
+    APPROVAL_RESOLVED_EVENT,
     CODE_DISPATCH_EVENT,
     CODE_DISPATCH_START_EVENT,
     TOOL_CALL_EVENT,
@@ -152,6 +154,8 @@ __all__ = [
     "TOOL_RESULT_EVENT",
     "CODE_DISPATCH_START_EVENT",
     "CODE_DISPATCH_EVENT",
+    "APPROVAL_PENDING_EVENT",
+    "APPROVAL_RESOLVED_EVENT",
     "MemorySessionLog",
     "JsonlSessionLog",
     "SessionLogContents",
