@@ -117,9 +117,9 @@ EXPECTED: dict[str, str | tuple[dict[str, str], str]] = {
     'call-budget': '60\ntool call budget spent: a run_code program may make at most 60 tool calls; get_weather not dispatched',
     'recursion': 'Error: code run failed (exception): RecursionError: maximum recursion depth exceeded (line 2)',
     'key-error-in-result': 'Error: code run failed (exception): KeyError: \'humidity\' (line 2)\nTool calls the program started (their effects stay):\n1. tools.get_weather({"city":"Oslo"}): succeeded',
-    'endless-loop': 'Error: code run failed (timeout): the program ran past its wall-clock budget of 0.5 s',
+    'endless-loop': 'Error: code run failed (timeout): the program ran past its wall-clock budget of 1.5 s',
     'endless-loop-after-a-call': (
-        'Error: code run failed (timeout): the program ran past its wall-clock budget of 0.5 s' + STARTED
+        'Error: code run failed (timeout): the program ran past its wall-clock budget of 1.5 s' + STARTED
         + '1. tools.write_note({"title":"start","body":"b"}): succeeded'),
     "huge-print": _clipped("x" * (1 << 20) + "\n" + LOG_CAP),
     "many-prints": _clipped(_capped([f"line {i}: " + "." * 90 for i in range(12_000)])),
