@@ -1,5 +1,4 @@
-"""Build script: compiles every ``_ext/*.pyx`` into ``dsh_codegen.<name>``, and the Python
-modules of ``COMPILED_AS_IS`` into theirs.
+"""Build script: compiles every ``_ext/*.pyx`` into ``dsh_codegen.<name>``.
 
 Without a working compiler (or without Cython) the package installs as pure
 Python with a warning; ``DSH_CODEGEN_REQUIRE_EXTENSIONS=1`` turns that into a
@@ -32,11 +31,6 @@ def _warn(message: str) -> None:
     print(f"WARNING: dsh_codegen: {message}; installing the pure-Python twin", file=sys.stderr)
 
 
-#: Twins compiled from the pure twin's own file (one source): extension name -> that ``.py``. Cython
-#: reads the C declarations of each from ``dsh_codegen/<name>.pxd`` (its "augmenting .pxd").
-COMPILED_AS_IS = {"_dialect_check_c": ROOT / "dsh_codegen" / "schema" / "_dialect_check.py"}
-
-
 def _extensions() -> list[Extension]:
     pyx = {path.stem: path for path in (ROOT / "_ext").glob("*.pyx")}
     if not pyx:
@@ -47,7 +41,7 @@ def _extensions() -> list[Extension]:
         return []
     # Development convenience: DSH_CODEGEN_EXT=_json_c,_schema_c builds only those.
     only = {name for name in os.environ.get("DSH_CODEGEN_EXT", "").split(",") if name}
-    sources = sorted((name, path) for name, path in (pyx | COMPILED_AS_IS).items() if not only or name in only)
+    sources = sorted((name, path) for name, path in pyx.items() if not only or name in only)
     try:
         from Cython.Build import cythonize
     except ImportError:

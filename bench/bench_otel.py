@@ -50,8 +50,7 @@ ROOT = Path(__file__).resolve().parents[1]
 BATCH = 200
 ROUNDS = int(os.environ.get("DSH_BENCH_OTEL_ROUNDS", "41"))
 #: What a compiled twin is built from: the base tree may reuse this checkout's builds only if none changed.
-COMPILED_SOURCES = ("_ext", "dsh_codegen/_dialect_check_c.pxd", "dsh_codegen/_schema_c.pxd",
-                    "dsh_codegen/schema/_dialect_check.py")
+COMPILED_SOURCES = ("_ext", "dsh_codegen/_schema_c.pxd")
 
 # The worker: ``python -c WORKER <variant> [<calls>]``, with the tree under test first on the path (then
 # this checkout, for ``bench``). With a call count it runs that many calls and exits (for callgrind);

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -92,6 +93,19 @@ def test_only_the_selectors_load_a_compiled_twin() -> None:
     assert set(loaders) == SELECTORS, loaders
 
 
+def test_no_module_but_the_selectors_asks_which_twin_runs() -> None:
+    # A module that checks its own __name__ against a compiled module's, or imports one by name,
+    # knows which twin runs: only _backend and the selectors may (the dialect check once did both).
+    package = Path(dsh_codegen.__file__).resolve().parent
+    askers = sorted(
+        str(path.relative_to(package.parent))
+        for path in package.rglob("*.py")
+        if path.name != "_backend.py"
+        and re.search(r"__name__ *== *[\"']dsh_codegen\.|import_module\([\"']dsh_codegen\.\w+_c[\"']", path.read_text(encoding="utf-8"))
+    )
+    assert askers == [], askers
+
+
 @pytest.mark.once
 def test_the_pure_twins_import_no_compiled_code() -> None:
     # With the compiled twin built and chosen, importing the pure twins (as the differential
@@ -99,7 +113,12 @@ def test_the_pure_twins_import_no_compiled_code() -> None:
     if not _backend._all_built():
         pytest.skip("the compiled twin is not built")
     env = {k: v for k, v in os.environ.items() if k != "DSH_CODEGEN_PURE_PYTHON"}
-    pure = ("dsh_codegen.json._json_py", "dsh_codegen.schema._validator_py", "dsh_codegen.schema._dialect_check")
+    pure = (
+        "dsh_codegen.json._json_py",
+        "dsh_codegen.schema._validator_py",
+        "dsh_codegen.schema._dialect_check",
+        "dsh_codegen.schema._dialect_rules",
+    )
     code = (
         "import sys, importlib;"
         f"[importlib.import_module(name) for name in {pure!r}];"

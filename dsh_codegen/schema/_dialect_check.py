@@ -1,5 +1,9 @@
 # cython: annotation_typing=False, infer_types=False, wraparound=True, boundscheck=True
-"""The tool-schema dialect check and its compilation to a flat node table (cold code, both twins).
+"""The tool-schema dialect check and its compilation to a flat node table (cold code): the pure twin.
+
+Mirrored by ``_ext/_dialect_check_c.pyx`` (the compiled twin, ``dsh_codegen._dialect_check_c``) line
+for line: a change here is made there too. Both import every table and message from
+``_dialect_rules``; only ``schema/_validator.py`` chooses which of them runs.
 
 One walk with an explicit stack checks every node and, when the schema is
 supported, builds the :class:`~dsh_codegen.schema._program.Program` the
@@ -12,44 +16,62 @@ Every keyword has one small checker in :data:`_ORDER`, one ordered table;
 a node whose keywords all belong to the seed's subset keeps that subset's node
 kinds (the twins' fast walks run such programs), any other node is a
 ``DIALECT`` node and makes the whole program run on the dialect walk.
-
-This file is the pure twin and also Cython source: setup.py compiles this very
-file into ``dsh_codegen._dialect_check_c``, so the twins cannot disagree on a verdict
-or a message. ``dsh_codegen/_dialect_check_c.pxd`` declares C types for the
-compiled build only (``_Checker``'s fields, the node arguments as
-``CompiledNode``); the first line sets Cython's directives: annotations are not
-read as C types, no C types are inferred, and negative indices and bounds keep
-their Python meaning. Hence no ``from __future__`` import, and only Python
-syntax Cython compiles unchanged.
 """
+
+from __future__ import annotations
 
 from collections.abc import Callable
 from fractions import Fraction
-from importlib import import_module
 from typing import Any, Final
 from urllib.parse import unquote
 
 from dsh_codegen.json import format_path, quote_path
+from dsh_codegen.schema._dialect_rules import (
+    ANCHOR_NAME,
+    ANNOTATION_KEYWORDS,
+    APPLIES,
+    ARRAY_BIT,
+    ARTICLE,
+    DISCRIMINATOR_KEYS,
+    INTEGER_BIT,
+    LEAF_KEYS,
+    LOWEST_KIND,
+    MISSING,
+    NUMBER_BIT,
+    OBJECT_BIT,
+    REJECTED,
+    SAME_VALUE_FIELDS,
+    SCALARS,
+    SCALAR_KIND,
+    SCHEMA_URIS,
+    SLOT_ADDITIONAL,
+    SLOT_CONTAINS,
+    SLOT_ITEMS,
+    SLOT_NAMES,
+    SLOT_NOWHERE,
+    SMALL_INT,
+    STRING_BIT,
+    SUBSET,
+    SUBSET_OR_ANNOTATION,
+    TYPE_BITS,
+    TYPE_LIST_TEXT,
+    UNCHECKED,
+    USES,
+    Text,
+)
 from dsh_codegen.schema._ecma import PatternError, compile_pattern
 from dsh_codegen.schema._errors import JsonSchemaError
 from dsh_codegen.schema._formats import FORMAT_CHECKERS
 from dsh_codegen.schema._program import (
     ALL_KINDS,
-    ARRAY,
-    BOOLEAN,
     DIALECT,
     INTEGER,
     KIND_OF_TYPE,
-    NULL,
     NUMBER,
-    OBJECT,
     ONE_OF,
-    STRING,
     USES_ARRAY,
     USES_BRANCHES,
-    USES_ENUM,
     USES_LINK,
-    USES_NUMBER,
     USES_OBJECT,
     USES_STRING,
     V_EXCLUSIVE_MAXIMUM,
@@ -75,7 +97,6 @@ from dsh_codegen.schema._program import (
     is_lossless_json,
     json_key,
     kind_of_value,
-    scalar_fits,
     type_names_text,
 )
 
@@ -87,141 +108,10 @@ __all__ = [
     "schema_violations",
 ]
 
-_MISSING: Final = object()
-_SCALARS: Final = frozenset({NULL, BOOLEAN, INTEGER, NUMBER, STRING})
-_SCALAR_KIND: Final = {name: kind for name, kind in KIND_OF_TYPE.items() if kind in _SCALARS}
-_LEAF_KEYS: Final = frozenset({"type", "description", "title"})
-_TYPE_LIST_TEXT: Final = "/".join(KIND_OF_TYPE)
-_ARTICLE: Final = {"integer": "an integer", "object": "an object", "array": "an array"}
-_NUMBERS: Final = 1 << INTEGER | 1 << NUMBER
-_INTEGER_BIT: Final = 1 << INTEGER
-_NUMBER_BIT: Final = 1 << NUMBER
-_OBJECT_BIT: Final = 1 << OBJECT
-_ARRAY_BIT: Final = 1 << ARRAY
-_STRING_BIT: Final = 1 << STRING
-_SMALL_INT: Final = 1 << 62  # an int inside +-this is lossless JSON (far below the digit limit)
-# Computed once, not per node (compiled, each ``1 << kind`` or ``bit_length()`` is a generic call):
-#: a type name -> (its type mask, the value kinds it admits: integer under number).
-_TYPE_BITS: Final[dict[str, tuple[int, int]]] = {
-    name: (1 << kind, 1 << kind | (_INTEGER_BIT if kind == NUMBER else 0)) for name, kind in KIND_OF_TYPE.items()
-}
-#: a type mask -> the kind of its lowest type (masks of kinds 1..7 are below 256).
-_LOWEST_KIND: Final[tuple[int, ...]] = tuple((mask & -mask).bit_length() - 1 for mask in range(256))
-
-#: The meta-schema URIs a ``$schema`` may name (with or without the trailing ``#``).
-SCHEMA_URIS: Final = frozenset(
-    uri + tail
-    for uri in (
-        "https://json-schema.org/draft/2020-12/schema",
-        "https://json-schema.org/draft/2019-09/schema",
-        "http://json-schema.org/draft-07/schema",
-    )
-    for tail in ("", "#")
-)
-
-#: Constructs outside the dialect, each with the reason given in its violation.
-REJECTED: Final[dict[str, str]] = {
-    "not": "negation is outside the tool-schema dialect",
-    "if": "conditional schemas are outside the tool-schema dialect",
-    "then": "conditional schemas are outside the tool-schema dialect",
-    "else": "conditional schemas are outside the tool-schema dialect",
-    "dependentSchemas": "dependentSchemas is outside the tool-schema dialect (dependentRequired is supported)",
-    "unevaluatedProperties": "unevaluated keywords are outside the tool-schema dialect (use additionalProperties)",
-    "unevaluatedItems": "unevaluated keywords are outside the tool-schema dialect (use items)",
-    "$dynamicRef": "dynamic references are not supported",
-    "$dynamicAnchor": "dynamic references are not supported",
-    "$recursiveRef": "dynamic references are not supported",
-    "$recursiveAnchor": "dynamic references are not supported",
-    "patternProperties": "patternProperties is outside the tool-schema dialect (use propertyNames)",
-    "dependencies": "draft-07 dependencies is not supported (use dependentRequired)",
-    "additionalItems": "draft-07 additionalItems is not supported (use prefixItems and items)",
-    "$vocabulary": "$vocabulary belongs to meta-schemas",
-}
-
-_DISCRIMINATOR_KEYS: Final = frozenset(("propertyName", "mapping"))
-
-#: Keywords of the seed's subset: a node using only these (rightly) keeps the subset's node kinds.
-_SUBSET: Final = frozenset(
-    ("type", "oneOf", "properties", "required", "additionalProperties", "items", "enum", "const")
-)
-ANNOTATION_KEYWORDS: Final[frozenset[str]] = frozenset(
-    (
-        "$schema",
-        "$id",
-        "$comment",
-        "$defs",
-        "definitions",
-        "$anchor",
-        "title",
-        "description",
-        "default",
-        "examples",
-        "deprecated",
-        "readOnly",
-        "writeOnly",
-        "format",
-        "contentMediaType",
-        "discriminator",
-        "contentEncoding",
-    )
-)
-"""The dialect's annotation keywords: they never constrain a value (a node may carry them and still be a
-node of the seed's subset)."""
-
-#: The JSON types each type-specific keyword applies to.
-_APPLIES: Final[dict[str, int]] = {
-    **{kw: _NUMBERS for kw in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")},
-    **{kw: 1 << STRING for kw in ("minLength", "maxLength", "pattern")},
-    **{
-        kw: 1 << ARRAY
-        for kw in ("items", "prefixItems", "minItems", "maxItems", "uniqueItems", "contains", "minContains", "maxContains")
-    },
-    **{
-        kw: 1 << OBJECT
-        for kw in (
-            "properties",
-            "required",
-            "additionalProperties",
-            "minProperties",
-            "maxProperties",
-            "propertyNames",
-            "dependentRequired",
-        )
-    },
-}
-#: The keyword family (``Node.uses``) whose node fields each keyword's checker may set.
-_USES: Final[dict[str, int]] = {
-    **{kw: USES_NUMBER for kw in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")},
-    **{kw: USES_STRING for kw in ("minLength", "maxLength", "pattern", "format")},
-    **{kw: USES_ARRAY for kw, applies in _APPLIES.items() if applies == 1 << ARRAY},
-    **{kw: USES_OBJECT for kw, applies in _APPLIES.items() if applies == 1 << OBJECT},
-    "enum": USES_ENUM,
-    "const": USES_ENUM,
-    "allOf": USES_BRANCHES,
-    "anyOf": USES_BRANCHES,
-    "oneOf": USES_BRANCHES,
-}
-_ANCHOR_NAME: Final = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._")
-
-# This source built as ``dsh_codegen._dialect_check_c`` makes the compiled validator's nodes
-# (``_schema_c.CompiledNode``, whose fields its C declarations read as struct members) and takes
-# that module's C loops over the properties and over a node's keys; run as Python it is the pure
-# twin and imports no compiled code.
-_c = import_module("dsh_codegen._schema_c") if __name__ == "dsh_codegen._dialect_check_c" else None
-_fill_props: Callable[..., bool] | None = None if _c is None else _c.fill_props
-_str_keys: Callable[[dict[Any, Any]], bool] | None = None if _c is None else _c.str_keys
-#: What makes a compile's nodes: with the compiled twin, its ``CompiledNode`` extension type (the same
-#: fields and defaults as ``Node``, read by its C tables without attribute lookups).
-_new_node: Callable[[], Node] = Node if _c is None else _c.CompiledNode
 
 # A child to visit: (schema, path, slot); the slot says where its node index goes:
 # a property name, ("field", None) for a single-child field, ("field", i) for a list field.
 _Child = tuple[Any, ChainPath, Any]
-_ITEMS: Final = ("items", None)
-_ADDITIONAL: Final = ("additional", None)
-_CONTAINS: Final = ("contains", None)
-_NAMES: Final = ("property_names", None)
-_NOWHERE: Final = ("", None)  # $defs members: checked and compiled, referenced only by $ref
 
 
 class _Checker:
@@ -268,9 +158,8 @@ class _Checker:
         self.ref_paths: dict[int, ChainPath] = {}
         self.linked: list[int] | None = None  # _linked(), once
 
-    # ExactContainers' two tests (not inherited: compiled, this class is an extension type, which
-    # cannot extend a Python class; and its own copies are C calls, where the inherited ones would
-    # run as Python bytecode several times per node).
+    # ExactContainers' two tests, as methods: the compiled mirror's _Checker is an extension type,
+    # which cannot extend a Python class, and its own copies are C calls.
     def _is_object(self, value: object) -> bool:
         t = type(value)
         return t is dict or (self._fobj is not None and t is self._fobj)
@@ -290,7 +179,7 @@ class _Checker:
 
     def run(self) -> None:
         """Walk the schema depth first, in document order, then resolve every ``$ref``."""
-        self.nodes.append(_new_node())
+        self.nodes.append(Node())
         self.memo[id(self.root)] = 0
         self.stack.append((self.root, 0, None))
         self._walk()
@@ -301,39 +190,36 @@ class _Checker:
         memo = self.memo
         on_path = self.on_path
         stack = self.stack
-        pop = stack.pop
-        push = stack.append
         while stack:
-            node_schema, index, path = pop()
+            node_schema, index, path = stack.pop()
             if index < 0:  # exit marker (None, -1, id of the schema whose subtree is done)
                 on_path.discard(path)
                 continue
             try:
-                # a C call in the compiled twin (a bound method kept in a local would go through Python)
                 children = self._check_node(node_schema, nodes[index], index, path)
             except Exception:
                 # A key that is not an exact str ran its own __hash__/__eq__ during a
                 # keyword lookup and raised: the node is not a plain schema object.
-                self._report(path, None, "must be a schema object")
+                self._report(path, None, Text.NOT_A_SCHEMA_OBJECT)
                 continue
             if not children:
                 continue
             ident = id(node_schema)
             on_path.add(ident)
-            push((None, -1, ident))
+            stack.append((None, -1, ident))
             node = nodes[index]
             for child, child_path, slot in reversed(children):
                 child_id = id(child)
                 if child_id in on_path and type(child) is not bool:
-                    self._report(child_path, None, "is circular")
+                    self._report(child_path, None, Text.CIRCULAR)
                     continue
                 if child_id in memo:  # reused
                     child_index = memo[child_id]
                 else:
                     child_index = len(nodes)
-                    nodes.append(_new_node())
+                    nodes.append(Node())
                     memo[child_id] = child_index
-                    push((child, child_index, child_path))
+                    stack.append((child, child_index, child_path))
                 if type(slot) is str:  # a declared property, the commonest child
                     node.props[slot] = child_index << 1  # type: ignore[index]
                 else:
@@ -359,12 +245,12 @@ class _Checker:
         if type(child) is not dict:
             return -1
         for key in child:  # exact str keys first: the lookups below then run no user code
-            if type(key) is not str or key not in _LEAF_KEYS:
+            if type(key) is not str or key not in LEAF_KEYS:
                 return -1
         declared = child.get("type")
         if type(declared) is not str:
             return -1
-        kind = _SCALAR_KIND.get(declared)
+        kind = SCALAR_KIND.get(declared)
         if kind is None:
             return -1
         if len(child) > 1 and (
@@ -392,21 +278,16 @@ class _Checker:
                 self.dialect = True
             return None
         if type(schema) is not dict and not self._is_object(schema):
-            self._report(path, None, "must be a schema object")
+            self._report(path, None, Text.NOT_A_SCHEMA_OBJECT)
             return None
-        if type(schema) is dict and _str_keys is not None:
-            if not _str_keys(schema):
-                self._report(path, None, "must be a schema object")
+        for key in schema:
+            if type(key) is not str:
+                self._report(path, None, Text.NOT_A_SCHEMA_OBJECT)
                 return None
-        else:
-            for key in schema:
-                if type(key) is not str:
-                    self._report(path, None, "must be a schema object")
-                    return None
         mask = 0
         if "type" in schema:
             declared = schema["type"]
-            bits = _TYPE_BITS.get(declared) if type(declared) is str else None
+            bits = TYPE_BITS.get(declared) if type(declared) is str else None
             if bits is not None:  # one known type name, the common form: set here, without a call
                 mask, admit = bits
                 node.types = mask
@@ -428,7 +309,7 @@ class _Checker:
                 if not plain:
                     subset = False
                 if mask and not applies & mask:
-                    self._report(path, key, f"is not supported on type {type_names_text(mask)}")
+                    self._report(path, key, Text.NOT_ON_TYPE.format(types=type_names_text(mask)))
                 if checker is not None:
                     if rank < last_rank:
                         in_order = False
@@ -436,11 +317,11 @@ class _Checker:
                     ranked.append((rank, checker, value))
             elif key.startswith("x-"):
                 if not is_lossless_json(value):
-                    self._report(path, key, "annotation must be lossless JSON data")
+                    self._report(path, key, Text.ANNOTATION_NOT_JSON)
             elif key in REJECTED:
-                self._report(path, key, f"is not supported: {REJECTED[key]}")
+                self._report(path, key, Text.REJECTED.format(reason=REJECTED[key]))
             else:
-                self._report(path, key, "is not a supported keyword")
+                self._report(path, key, Text.UNKNOWN_KEYWORD)
         if not in_order:
             ranked.sort()  # by rank: the first items are distinct, so nothing else is compared
         node.uses = uses
@@ -456,9 +337,9 @@ class _Checker:
         elif "oneOf" in schema:
             node.kind = ONE_OF
         elif mask:
-            kind = _LOWEST_KIND[mask]
+            kind = LOWEST_KIND[mask]
             node.kind = kind
-            node.inline = kind in _SCALARS
+            node.inline = kind in SCALARS
         else:
             node.trivial = True  # stays JSON_ANY: annotations only (a $ref resolved later undoes this)
             node.uses = uses | USES_LINK
@@ -470,17 +351,17 @@ class _Checker:
         if self._is_array(declared):
             mask = 0
             for name in declared:
-                bits = _TYPE_BITS.get(name) if type(name) is str else None
+                bits = TYPE_BITS.get(name) if type(name) is str else None
                 if bits is None or mask & bits[0]:
                     mask = 0
                     break
                 mask |= bits[0]
             if not mask:
-                self._report(path, "type", f"must be a non-empty array of distinct type names ({_TYPE_LIST_TEXT})")
+                self._report(path, "type", Text.TYPE_ARRAY.format(names=TYPE_LIST_TEXT))
                 return 0
-            admit = mask | (_INTEGER_BIT if mask & _NUMBER_BIT else 0)
+            admit = mask | (INTEGER_BIT if mask & NUMBER_BIT else 0)
         else:
-            self._report(path, "type", f"must be one of {_TYPE_LIST_TEXT}")
+            self._report(path, "type", Text.TYPE_NAME.format(names=TYPE_LIST_TEXT))
             return 0
         node.types = mask
         node.admit = node.shape = admit
@@ -493,14 +374,14 @@ class _Checker:
             if "type" in schema or not self._is_array(branches) or len(branches) < 2:
                 return False
             for key in schema:  # a loop, not a generator: compiled, a generator makes the method a closure
-                if key != "oneOf" and key in _SUBSET:
+                if key != "oneOf" and key in SUBSET:
                     return False
             return True
         if mask and mask & (mask - 1):
             return False  # a type array
         if not mask:
-            return _SUBSET.isdisjoint(schema)
-        if mask == _OBJECT_BIT:
+            return SUBSET.isdisjoint(schema)
+        if mask == OBJECT_BIT:
             if "additionalProperties" in schema and type(schema["additionalProperties"]) is not bool:
                 return False
             props = node.props or {}
@@ -508,7 +389,7 @@ class _Checker:
                 if name not in props:
                     return False
             return True
-        if mask == _ARRAY_BIT:
+        if mask == ARRAY_BIT:
             return True
         if "enum" in schema and node.enum is None:
             return False  # an enum holding values outside the declared type
@@ -533,7 +414,7 @@ class _Checker:
                 target_index = self.memo.get(id(schema))
                 if target_index is None:
                     target_index = len(self.nodes)
-                    self.nodes.append(_new_node())
+                    self.nodes.append(Node())
                     self.memo[id(schema)] = target_index
                     self.stack.append((schema, target_index, target_path))
                     self._walk()  # may add refs; the loop picks them up
@@ -549,17 +430,17 @@ class _Checker:
         """The node index (anchor) or (schema, path) a ``$ref`` names; None after reporting why not."""
         base, hash_, fragment = ref.partition("#")
         if base and base != self.root_id:
-            self._report(path, "$ref", f"{quote_path(ref)} is a remote reference (only local references are supported)")
+            self._report(path, "$ref", Text.REF_REMOTE.format(ref=quote_path(ref)))
             return None
         if not hash_ and not base:
-            self._report(path, "$ref", f"{quote_path(ref)} does not resolve")
+            self._report(path, "$ref", Text.REF_UNRESOLVED.format(ref=quote_path(ref)))
             return None
         if "%" in fragment:
             fragment = unquote(fragment)
         if fragment and not fragment.startswith("/"):
             found = self.anchors.get(fragment)
             if found is None:
-                self._report(path, "$ref", f"{quote_path(ref)} does not resolve (no such $anchor)")
+                self._report(path, "$ref", Text.REF_NO_ANCHOR.format(ref=quote_path(ref)))
             return found
         here: Any = self.root
         target_path: ChainPath = None
@@ -571,11 +452,11 @@ class _Checker:
                 elif self._is_array(here) and segment.isdigit() and (segment == "0" or segment[0] != "0") and int(segment) < len(here):
                     here = here[int(segment)]
                 else:
-                    self._report(path, "$ref", f"{quote_path(ref)} does not resolve")
+                    self._report(path, "$ref", Text.REF_UNRESOLVED.format(ref=quote_path(ref)))
                     return None
                 target_path = (target_path, segment)
         if type(here) is not bool and not self._is_object(here):
-            self._report(path, "$ref", f"{quote_path(ref)} does not point to a schema")
+            self._report(path, "$ref", Text.REF_NOT_SCHEMA.format(ref=quote_path(ref)))
             return None
         return here, target_path
 
@@ -585,25 +466,25 @@ class _Checker:
         if type(value) is int or (type(value) is float and value.is_integer()):
             if value >= 0:
                 return int(value)
-        self._report(path, keyword, "must be a non-negative integer")
+        self._report(path, keyword, Text.COUNT)
         return None
 
     def _number(self, value: Any, path: ChainPath, keyword: str) -> bool:
-        if type(value) is int and -_SMALL_INT < value < _SMALL_INT:
+        if type(value) is int and -SMALL_INT < value < SMALL_INT:
             return True  # the common bound, without kind_of_value's call into bytecode
         kind = kind_of_value(value, None, None)
         if kind == INTEGER or kind == NUMBER:
             return True
         if type(value) is bool and keyword in ("exclusiveMinimum", "exclusiveMaximum"):
-            self._report(path, keyword, "must be a number (draft-04's boolean form is not supported)")
+            self._report(path, keyword, Text.NUMBER_NOT_BOOL)
         else:
-            self._report(path, keyword, "must be a number")
+            self._report(path, keyword, Text.NUMBER)
         return False
 
     def _schemas(self, value: Any, path: ChainPath, keyword: str, field: str, index: int, children: list[_Child]) -> int:
         """Queue a non-empty array of schemas as children of list ``field``; return their count."""
         if not self._is_array(value) or not value:
-            self._report(path, keyword, "must be a non-empty array of schemas")
+            self._report(path, keyword, Text.SCHEMAS)
             return 0
         self.lists[(index, field)] = [0] * len(value)
         base = (path, keyword)
@@ -615,19 +496,19 @@ class _Checker:
 
 
 def _leaf_node(kind: int) -> Node:
-    leaf = _new_node()
+    leaf = Node()
     leaf.kind = kind
     leaf.uses = 0
     leaf.inline = True
     leaf.types = 1 << kind
-    leaf.admit = leaf.shape = leaf.types | (_INTEGER_BIT if kind == NUMBER else 0)
+    leaf.admit = leaf.shape = leaf.types | (INTEGER_BIT if kind == NUMBER else 0)
     return leaf
 
 
 #: One plain leaf node per scalar kind, shared by every program: nothing changes a leaf once
 #: made (``_finish`` and ``$ref`` resolution touch only nodes with required names, combinators
 #: or references), so a compile appends the shared node instead of making its own.
-SHARED_LEAVES: Final[dict[int, Node]] = {kind: _leaf_node(kind) for kind in sorted(_SCALARS)}
+SHARED_LEAVES: Final[dict[int, Node]] = {kind: _leaf_node(kind) for kind in sorted(SCALARS)}
 
 
 def _shared_leaf(kind: int) -> Node:
@@ -638,9 +519,6 @@ def _shared_leaf(kind: int) -> Node:
 # --- one checker per keyword, in the order they are visited -------------------------------
 # Each checker is (checker, keyword value, schema, node, node index, path, children) -> None.
 
-_Checker_ = _Checker
-
-
 def _all_str(values: Any) -> bool:
     """Whether every item (every key of an object) is an exact ``str``."""
     for value in values:
@@ -649,113 +527,113 @@ def _all_str(values: Any) -> bool:
     return True
 
 
-def _ignore(c: _Checker_, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
+def _ignore(c: _Checker, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
     return None
 
 
 def _string_annotation(keyword: str) -> Callable[..., None]:
-    def check(c: _Checker_, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
+    def check(c: _Checker, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
         if type(value) is not str:
-            c._report(path, keyword, "must be a string")
+            c._report(path, keyword, Text.STRING)
 
     return check
 
 
 def _bool_annotation(keyword: str) -> Callable[..., None]:
-    def check(c: _Checker_, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
+    def check(c: _Checker, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
         if type(value) is not bool:
-            c._report(path, keyword, "must be a boolean")
+            c._report(path, keyword, Text.BOOLEAN)
 
     return check
 
 
 def _data_annotation(keyword: str) -> Callable[..., None]:
-    def check(c: _Checker_, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
+    def check(c: _Checker, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
         t = type(value)
-        if t is str or t is bool or value is None or (t is int and -_SMALL_INT < value < _SMALL_INT):
+        if t is str or t is bool or value is None or (t is int and -SMALL_INT < value < SMALL_INT):
             return  # lossless JSON, without the general walk
         if not is_lossless_json(value):
-            c._report(path, keyword, "annotation must be lossless JSON data")
+            c._report(path, keyword, Text.ANNOTATION_NOT_JSON)
 
     return check
 
 
-def _check_schema_uri(c: _Checker_, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
+def _check_schema_uri(c: _Checker, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
     if path is not None:
-        c._report(path, "$schema", "is only allowed at the root")
+        c._report(path, "$schema", Text.SCHEMA_URI_NOT_ROOT)
     elif type(value) is not str or value not in SCHEMA_URIS:
-        c._report(path, "$schema", "must be the 2020-12, 2019-09 or draft-07 meta-schema URI")
+        c._report(path, "$schema", Text.SCHEMA_URI)
 
 
-def _check_id(c: _Checker_, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
+def _check_id(c: _Checker, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
     if path is not None or schema is not c.root:
-        c._report(path, "$id", "is not supported: a nested $id starts another schema resource (only the root may declare one)")
+        c._report(path, "$id", Text.NESTED_ID)
     elif type(value) is not str:
-        c._report(path, "$id", "must be a string")
+        c._report(path, "$id", Text.STRING)
     else:
         c.root_id = value.split("#", 1)[0]
 
 
 def _check_defs(keyword: str) -> Callable[..., None]:
-    def check(c: _Checker_, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
+    def check(c: _Checker, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
         if not c._is_object(value) or not _all_str(value):
-            c._report(path, keyword, "must be an object of schemas")
+            c._report(path, keyword, Text.DEFS)
             return
         base = (path, keyword)
         for name, member in value.items():
-            children.append((member, (base, name), _NOWHERE))
+            children.append((member, (base, name), SLOT_NOWHERE))
 
     return check
 
 
-def _check_anchor(c: _Checker_, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
-    if type(value) is not str or not value or not (value[0].isascii() and (value[0].isalpha() or value[0] == "_")) or not _ANCHOR_NAME.issuperset(value):
-        c._report(path, "$anchor", "must be a name (a letter or _, then letters, digits, -, _ or .)")
+def _check_anchor(c: _Checker, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
+    if type(value) is not str or not value or not (value[0].isascii() and (value[0].isalpha() or value[0] == "_")) or not ANCHOR_NAME.issuperset(value):
+        c._report(path, "$anchor", Text.ANCHOR_NAME)
     elif value in c.anchors:
-        c._report(path, "$anchor", f"{quote_path(value)} is declared twice")
+        c._report(path, "$anchor", Text.ANCHOR_TWICE.format(name=quote_path(value)))
     else:
         c.anchors[value] = index
 
 
-def _check_format(c: _Checker_, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
+def _check_format(c: _Checker, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
     if type(value) is not str:
-        c._report(path, "format", "must be a string")
+        c._report(path, "format", Text.STRING)
         return
     checker = FORMAT_CHECKERS.get(value) if c.formats else None
     if checker is not None:
         node.str_checks += ((V_FORMAT, (checker, value)),)
 
 
-def _check_discriminator(c: _Checker_, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
+def _check_discriminator(c: _Checker, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
     """pydantic's (OpenAPI's) hint for a discriminated union: an annotation, so only its shape is checked."""
     if "oneOf" not in schema and "anyOf" not in schema:
-        c._report(path, "discriminator", "is only allowed beside oneOf or anyOf (it annotates a discriminated union)")
+        c._report(path, "discriminator", Text.DISCRIMINATOR_PLACE)
         return
-    shaped = c._is_object(value) and all(type(key) is str and key in _DISCRIMINATOR_KEYS for key in value)
+    shaped = c._is_object(value) and all(type(key) is str and key in DISCRIMINATOR_KEYS for key in value)
     if not shaped or type(value.get("propertyName")) is not str:
-        c._report(path, "discriminator", "must be an object with a string propertyName and an optional mapping")
+        c._report(path, "discriminator", Text.DISCRIMINATOR_SHAPE)
         return
-    mapping = value.get("mapping", _MISSING)
-    if mapping is not _MISSING and (
+    mapping = value.get("mapping", MISSING)
+    if mapping is not MISSING and (
         not c._is_object(mapping) or any(type(key) is not str or type(target) is not str for key, target in mapping.items())
     ):
-        c._report(path, "discriminator", "mapping must be an object of strings")
+        c._report(path, "discriminator", Text.DISCRIMINATOR_MAPPING)
 
 
-def _check_ref(c: _Checker_, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
+def _check_ref(c: _Checker, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
     if type(value) is not str:
-        c._report(path, "$ref", "must be a string")
+        c._report(path, "$ref", Text.STRING)
         return
     c.refs.append((index, value, path))
 
 
-def _check_type(c: _Checker_, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
+def _check_type(c: _Checker, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
     return None  # read first, by _Checker._types
 
 
-def _check_enum(c: _Checker_, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
+def _check_enum(c: _Checker, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
     if not c._is_array(value) or not value:
-        c._report(path, "enum", "must be a non-empty array")
+        c._report(path, "enum", Text.ENUM_EMPTY)
         return
     # An enum of strings (the common case) is lossless JSON, of one kind, its own keys.
     strings = True
@@ -764,37 +642,37 @@ def _check_enum(c: _Checker_, value: Any, schema: Any, node: Node, index: int, p
             strings = False
             break
     if not strings and not is_lossless_json(value):
-        c._report(path, "enum", "must hold lossless JSON values")
+        c._report(path, "enum", Text.ENUM_NOT_JSON)
         return
     mask = node.admit
-    if mask and not (mask & _STRING_BIT if strings else _all_fit(mask, value)):
-        c._report(path, "enum", f"must be a non-empty array of {_types_word(node.types)} values")
+    if mask and not (mask & STRING_BIT if strings else _all_fit(mask, value)):
+        c._report(path, "enum", Text.ENUM_TYPE.format(types=_types_word(node.types)))
         return
     node.enum_keys = frozenset(value) if strings else frozenset([json_key(member) for member in value])
-    kind = _LOWEST_KIND[node.types]
-    if node.types and not node.types & (node.types - 1) and kind in _SCALARS:
+    kind = LOWEST_KIND[node.types]
+    if node.types and not node.types & (node.types - 1) and kind in SCALARS:
         node.enum_values = tuple(value)
         node.enum = node.enum_keys if strings else frozenset(value)  # a string is its own key
     else:
         node.enum_values = tuple(value)
 
 
-def _check_const(c: _Checker_, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
+def _check_const(c: _Checker, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
     if type(value) is not str and not is_lossless_json(value):
-        c._report(path, "const", "must be lossless JSON")
+        c._report(path, "const", Text.CONST_NOT_JSON)
         return
     if node.admit and not _fits(node.admit, value):
-        c._report(path, "const", f"must be {_ARTICLE.get(_types_word(node.types), 'a ' + _types_word(node.types))} value")
+        c._report(path, "const", Text.CONST_TYPE.format(type=ARTICLE.get(_types_word(node.types), "a " + _types_word(node.types))))
         return
     key = json_key(value)
     node.has_const_key = True
     node.const_key = key
     node.const = value
-    kind = _LOWEST_KIND[node.types]
-    node.has_const = bool(node.types) and not node.types & (node.types - 1) and kind in _SCALARS
+    kind = LOWEST_KIND[node.types]
+    node.has_const = bool(node.types) and not node.types & (node.types - 1) and kind in SCALARS
     if node.enum_keys is not None and key not in node.enum_keys:
         where = format_path(chain_segments(path) + ("enum",), "schema")
-        c._report(path, "const", f"must be one of {where} when both are declared")
+        c._report(path, "const", Text.CONST_NOT_IN_ENUM.format(enum=where))
 
 
 def _all_fit(mask: int, values: Any) -> bool:
@@ -814,24 +692,24 @@ def _types_word(types: int) -> str:
 
 
 def _bound(code: int, keyword: str) -> Callable[..., None]:
-    def check(c: _Checker_, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
+    def check(c: _Checker, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
         if c._number(value, path, keyword):
             node.num_checks += ((code, value),)
 
     return check
 
 
-def _check_multiple_of(c: _Checker_, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
+def _check_multiple_of(c: _Checker, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
     if not c._number(value, path, "multipleOf"):
         return
     if value <= 0:
-        c._report(path, "multipleOf", "must be a number greater than 0")
+        c._report(path, "multipleOf", Text.MULTIPLE_OF)
         return
     node.num_checks += ((V_MULTIPLE_OF, (value, Fraction(repr(value)) if type(value) is float else Fraction(value))),)
 
 
 def _length(code: int, keyword: str, field: str) -> Callable[..., None]:
-    def check(c: _Checker_, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
+    def check(c: _Checker, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
         count = c._count(value, path, keyword)
         if count is not None:
             setattr(node, field, getattr(node, field) + ((code, count),))
@@ -839,46 +717,46 @@ def _length(code: int, keyword: str, field: str) -> Callable[..., None]:
     return check
 
 
-def _check_pattern(c: _Checker_, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
+def _check_pattern(c: _Checker, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
     if type(value) is not str:
-        c._report(path, "pattern", "must be a string")
+        c._report(path, "pattern", Text.STRING)
         return
     try:
         compiled = compile_pattern(value)
     except PatternError as exc:
-        c._report(path, "pattern", f"{quote_path(value)} {exc}")
+        c._report(path, "pattern", Text.PATTERN.format(pattern=quote_path(value), error=exc))
         return
     node.str_checks += ((V_PATTERN, (compiled.search, value)),)
 
 
-def _check_items(c: _Checker_, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
+def _check_items(c: _Checker, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
     if c._is_array(value):
-        c._report(path, "items", "must be a schema (the array form is draft-07's; use prefixItems)")
+        c._report(path, "items", Text.ITEMS_ARRAY)
         return
     leaf = c._plain_leaf(value)
     if leaf >= 0:
         node.items = leaf
     else:
-        children.append((value, (path, "items"), _ITEMS))
+        children.append((value, (path, "items"), SLOT_ITEMS))
 
 
-def _check_prefix_items(c: _Checker_, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
+def _check_prefix_items(c: _Checker, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
     c._schemas(value, path, "prefixItems", "prefix", index, children)
 
 
-def _check_unique(c: _Checker_, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
+def _check_unique(c: _Checker, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
     if type(value) is not bool:
-        c._report(path, "uniqueItems", "must be a boolean")
+        c._report(path, "uniqueItems", Text.BOOLEAN)
     elif value:
         node.arr_checks += ((V_UNIQUE, True),)
 
 
-def _check_contains(c: _Checker_, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
-    children.append((value, (path, "contains"), _CONTAINS))
+def _check_contains(c: _Checker, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
+    children.append((value, (path, "contains"), SLOT_CONTAINS))
 
 
 def _check_contains_count(keyword: str) -> Callable[..., None]:
-    def check(c: _Checker_, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
+    def check(c: _Checker, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
         count = c._count(value, path, keyword)
         if count is None:
             return
@@ -892,23 +770,16 @@ def _check_contains_count(keyword: str) -> Callable[..., None]:
     return check
 
 
-def _check_properties(c: _Checker_, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
+def _check_properties(c: _Checker, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
     props: dict[str, int] = {}
     node.props = props
     declared = value
-    if type(declared) is dict and _fill_props is not None:
-        # the compiled twin's copy of the loop below (same table, same order)
-        if _fill_props(declared, props, children, (path, "properties"), c.nodes, c.leaves, _shared_leaf):
-            declared = None
-        else:
-            children.clear()
-    elif c._is_object(declared):
+    if c._is_object(declared):
         props_path = (path, "properties")
-        plain_leaf = c._plain_leaf
         for name, child in declared.items():
             if type(name) is not str:
                 break
-            leaf = plain_leaf(child)
+            leaf = c._plain_leaf(child)
             if leaf >= 0:
                 props[name] = leaf << 1
             else:
@@ -917,14 +788,14 @@ def _check_properties(c: _Checker_, value: Any, schema: Any, node: Node, index: 
         else:
             declared = None  # every key was a str
     if declared is not None:
-        c._report(path, "properties", "must be an object of schemas")
+        c._report(path, "properties", Text.PROPERTIES)
         props.clear()
         node.props = None
 
 
-def _check_required(c: _Checker_, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
+def _check_required(c: _Checker, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
     if not c._is_array(value) or not _all_str(value):
-        c._report(path, "required", "must be an array of strings")
+        c._report(path, "required", Text.REQUIRED)
         return
     props = node.props
     required = tuple(value)
@@ -935,28 +806,28 @@ def _check_required(c: _Checker_, value: Any, schema: Any, node: Node, index: in
         undeclared = [name for name in required if props is None or name not in props]
         if undeclared:
             for name in undeclared:
-                c._report(path, "required", f"names {quote_path(name)} which is not in properties")
+                c._report(path, "required", Text.REQUIRED_UNDECLARED.format(name=quote_path(name)))
             required = tuple([name for name in required if name not in undeclared])
     node.required = required
     if required and props:
         c.with_required.append(node)
 
 
-def _check_additional(c: _Checker_, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
+def _check_additional(c: _Checker, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
     if type(value) is bool:
         node.closed = value is False
         return
     if not c._is_object(value):
-        c._report(path, "additionalProperties", "must be a boolean or a schema")
+        c._report(path, "additionalProperties", Text.ADDITIONAL)
         return
-    children.append((value, (path, "additionalProperties"), _ADDITIONAL))
+    children.append((value, (path, "additionalProperties"), SLOT_ADDITIONAL))
 
 
-def _check_property_names(c: _Checker_, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
-    children.append((value, (path, "propertyNames"), _NAMES))
+def _check_property_names(c: _Checker, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
+    children.append((value, (path, "propertyNames"), SLOT_NAMES))
 
 
-def _check_dependent_required(c: _Checker_, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
+def _check_dependent_required(c: _Checker, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
     if c._is_object(value) and _all_str(value):
         entries: list[tuple[str, tuple[str, ...]]] = []
         for name, names in value.items():
@@ -975,24 +846,24 @@ def _check_dependent_required(c: _Checker_, value: Any, schema: Any, node: Node,
                 segments = (*chain_segments(path), "dependentRequired", name)
                 where = format_path(segments, "schema")
                 c.violations.append(
-                    Violation(segments, "dependentRequired", f"{where} must be an array of unique strings ({quote_path(twice)} is listed twice)")
+                    Violation(segments, "dependentRequired", Text.DEPENDENT_TWICE.format(where=where, name=quote_path(twice)))
                 )
             entries.append((name, unique))
         else:
             node.dependent = tuple(entries)
             return
-    c._report(path, "dependentRequired", "must be an object of arrays of strings")
+    c._report(path, "dependentRequired", Text.DEPENDENT_REQUIRED)
 
 
 def _combinator(keyword: str, field: str) -> Callable[..., None]:
-    def check(c: _Checker_, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
+    def check(c: _Checker, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
         c._schemas(value, path, keyword, field, index, children)
 
     return check
 
 
 def _only_schema(keyword: str) -> Callable[..., None]:
-    def check(c: _Checker_, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
+    def check(c: _Checker, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
         return None
 
     return check
@@ -1048,14 +919,6 @@ _ORDER: Final[tuple[tuple[str, Callable[..., None]], ...]] = (
     ("contentMediaType", _string_annotation("contentMediaType")),
     ("contentEncoding", _string_annotation("contentEncoding")),
 )
-_SUBSET_OR_ANNOTATION: Final = _SUBSET | ANNOTATION_KEYWORDS
-#: Annotations whose checker reports nothing for a value of one of these exact types: the node
-#: loop skips such keys (the commonest ones) without calling the checker.
-_UNCHECKED: Final[dict[str, tuple[type, ...]]] = {
-    **{kw: (str,) for kw in ("title", "description", "$comment", "contentMediaType", "contentEncoding")},
-    **{kw: (bool,) for kw in ("deprecated", "readOnly", "writeOnly")},
-    **{kw: (str, bool, type(None)) for kw in ("default", "examples")},
-}
 #: (rank, checker or None, the types it applies to, subset or annotation, value types needing no
 #: check, keyword family): everything the node loop asks about a key, in one lookup.
 #: ``type`` has no checker to call (``_Checker._types`` reads it first).
@@ -1064,10 +927,10 @@ _KEYWORDS: Final[dict[str, _Keyword]] = {
     keyword: (
         rank,
         None if checker is _check_type else checker,
-        _APPLIES.get(keyword, ALL_KINDS),
-        keyword in _SUBSET_OR_ANNOTATION,
-        _UNCHECKED.get(keyword, ()),
-        _USES.get(keyword, 0),
+        APPLIES.get(keyword, ALL_KINDS),
+        keyword in SUBSET_OR_ANNOTATION,
+        UNCHECKED.get(keyword, ()),
+        USES.get(keyword, 0),
     )
     for rank, (keyword, checker) in enumerate(_ORDER)
 }
@@ -1078,7 +941,6 @@ _KEYWORDS: Final[dict[str, _Keyword]] = {
 # --- finishing ---------------------------------------------------------------------------------
 
 
-_SAME_VALUE_FIELDS: Final = frozenset(("all_of", "any_of", "one_of"))
 
 
 def _same_value_edges(node: Node) -> list[int]:
@@ -1112,7 +974,7 @@ def _linked(checker: _Checker) -> list[int]:
     if checker.linked is None and not checker.lists and not checker.refs:
         checker.linked = []  # no combinator, no $ref: nothing hands its value on
     elif checker.linked is None:
-        linked = {index for index, field in checker.lists if field in _SAME_VALUE_FIELDS}
+        linked = {index for index, field in checker.lists if field in SAME_VALUE_FIELDS}
         for index, _ref, _path in checker.refs:
             linked.add(index)
         checker.linked = sorted(linked)
@@ -1205,7 +1067,7 @@ def _check(schema: object, formats: bool) -> _Checker:
 def _report_loop(checker: _Checker, cycle: list[int]) -> None:
     """Report a same-value cycle at its first ``$ref`` (out of ``_check``: a generator would make it a closure)."""
     at = next((index for index in cycle if index in checker.ref_paths), cycle[0])
-    checker._report(checker.ref_paths.get(at), "$ref", "loops back to itself without descending into the value")
+    checker._report(checker.ref_paths.get(at), "$ref", Text.REF_LOOP)
 
 
 def schema_violations(schema: object) -> list[Violation]:
@@ -1248,7 +1110,7 @@ def _object_rooted(checker: _Checker) -> bool:
     for _ in range(len(nodes)):  # a ref chain visits each node at most once
         node = nodes[index]
         if node.types:
-            return bool(node.types == _OBJECT_BIT)
+            return bool(node.types == OBJECT_BIT)
         if node.ref < 0:
             return False
         index = node.ref
@@ -1270,7 +1132,7 @@ def assert_object_json_schema(schema: object) -> None:
     violations = checker.violations
     if (type(schema) is bool or checker._is_object(schema)) and not _object_rooted(checker):
         violations.insert(
-            0, Violation(("type",), "type", 'schema.type must be "object" (structured output is object-rooted)')
+            0, Violation(("type",), "type", Text.OBJECT_ROOT)
         )
     if violations:
         raise JsonSchemaError(violations)

@@ -1,10 +1,10 @@
 """Selects the schema layer's twin and builds the public validation functions on it.
 
 The only module of the layer that knows which twin runs (docs/index.md, "The twins"): with
-the compiled twin, the dialect check is ``dsh_codegen._dialect_check_c`` (``_dialect_check.py``
-compiled as it stands) and the validator ``dsh_codegen._schema_c`` (``_ext/_schema_c.pyx``);
-with the pure twin, ``_dialect_check`` and ``_validator_py``. ``_backend`` loads both or
-neither. Type checkers always see the Python twin.
+the compiled twin, the dialect check is ``dsh_codegen._dialect_check_c`` (``_ext/_dialect_check_c.pyx``,
+the mirror of ``_dialect_check.py``) and the validator ``dsh_codegen._schema_c`` (``_ext/_schema_c.pyx``,
+the mirror of ``_validator_py.py``); with the pure twin, ``_dialect_check`` and ``_validator_py``.
+``_backend`` loads both or neither. Type checkers always see the Python twin.
 """
 
 from __future__ import annotations

@@ -1,19 +1,22 @@
-"""The two twins of the dialect check (``_dialect_check`` and ``_dialect_check_c``, one source) give the same result.
+"""The two twins of the dialect check (``schema/_dialect_check.py`` and its mirror ``_ext/_dialect_check_c.pyx``) agree.
 
 Imports both directly, so it does not depend on the active twin and runs once
-(in the compiled pass): the same node tables for accepted schemas, the same
+(in the compiled pass): the same names, the same tables and messages (both from
+``_dialect_rules``), the same node tables for accepted schemas, the same
 violations, in the same order, for rejected ones.
 """
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
 from _shared_helpers import require_compiled_twin
 
-from dsh_codegen.schema import _dialect_check
+from dsh_codegen.schema import _dialect_check, _dialect_rules
 from dsh_codegen.schema._errors import JsonSchemaError
 from dsh_codegen.schema._program import Node
 from tests.corpus import corpus
@@ -36,15 +39,41 @@ def _violations(twin: Any, schema: Any) -> list[tuple[Any, str, str]]:
     return [(v.path, v.keyword, v.message) for v in twin.schema_violations(schema)]
 
 
-def test_the_compiled_twin_is_this_source_compiled() -> None:
+#: What only the compiled mirror imports: _schema_c's loops over a node's keys and over the properties.
+_ONLY_COMPILED = {"fill_props", "str_keys"}
+_ROOT = Path(__file__).resolve().parents[2]
+_SOURCES = (_ROOT / "dsh_codegen" / "schema" / "_dialect_check.py", _ROOT / "_ext" / "_dialect_check_c.pyx")
+
+
+def _names(module: ModuleType) -> set[str]:
+    # "annotations" is the __future__ import's feature object, which Cython does not bind
+    return {name for name in vars(module) if not name.startswith("__") and name != "annotations"}
+
+
+def test_twins_export_the_same_names() -> None:
     compiled = _compiled()
     assert type(compiled.compile_program).__name__ == "cython_function_or_method"
     assert compiled.__all__ == _dialect_check.__all__
+    assert _names(compiled) - _ONLY_COMPILED == _names(_dialect_check)
+    # the tables are the shared module's objects, and the errors its classes
+    for name in ("ANNOTATION_KEYWORDS", "REJECTED", "SCHEMA_URIS", "Text", "JsonSchemaError", "Violation"):
+        assert getattr(compiled, name) is getattr(_dialect_check, name), name
+    assert compiled.ANNOTATION_KEYWORDS is _dialect_rules.ANNOTATION_KEYWORDS
+
+
+@pytest.mark.parametrize("source", _SOURCES, ids=lambda path: path.name)
+def test_each_twin_takes_every_message_from_the_shared_module(source: Path) -> None:
+    # A message literal in one twin would be a copy the other twin could miss.
+    text = source.read_text(encoding="utf-8")
+    reports = re.findall(r"_report\((?:[^()]|\([^()]*\))*\)", text)
+    assert len(reports) > 40
+    literal = [call for call in reports if re.search(r", f?[\"'][^\"']*[\"']\)$", call)]
+    assert literal == []
 
 
 def test_the_compiled_twin_runs_on_its_c_declarations() -> None:
-    """``dsh_codegen/_dialect_check_c.pxd`` reached the build: ``_Checker`` is a final extension type with typed
-    fields, and the hot functions take ``CompiledNode``s only (the pure twin is none of this)."""
+    """``_ext/_dialect_check_c.pyx``'s declarations reached the build: ``_Checker`` is a final extension type with
+    typed fields, and the hot functions take ``CompiledNode``s only (the pure twin is none of this)."""
     compiled = _compiled()
     checker = compiled._Checker({"type": "string"}, False)
     with pytest.raises(TypeError):
@@ -53,7 +82,7 @@ def test_the_compiled_twin_runs_on_its_c_declarations() -> None:
         type("Sub", (compiled._Checker,), {})  # final
     with pytest.raises(TypeError, match="CompiledNode"):
         compiled._check_pattern(checker, "^a", {}, Node(), 0, None, [])
-    node = compiled._new_node()
+    node = require_compiled_twin("_schema_c").CompiledNode()
     compiled._check_pattern(checker, "^a", {}, node, 0, None, [])
     assert [code for code, _check in node.str_checks] == [compiled.V_PATTERN]
     # the pure twin's checker stays a plain slotted class
