@@ -239,8 +239,7 @@ def _data_steps(registry: Any) -> Callable[[Any], Awaitable[Any]]:
     """
     from dsh_codegen.json import snapshot_json
     from dsh_codegen.json._json import snapshot_content
-    from dsh_codegen.registry._execution import ToolExecution, ToolExecutionToken, ToolRunContext
-    from dsh_codegen.registry.cancel import derive_signal, release_signal
+    from dsh_codegen.registry._execution import FollowingRunContext, ToolExecution, ToolExecutionToken
     from dsh_codegen.registry.pipeline._call import CallSettlement
     from dsh_codegen.registry._results import ToolSuccess
     from dsh_codegen.registry.pipeline._trampoline import DONE, body_steps
@@ -254,11 +253,11 @@ def _data_steps(registry: Any) -> Callable[[Any], Awaitable[Any]]:
             ToolExecutionToken(), input.call_id, input.name, args, input.signal, None, None, None
         )
         holder = CallSettlement(None)
-        run = ToolRunContext(execution, derive_signal((input.signal,)))
+        run = FollowingRunContext(execution, input.signal)
         body = body_steps(holder, compiled.execute(args, run))
         if next(body, DONE) is not DONE:
             raise AssertionError("the body suspended")
-        release_signal(run.signal)
+        run._release()
         frozen = snapshot_json(holder.value)
         if not compiled.output_validator.is_valid(frozen):
             raise AssertionError("invalid output")

@@ -4,8 +4,8 @@
 - :class:`ToolExecutionToken` is the opaque identity the registry mints per call.
 - :class:`ToolExecution` is the immutable view every policy and observer sees.
 - :class:`ToolDispatchExecution` is the ``wrap_execute`` view (its signal is current).
-- :class:`ToolRunContext` is what a tool body receives as ``run`` (a frozen record of the
-  execution, the fused signal and the body's :class:`RunEffects`).
+- :class:`ToolRunContext` is what a tool body receives as ``run`` (the pipeline makes a
+  :class:`FollowingRunContext`, which makes its fused signal on first use).
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import functools
-from dataclasses import dataclass, field
 from collections.abc import Callable, Hashable
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar, final
 
@@ -26,7 +25,7 @@ from dsh_codegen.registry._events import (
 )
 from dsh_codegen.registry._materialize import snapshot_context
 from dsh_codegen.registry._results import AdditionalContext, JsonValue
-from dsh_codegen.registry.cancel import AbortSignal
+from dsh_codegen.registry.cancel import AbortSignal, derive_signal, release_signal
 
 if TYPE_CHECKING:
     from dsh_codegen.registry._definitions import ToolDefinition
@@ -34,7 +33,7 @@ if TYPE_CHECKING:
 _T = TypeVar("_T")
 
 __all__ = [
-    "RunEffects",
+    "FollowingRunContext",
     "ToolDispatchExecution",
     "ToolExecution",
     "ToolExecutionInput",
@@ -159,19 +158,6 @@ class ToolDispatchExecution(_ExecutionFields):
         self.definition = definition
 
 
-@dataclass(slots=True)
-class RunEffects:
-    """What a body asked for while it ran: deferred contexts and ``conclude_turn``.
-
-    The one mutable part of a run context; the registry reads it once the
-    body has settled.
-    """
-
-    contexts: list[AdditionalContext] = field(default_factory=list)
-    concludes_turn: bool = False
-
-
-@dataclass(frozen=True, slots=True, eq=False)
 class ToolRunContext(_ExecutionFields):
     """What a tool body receives as ``run``: the execution, the fused signal, and two effects.
 
@@ -179,12 +165,43 @@ class ToolRunContext(_ExecutionFields):
     signal aborts, or when the awaiting task is cancelled). ``defer_context``
     queues an additional context delivered with the final result (even a
     failure or cancellation); ``conclude_turn`` marks a successful result
-    ``concludes_turn=True``; both are kept in ``effects``. Compared by identity.
+    ``concludes_turn=True``.
     """
 
-    execution: ToolExecution
-    signal: AbortSignal
-    effects: RunEffects = field(default_factory=RunEffects)
+    __slots__ = ("_concluded", "_deferred", "_execution", "_follows", "_signal")
+
+    def __init__(self, execution: ToolExecution, signal: AbortSignal) -> None:
+        self._execution = execution
+        self._signal: AbortSignal | None = signal
+        self._follows: AbortSignal | tuple[AbortSignal, ...] | None = None
+        self._deferred: list[AdditionalContext] | None = None
+        self._concluded = False
+
+    @property
+    def execution(self) -> ToolExecution:
+        """The call's execution (the same object its listeners see)."""
+        return self._execution
+
+    @property
+    def signal(self) -> AbortSignal:
+        """The fused signal: aborted when the caller's or a wrapper's signal aborts, or the awaiting task is cancelled."""
+        signal = self._signal
+        if signal is None:
+            follows = self._follows
+            if follows is None:
+                signal = AbortSignal()
+            else:
+                signal = derive_signal((follows,) if type(follows) is AbortSignal else follows)
+            self._signal = signal
+        return signal
+
+    def _release(self) -> None:
+        """Stop the fused signal following its sources, made or not (it keeps its state)."""
+        signal = self._signal
+        if signal is None:
+            self._follows = None
+        else:
+            release_signal(signal)
 
     def defer_context(self, context: AdditionalContext) -> None:
         """Queue ``context`` for delivery after this call's result.
@@ -194,11 +211,15 @@ class ToolRunContext(_ExecutionFields):
         Raised errors: ``ValueError`` (including ``LosslessJsonError``) for a
         malformed context.
         """
-        self.effects.contexts.append(snapshot_context(context, "defer_context()"))
+        frozen = snapshot_context(context, "defer_context()")
+        if self._deferred is None:
+            self._deferred = [frozen]
+        else:
+            self._deferred.append(frozen)
 
     def conclude_turn(self) -> None:
         """Mark the result as concluding the agent's turn (kept only if the call succeeds)."""
-        self.effects.concludes_turn = True
+        self._concluded = True
 
     async def to_thread(self, fn: Callable[..., _T], /, *args: Any, **kwargs: Any) -> _T:
         """Run ``fn(*args, **kwargs)`` in a worker thread and wait until it returns, even when cancelled.
@@ -250,3 +271,26 @@ class ToolRunContext(_ExecutionFields):
         event = log_event(self.execution, level, data, logger)
         if has_tool_event_listeners():
             emit_tool_event(event)
+
+
+class FollowingRunContext(ToolRunContext):
+    """The registry's own run context: its fused signal is made on first use.
+
+    The fused signal follows ``follows``. Most bodies never look at
+    ``run.signal``; they do not pay for it. The signal made later is the one an eager
+    fused signal would be by then: following ``follows`` until
+    ``run._release()``, and after it a pending signal with no sources (an
+    eager one nobody polled never aborted).
+    """
+
+    __slots__ = ()
+
+    def __init__(
+        self, execution: ToolExecution, follows: AbortSignal | tuple[AbortSignal, ...]
+    ) -> None:
+        self._execution = execution
+        self._signal = None
+        self._follows = follows
+        self._deferred = None
+        self._concluded = False
+

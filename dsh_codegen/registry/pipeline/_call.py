@@ -261,7 +261,8 @@ def not_found(exc: ToolNotFoundError, contexts: Any = ()) -> ToolFailure:
 
 def run_contexts(run: ToolRunContext | None) -> tuple[Any, ...]:
     """The contexts a body deferred (none when no body started)."""
-    return () if run is None else tuple(run.effects.contexts)
+    deferred = None if run is None else run._deferred  # the registry's own run context
+    return () if deferred is None else tuple(deferred)
 
 
 def safe_repr(value: object) -> str:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Final, NoReturn
 from dsh_codegen.registry._approval import CallDeferred
 from dsh_codegen.registry._errors import error_message
 from dsh_codegen.registry._execution import (
+    FollowingRunContext,
     ToolDispatchExecution,
     ToolRunContext,
 )
@@ -27,7 +28,7 @@ from dsh_codegen.registry._results import (
     ToolSuccess,
     failure_from_exception,
 )
-from dsh_codegen.registry.cancel import AbortSignal, derive_signal, release_signal
+from dsh_codegen.registry.cancel import AbortSignal
 from dsh_codegen.registry.pipeline._call import (
     BodyCancellation,
     CallEntry,
@@ -120,7 +121,7 @@ def dispatch_started(
         invalid = invalid_arguments(compiled, args)
         if invalid is not None:
             return invalid
-    run = ToolRunContext(call.execution, derive_signal((caller,) if signal is caller else (caller, signal)))
+    run = FollowingRunContext(call.execution, caller if signal is caller else (caller, signal))
     call.settlement.run = run
     steps = None
     try:
@@ -133,14 +134,17 @@ def dispatch_started(
                 steps = None
                 value = call.settlement.value
     except BaseException as exc:
-        release_signal(run.signal)
+        run._release()
         if ends_the_process(exc) or suspends(call, exc):
             raise
         return body_failure(call, run, exc, None)
     if steps is not None:
         return drive_body(call, compiled, run, steps, yielded)
-    release_signal(run.signal)
-    return normalize_value(call, compiled, value, run_contexts(run), run.effects.concludes_turn)
+    run._release()
+    deferred = run._deferred
+    return normalize_value(
+        call, compiled, value, () if deferred is None else tuple(deferred), run._concluded
+    )
 
 
 def _resolve_for_dispatch(call: CallEntry) -> CompiledTool | ToolFailure:
@@ -205,7 +209,7 @@ def body_failure(
             outcome = plain_failure(message, contexts)
     elif caller.aborted and exc is caller.reason:
         outcome = aborted(contexts)
-    elif cancellation is not None and exc is run.signal.reason:
+    elif cancellation is not None and run._signal is not None and exc is run._signal.reason:
         outcome = aborted(contexts)  # the body re-raised the cancellation's abort reason
     else:
         outcome = failure_from_exception(exc, additional_contexts=contexts)
@@ -235,10 +239,8 @@ async def drive_body(
             raise
         return body_failure(call, run, exc, driver)
     finally:
-        release_signal(run.signal)
-    result = normalize_value(
-        call, compiled, call.settlement.value, run_contexts(run), run.effects.concludes_turn
-    )
+        run._release()
+    result = normalize_value(call, compiled, call.settlement.value, run_contexts(run), run._concluded)
     cancellation = call.settlement.body_cancellation
     if cancellation is not None:
         _raise_cancelled(cancellation, result)

@@ -245,13 +245,25 @@ class BodyDriver:
         abort_signal(self.run.signal, AbortError(ABORTED_MESSAGE))
         self._cancel_body()
 
-    def _listen(self) -> Callable[[], None] | None:
-        """Cancel the body when its fused signal aborts; the remover of the listener (``None``: aborted already)."""
-        signal = self.run.signal
-        if signal.aborted:
-            self._cancel_body()  # aborted while the body ran its first step
-            return None
-        return signal.add_listener(self._cancel_body)
+    def _listen(self) -> list[Callable[[], None]]:
+        """Cancel the body when a source of its fused signal aborts; the removers of the listeners.
+
+        The sources (the caller's signal, a wrapper's) are listened to directly:
+        the fused signal need not be made for that (most bodies never read it).
+        """
+        run = self.run
+        follows = run._follows
+        if follows is None:
+            sources: tuple[AbortSignal, ...] = (run.signal,)
+        else:
+            sources = (follows,) if type(follows) is AbortSignal else follows
+        removers = []
+        for source in sources:
+            if source.aborted:
+                self._cancel_body()  # aborted while the body ran its first step
+                break
+            removers.append(source.add_listener(self._cancel_body))
+        return removers
 
     def _cancelled(self, exc: asyncio.CancelledError) -> None:
         record_cancellation(self.call, exc)
@@ -287,7 +299,7 @@ class BodyDriver:
         yielded = self.yielded
         self.yielded = None
         loop = asyncio.get_running_loop()
-        remove = self._listen()
+        removers = self._listen()
         try:
             while True:
                 error: BaseException | None = None
@@ -311,5 +323,5 @@ class BodyDriver:
                 if yielded is DONE:
                     return
         finally:
-            if remove is not None:
+            for remove in removers:
                 remove()
