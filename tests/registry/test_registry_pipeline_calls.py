@@ -99,19 +99,6 @@ def test_results_are_plain_frozen_slotted_dataclasses() -> None:
             result.content = ()  # type: ignore[misc]
 
 
-def test_a_call_is_an_immutable_entry_record_and_one_settlement_record() -> None:
-    from dsh_codegen.registry.pipeline._call import BodyCancellation, CallEntry, CallSettlement
-
-    # What entry read never changes; how the call settles is one plain record, its
-    # cancellation two fields: the error to re-raise, and what a running body's driver saw.
-    assert CallEntry._fields[-1] == "settlement" and "execution" in CallEntry._fields
-    settlement = CallSettlement(None)
-    assert not hasattr(settlement, "__dict__")
-    names = {field.name for field in dataclasses.fields(settlement)}
-    assert {name for name in names if "cancel" in name} == {"cancelled", "body_cancellation"}
-    assert {field.name for field in dataclasses.fields(BodyCancellation)} == {"error", "task", "requests", "settled"}
-
-
 @async_test
 async def test_each_call_mints_its_own_token() -> None:
     tokens = []
@@ -128,8 +115,8 @@ async def test_each_call_mints_its_own_token() -> None:
 
 @async_test
 async def test_the_body_and_the_observers_share_one_execution_even_after_the_call() -> None:
-    # The execution is made at entry, once; a run context the body kept still reads
-    # that same object once the call is over.
+    # The execution is made on first use (here by the observer, after the body ran);
+    # a run context the body kept still reads that same object once the call is over.
     kept: list[ToolRunContext] = []
 
     async def body(args: Any, run: ToolRunContext) -> str:
@@ -153,8 +140,8 @@ async def test_the_body_and_the_observers_share_one_execution_even_after_the_cal
 
 @async_test
 async def test_a_plain_call_leaves_no_cyclic_garbage() -> None:
-    # The call's records, its execution and its run context form no cycle: reference
-    # counting frees them all when the call returns.
+    # The call's state and its run context point at each other while the call runs;
+    # the pipeline drops that link when it returns, so reference counting frees both.
     kept: list[ToolRunContext] = []
 
     async def body(args: Any, run: ToolRunContext) -> str:

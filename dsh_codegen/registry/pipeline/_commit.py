@@ -21,7 +21,7 @@ from dsh_codegen.registry._results import (
     failure_from_exception,
 )
 from dsh_codegen.registry.pipeline._call import (
-    CallEntry,
+    Call,
     aborted,
     cancel_call,
     aborted_before_dispatch,
@@ -123,7 +123,7 @@ def _feedback_message(content: Any) -> str:
 
 
 def apply_post_decision(
-    call: CallEntry, result: ToolExecutionResult, decision: Accept | Block
+    call: Call, result: ToolExecutionResult, decision: Accept | Block
 ) -> ToolExecutionResult:
     """Apply an ``Accept``/``Block`` decision to ``result`` (see guarantees 49-56, docs/guarantees.md)."""
     if type(decision) is Block:
@@ -146,7 +146,7 @@ def apply_post_decision(
     if value is not UNSET:
         if not isinstance(result, ToolSuccess):
             return plain_failure(_FAILED_VALUE, kept)
-        name = call.execution.name
+        name = call.name
         compiled = call.registry.resolve(name, call.chain)
         if compiled is None:
             return not_found(ToolNotFoundError.unknown(name), contexts)
@@ -170,11 +170,11 @@ def apply_post_decision(
     return ToolFailure(result.error, result.content, result.meta, contexts)
 
 
-async def run_post_execute(call: CallEntry, result: ToolExecutionResult) -> ToolExecutionResult:
+async def run_post_execute(call: Call, result: ToolExecutionResult) -> ToolExecutionResult:
     """The post-execute waterfall (chain end ``Accept()``) over the frozen ``result``.
 
     Runs only for an outcome that goes through post-execute
-    (``call.settlement.runs_post_execute``: a dispatched outcome or a policy denial)
+    (``call.runs_post_execute``: a dispatched outcome or a policy denial)
     of a call that has post-execute listeners and was not cancelled; else
     ``result`` is returned as it is. Returns the decided result: accept keeps, replaces content (value and meta
     kept) or replaces the value (re-validated, re-rendered, meta recomputed),
@@ -187,10 +187,10 @@ async def run_post_execute(call: CallEntry, result: ToolExecutionResult) -> Tool
     ``result`` stands.
     """
     entries = call.listeners.post
-    if not entries or not call.settlement.runs_post_execute or call.settlement.cancelled is not None:
+    if not entries or not call.runs_post_execute or call.cancelled is not None:
         return result
     try:
-        execution = call.execution
+        execution = call.execution or call.made_execution()
         decision = await _post_waterfall(entries, 0, execution, result)
     except asyncio.CancelledError as exc:
         cancel_call(call, exc)
@@ -205,18 +205,18 @@ async def run_post_execute(call: CallEntry, result: ToolExecutionResult) -> Tool
 # --- 6. settle_cancellation ---------------------------------------------------------------
 
 
-def settle_cancellation(call: CallEntry, result: ToolExecutionResult) -> ToolExecutionResult:
+def settle_cancellation(call: Call, result: ToolExecutionResult) -> ToolExecutionResult:
     """Replace a success with ``ABORTED`` (body started) or ``ABORTED_BEFORE_DISPATCH`` if the caller cancelled.
 
     The caller cancelled when its signal aborted or its awaiting task was
-    cancelled (``call.settlement.cancelled``). Failures are kept (more specific). The
+    cancelled (``call.cancelled``). Failures are kept (more specific). The
     replacement keeps the success's additional contexts. Cancellation: synchronous.
     """
     if not isinstance(result, ToolSuccess):
         return result
-    if call.settlement.cancelled is None and not call.execution.signal.aborted:
+    if call.cancelled is None and not call.signal.aborted:
         return result
-    if call.settlement.run is not None:  # the body started
+    if call.run is not None:  # the body started
         return aborted(result.additional_contexts)
     return aborted_before_dispatch(result.additional_contexts)
 
@@ -224,7 +224,7 @@ def settle_cancellation(call: CallEntry, result: ToolExecutionResult) -> ToolExe
 # --- 7. run_finalize ------------------------------------------------------------------------
 
 
-def run_finalize(call: CallEntry, result: ToolExecutionResult) -> ToolExecutionResult:
+def run_finalize(call: Call, result: ToolExecutionResult) -> ToolExecutionResult:
     """Call the snapshotted ``finalize_content(execution, result)`` exactly once.
 
     ``None`` keeps the content; returned content replaces only ``content``
@@ -232,11 +232,11 @@ def run_finalize(call: CallEntry, result: ToolExecutionResult) -> ToolExecutionR
     JSON-serializable``); a raising finalizer gives ``Error: <message>``. The
     finalizer is never called again. Contexts are kept. Cancellation: synchronous.
     """
-    finalize = call.settlement.finalize
+    finalize = call.finalize
     if finalize is None:
         return result
     try:
-        replaced = finalize(call.execution, result)
+        replaced = finalize(call.execution or call.made_execution(), result)
     except Exception as exc:
         return failure_from_exception(exc, additional_contexts=result.additional_contexts)
     if replaced is None:
@@ -255,7 +255,7 @@ def run_finalize(call: CallEntry, result: ToolExecutionResult) -> ToolExecutionR
 # --- 8. notify_result -----------------------------------------------------------------------
 
 
-async def notify_result(call: CallEntry, result: ToolExecutionResult) -> None:
+async def notify_result(call: Call, result: ToolExecutionResult) -> None:
     """Call every ``on_result`` observer with the execution and the final result (emit: no transform).
 
     Observer failures (raising, rejecting, unprintable) are logged at WARNING
@@ -267,7 +267,7 @@ async def notify_result(call: CallEntry, result: ToolExecutionResult) -> None:
     entries = call.listeners.observers
     if not entries:
         return
-    execution = call.execution
+    execution = call.execution or call.made_execution()
     for entry in entries:
         if not entry.alive:
             continue
@@ -276,8 +276,8 @@ async def notify_result(call: CallEntry, result: ToolExecutionResult) -> None:
             if is_awaitable(outcome):
                 await outcome
         except asyncio.CancelledError as exc:
-            if call.settlement.cancelled is None:
-                call.settlement.cancelled = exc
+            if call.cancelled is None:
+                call.cancelled = exc
         except Exception as exc:
             _log_observer_failure(entry, exc)
 

@@ -30,8 +30,7 @@ from dsh_codegen.registry._results import (
 )
 from dsh_codegen.registry.cancel import AbortSignal
 from dsh_codegen.registry.pipeline._call import (
-    BodyCancellation,
-    CallEntry,
+    Call,
     aborted,
     aborted_before_dispatch,
     cancellation_withdrawn,
@@ -55,13 +54,15 @@ def bad_next_signal(signal: object) -> TypeError:
     return TypeError(f"next(signal=...) expects an AbortSignal, got {type(signal).__name__}")
 
 
-def _raise_cancelled(cancellation: BodyCancellation, settled: ToolExecutionResult) -> NoReturn:
+def _raise_cancelled(call: Call, settled: ToolExecutionResult) -> NoReturn:
     """The body settled after its task was cancelled: keep its outcome and re-raise the cancellation."""
-    cancellation.settled = settled
-    raise cancellation.error
+    call.settled = settled
+    cancel_exc = call.cancel_exc
+    assert cancel_exc is not None
+    raise cancel_exc
 
 
-async def dispatch_core(call: CallEntry, signal: AbortSignal) -> ToolExecutionResult:
+async def dispatch_core(call: Call, signal: AbortSignal) -> ToolExecutionResult:
     """The innermost dispatch: resolve the tool now, run the body, normalize.
 
     ``signal`` is the current dispatch signal (the caller's, or a wrapper's
@@ -82,7 +83,7 @@ async def dispatch_core(call: CallEntry, signal: AbortSignal) -> ToolExecutionRe
     keeps driving it until it settles; the settled outcome is then normalized
     as usual (a success, its own failure, ``ABORTED`` if it ends with the
     ``CancelledError`` or re-raises the abort reason). After a cancellation
-    of the awaiting task it is kept on the call (``body_cancellation.settled``) and the
+    of the awaiting task it is kept on the call (``call.settled``) and the
     task's ``CancelledError`` is re-raised. Nothing else a body raises
     escapes: a ``CancelledError`` the registry did not cause is the body's
     failure (only ``KeyboardInterrupt`` and ``SystemExit`` propagate).
@@ -94,7 +95,7 @@ async def dispatch_core(call: CallEntry, signal: AbortSignal) -> ToolExecutionRe
 
 
 def dispatch_started(
-    call: CallEntry, signal: AbortSignal
+    call: Call, signal: AbortSignal
 ) -> ToolExecutionResult | Coroutine[Any, Any, ToolExecutionResult]:
     """:func:`dispatch_core` up to the body's first step: the result, or the coroutine that finishes the body.
 
@@ -104,35 +105,35 @@ def dispatch_started(
     Cancellation: synchronous; see :func:`dispatch_core` for the returned coroutine.
     """
     compiled = call.compiled
-    caller = call.execution.signal
+    caller = call.signal
     if compiled is None or call.version != call.registry.version:
         resolved = _resolve_for_dispatch(call)
         if isinstance(resolved, ToolFailure):
             return resolved
-        if compiled is None and call.settlement.finalize is None:
+        if compiled is None and call.finalize is None:
             # Resolved only now (run_code always is): its finalizer applies from here.
-            call.settlement.finalize = resolved.finalize_content
+            call.finalize = resolved.finalize_content
         compiled = resolved
     if caller.aborted or (signal is not caller and signal.aborted):
         return aborted_before_dispatch()
-    args = call.execution.arguments
-    if compiled is not call.settlement.validated and compiled.args_validator is not None:
+    args = call.arguments
+    if compiled is not call.validated and compiled.args_validator is not None:
         # A tool resolved after entry (the registry changed): its own schema decides.
         invalid = invalid_arguments(compiled, args)
         if invalid is not None:
             return invalid
-    run = FollowingRunContext(call.execution, caller if signal is caller else (caller, signal))
-    call.settlement.run = run
+    run = FollowingRunContext(call, caller if signal is caller else (caller, signal))
+    call.run = run
     steps = None
     try:
         value = compiled.execute(args, run)
         if type(value) is CoroutineType or is_awaitable(value):
-            steps = body_steps(call.settlement, value if type(value) is CoroutineType else await_any(value))
+            steps = body_steps(call, value if type(value) is CoroutineType else await_any(value))
             # The first step, inline: a body that never suspends ends here.
             yielded = next(steps, DONE)
             if yielded is DONE:
                 steps = None
-                value = call.settlement.value
+                value = call.value
     except BaseException as exc:
         run._release()
         if ends_the_process(exc) or suspends(call, exc):
@@ -147,9 +148,9 @@ def dispatch_started(
     )
 
 
-def _resolve_for_dispatch(call: CallEntry) -> CompiledTool | ToolFailure:
+def _resolve_for_dispatch(call: Call) -> CompiledTool | ToolFailure:
     """The tool the calling scope resolves now (the registry changed since entry), or the failure."""
-    name = call.execution.name
+    name = call.name
     try:
         compiled = call.registry.resolve(name, call.chain)
     except Exception as exc:  # e.g. run_code for an unknown runtime language
@@ -177,13 +178,13 @@ def ends_the_process(exc: BaseException) -> bool:
     return isinstance(exc, (KeyboardInterrupt, SystemExit))
 
 
-def suspends(call: CallEntry, exc: BaseException) -> bool:
+def suspends(call: Call, exc: BaseException) -> bool:
     """Whether a body raised its own call's :class:`CallDeferred` (a Code Mode run suspended inside it): no result, it propagates."""
-    return isinstance(exc, CallDeferred) and exc.call_id == call.execution.call_id
+    return isinstance(exc, CallDeferred) and exc.call_id == call.call_id
 
 
 def body_failure(
-    call: CallEntry, run: ToolRunContext, exc: BaseException, driver: BodyDriver | None
+    call: Call, run: ToolRunContext, exc: BaseException, driver: BodyDriver | None
 ) -> ToolFailure:
     """The outcome of a body that raised ``exc`` (its deferred contexts kept).
 
@@ -198,8 +199,8 @@ def body_failure(
     the call and re-raises the cancellation.
     """
     contexts = run_contexts(run)
-    caller = call.execution.signal
-    cancellation = None if driver is None else call.settlement.body_cancellation
+    caller = call.signal
+    cancelled = driver is not None and call.cancel_exc is not None
     if isinstance(exc, asyncio.CancelledError):
         if driver is not None and driver.cancelled_body:
             outcome = aborted(contexts)
@@ -209,17 +210,17 @@ def body_failure(
             outcome = plain_failure(message, contexts)
     elif caller.aborted and exc is caller.reason:
         outcome = aborted(contexts)
-    elif cancellation is not None and run._signal is not None and exc is run._signal.reason:
+    elif cancelled and run._signal is not None and exc is run._signal.reason:
         outcome = aborted(contexts)  # the body re-raised the cancellation's abort reason
     else:
         outcome = failure_from_exception(exc, additional_contexts=contexts)
-    if cancellation is not None:
-        _raise_cancelled(cancellation, outcome)
+    if cancelled:
+        _raise_cancelled(call, outcome)
     return outcome
 
 
 async def drive_body(
-    call: CallEntry,
+    call: Call,
     compiled: CompiledTool,
     run: ToolRunContext,
     steps: Generator[Any, None, None],
@@ -240,10 +241,9 @@ async def drive_body(
         return body_failure(call, run, exc, driver)
     finally:
         run._release()
-    result = normalize_value(call, compiled, call.settlement.value, run_contexts(run), run._concluded)
-    cancellation = call.settlement.body_cancellation
-    if cancellation is not None:
-        _raise_cancelled(cancellation, result)
+    result = normalize_value(call, compiled, call.value, run_contexts(run), run._concluded)
+    if call.cancel_exc is not None:
+        _raise_cancelled(call, result)
     return result
 
 
@@ -252,7 +252,7 @@ class _WrapNext:
 
     __slots__ = ("call", "dispatch", "index")
 
-    def __init__(self, call: CallEntry, index: int, dispatch: ToolDispatchExecution) -> None:
+    def __init__(self, call: Call, index: int, dispatch: ToolDispatchExecution) -> None:
         self.call = call
         self.index = index
         self.dispatch = dispatch
@@ -277,22 +277,22 @@ class _WrapNext:
         finally:
             # Restore: outer wrappers (and the registry) see their own signal again.
             dispatch.signal = previous
-        produced = self.call.settlement.produced
+        produced = self.call.produced
         if produced is None:
-            self.call.settlement.produced = [result]
+            self.call.produced = [result]
         else:
             produced.append(result)
         return result
 
 
 async def _wrap_chain(
-    call: CallEntry, index: int, dispatch: ToolDispatchExecution
+    call: Call, index: int, dispatch: ToolDispatchExecution
 ) -> ToolExecutionResult:
     wrappers = call.listeners.wrappers
     while index < len(wrappers):
         entry = wrappers[index]
         if entry.alive:
-            if call.execution.signal.aborted:
+            if call.signal.aborted:
                 # The caller cancelled while an outer wrapper was still deciding.
                 return aborted_before_dispatch()
             returned = entry.fn(dispatch, _WrapNext(call, index + 1, dispatch))
@@ -304,12 +304,12 @@ async def _wrap_chain(
 
 
 
-async def run_dispatch(call: CallEntry, result: ToolExecutionResult | None) -> ToolExecutionResult:
+async def run_dispatch(call: Call, result: ToolExecutionResult | None) -> ToolExecutionResult:
     """Run the wrappers (first registered outermost) around :func:`dispatch_core`.
 
     ``result``: the outcome decided before dispatch (at entry or by the
     policy stage), passed on unchanged. Otherwise returns the dispatched
-    outcome, which goes on to post-execute (``call.settlement.runs_post_execute``),
+    outcome, which goes on to post-execute (``call.runs_post_execute``),
     except that a raising wrapper (or one returning a non-result) gives
     ``Error: <message>`` and skips post-execute. Without wrappers the body
     runs alone. A wrapper may replace only the signal (via
@@ -325,14 +325,14 @@ async def run_dispatch(call: CallEntry, result: ToolExecutionResult | None) -> T
     if result is not None:
         return result
     if not call.listeners.wrappers:
-        result = await dispatch_core(call, call.execution.signal)
-        call.settlement.runs_post_execute = True
+        result = await dispatch_core(call, call.signal)
+        call.runs_post_execute = True
         return result
-    execution = call.execution
+    execution = call.execution or call.made_execution()
     resolved = call.compiled
     if resolved is None or call.version != call.registry.version:
         try:
-            resolved = call.registry.resolve(call.execution.name, call.chain)
+            resolved = call.registry.resolve(call.name, call.chain)
         except Exception:
             resolved = None  # dispatch_core reports the error as the result
     dispatch = ToolDispatchExecution(
@@ -346,22 +346,17 @@ async def run_dispatch(call: CallEntry, result: ToolExecutionResult | None) -> T
         pending = _pending_cancellation(call)
         if pending is not None:
             raise pending from None  # a wrapper swallowed the task's cancellation
-        return failure_from_exception(exc, additional_contexts=run_contexts(call.settlement.run))
+        return failure_from_exception(exc, additional_contexts=run_contexts(call.run))
     pending = _pending_cancellation(call)
     if pending is not None:
         raise pending  # a wrapper swallowed the task's cancellation
-    call.settlement.runs_post_execute = True
+    call.runs_post_execute = True
     return result
 
 
-def _pending_cancellation(call: CallEntry) -> asyncio.CancelledError | None:
+def _pending_cancellation(call: Call) -> asyncio.CancelledError | None:
     """The task's cancellation a body's driver absorbed, unless the request was withdrawn since."""
-    settlement = call.settlement
-    cancellation = settlement.body_cancellation
-    if cancellation is None:
-        return None
-    if cancellation_withdrawn(cancellation):
-        settlement.body_cancellation = None
-        return None
-    return cancellation.error
+    if call.cancel_exc is not None and cancellation_withdrawn(call):
+        call.cancel_exc = call.cancel_task = call.settled = None
+    return call.cancel_exc
 

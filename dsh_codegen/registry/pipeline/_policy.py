@@ -19,7 +19,7 @@ from dsh_codegen.registry._results import (
     failure_from_exception,
 )
 from dsh_codegen.registry.pipeline._call import (
-    CallEntry,
+    Call,
     aborted_before_dispatch,
     is_awaitable,
     maybe_await,
@@ -88,9 +88,9 @@ async def _pre_waterfall(
     return ALLOW
 
 
-def _run_guards(call: CallEntry) -> str | None:
+def _run_guards(call: Call) -> str | None:
     """The first guard reason: the global layer (live: guards added meanwhile run too), then the chain."""
-    execution = call.execution
+    execution = call.execution or call.made_execution()
     registry = call.registry
     snapshot = registry.guards_of(None)
     done: set[int] | None = None
@@ -128,9 +128,9 @@ def _guard_reason(value: object) -> str | None:
     raise TypeError(f"guard returned {type(value).__name__}; expected a reason string or None")
 
 
-async def _approve(call: CallEntry, reason: str | None) -> ToolFailure | None:
+async def _approve(call: Call, reason: str | None) -> ToolFailure | None:
     """Service an ``Ask``: ``None`` when approved, else the denial (or cancellation) result."""
-    execution = call.execution
+    execution = call.execution or call.made_execution()
     name = execution.name
     scope = current_suspension_scope()
     # A resumed call's approval was answered while it was suspended: no service is asked.
@@ -186,7 +186,7 @@ def _reason_text(reason: object) -> str:
 
 
 async def run_policy(
-    call: CallEntry, result: ToolExecutionResult | None
+    call: Call, result: ToolExecutionResult | None
 ) -> ToolExecutionResult | None:
     """Pre-execute waterfall, then approval (for ``Ask``), then guards, then a cancellation recheck.
 
@@ -196,7 +196,7 @@ async def run_policy(
     listener and no guard has nothing to decide (``None``; dispatch rechecks
     the caller's signal). Returns ``None`` when the call may dispatch, else
     the failure: a denial, an approval denial or a caller abort goes on to
-    post-execute (``call.settlement.runs_post_execute``); a raising listener, guard or
+    post-execute (``call.runs_post_execute``); a raising listener, guard or
     approval service gives ``Error: <message>`` and skips post-execute. A
     denial or error that settles after the caller aborted is kept (more
     specific); an ``Allow`` after the caller aborted becomes
@@ -218,9 +218,9 @@ async def run_policy(
     return await _decide(call)
 
 
-async def _decide(call: CallEntry) -> ToolExecutionResult | None:
+async def _decide(call: Call) -> ToolExecutionResult | None:
     """:func:`run_policy`'s work once it has some."""
-    execution = call.execution
+    execution = call.execution or call.made_execution()
     listeners = call.listeners
     scope = current_suspension_scope()
     if scope is not None and scope.suspending():
@@ -229,12 +229,12 @@ async def _decide(call: CallEntry) -> ToolExecutionResult | None:
     try:
         decision = await _pre_waterfall(listeners.pre, 0, execution) if listeners.pre else ALLOW
         if type(decision) is Deny:
-            call.settlement.runs_post_execute = True
+            call.runs_post_execute = True
             return plain_failure(_reason_text(decision.reason))
         if type(decision) is Ask:
             denied = await _approve(call, decision.reason)
             if denied is not None:
-                call.settlement.runs_post_execute = True
+                call.runs_post_execute = True
                 return denied
         reason = _run_guards(call) if call.registry.guarded(call.chain) else None
     except CallDeferred:
@@ -242,9 +242,9 @@ async def _decide(call: CallEntry) -> ToolExecutionResult | None:
     except Exception as exc:
         return failure_from_exception(exc)
     if reason is not None:
-        call.settlement.runs_post_execute = True
+        call.runs_post_execute = True
         return plain_failure(reason)
     if execution.signal.aborted:
-        call.settlement.runs_post_execute = True
+        call.runs_post_execute = True
         return aborted_before_dispatch()
     return None

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Final
 from dsh_codegen.registry._execution import ToolExecutionInput
 from dsh_codegen.registry._results import ToolExecutionResult
 from dsh_codegen.registry.pipeline._call import (
-    CallEntry,
+    Call,
     aborted,
     aborted_before_dispatch,
     cancel_call,
@@ -99,14 +99,18 @@ async def run_pipeline(
         result = await _commit(call, result)
     else:
         result = await _commit_in_order(call, gate, result)
+    # The run context reads its execution from the call (made on first use), so the two
+    # point at each other: drop the call's side now, and reference counting frees both
+    # (no cycle left for the collector).
+    call.run = None
     if hooks is not None:
         hooks.result = result
-    if call.settlement.cancelled is not None:
-        raise call.settlement.cancelled
+    if call.cancelled is not None:
+        raise call.cancelled
     return result
 
 
-async def _commit(call: CallEntry, result: ToolExecutionResult) -> ToolExecutionResult:
+async def _commit(call: Call, result: ToolExecutionResult) -> ToolExecutionResult:
     """Stages 5-8. Cancellation: each stage records it on the call (none raises it)."""
     result = await run_post_execute(call, result)
     result = settle_cancellation(call, result)
@@ -116,7 +120,7 @@ async def _commit(call: CallEntry, result: ToolExecutionResult) -> ToolExecution
 
 
 async def _commit_in_order(
-    call: CallEntry, gate: PipelineGate, result: ToolExecutionResult
+    call: Call, gate: PipelineGate, result: ToolExecutionResult
 ) -> ToolExecutionResult:
     """Stages 5-8 inside ``gate.commit()``; if entering the gate is cancelled, without it."""
     entered = False
@@ -131,12 +135,12 @@ async def _commit_in_order(
         return await _commit(call, result)
 
 
-def _cancelled_outcome(call: CallEntry) -> ToolExecutionResult:
+def _cancelled_outcome(call: Call) -> ToolExecutionResult:
     # A body that settled after the cancellation reached it keeps its own outcome
     # (settle_cancellation then replaces only a success); else the stage that
     # was awaiting when the cancellation arrived never produced one.
-    cancellation = call.settlement.body_cancellation
-    if cancellation is not None and cancellation.settled is not None:
-        return cancellation.settled
-    contexts = run_contexts(call.settlement.run)
-    return aborted(contexts) if call.settlement.run is not None else aborted_before_dispatch(contexts)
+    settled = call.settled
+    if settled is not None:
+        return settled
+    contexts = run_contexts(call.run)
+    return aborted(contexts) if call.run is not None else aborted_before_dispatch(contexts)
