@@ -30,7 +30,7 @@ EXT_SOURCES := $(wildcard _ext/*.pyx _ext/*.pxd _ext/*.pxi dsh_codegen/*.pxd)
 MATRIX ?= 3.11 3.12 3.13
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: demo test test-compiled test-pure test-matrix typecheck bench wheel setup clean mcp-conformance docs
+.PHONY: demo test lint test-compiled test-pure test-matrix typecheck bench wheel setup clean mcp-conformance docs
 
 # The build requirements (pyproject.toml's [build-system]) go in first and the
 # editable install uses them (no build isolation): a Cython installed after
@@ -63,6 +63,7 @@ demo: setup
 	$(BIN)/python -m dsh_codegen demo
 
 test: setup
+	$(MAKE) --no-print-directory lint
 	$(MAKE) --no-print-directory typecheck
 	$(MAKE) --no-print-directory test-compiled
 	$(MAKE) --no-print-directory test-pure
@@ -82,6 +83,11 @@ test-pure: setup
 
 typecheck: setup
 	$(BIN)/python -m mypy
+
+# ruff's linter and formatter over the package, the tests and the bench (configured in pyproject.toml).
+lint: setup
+	$(BIN)/python -m ruff check dsh_codegen tests bench
+	$(BIN)/python -m ruff format --check dsh_codegen tests bench
 
 # The documentation site (mkdocs.yml; the docs extra is in dev) into build/site; any warning is an error.
 docs: setup

@@ -22,8 +22,10 @@ def main(argv: list[str]) -> int:
     if unknown:
         print(f"unknown benchmark area(s): {', '.join(unknown)}; known: {', '.join(known)}", file=sys.stderr)
         return 2
-    print(f"dsh_codegen {dsh_codegen.__version__}, backend {dsh_codegen.backend()}, "
-          f"Python {platform.python_version()}, {platform.machine()}")
+    print(
+        f"dsh_codegen {dsh_codegen.__version__}, backend {dsh_codegen.backend()}, "
+        f"Python {platform.python_version()}, {platform.machine()}"
+    )
     for name in chosen:
         print(f"\n=== {name} ===")
         importlib.import_module(f"bench.bench_{name}").main()

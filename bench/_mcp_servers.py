@@ -25,7 +25,11 @@ def _registry(count: int, **options: Any) -> Any:
         return {"result": args["a"] + args["b"]}
 
     output = ToolOutput(
-        schema={"type": "object", "properties": {"result": {"type": "integer", "required": True}}, "additionalProperties": False},
+        schema={
+            "type": "object",
+            "properties": {"result": {"type": "integer", "required": True}},
+            "additionalProperties": False,
+        },
         render=lambda args, value: [{"type": "text", "text": str(value["result"])}],
     )
     for index in range(count):
@@ -61,11 +65,17 @@ async def _lowlevel() -> None:
     from mcp.server.stdio import stdio_server
     from mcp.types import CallToolResult, ListToolsResult, TextContent, Tool
 
-    schema = {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}, "required": ["a", "b"]}
+    schema = {
+        "type": "object",
+        "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+        "required": ["a", "b"],
+    }
     output = {"type": "object", "properties": {"result": {"type": "integer"}}, "required": ["result"]}
 
     async def list_tools(ctx: Any, params: Any) -> ListToolsResult:
-        return ListToolsResult(tools=[Tool(name="add", description="Add two integers.", input_schema=schema, output_schema=output)])
+        return ListToolsResult(
+            tools=[Tool(name="add", description="Add two integers.", input_schema=schema, output_schema=output)]
+        )
 
     async def call_tool(ctx: Any, params: Any) -> CallToolResult:
         total = params.arguments["a"] + params.arguments["b"]

@@ -14,8 +14,13 @@ from collections.abc import Callable, Sequence
 __all__ = ["median_time", "ratio_table", "format_seconds"]
 
 
-def median_time(fn: Callable[[], object], *, repeat: int = 7, min_sample_s: float = 0.05,
-                clock: Callable[[], float] = time.perf_counter) -> float:
+def median_time(
+    fn: Callable[[], object],
+    *,
+    repeat: int = 7,
+    min_sample_s: float = 0.05,
+    clock: Callable[[], float] = time.perf_counter,
+) -> float:
     """Median seconds per call of ``fn``, read on ``clock`` (wall time unless told).
 
     Each sample runs ``fn`` enough times to last at least ``min_sample_s`` (the

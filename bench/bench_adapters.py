@@ -74,7 +74,11 @@ async def _session(mode: str) -> AsyncIterator[Any]:
 
 async def _per_call() -> dict[str, float]:
     async with _session("registry") as ours, _session("sdk") as theirs, _session("lowlevel") as floor:
-        sessions = {"serve_mcp (whole pipeline)": ours, "SDK MCPServer": theirs, "SDK low-level Server (no validation)": floor}
+        sessions = {
+            "serve_mcp (whole pipeline)": ours,
+            "SDK MCPServer": theirs,
+            "SDK low-level Server (no validation)": floor,
+        }
         samples: dict[str, list[float]] = {name: [] for name in sessions}
         for session in sessions.values():  # warm-up, also checks both answer the same
             result = await session.call_tool("add", {"a": 1, "b": 2})
@@ -101,7 +105,13 @@ async def _http_session(mode: str) -> AsyncIterator[Any]:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "bench._mcp_servers", mode, str(port), cwd=ROOT, env={"PYTHONPATH": str(ROOT)},
+        sys.executable,
+        "-m",
+        "bench._mcp_servers",
+        mode,
+        str(port),
+        cwd=ROOT,
+        env={"PYTHONPATH": str(ROOT)},
         stdout=asyncio.subprocess.DEVNULL,  # the SDK's uvicorn logs every request at INFO
         stderr=asyncio.subprocess.DEVNULL,
     )
@@ -159,7 +169,10 @@ async def _imported_over_stdio() -> dict[str, float]:
             for index in range(BATCH):
                 await session.call_tool("add", {"a": index, "b": 1})
 
-        variants = {"registry.execute of the imported add (stdio)": through, "session.call_tool on the same session": direct}
+        variants = {
+            "registry.execute of the imported add (stdio)": through,
+            "session.call_tool on the same session": direct,
+        }
         samples: dict[str, list[float]] = {name: [] for name in variants}
         for run in variants.values():
             await run()  # warm-up
@@ -201,7 +214,8 @@ def _handlers() -> dict[str, float]:
         assert loop.run_until_complete(ours._call_tool(ctx, params)).structured_content == {"result": 3}  # type: ignore[arg-type]
         assert loop.run_until_complete(app.call_tool("add", {"a": 1, "b": 2})).structured_content == {"result": 3}
         return {
-            "serve_mcp handler (registry.execute + result)": median_time(lambda: loop.run_until_complete(ours_batch())) / BATCH,
+            "serve_mcp handler (registry.execute + result)": median_time(lambda: loop.run_until_complete(ours_batch()))
+            / BATCH,
             "MCPServer.call_tool": median_time(lambda: loop.run_until_complete(theirs_batch())) / BATCH,
         }
     finally:
@@ -307,7 +321,9 @@ async def _code_mode() -> dict[str, float]:
             start = time.perf_counter()
             served = await session.call_tool("run_code", arguments)
             middle = time.perf_counter()
-            local_result = await local.execute(ToolExecutionInput(f"c{index}", "run_code", arguments, AbortController().signal))
+            local_result = await local.execute(
+                ToolExecutionInput(f"c{index}", "run_code", arguments, AbortController().signal)
+            )
             end = time.perf_counter()
             assert served.structured_content == {"logs": [], "result": 3}, served
             assert not local_result.is_error and local_result.value == {"logs": [], "result": 3}, local_result
@@ -325,13 +341,29 @@ def main() -> None:
         return
     per_call = asyncio.run(_per_call())
     rows: list[tuple[str, float | str]] = list(per_call.items())
-    print(ratio_table("MCP over stdio: per-call round trip, add(a, b) (median of batches)", rows, baseline="SDK MCPServer"))
+    print(
+        ratio_table(
+            "MCP over stdio: per-call round trip, add(a, b) (median of batches)", rows, baseline="SDK MCPServer"
+        )
+    )
     print()
     http: list[tuple[str, float | str]] = list(asyncio.run(_per_call_http()).items())
-    print(ratio_table("MCP over streamable HTTP: per-call round trip, add(a, b) (median of batches)", http, baseline="SDK MCPServer over HTTP"))
+    print(
+        ratio_table(
+            "MCP over streamable HTTP: per-call round trip, add(a, b) (median of batches)",
+            http,
+            baseline="SDK MCPServer over HTTP",
+        )
+    )
     print()
     through: list[tuple[str, float | str]] = list(asyncio.run(_imported_over_stdio()).items())
-    print(ratio_table("An imported MCP tool over stdio (MCPServer), per call (median of batches)", through, baseline="session.call_tool on the same session"))
+    print(
+        ratio_table(
+            "An imported MCP tool over stdio (MCPServer), per call (median of batches)",
+            through,
+            baseline="session.call_tool on the same session",
+        )
+    )
     print()
     handlers: list[tuple[str, float | str]] = list(_handlers().items())
     print(ratio_table("MCP tools/call handler alone, in process (median)", handlers, baseline="MCPServer.call_tool"))
@@ -342,10 +374,22 @@ def main() -> None:
     print(f"  per tool: {format_seconds(median_import / count)}")
     print()
     imported: list[tuple[str, float | str]] = list(asyncio.run(_imported_calls()).items())
-    print(ratio_table("An imported MCP tool called in process (SDK in-memory transport, CPU time, fastest batch)", imported, baseline="session.call_tool alone"))
+    print(
+        ratio_table(
+            "An imported MCP tool called in process (SDK in-memory transport, CPU time, fastest batch)",
+            imported,
+            baseline="session.call_tool alone",
+        )
+    )
     print()
     code: list[tuple[str, float | str]] = list(asyncio.run(_code_mode()).items())
-    print(ratio_table("Code Mode: one run_code program with one nested call (median of runs)", code, baseline="run_code in process"))
+    print(
+        ratio_table(
+            "Code Mode: one run_code program with one nested call (median of runs)",
+            code,
+            baseline="run_code in process",
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -119,8 +119,14 @@ def _distinct_catalog(base: list[ToolSchemaEntry], count: int) -> list[ToolSchem
     for i in range(count):
         entry = base[i % len(base)]
         suffix = f"_{i:04d}"
-        entries.append(ToolSchemaEntry(f"{entry.name}{suffix}", f"{entry.description} ({suffix})",
-                                       _distinct(entry.parameters, suffix), _distinct(entry.output_schema, suffix)))
+        entries.append(
+            ToolSchemaEntry(
+                f"{entry.name}{suffix}",
+                f"{entry.description} ({suffix})",
+                _distinct(entry.parameters, suffix),
+                _distinct(entry.output_schema, suffix),
+            )
+        )
     return entries
 
 
@@ -134,8 +140,10 @@ def _clear_caches() -> None:
 
 
 def _write_catalog(catalog: list[ToolSchemaEntry], path: Path) -> None:
-    items = [{"name": e.name, "description": e.description, "parameters": e.parameters,
-              "output_schema": e.output_schema} for e in catalog]
+    items = [
+        {"name": e.name, "description": e.description, "parameters": e.parameters, "output_schema": e.output_schema}
+        for e in catalog
+    ]
     path.write_text(json.dumps(items), encoding="utf-8")
 
 
@@ -152,7 +160,9 @@ def _sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def _wall(argv: list[str], repeat: int, env: dict[str, str] | None = None, *, reports_sha: bool = False) -> tuple[float, str]:
+def _wall(
+    argv: list[str], repeat: int, env: dict[str, str] | None = None, *, reports_sha: bool = False
+) -> tuple[float, str]:
     """Median wall seconds of a whole process, and whether its output was the same every run.
 
     The output is stdout, or (``reports_sha``) the ``sha`` the node script prints.
@@ -173,8 +183,14 @@ def _node() -> str | None:
 
 def _jstt(node: str, script: Path, catalog_file: Path, fmt: bool, repeat: int) -> dict[str, object]:
     env = {**os.environ, "JSTT_PATH": str(JSTT)}
-    result = subprocess.run([node, str(script), str(catalog_file), "1" if fmt else "0", str(repeat)],
-                            capture_output=True, text=True, env=env, timeout=900, check=True)
+    result = subprocess.run(
+        [node, str(script), str(catalog_file), "1" if fmt else "0", str(repeat)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=900,
+        check=True,
+    )
     return json.loads(result.stdout)  # type: ignore[no-any-return]
 
 
@@ -182,8 +198,12 @@ def _dcg_generate(schema_text: str, formatted: bool = True) -> str:
     from datamodel_code_generator import DataModelType, InputFileType, generate
 
     options: dict[str, object] = {} if formatted else {"formatters": []}
-    out = generate(schema_text, input_file_type=InputFileType.JsonSchema,
-                   output_model_type=DataModelType.TypingTypedDict, **options)  # type: ignore[arg-type]
+    out = generate(
+        schema_text,
+        input_file_type=InputFileType.JsonSchema,
+        output_model_type=DataModelType.TypingTypedDict,
+        **options,
+    )  # type: ignore[arg-type]
     assert isinstance(out, str)
     return out
 
@@ -209,8 +229,14 @@ def _cold_ours(catalog_file: Path, repeat: int) -> float:
     env = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
     times = []
     for index in range(repeat + 1):
-        result = subprocess.run([sys.executable, "-c", _COLD_SCRIPT, str(catalog_file)], capture_output=True,
-                                text=True, timeout=300, check=True, env=env)
+        result = subprocess.run(
+            [sys.executable, "-c", _COLD_SCRIPT, str(catalog_file)],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=True,
+            env=env,
+        )
         if index:
             times.append(float(result.stdout.strip()))
     return statistics.median(times)
@@ -248,8 +274,11 @@ def _library_ts(label: str, catalog: list[ToolSchemaEntry], catalog_file: Path, 
     ]
     rows.append(("render_ts_sdk, cold (fresh process)", _cold_ours(catalog_file, 5)))
     node = _node()
-    peers = ["json-schema-to-typescript (no format)", "json-schema-to-typescript (prettier)",
-             "json-schema-to-typescript, cold (fresh node)"]
+    peers = [
+        "json-schema-to-typescript (no format)",
+        "json-schema-to-typescript (prettier)",
+        "json-schema-to-typescript, cold (fresh node)",
+    ]
     if node is None:
         rows += [(peer, "not installed (npm ci)") for peer in peers]
     else:
@@ -257,8 +286,14 @@ def _library_ts(label: str, catalog: list[ToolSchemaEntry], catalog_file: Path, 
         rows.append((peers[1], float(_jstt(node, script, catalog_file, True, 3 if slow else 5)["median"])))  # type: ignore[arg-type]
         rows.append((peers[2], _cold_peer(node, script, catalog_file, 5)))
     print(ratio_table(f"TypeScript, in-process, {label}", rows, baseline=peers[0]))
-    print(_speedups("in-process, warm", rows, ["render_ts_sdk", "render_ts_sdk (caches cleared)", "render_sdk_module(ts)"],
-                    peers[:2]))
+    print(
+        _speedups(
+            "in-process, warm",
+            rows,
+            ["render_ts_sdk", "render_ts_sdk (caches cleared)", "render_sdk_module(ts)"],
+            peers[:2],
+        )
+    )
     print(_speedups("cold against cold", rows, ["render_ts_sdk, cold (fresh process)"], peers[2:]))
 
 
@@ -324,13 +359,16 @@ def _library_py(label: str, catalog: list[ToolSchemaEntry], slow: bool) -> None:
         schema_text = json.dumps(_combined_schema(catalog))
         rounds = 3 if slow else 9
         for peer, formatted in zip(peers, (True, False), strict=True):
-            mine, theirs, ratio = _paired_ratios(lambda: render_sdk_module(catalog, "python"),
-                                                 lambda: _dcg_generate(schema_text, formatted), rounds)
+            mine, theirs, ratio = _paired_ratios(
+                lambda: render_sdk_module(catalog, "python"), lambda: _dcg_generate(schema_text, formatted), rounds
+            )
             rows.append((peer, theirs))
             if not formatted:
                 rows[1] = ("render_sdk_module(py)", mine)
-            pairs.append(f"    render_sdk_module(py) {format_seconds(mine)} vs {peer} {format_seconds(theirs)}: "
-                         f"{ratio:.1f}x faster (median of {rounds} alternating rounds' ratios, CPU time)")
+            pairs.append(
+                f"    render_sdk_module(py) {format_seconds(mine)} vs {peer} {format_seconds(theirs)}: "
+                f"{ratio:.1f}x faster (median of {rounds} alternating rounds' ratios, CPU time)"
+            )
     print(ratio_table(f"Python, in-process, {label}", rows, baseline=peers[1]))
     if pairs:
         print("  speed-up (in-process, file against file, paired; formatted peer, then unformatted):")
@@ -338,8 +376,9 @@ def _library_py(label: str, catalog: list[ToolSchemaEntry], slow: bool) -> None:
     print(_speedups("in-process, prompt text", rows, ["render_py_sdk"], peers[1:]))
 
 
-def _whole_process(label: str, catalog: list[ToolSchemaEntry], catalog_file: Path, schema_file: Path,
-                   script: Path, repeat: int) -> None:
+def _whole_process(
+    label: str, catalog: list[ToolSchemaEntry], catalog_file: Path, schema_file: Path, script: Path, repeat: int
+) -> None:
     python = [sys.executable, "-m", "dsh_codegen", "sdk", "--catalog", str(catalog_file)]
     ts_rows: list[tuple[str, float | str]] = []
     checks: list[tuple[str, str]] = []
@@ -367,8 +406,18 @@ def _whole_process(label: str, catalog: list[ToolSchemaEntry], catalog_file: Pat
     if dcg is None:
         py_rows.append((peer, "not installed (pip install datamodel-code-generator)"))
     else:
-        seconds, same = _wall([dcg, "--input", str(schema_file), "--input-file-type", "jsonschema",
-                               "--output-model-type", "typing.TypedDict"], repeat)
+        seconds, same = _wall(
+            [
+                dcg,
+                "--input",
+                str(schema_file),
+                "--input-file-type",
+                "jsonschema",
+                "--output-model-type",
+                "typing.TypedDict",
+            ],
+            repeat,
+        )
         py_rows.append((peer, seconds))
         checks.append((peer, same))
     print(ratio_table(f"Python, whole process, {label}", py_rows, baseline=peer))
@@ -379,11 +428,18 @@ def _whole_process(label: str, catalog: list[ToolSchemaEntry], catalog_file: Pat
 
 
 def _determinism_in_process(catalog: list[ToolSchemaEntry]) -> None:
-    renders: list[Callable[[], str]] = [lambda: render_ts_sdk(catalog), lambda: render_py_sdk(catalog),
-                                        lambda: render_sdk_module(catalog, "typescript")]
+    renders: list[Callable[[], str]] = [
+        lambda: render_ts_sdk(catalog),
+        lambda: render_py_sdk(catalog),
+        lambda: render_sdk_module(catalog, "typescript"),
+    ]
     same = all(len({_sha(render().encode()) for _ in range(3)}) == 1 for render in renders)
     reordered = list(reversed(catalog))
-    same = same and render_ts_sdk(reordered) == render_ts_sdk(catalog) and render_py_sdk(reordered) == render_py_sdk(catalog)
+    same = (
+        same
+        and render_ts_sdk(reordered) == render_ts_sdk(catalog)
+        and render_py_sdk(reordered) == render_py_sdk(catalog)
+    )
     print(f"in-process renders identical across repeats and input orders: {'yes' if same else 'NO'}")
 
 
@@ -404,9 +460,11 @@ def main() -> None:
             _library_ts(label, catalog, catalog_file, script, slow)
             _library_py(label, catalog, slow)
             _whole_process(label, catalog, catalog_file, schema_file, script, repeat=3)
-    print("\n(ratios: below 1.0 is faster than the baseline; interpreter start-up (~15-35 ms) and the imports of"
-          " dsh_codegen are inside the whole-process figures; the cold figures load the TypeScript writer;"
-          " `python -m bench.bench_codegen instructions` counts the Python file's instructions against the peer's)")
+    print(
+        "\n(ratios: below 1.0 is faster than the baseline; interpreter start-up (~15-35 ms) and the imports of"
+        " dsh_codegen are inside the whole-process figures; the cold figures load the TypeScript writer;"
+        " `python -m bench.bench_codegen instructions` counts the Python file's instructions against the peer's)"
+    )
 
 
 def _count(side: str, calls: int) -> None:
@@ -415,17 +473,35 @@ def _count(side: str, calls: int) -> None:
     "python")``; ``peer``: datamodel-code-generator ``formatters=[]``), then N more."""
     catalog = load_catalog(DATA)
     schema_text = json.dumps(_combined_schema(catalog))
-    render: Callable[[], object] = ((lambda: render_sdk_module(catalog, "python")) if side == "ours"
-                                    else (lambda: _dcg_generate(schema_text, False)))
+    render: Callable[[], object] = (
+        (lambda: render_sdk_module(catalog, "python"))
+        if side == "ours"
+        else (lambda: _dcg_generate(schema_text, False))
+    )
     for _ in range(calls + 1):
         render()
 
 
 def _collected(side: str, calls: int) -> int:
     with tempfile.TemporaryDirectory(prefix="dsh-bench-callgrind-") as tmp:
-        result = subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={tmp}/out",
-                                 sys.executable, "-m", "bench.bench_codegen", "count", side, str(calls)],
-                                capture_output=True, text=True, cwd=ROOT, timeout=3600, check=True)
+        result = subprocess.run(
+            [
+                "valgrind",
+                "--tool=callgrind",
+                f"--callgrind-out-file={tmp}/out",
+                sys.executable,
+                "-m",
+                "bench.bench_codegen",
+                "count",
+                side,
+                str(calls),
+            ],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            timeout=3600,
+            check=True,
+        )
     for line in result.stderr.splitlines():
         if "Collected :" in line:
             return int(line.rsplit(":", 1)[1])
@@ -444,9 +520,11 @@ def instructions() -> None:
     per_call = {}
     for side, calls in (("ours", 4), ("peer", 1)):
         per_call[side] = (_collected(side, calls) - _collected(side, 0)) / calls
-    print(f"instructions per Python SDK file, catalog60: render_sdk_module(py) {per_call['ours'] / 1e6:.1f} M, "
-          f"datamodel-code-generator (formatters=[]) {per_call['peer'] / 1e6:.1f} M: "
-          f"{per_call['peer'] / per_call['ours']:.1f}x fewer")
+    print(
+        f"instructions per Python SDK file, catalog60: render_sdk_module(py) {per_call['ours'] / 1e6:.1f} M, "
+        f"datamodel-code-generator (formatters=[]) {per_call['peer'] / 1e6:.1f} M: "
+        f"{per_call['peer'] / per_call['ours']:.1f}x fewer"
+    )
 
 
 if __name__ == "__main__":

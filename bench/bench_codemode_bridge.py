@@ -173,18 +173,22 @@ async def _gathered() -> tuple[float, float]:
 
 def main() -> None:
     exclusive, safe = asyncio.run(_overhead())
-    print(ratio_table(
-        f"Per binding call, CPU time ({CALLS} sequential calls per run, medians of 31 interleaved rounds)",
-        exclusive,
-        baseline="native registry.execute (exclusive tool)",
-    ))
+    print(
+        ratio_table(
+            f"Per binding call, CPU time ({CALLS} sequential calls per run, medians of 31 interleaved rounds)",
+            exclusive,
+            baseline="native registry.execute (exclusive tool)",
+        )
+    )
     print()
     print(ratio_table("The same rounds, a concurrency-safe tool", safe, baseline="native registry.execute (safe tool)"))
     seconds, ideal = asyncio.run(_gathered())
     print()
     print("100 gathered calls to a tool sleeping 50 ms, default pool of 10 (median of 5 runs)")
-    print(f"  run_code: {format_seconds(seconds)}  ideal 10 x 50 ms: {format_seconds(ideal)}"
-          f"  ratio {seconds / ideal:.3f}x (target <= 1.2x)")
+    print(
+        f"  run_code: {format_seconds(seconds)}  ideal 10 x 50 ms: {format_seconds(ideal)}"
+        f"  ratio {seconds / ideal:.3f}x (target <= 1.2x)"
+    )
 
 
 if __name__ == "__main__":

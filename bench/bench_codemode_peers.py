@@ -53,10 +53,14 @@ ROUNDS = 9
 PROGRAMS: dict[str, tuple[str, str]] = {
     "empty": ("pass", "None"),
     "one call": ("return await tools.echo({'n': 1})", "await echo(n=1)"),
-    "10 sequential": ("for i in range(10):\n    await tools.echo({'n': i})",
-                      "for i in range(10):\n    await echo(n=i)"),
-    "100 gathered": ("import asyncio\nawait asyncio.gather(*[tools.echo({'n': i}) for i in range(100)])",
-                     "import asyncio\nawait asyncio.gather(*[echo(n=i) for i in range(100)])"),
+    "10 sequential": (
+        "for i in range(10):\n    await tools.echo({'n': i})",
+        "for i in range(10):\n    await echo(n=i)",
+    ),
+    "100 gathered": (
+        "import asyncio\nawait asyncio.gather(*[tools.echo({'n': i}) for i in range(100)])",
+        "import asyncio\nawait asyncio.gather(*[echo(n=i) for i in range(100)])",
+    ),
     "1 MB print": ("print('x' * 1_000_000)", "print('x' * 1_000_000)"),
 }
 TYPICAL_20 = """import asyncio
@@ -89,10 +93,16 @@ def _echo_tool() -> Any:
         return {"echo": args["n"]}
 
     return define_tool(
-        name="echo", description="Echo a number.", parameters={"n": {"type": "integer", "required": True}},
-        output=ToolOutput(schema={"type": "object", "additionalProperties": True, "properties": {}},
-                          render=lambda args, value: [{"type": "text", "text": str(value)}]),
-        execute=echo, is_concurrency_safe=True)
+        name="echo",
+        description="Echo a number.",
+        parameters={"n": {"type": "integer", "required": True}},
+        output=ToolOutput(
+            schema={"type": "object", "additionalProperties": True, "properties": {}},
+            render=lambda args, value: [{"type": "text", "text": str(value)}],
+        ),
+        execute=echo,
+        is_concurrency_safe=True,
+    )
 
 
 def _registry_runner(runtime: Any) -> Runner:
@@ -102,8 +112,9 @@ def _registry_runner(runtime: Any) -> Runner:
     async def run(program: str) -> float:
         code = PROGRAMS[program][0]
         start = time.perf_counter()
-        result = await registry.execute(ToolExecutionInput(
-            "b", RUN_CODE_NAME, {"code": code, "description": "bench"}, AbortController().signal))
+        result = await registry.execute(
+            ToolExecutionInput("b", RUN_CODE_NAME, {"code": code, "description": "bench"}, AbortController().signal)
+        )
         elapsed = time.perf_counter() - start
         if not isinstance(result, ToolSuccess):
             raise RuntimeError(f"{program}: {result.content}")
@@ -160,7 +171,7 @@ async def _rounds(contenders: dict[str, Runner]) -> dict[str, dict[str, list[flo
         for name in names:
             await contenders[name](program)
     for index in range(ROUNDS):
-        order = names[index % len(names):] + names[:index % len(names)]
+        order = names[index % len(names) :] + names[: index % len(names)]
         for program in PROGRAMS:
             for name in order:
                 times[name][program].append(await contenders[name](program))
@@ -185,8 +196,11 @@ def _preflight_lines(empty_run_s: float) -> list[str]:
 async def _main() -> None:
     contenders: dict[str, Runner] = {}
     closers = []
-    for name, runtime in (("fork server", PythonSubprocessRuntime(start="fork-server")),
-                          ("spawn", PythonSubprocessRuntime(start="spawn")), ("Monty", MontyRuntime())):
+    for name, runtime in (
+        ("fork server", PythonSubprocessRuntime(start="fork-server")),
+        ("spawn", PythonSubprocessRuntime(start="spawn")),
+        ("Monty", MontyRuntime()),
+    ):
         contenders[name] = _registry_runner(runtime)
         closers.append(runtime)
     harness = _harness_runner()
@@ -200,10 +214,13 @@ async def _main() -> None:
     finally:
         for runtime in closers:
             await runtime.aclose()
-    medians = {name: {program: statistics.median(samples) for program, samples in rows.items()}
-               for name, rows in times.items()}
+    medians = {
+        name: {program: statistics.median(samples) for program, samples in rows.items()} for name, rows in times.items()
+    }
     width = max(len(name) for name in contenders)
-    print(f"run_code end to end: median of {ROUNDS} interleaved rounds (and the median per-round ratio to the fork server)")
+    print(
+        f"run_code end to end: median of {ROUNDS} interleaved rounds (and the median per-round ratio to the fork server)"
+    )
     print(f"  {'':<{width}}  " + "  ".join(f"{program:>22}" for program in PROGRAMS))
     base = times["fork server"]
     for name in contenders:

@@ -31,7 +31,6 @@ os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 
 import asyncio  # noqa: E402
-import statistics  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
 from collections.abc import Awaitable, Callable  # noqa: E402
@@ -123,8 +122,9 @@ async def _placement(runtime: Any, raylets: dict[int, str]) -> str:
     seen: set[int] = set()
     for _ in range(4 * runtime.actors):
         calls = _Calls()
-        request = CodeRunRequest("import os\nreturn os.getppid()", ("echo",), calls.dispatch,
-                                 AbortController().signal, "bench")
+        request = CodeRunRequest(
+            "import os\nreturn os.getppid()", ("echo",), calls.dispatch, AbortController().signal, "bench"
+        )
         result = await runtime.run(request)
         assert isinstance(result, CodeRunSuccess) and isinstance(result.result, int)
         seen.add(result.result)
@@ -152,8 +152,9 @@ def main() -> None:
         node_a = cluster.add_node(**NODE, num_cpus=2, resources={"dsh_a": 100, "dsh_node": 100})
         node_b = cluster.add_node(**NODE, num_cpus=2, resources={"dsh_b": 100, "dsh_node": 100})
         ray.init(address=cluster.address, log_to_driver=False)
-        raylets = {node.all_processes["raylet"][0].process.pid: name for node, name in ((node_a, "node A"),
-                                                                                         (node_b, "node B"))}
+        raylets = {
+            node.all_processes["raylet"][0].process.pid: name for node, name in ((node_a, "node A"), (node_b, "node B"))
+        }
         print(f"cluster: head (no CPUs) + 2 nodes on 127.0.0.1, up in {time.monotonic() - started:.1f} s")
         asyncio.run(_measure(ray, RayRuntime, rounds, raylets))
     finally:
@@ -182,15 +183,20 @@ async def _measure(ray: Any, ray_runtime: Any, rounds: int, raylets: dict[int, s
         async def one(runtime: Any) -> list[float]:
             return [await _run(runtime, "pass")]
 
-        empty = await _interleaved({
-            "local fork server (PythonSubprocessRuntime)": lambda: one(local),
-            "RayRuntime": lambda: one(remote),
-            "CommandRuntime, child as a script": lambda: one(command),
-            "CommandRuntime, python -m ...child": lambda: one(command_module),
-        }, rounds)
+        empty = await _interleaved(
+            {
+                "local fork server (PythonSubprocessRuntime)": lambda: one(local),
+                "RayRuntime": lambda: one(remote),
+                "CommandRuntime, child as a script": lambda: one(command),
+                "CommandRuntime, python -m ...child": lambda: one(command_module),
+            },
+            rounds,
+        )
         _table("empty run, end to end (run() to its return)", empty, "local fork server (PythonSubprocessRuntime)")
-        print(f"  goal: RayRuntime p50 within 3x the fork server's: "
-              f"{_p(empty['RayRuntime'], 0.5) / _p(empty['local fork server (PythonSubprocessRuntime)'], 0.5):.2f}x")
+        print(
+            f"  goal: RayRuntime p50 within 3x the fork server's: "
+            f"{_p(empty['RayRuntime'], 0.5) / _p(empty['local fork server (PythonSubprocessRuntime)'], 0.5):.2f}x"
+        )
 
         code = f"for i in range({SEQUENTIAL}):\n    await tools.echo({{'n': i}})"
 
@@ -207,16 +213,21 @@ async def _measure(ray: Any, ray_runtime: Any, rounds: int, raylets: dict[int, s
                 times.append(time.perf_counter() - start)
             return times
 
-        trips = await _interleaved({
-            "local fork server": lambda: gaps(local),
-            "RayRuntime": lambda: gaps(remote),
-            "CommandRuntime, child as a script": lambda: gaps(command),
-            "one bare Ray actor call (the floor)": bare,
-        }, max(10, rounds // 10))
+        trips = await _interleaved(
+            {
+                "local fork server": lambda: gaps(local),
+                "RayRuntime": lambda: gaps(remote),
+                "CommandRuntime, child as a script": lambda: gaps(command),
+                "one bare Ray actor call (the floor)": bare,
+            },
+            max(10, rounds // 10),
+        )
         _table("sub-call round trip (answer out, next call in)", trips, "local fork server")
         floor = _p(trips["one bare Ray actor call (the floor)"], 0.5)
-        print(f"  goal: RayRuntime p50 within 2x one bare actor call's: {_p(trips['RayRuntime'], 0.5) / floor:.2f}x "
-              f"(p99 {_p(trips['RayRuntime'], 0.99) / _p(trips['one bare Ray actor call (the floor)'], 0.99):.2f}x)")
+        print(
+            f"  goal: RayRuntime p50 within 2x one bare actor call's: {_p(trips['RayRuntime'], 0.5) / floor:.2f}x "
+            f"(p99 {_p(trips['RayRuntime'], 0.99) / _p(trips['one bare Ray actor call (the floor)'], 0.99):.2f}x)"
+        )
     finally:
         await remote.aclose()
         await command.aclose()
@@ -226,8 +237,10 @@ async def _measure(ray: Any, ray_runtime: Any, rounds: int, raylets: dict[int, s
     print("\nthroughput: 200 runs of one call each, started together")
     local_rate = await _throughput(local)
     print(f"  {'local fork server':42} {local_rate:8.1f} runs/s  1.00x")
-    for label, actors, options in (("RayRuntime, 1 node, 2 actors", 2, {"resources": {"dsh_a": 1}}),
-                                   ("RayRuntime, 2 nodes, 4 actors", 4, {"resources": {"dsh_node": 1}})):
+    for label, actors, options in (
+        ("RayRuntime, 1 node, 2 actors", 2, {"resources": {"dsh_a": 1}}),
+        ("RayRuntime, 2 nodes, 4 actors", 4, {"resources": {"dsh_node": 1}}),
+    ):
         async with ray_runtime(actors=actors, actor_options=options) as runtime:
             placed = await _placement(runtime, raylets)
             rate = await _throughput(runtime)

@@ -80,10 +80,12 @@ async def _runtime_row(runtime: Any, samples: int) -> dict[str, float | str]:
     row: dict[str, float | str] = {}
     async with runtime:
         for name, code in PROGRAMS.items():
+
             async def once(code: str = code) -> None:
                 result = await runtime.run(_request(code))
                 if not isinstance(result, CodeRunSuccess):
                     raise RuntimeError(f"{name}: {result}")
+
             try:
                 row[name] = await _median(once, samples)
             except RuntimeError as error:
@@ -165,8 +167,9 @@ async def _in_process_dispatch(calls: int = 100) -> float:
     return await _median(once, 50) / calls
 
 
-async def _paired(first: Callable[[], Awaitable[float]], second: Callable[[], Awaitable[float]],
-                  rounds: int) -> list[tuple[float, float]]:
+async def _paired(
+    first: Callable[[], Awaitable[float]], second: Callable[[], Awaitable[float]], rounds: int
+) -> list[tuple[float, float]]:
     """``rounds`` pairs of (first, second) seconds, the two alternating and the order flipping each round."""
     await first()  # warm-up
     await second()
@@ -196,19 +199,25 @@ async def _spawn_once() -> float:
 
 def _ratio(pairs: list[tuple[float, float]]) -> tuple[float, float, float]:
     """Medians of each side and of the per-round ratios."""
-    return (statistics.median(a for a, _ in pairs), statistics.median(b for _, b in pairs),
-            statistics.median(a / b for a, b in pairs))
+    return (
+        statistics.median(a for a, _ in pairs),
+        statistics.median(b for _, b in pairs),
+        statistics.median(a / b for a, b in pairs),
+    )
 
 
 async def _targets() -> list[str]:
     lines = []
     async with PythonSubprocessRuntime(start="fork-server") as runtime:
+
         async def empty() -> float:
             return await _timed(lambda: runtime.run(_request("pass")))
 
         empty_s, bare_s, ratio = _ratio(await _paired(empty, _spawn_once, 15))
-        lines.append(f"empty run, fork server {format_seconds(empty_s)} vs bare spawn {format_seconds(bare_s)}:"
-                     f" {ratio:.3f}x (paired median; target <= 0.1x)")
+        lines.append(
+            f"empty run, fork server {format_seconds(empty_s)} vs bare spawn {format_seconds(bare_s)}:"
+            f" {ratio:.3f}x (paired median; target <= 0.1x)"
+        )
 
         async def sequential() -> float:
             return await _timed(lambda: runtime.run(_request(PROGRAMS["100 sequential"])))
@@ -219,27 +228,37 @@ async def _targets() -> list[str]:
         pairs = await _paired(sequential, one, 11)
         per_call = statistics.median((a - b) / 99 for a, b in pairs)
         floor = await _in_process_dispatch()
-        lines.append(f"binding round trip, fork server: {format_seconds(per_call)} per call (paired median),"
-                     f" {format_seconds(per_call - floor)} above in-process dispatch ({format_seconds(floor)});"
-                     " target <= 100 us")
+        lines.append(
+            f"binding round trip, fork server: {format_seconds(per_call)} per call (paired median),"
+            f" {format_seconds(per_call - floor)} above in-process dispatch ({format_seconds(floor)});"
+            " target <= 100 us"
+        )
 
         async def many() -> float:
             return await _timed(lambda: asyncio.gather(*(runtime.run(_request("pass")) for _ in range(50))))
 
         many_s, one_s, ratio = _ratio(await _paired(many, empty, 5))
-        lines.append(f"50 concurrent empty runs, fork server: {format_seconds(many_s)} vs one run"
-                     f" {format_seconds(one_s)}: {ratio:.2f}x (paired median; target <= 3x on 2 cores)")
+        lines.append(
+            f"50 concurrent empty runs, fork server: {format_seconds(many_s)} vs one run"
+            f" {format_seconds(one_s)}: {ratio:.2f}x (paired median; target <= 3x on 2 cores)"
+        )
         # The floor under that target: forks whose children exit at once (no program, pipes or run
         # directory), what any design that gives each run a process of its own pays at least.
         for label, child_code in (("holding the fork server's code", True), ("of a bare interpreter", False)):
             fork_one, fork_fifty = _fork_floor(child_code)
-            lines.append(f"floor, forks {label}: 1 in {format_seconds(fork_one)}, 50 in"
-                         f" {format_seconds(fork_fifty)} = {fork_fifty / one_s:.2f}x one empty run")
+            lines.append(
+                f"floor, forks {label}: 1 in {format_seconds(fork_one)}, 50 in"
+                f" {format_seconds(fork_fifty)} = {fork_fifty / one_s:.2f}x one empty run"
+            )
     cpu = await _cpu_per_empty_run(100)
-    lines.append(f"CPU per empty fork-server run, all processes: {format_seconds(cpu)}"
-                 f" (so 50 runs need at least {format_seconds(cpu * 25)} on 2 cores)")
-    lines.append(f"CPU per binding call, all processes: {format_seconds(await _cpu_per_call(10, 100))}"
-                 " (runs of 100 sequential calls minus empty runs)")
+    lines.append(
+        f"CPU per empty fork-server run, all processes: {format_seconds(cpu)}"
+        f" (so 50 runs need at least {format_seconds(cpu * 25)} on 2 cores)"
+    )
+    lines.append(
+        f"CPU per binding call, all processes: {format_seconds(await _cpu_per_call(10, 100))}"
+        " (runs of 100 sequential calls minus empty runs)"
+    )
     return lines
 
 
@@ -251,6 +270,7 @@ def _cpu_seconds() -> float:
 
 async def _cpu_per_empty_run(runs: int) -> float:
     """CPU seconds of ``runs`` empty runs minus those of one, each on a fresh runtime closed afterwards."""
+
     async def session(count: int) -> float:
         before = _cpu_seconds()
         async with PythonSubprocessRuntime(start="fork-server") as runtime:
@@ -263,6 +283,7 @@ async def _cpu_per_empty_run(runs: int) -> float:
 
 async def _cpu_per_call(runs: int, calls: int) -> float:
     """CPU seconds per binding call, all processes: ``runs`` runs of ``calls`` sequential calls minus as many empty runs."""
+
     async def session(code: str) -> float:
         before = _cpu_seconds()
         async with PythonSubprocessRuntime(start="fork-server") as runtime:

@@ -294,10 +294,16 @@ def _parse_section() -> None:
         table = dict(rows)
         print()
         print("targets (compiled twin):")
-        print(f"  parse_json / json.loads                 = {ratio(table, 'parse_json compiled', 'json.loads')}  (target < 1)")
-        print(f"  parse_json / (json.loads + snapshot)    = {ratio(table, 'parse_json compiled', 'json.loads + snapshot_json')}")
+        print(
+            f"  parse_json / json.loads                 = {ratio(table, 'parse_json compiled', 'json.loads')}  (target < 1)"
+        )
+        print(
+            f"  parse_json / (json.loads + snapshot)    = {ratio(table, 'parse_json compiled', 'json.loads + snapshot_json')}"
+        )
         print(f"  parse_json / orjson.loads               = {ratio(table, 'parse_json compiled', 'orjson.loads')}")
-        print(f"  parse_json / msgspec.json.decode        = {ratio(table, 'parse_json compiled', 'msgspec.json.decode')}")
+        print(
+            f"  parse_json / msgspec.json.decode        = {ratio(table, 'parse_json compiled', 'msgspec.json.decode')}"
+        )
 
 
 def _render_rows(payload: Any) -> list[tuple[str, float | str]]:

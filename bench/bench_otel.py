@@ -56,7 +56,7 @@ COMPILED_SOURCES = ("_ext", "dsh_codegen/_schema_c.pxd")
 # this checkout, for ``bench``). With a call count it runs that many calls and exits (for callgrind);
 # without one it reads batch sizes from stdin and answers each with the seconds the batch took. Written
 # against names the base tree has too.
-WORKER = r'''
+WORKER = r"""
 import asyncio, gc, sys, time
 from bench.bench_registry import RAW, echo5_tool
 from dsh_codegen.registry import AbortController, ToolExecutionInput, ToolRegistry, ToolSuccess, parse_call_arguments
@@ -110,7 +110,7 @@ for line in sys.stdin:
     if exporter is not None:
         exporter.clear()
     print(elapsed, flush=True)
-'''
+"""
 
 BASE = "base: dsh execute"
 SEAM = "seam: dsh execute"
@@ -141,8 +141,11 @@ def trees(scratch: Path) -> tuple[dict[str, Path], dict[str, str]]:
     seam = _git("log", "-1", "--format=%H", "-S", "def on_execute", "--", "dsh_codegen/registry/_registry.py")
     if not seam:
         raise RuntimeError("no commit adds on_execute in this history")
-    revs = {"base": _git("rev-parse", "--short", f"{seam}^"), "seam": _git("rev-parse", "--short", seam),
-            "head": _git("rev-parse", "--short", "HEAD")}
+    revs = {
+        "base": _git("rev-parse", "--short", f"{seam}^"),
+        "seam": _git("rev-parse", "--short", seam),
+        "head": _git("rev-parse", "--short", "HEAD"),
+    }
     for key in ("base", "seam"):
         _export(revs[key], scratch / key)
     return {"base": scratch / "base", "seam": scratch / "seam", "head": ROOT}, revs
@@ -151,10 +154,14 @@ def trees(scratch: Path) -> tuple[dict[str, Path], dict[str, str]]:
 def _export(rev: str, tree: Path) -> None:
     """``rev``'s ``dsh_codegen`` in ``tree``, with compiled twins built from ``rev``'s sources."""
     tree.mkdir()
-    archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev, "dsh_codegen"], capture_output=True,
-                             check=True).stdout
+    archive = subprocess.run(
+        ["git", "-C", str(ROOT), "archive", rev, "dsh_codegen"], capture_output=True, check=True
+    ).stdout
     subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True)
-    if subprocess.run(["git", "-C", str(ROOT), "diff", "--quiet", rev, "HEAD", "--", *COMPILED_SOURCES]).returncode == 0:
+    if (
+        subprocess.run(["git", "-C", str(ROOT), "diff", "--quiet", rev, "HEAD", "--", *COMPILED_SOURCES]).returncode
+        == 0
+    ):
         built_dir = ROOT / "dsh_codegen"
     else:
         built_dir = _built_twins(rev)
@@ -175,8 +182,13 @@ def _built_twins(rev: str) -> Path:
         archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev], capture_output=True, check=True).stdout
         subprocess.run(["tar", "-x", "-C", scratch], input=archive, check=True)
         print(f"building the compiled twins of {rev} (once; kept in {kept})", file=sys.stderr)
-        subprocess.run([sys.executable, "setup.py", "-q", "build_ext", "--inplace"], cwd=scratch, check=True,
-                       env=dict(os.environ, DSH_CODEGEN_REQUIRE_EXTENSIONS="1"), capture_output=True)
+        subprocess.run(
+            [sys.executable, "setup.py", "-q", "build_ext", "--inplace"],
+            cwd=scratch,
+            check=True,
+            env=dict(os.environ, DSH_CODEGEN_REQUIRE_EXTENSIONS="1"),
+            capture_output=True,
+        )
         kept.mkdir(parents=True, exist_ok=True)
         for built in (Path(scratch) / "dsh_codegen").glob("_*_c.*.so"):
             shutil.copy2(built, kept / built.name)
@@ -197,8 +209,12 @@ def main() -> None:
             for name, key, variant in ROWS:
                 tree = paths[key]
                 workers[name] = subprocess.Popen(
-                    [sys.executable, "-c", WORKER, variant], cwd=tree, env=_env(tree),
-                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                    [sys.executable, "-c", WORKER, variant],
+                    cwd=tree,
+                    env=_env(tree),
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    text=True,
                 )
             samples: dict[str, list[float]] = {name: [] for name in workers}
             for _ in range(ROUNDS):
@@ -218,10 +234,14 @@ def main() -> None:
     print("-" * len(title))
     width = max(len(name) for name in timed)
     for name, value in timed.items():
-        print(f"  {name:<{width}}  {format_seconds(value):>10}  {value / timed[BASE]:6.3f}x base"
-              f"  {value / timed[PLAIN]:6.3f}x plain")
-    print(f"  base is {revs['base']} (before on_execute), seam {revs['seam']} (the commit adding it),"
-          f" this checkout {revs['head']}")
+        print(
+            f"  {name:<{width}}  {format_seconds(value):>10}  {value / timed[BASE]:6.3f}x base"
+            f"  {value / timed[PLAIN]:6.3f}x plain"
+        )
+    print(
+        f"  base is {revs['base']} (before on_execute), seam {revs['seam']} (the commit adding it),"
+        f" this checkout {revs['head']}"
+    )
 
 
 def callgrind(variants: list[str]) -> None:
@@ -235,16 +255,30 @@ def callgrind(variants: list[str]) -> None:
             totals = []
             for calls in (200, 1200):
                 done = subprocess.run(
-                    ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
-                     sys.executable, "-c", WORKER, variant, str(calls)],
-                    cwd=paths[key], env=_env(paths[key]), capture_output=True, text=True, check=True,
+                    [
+                        "valgrind",
+                        "--tool=callgrind",
+                        "--callgrind-out-file=/dev/null",
+                        sys.executable,
+                        "-c",
+                        WORKER,
+                        variant,
+                        str(calls),
+                    ],
+                    cwd=paths[key],
+                    env=_env(paths[key]),
+                    capture_output=True,
+                    text=True,
+                    check=True,
                 )
                 match = re.search(r"Collected : (\d+)", done.stderr)
                 assert match is not None, done.stderr[-2000:]
                 totals.append(int(match.group(1)))
             counts[name] = (totals[1] - totals[0]) / 1000
-    print(f"otel: instructions per call (callgrind; base {revs['base']}, seam {revs['seam']},"
-          f" this checkout {revs['head']})")
+    print(
+        f"otel: instructions per call (callgrind; base {revs['base']}, seam {revs['seam']},"
+        f" this checkout {revs['head']})"
+    )
     first = next(iter(counts.values()))
     for name, value in counts.items():
         print(f"  {name:<52} {value:>10,.0f}  {value / first:6.3f}x {next(iter(counts))}")

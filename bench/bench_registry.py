@@ -271,9 +271,7 @@ def _data_steps(registry: Any) -> Callable[[Any], Awaitable[Any]]:
     return steps
 
 
-def _openai_agents(
-    loop: asyncio.AbstractEventLoop, render: bool = False
-) -> Callable[[], Awaitable[Any]] | str:
+def _openai_agents(loop: asyncio.AbstractEventLoop, render: bool = False) -> Callable[[], Awaitable[Any]] | str:
     """The peer's call; with ``render``, followed by its run loop's output item for the value."""
     try:
         from agents import function_tool, set_tracing_disabled
@@ -315,9 +313,7 @@ def _openai_agents(
     return rendered
 
 
-def _pydantic_ai(
-    loop: asyncio.AbstractEventLoop, render: bool = False
-) -> Callable[[], Awaitable[Any]] | str:
+def _pydantic_ai(loop: asyncio.AbstractEventLoop, render: bool = False) -> Callable[[], Awaitable[Any]] | str:
     """The peer's call; with ``render``, followed by its ``ToolReturnPart``'s model-facing text."""
     try:
         from pydantic_ai import RunContext
@@ -391,7 +387,11 @@ def main() -> None:
         loop.close()
     rows: list[tuple[str, float | str]] = [(name, value) for name, value in timed.items()]
     rows.extend(missing.items())
-    print(ratio_table("registry: per-call time, trivial 5-property tool (median, round-robin)", rows, baseline="bare body"))
+    print(
+        ratio_table(
+            "registry: per-call time, trivial 5-property tool (median, round-robin)", rows, baseline="bare body"
+        )
+    )
     for peer, _make, _render in PEERS:
         if peer in timed:
             for ours in ("dsh execute", "dsh execute + 5 hooks", STEPS):

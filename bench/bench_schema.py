@@ -134,8 +134,11 @@ def _catalog_tables(catalog: list[Any], args: list[Any], label: str = "catalog")
     n_valid = sum(len(e["valid"]) for e in args)
     n_invalid = sum(len(e["invalid"]) for e in args)
     return [
-        ratio_table(f"is_valid per call, {label} of {len(catalog)} tools, {n_valid} valid argument sets", valid_rows,
-                    baseline=BASELINE),
+        ratio_table(
+            f"is_valid per call, {label} of {len(catalog)} tools, {n_valid} valid argument sets",
+            valid_rows,
+            baseline=BASELINE,
+        ),
         ratio_table(f"is_valid per call, {label}, {n_invalid} invalid argument sets", invalid_rows, baseline=BASELINE),
     ]
 
@@ -144,26 +147,44 @@ def _violations_table(catalog: list[Any], args: list[Any], label: str = "catalog
     rows: list[tuple[str, float | str]] = []
     if _schema_c is not None:
         ours = [_ours_compiled(tool["parameters"]) for tool in catalog]
-        rows.append(("ours (compiled) violations()", _per_call(
-            [(v.violations, a) for v, e in zip(ours, args) for a in e["invalid"]])))
-        rows.append(("ours (compiled) validate_args()", _per_call(
-            [(v.validate_args, a) for v, e in zip(ours, args) for a in e["invalid"]])))
+        rows.append(
+            (
+                "ours (compiled) violations()",
+                _per_call([(v.violations, a) for v, e in zip(ours, args) for a in e["invalid"]]),
+            )
+        )
+        rows.append(
+            (
+                "ours (compiled) validate_args()",
+                _per_call([(v.validate_args, a) for v, e in zip(ours, args) for a in e["invalid"]]),
+            )
+        )
     pure = [_ours_pure(tool["parameters"]) for tool in catalog]
-    rows.append(("ours (pure) violations()", _per_call(
-        [(v.violations, a) for v, e in zip(pure, args) for a in e["invalid"]])))
+    rows.append(
+        ("ours (pure) violations()", _per_call([(v.violations, a) for v, e in zip(pure, args) for a in e["invalid"]]))
+    )
     if jsonschema_rs is not None:
         rs = [jsonschema_rs.validator_for(tool["parameters"]) for tool in catalog]
         rows.append((BASELINE, _per_call([(v.is_valid, a) for v, e in zip(rs, args) for a in e["invalid"]])))
-        rows.append(("jsonschema-rs iter_errors()", _per_call(
-            [(lambda a, v=v: list(v.iter_errors(a)), a) for v, e in zip(rs, args) for a in e["invalid"]])))
+        rows.append(
+            (
+                "jsonschema-rs iter_errors()",
+                _per_call([(lambda a, v=v: list(v.iter_errors(a)), a) for v, e in zip(rs, args) for a in e["invalid"]]),
+            )
+        )
     else:
         rows.append((BASELINE, "not installed"))
     if jsonschema is not None:
         js = [jsonschema.Draft202012Validator(tool["parameters"]) for tool in catalog]
-        rows.append(("jsonschema iter_errors()", _per_call(
-            [(lambda a, v=v: list(v.iter_errors(a)), a) for v, e in zip(js, args) for a in e["invalid"]])))
-    return ratio_table(f"violations on {label} invalid argument sets (baseline: jsonschema-rs is_valid)", rows,
-                       baseline=BASELINE)
+        rows.append(
+            (
+                "jsonschema iter_errors()",
+                _per_call([(lambda a, v=v: list(v.iter_errors(a)), a) for v, e in zip(js, args) for a in e["invalid"]]),
+            )
+        )
+    return ratio_table(
+        f"violations on {label} invalid argument sets (baseline: jsonschema-rs is_valid)", rows, baseline=BASELINE
+    )
 
 
 def _compile_table(catalog: list[Any], label: str = "catalog") -> str:
@@ -176,19 +197,36 @@ def _compile_table(catalog: list[Any], label: str = "catalog") -> str:
     if jsonschema_rs is not None:
         rows.append((BASELINE, median_time(lambda: [jsonschema_rs.validator_for(s) for s in schemas]) / len(schemas)))
     if fastjsonschema is not None:
-        rows.append(("fastjsonschema", median_time(lambda: [fastjsonschema.compile(s, use_default=False) for s in schemas],
-                                                   repeat=3) / len(schemas)))
+        rows.append(
+            (
+                "fastjsonschema",
+                median_time(lambda: [fastjsonschema.compile(s, use_default=False) for s in schemas], repeat=3)
+                / len(schemas),
+            )
+        )
     if jsonschema is not None:
-        rows.append(("jsonschema (construct + check_schema)", median_time(
-            lambda: [(jsonschema.Draft202012Validator.check_schema(s), jsonschema.Draft202012Validator(s))
-                     for s in schemas]) / len(schemas)))
+        rows.append(
+            (
+                "jsonschema (construct + check_schema)",
+                median_time(
+                    lambda: [
+                        (jsonschema.Draft202012Validator.check_schema(s), jsonschema.Draft202012Validator(s))
+                        for s in schemas
+                    ]
+                )
+                / len(schemas),
+            )
+        )
     return ratio_table(f"compile per schema, {label} of {len(schemas)} tools", rows, baseline=BASELINE)
 
 
 def _wide(n: int) -> tuple[dict[str, Any], dict[str, Any]]:
     kinds = [{"type": "integer"}, {"type": "string"}, {"type": "boolean"}, {"type": "number"}]
-    schema = {"type": "object", "properties": {f"p{i}": kinds[i % 4] for i in range(n)},
-              "required": [f"p{i}" for i in range(0, n, 3)]}
+    schema = {
+        "type": "object",
+        "properties": {f"p{i}": kinds[i % 4] for i in range(n)},
+        "required": [f"p{i}" for i in range(0, n, 3)],
+    }
     samples = [7, "text", True, 2.5]
     value = {f"p{i}": samples[i % 4] for i in range(n)}
     return schema, value
@@ -204,10 +242,17 @@ def _wide_table(n: int) -> str:
         is_valid = factory(schema)
         assert is_valid(value), name
         rows.append((name, median_time(lambda: is_valid(value))))
-    compile_rows = [(name, median_time(lambda factory=factory: factory(schema), repeat=3, min_sample_s=0.02))
-                    for name, factory in _peers().items() if not isinstance(factory, str)]
-    return "\n\n".join([ratio_table(f"is_valid on a {n:,}-property object", rows, baseline=BASELINE),
-                         ratio_table(f"compile a {n:,}-property object", compile_rows, baseline=BASELINE)])
+    compile_rows = [
+        (name, median_time(lambda factory=factory: factory(schema), repeat=3, min_sample_s=0.02))
+        for name, factory in _peers().items()
+        if not isinstance(factory, str)
+    ]
+    return "\n\n".join(
+        [
+            ratio_table(f"is_valid on a {n:,}-property object", rows, baseline=BASELINE),
+            ratio_table(f"compile a {n:,}-property object", compile_rows, baseline=BASELINE),
+        ]
+    )
 
 
 _PROBE = r"""
@@ -267,8 +312,13 @@ for depth in depths:
 def _deep_probe(peer: str) -> tuple[str, int]:
     """(finding, deepest depth that worked) for one peer, in a separate process."""
     try:
-        proc = subprocess.run([sys.executable, "-c", _PROBE, peer, json.dumps(DEEP_DEPTHS)],
-                              capture_output=True, text=True, timeout=300, check=False)
+        proc = subprocess.run(
+            [sys.executable, "-c", _PROBE, peer, json.dumps(DEEP_DEPTHS)],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
     except subprocess.TimeoutExpired:
         return "timed out", 0
     lines = proc.stdout.split()
@@ -316,7 +366,9 @@ def _deep_tables() -> list[str]:
                 is_valid = factory(schema)
                 assert is_valid(value)
                 timing.append((name, median_time(lambda: is_valid(value), repeat=3, min_sample_s=0.02)))
-                compiling.append((name, median_time(lambda factory=factory: factory(schema), repeat=3, min_sample_s=0.02)))
+                compiling.append(
+                    (name, median_time(lambda factory=factory: factory(schema), repeat=3, min_sample_s=0.02))
+                )
             except BaseException as exc:  # RecursionError and friends: that is the finding
                 if isinstance(exc, KeyboardInterrupt):
                     raise
@@ -363,34 +415,58 @@ def _paired_table(catalog: list[Any], args: list[Any], label: str = "catalog") -
     wide_ours = _ours_compiled(schema).is_valid
     wide_rs = jsonschema_rs.validator_for(schema).is_valid
     schemas = [tool["parameters"] for tool in catalog]
-    wide_rows = [] if label != "catalog" else [
-        ("is_valid, 10,000-property object (target <= 1.0)",
-         _paired_ratio(lambda: wide_ours(value), lambda: wide_rs(value))),
-    ]
+    wide_rows = (
+        []
+        if label != "catalog"
+        else [
+            (
+                "is_valid, 10,000-property object (target <= 1.0)",
+                _paired_ratio(lambda: wide_ours(value), lambda: wide_rs(value)),
+            ),
+        ]
+    )
     rows = [
-        ("is_valid, valid sets (target <= 1.0)",
-         _paired_ratio(loop(calls(ours, "is_valid", "valid")), loop(calls(rs, "is_valid", "valid")))),
-        ("is_valid, invalid sets (target <= 1.0)",
-         _paired_ratio(loop(calls(ours, "is_valid", "invalid")), loop(calls(rs, "is_valid", "invalid")))),
+        (
+            "is_valid, valid sets (target <= 1.0)",
+            _paired_ratio(loop(calls(ours, "is_valid", "valid")), loop(calls(rs, "is_valid", "valid"))),
+        ),
+        (
+            "is_valid, invalid sets (target <= 1.0)",
+            _paired_ratio(loop(calls(ours, "is_valid", "invalid")), loop(calls(rs, "is_valid", "invalid"))),
+        ),
         *wide_rows,
-        ("violations() vs rs is_valid, invalid sets (target <= 3.0)",
-         _paired_ratio(loop(calls(ours, "violations", "invalid")), loop(calls(rs, "is_valid", "invalid")))),
-        ("validate_args() vs rs is_valid, invalid sets (target <= 3.0)",
-         _paired_ratio(loop(calls(ours, "validate_args", "invalid")), loop(calls(rs, "is_valid", "invalid")))),
-        ("violations() vs rs iter_errors(), invalid sets",
-         _paired_ratio(loop(calls(ours, "violations", "invalid")),
-                       loop([(lambda a, v=v: list(v.iter_errors(a)), a) for v, e in zip(rs, args)
-                             for a in e["invalid"]]))),
-        ("compile (target <= 1.0)",
-         _paired_ratio(lambda: [_ours_compiled(s) for s in schemas],
-                       lambda: [jsonschema_rs.validator_for(s) for s in schemas])),
+        (
+            "violations() vs rs is_valid, invalid sets (target <= 3.0)",
+            _paired_ratio(loop(calls(ours, "violations", "invalid")), loop(calls(rs, "is_valid", "invalid"))),
+        ),
+        (
+            "validate_args() vs rs is_valid, invalid sets (target <= 3.0)",
+            _paired_ratio(loop(calls(ours, "validate_args", "invalid")), loop(calls(rs, "is_valid", "invalid"))),
+        ),
+        (
+            "violations() vs rs iter_errors(), invalid sets",
+            _paired_ratio(
+                loop(calls(ours, "violations", "invalid")),
+                loop([(lambda a, v=v: list(v.iter_errors(a)), a) for v, e in zip(rs, args) for a in e["invalid"]]),
+            ),
+        ),
+        (
+            "compile (target <= 1.0)",
+            _paired_ratio(
+                lambda: [_ours_compiled(s) for s in schemas], lambda: [jsonschema_rs.validator_for(s) for s in schemas]
+            ),
+        ),
         # The row above compiles the same schemas pass after pass, so from the second pass on
         # Python's re cache hands us every compiled pattern, while jsonschema-rs builds its
         # regexes again each time. Emptying that cache before each pass (both sides, so the
         # sampling stays the same) makes every pass pay what a process's first compile pays.
-        ("compile, re cache emptied before each pass",
-         _paired_ratio(lambda: (re.purge(), [_ours_compiled(s) for s in schemas]),
-                       lambda: (re.purge(), [jsonschema_rs.validator_for(s) for s in schemas]))),
+        (
+            "compile, re cache emptied before each pass",
+            _paired_ratio(
+                lambda: (re.purge(), [_ours_compiled(s) for s in schemas]),
+                lambda: (re.purge(), [jsonschema_rs.validator_for(s) for s in schemas]),
+            ),
+        ),
     ]
     width = max(len(name) for name, _ in rows)
     return "\n".join([title, "-" * len(title)] + [f"  {name:<{width}}  {ratio:6.3f}x" for name, ratio in rows])

@@ -42,8 +42,11 @@ def wide_any_enum(n: int) -> dict[str, Any]:
 
 
 def wide_dialect_properties(n: int) -> dict[str, Any]:
-    return {"type": "object", "properties": {f"p{i}": {"type": ["integer", "null"], "minimum": 0} for i in range(n)},
-            "additionalProperties": False}
+    return {
+        "type": "object",
+        "properties": {f"p{i}": {"type": ["integer", "null"], "minimum": 0} for i in range(n)},
+        "additionalProperties": False,
+    }
 
 
 def deep_refs(n: int) -> dict[str, Any]:
@@ -86,10 +89,14 @@ def best_pair(build: Callable[[int], Any], n: int, rounds: int = 5) -> tuple[flo
 
 
 def main() -> None:
-    print(f"compile time at 2n against n, the lowest of three pairs (a busy neighbour spoils one pair; a "
-          f"quadratic step is over in every one): linear ~2x, quadratic ~4x; marked over {BOUND}x")
+    print(
+        f"compile time at 2n against n, the lowest of three pairs (a busy neighbour spoils one pair; a "
+        f"quadratic step is over in every one): linear ~2x, quadratic ~4x; marked over {BOUND}x"
+    )
     for build, n in CASES:
         small, large = min((best_pair(build, n) for _ in range(3)), key=lambda pair: pair[1] / pair[0])
         mark = "  <-- over the bound" if large > BOUND * small else ""
-        print(f"  {build.__name__:<24} n={n:>7,}  {small * 1e3:8.1f} ms  2n {large * 1e3:8.1f} ms"
-              f"  {large / small:5.2f}x{mark}")
+        print(
+            f"  {build.__name__:<24} n={n:>7,}  {small * 1e3:8.1f} ms  2n {large * 1e3:8.1f} ms"
+            f"  {large / small:5.2f}x{mark}"
+        )

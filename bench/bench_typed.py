@@ -105,8 +105,8 @@ def _decorate_runners() -> dict[str, Callable[[], None]]:
     try:
         from agents import function_tool
 
-        runners["openai-agents function_tool"] = (
-            lambda: [function_tool(wide, strict_mode=False) for _ in range(BATCH)] and None
+        runners["openai-agents function_tool"] = lambda: (
+            [function_tool(wide, strict_mode=False) for _ in range(BATCH)] and None
         )
     except ImportError as exc:  # pragma: no cover - optional peer
         print(f"  openai-agents: not installed ({exc.name})")
@@ -178,7 +178,11 @@ def _batch(loop: asyncio.AbstractEventLoop, one: Callable[[], Awaitable[Any]]) -
 
 def main() -> None:
     decorate = {name: value / BATCH for name, value in _round_robin(_decorate_runners(), rounds=15).items()}
-    print(ratio_table("typed: decorate the wide signature (median, round-robin)", list(decorate.items()), baseline="dsh @tool"))
+    print(
+        ratio_table(
+            "typed: decorate the wide signature (median, round-robin)", list(decorate.items()), baseline="dsh @tool"
+        )
+    )
     loop = asyncio.new_event_loop()
     try:
         runners = {"dsh @tool execute": _batch(loop, _dsh_call(loop))}
@@ -192,8 +196,13 @@ def main() -> None:
         calls = {name: value / BATCH for name, value in _round_robin(runners, rounds=41).items()}
     finally:
         loop.close()
-    print(ratio_table("typed: one call of the wide tool from raw text (median, round-robin)", list(calls.items()),
-                      baseline="dsh @tool execute"))
+    print(
+        ratio_table(
+            "typed: one call of the wide tool from raw text (median, round-robin)",
+            list(calls.items()),
+            baseline="dsh @tool execute",
+        )
+    )
 
 
 if __name__ == "__main__":

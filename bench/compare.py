@@ -47,9 +47,7 @@ def read_rows(text: str) -> dict[tuple[str, str], float]:
 
 
 def _run(tree: Path, area: str, python: str) -> dict[tuple[str, str], float]:
-    done = subprocess.run(
-        [python, "-m", "bench", area], cwd=tree, capture_output=True, text=True, check=False
-    )
+    done = subprocess.run([python, "-m", "bench", area], cwd=tree, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         raise SystemExit(f"{tree}: python -m bench {area} exited {done.returncode}:\n{done.stderr[-2000:]}")
     return read_rows(done.stdout)

@@ -160,7 +160,9 @@ async def _run_code_mode() -> None:
                 print(f"--- prompt section {section.id} (order {section.order}) ---")
                 print(section.text)
         calls = [
-            ToolCall("call_6", "run_code", {"code": _PROGRAM, "description": "Read two files, try a delete and a search"}),
+            ToolCall(
+                "call_6", "run_code", {"code": _PROGRAM, "description": "Read two files, try a delete and a search"}
+            ),
             ToolCall("call_7", "read_file", '{"path": "/etc/motd"}'),
         ]
         results = await execute_tool_calls(

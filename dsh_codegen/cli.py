@@ -159,7 +159,9 @@ def _build_parser() -> argparse.ArgumentParser:
 
     def add_source(sub: argparse.ArgumentParser) -> None:
         source = sub.add_mutually_exclusive_group(required=True)
-        source.add_argument("--catalog", metavar="FILE.json", help="a JSON list of {name, description, parameters, output_schema}")
+        source.add_argument(
+            "--catalog", metavar="FILE.json", help="a JSON list of {name, description, parameters, output_schema}"
+        )
         source.add_argument(
             "--registry",
             metavar="MODULE:ATTR",
@@ -193,10 +195,14 @@ def _build_parser() -> argparse.ArgumentParser:
         )
 
     sdk = commands.add_parser(
-        "sdk", help="write a typed SDK file (TypeScript or Python) for a tool catalog", epilog=_EPILOG,
+        "sdk",
+        help="write a typed SDK file (TypeScript or Python) for a tool catalog",
+        epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    sdk.add_argument("--lang", required=True, choices=("ts", "py"), help="ts: TypeScript declarations; py: Python TypedDicts")
+    sdk.add_argument(
+        "--lang", required=True, choices=("ts", "py"), help="ts: TypeScript declarations; py: Python TypedDicts"
+    )
     sdk.add_argument(
         "--strict",
         action="store_true",
@@ -204,17 +210,23 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     add_source(sdk)
     catalog = commands.add_parser(
-        "catalog", help="write a Markdown tool catalog", epilog=_EPILOG,
+        "catalog",
+        help="write a Markdown tool catalog",
+        epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_source(catalog)
     check = commands.add_parser(
-        "check-schema", help="check that a JSON schema file is inside the supported subset", epilog=_EPILOG,
+        "check-schema",
+        help="check that a JSON schema file is inside the supported subset",
+        epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     check.add_argument("file", metavar="FILE", help="a JSON file holding one schema")
     validate = commands.add_parser(
-        "validate", help="validate a JSON data file against a schema file", epilog=_EPILOG,
+        "validate",
+        help="validate a JSON data file against a schema file",
+        epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     validate.add_argument("--schema", required=True, metavar="FILE", help="a JSON file holding one schema")

@@ -22,7 +22,16 @@ from typing import Any
 
 import pytest
 
-__all__ = ["RecordingApprovals", "async_test", "compiled_twin", "import_file", "render_text", "require_compiled_twin", "run_in_session", "session_process"]
+__all__ = [
+    "RecordingApprovals",
+    "async_test",
+    "compiled_twin",
+    "import_file",
+    "render_text",
+    "require_compiled_twin",
+    "run_in_session",
+    "session_process",
+]
 
 #: Seconds a process group gets between SIGTERM and SIGKILL.
 STOP_GRACE = 5.0

@@ -154,8 +154,6 @@ async def _resume(work: Path, decision: str) -> None:
     (work / "results.json").write_text(json.dumps(results_json(results)))
 
 
-
-
 # -- Code Mode: the same tools, called by one run_code program --------------------------------------
 
 PROGRAM = """

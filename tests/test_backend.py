@@ -77,7 +77,6 @@ def test_each_compiled_module_can_be_the_first_import(name: str) -> None:
     assert done.stdout.strip() == "dsh_codegen.registry._registry"  # one pipeline source, never patched in
 
 
-
 #: The one module of each layer that may import a compiled twin (and ``_backend``, which loads them).
 SELECTORS = {"dsh_codegen/_backend.py", "dsh_codegen/json/_json.py", "dsh_codegen/schema/_validator.py"}
 
@@ -101,7 +100,10 @@ def test_no_module_but_the_selectors_asks_which_twin_runs() -> None:
         str(path.relative_to(package.parent))
         for path in package.rglob("*.py")
         if path.name != "_backend.py"
-        and re.search(r"__name__ *== *[\"']dsh_codegen\.|import_module\([\"']dsh_codegen\.\w+_c[\"']", path.read_text(encoding="utf-8"))
+        and re.search(
+            r"__name__ *== *[\"']dsh_codegen\.|import_module\([\"']dsh_codegen\.\w+_c[\"']",
+            path.read_text(encoding="utf-8"),
+        )
     )
     assert askers == [], askers
 
@@ -165,8 +167,9 @@ def _probe(site: Path, *, pure: bool = False) -> dict[str, object]:
     if pure:
         env["DSH_CODEGEN_PURE_PYTHON"] = "1"
     # -S: no site-packages, so the editable install's finder cannot supply the checkout's modules.
-    done = subprocess.run([sys.executable, "-S", "-c", _PROBE, str(site)], capture_output=True, text=True, env=env,
-                          timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-S", "-c", _PROBE, str(site)], capture_output=True, text=True, env=env, timeout=60
+    )
     assert done.returncode == 0, done.stderr
     result: dict[str, object] = json.loads(done.stdout)
     return result
@@ -194,8 +197,10 @@ def test_a_missing_extension_warns_once_with_the_reason_and_the_fix(tmp_path: Pa
     assert category == "RuntimeWarning"
     python = f"{sys.implementation.name} {sys.version_info.major}.{sys.version_info.minor}"
     modules = ", ".join(f"dsh_codegen.{name}" for name in _backend.COMPILED_MODULES)
-    assert message.startswith(f"dsh_codegen: the compiled extension is not built for {python} (missing: {modules}); "
-                              "running the pure-Python twin")
+    assert message.startswith(
+        f"dsh_codegen: the compiled extension is not built for {python} (missing: {modules}); "
+        "running the pure-Python twin"
+    )
     assert "make setup" in message and "pip install" in message and "DSH_CODEGEN_PURE_PYTHON=1" in message
 
 
@@ -232,8 +237,14 @@ def test_the_warning_reaches_a_user_once_with_default_filters(tmp_path: Path) ->
     site = _package_copy(tmp_path, {})
     env = {k: v for k, v in os.environ.items() if k not in {"DSH_CODEGEN_PURE_PYTHON", "PYTHONWARNINGS"}}
     env["PYTHONPATH"] = str(site)
-    done = subprocess.run([sys.executable, "-S", "-m", "dsh_codegen", "--version"], capture_output=True, text=True,
-                          env=env, cwd=tmp_path, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-S", "-m", "dsh_codegen", "--version"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=60,
+    )
     assert done.returncode == 0, done.stderr
     assert "(backend: pure; " in done.stdout
     assert done.stderr.count("RuntimeWarning: dsh_codegen: the compiled extension is not built") == 1, done.stderr

@@ -189,8 +189,9 @@ def test_an_integer_too_long_to_convert_is_an_input_error(schema: Path) -> None:
     assert done.stderr.decode().startswith("dsh-codegen: error: <stdin>: invalid JSON: Exceeds the limit")
 
 
-def test_a_closed_stdin_is_an_input_error(schema: Path, monkeypatch: pytest.MonkeyPatch,
-                                          capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_closed_stdin_is_an_input_error(
+    schema: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     from dsh_codegen.cli import main
 
     monkeypatch.setattr(sys, "stdin", None)
@@ -208,8 +209,9 @@ def _with_closed_stdout(*argv: str, env: dict[str, str] | None = None) -> subpro
     command = [sys.executable, "-m", "dsh_codegen", *argv]
     try:
         # `demo` starts Code Mode program processes: a timeout stops them too (session_process)
-        with session_process(command, stdin=subprocess.DEVNULL, stdout=write_end, stderr=subprocess.PIPE,
-                             env=env or _env()) as process:
+        with session_process(
+            command, stdin=subprocess.DEVNULL, stdout=write_end, stderr=subprocess.PIPE, env=env or _env()
+        ) as process:
             _, stderr = process.communicate(timeout=TIMEOUT)
         return subprocess.CompletedProcess(command, process.returncode, None, stderr)
     finally:
@@ -240,7 +242,9 @@ def test_demo_into_head() -> None:
     # it demonstrates, long after head has left.
     with session_process(
         [sys.executable, "-m", "dsh_codegen", "demo"],
-        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         env={**_env(), "PYTHONUNBUFFERED": "1"},
     ) as demo:  # a timeout below stops the demo and its program processes
         assert demo.stdout is not None and demo.stderr is not None
@@ -269,7 +273,9 @@ def test_version_names_the_package_the_backend_and_the_python() -> None:
     assert done.stdout.decode() == expected
     pure = subprocess.run(
         [sys.executable, "-m", "dsh_codegen", "--version"],
-        capture_output=True, env={**_env(), "DSH_CODEGEN_PURE_PYTHON": "1"}, timeout=TIMEOUT,
+        capture_output=True,
+        env={**_env(), "DSH_CODEGEN_PURE_PYTHON": "1"},
+        timeout=TIMEOUT,
     )
     assert "(backend: pure; " in pure.stdout.decode() and pure.stderr == b""
 
@@ -294,8 +300,15 @@ with open(out, "w", encoding="utf-8") as handle:
 """
 
 # Loaded only for --mcp or serving: an sdk run from a file needs none of them.
-_NOT_FOR_SDK = ("dsh_codegen.adapters._mcp_serve", "dsh_codegen.adapters._mcp_import", "dsh_codegen.registry",
-                "mcp", "asyncio", "black", "libcst")
+_NOT_FOR_SDK = (
+    "dsh_codegen.adapters._mcp_serve",
+    "dsh_codegen.adapters._mcp_import",
+    "dsh_codegen.registry",
+    "mcp",
+    "asyncio",
+    "black",
+    "libcst",
+)
 # Loaded only to convert a foreign tool list (OpenAI, Anthropic, MCP): our own catalog format needs none of them
 # (the schema layer is loaded either way: `sdk` checks every schema it renders).
 _FOREIGN_ONLY = ("dsh_codegen.adapters._formats", "dsh_codegen.adapters._lowering", "dsh_codegen.adapters._strict")
@@ -304,18 +317,36 @@ _FOREIGN_ONLY = ("dsh_codegen.adapters._formats", "dsh_codegen.adapters._lowerin
 @pytest.mark.once
 @pytest.mark.parametrize("lang", ["ts", "py"])
 @pytest.mark.parametrize("document", ["catalog", "openai"])
-def test_sdk_from_a_catalog_file_imports_no_mcp_server_and_no_formatter(tmp_path: Path, lang: str, document: str) -> None:
-    tool = {"name": "get_sum", "description": "Add.", "parameters": {
-        "type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]}}
+def test_sdk_from_a_catalog_file_imports_no_mcp_server_and_no_formatter(
+    tmp_path: Path, lang: str, document: str
+) -> None:
+    tool = {
+        "name": "get_sum",
+        "description": "Add.",
+        "parameters": {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]},
+    }
     if document == "openai":
         tool = {"type": "function", "function": tool}
     catalog = tmp_path / "catalog.json"
     catalog.write_text(json.dumps([tool]), encoding="utf-8")
     report = tmp_path / "modules.json"
     done = subprocess.run(
-        [sys.executable, "-c", _MODULES_AT_EXIT, str(report), "sdk", "--catalog", str(catalog), "--lang", lang,
-         "-o", str(tmp_path / f"tools.{lang}")],
-        capture_output=True, env=_env(), timeout=TIMEOUT,
+        [
+            sys.executable,
+            "-c",
+            _MODULES_AT_EXIT,
+            str(report),
+            "sdk",
+            "--catalog",
+            str(catalog),
+            "--lang",
+            lang,
+            "-o",
+            str(tmp_path / f"tools.{lang}"),
+        ],
+        capture_output=True,
+        env=_env(),
+        timeout=TIMEOUT,
     )
     assert done.returncode == 0, done.stderr.decode()[-3000:]
     seen = json.loads(report.read_text(encoding="utf-8"))

@@ -66,8 +66,13 @@ def test_an_exception_in_the_block_stops_the_group(tmp_path: Path) -> None:
 
 
 def test_a_finished_command_is_reported_like_subprocess_run() -> None:
-    done = run_in_session([sys.executable, "-c", "import sys; print(sys.stdin.read()[::-1]); sys.exit(3)"],
-                          timeout=60, input="abc", text=True, env={**os.environ, "PYTHONIOENCODING": "utf-8"})
+    done = run_in_session(
+        [sys.executable, "-c", "import sys; print(sys.stdin.read()[::-1]); sys.exit(3)"],
+        timeout=60,
+        input="abc",
+        text=True,
+        env={**os.environ, "PYTHONIOENCODING": "utf-8"},
+    )
     assert (done.returncode, done.stdout, done.stderr) == (3, "cba\n", "")
 
 

@@ -21,7 +21,13 @@ from dsh_codegen.codegen import CatalogError, ToolSchemaEntry, catalog_from_json
 if TYPE_CHECKING:
     from dsh_codegen.adapters._formats import ToolNote, ToolSchema
 
-__all__ = ["CatalogFormat", "catalog_from_mcp_command", "detect_catalog_format", "load_catalog_document", "load_catalog_file"]
+__all__ = [
+    "CatalogFormat",
+    "catalog_from_mcp_command",
+    "detect_catalog_format",
+    "load_catalog_document",
+    "load_catalog_file",
+]
 
 CatalogFormat = Literal["auto", "catalog", "mcp", "openai", "anthropic"]
 _FORMATS: tuple[str, ...] = ("auto", "catalog", "mcp", "openai", "anthropic")
@@ -191,7 +197,10 @@ async def catalog_from_mcp_command(
 
     source = "--mcp " + shlex.join(argv)
     params = StdioServerParameters(
-        command=argv[0], args=list(argv[1:]), env=None if env is None else dict(env), cwd=None if cwd is None else Path(cwd)
+        command=argv[0],
+        args=list(argv[1:]),
+        env=None if env is None else dict(env),
+        cwd=None if cwd is None else Path(cwd),
     )
     answered = False
     try:

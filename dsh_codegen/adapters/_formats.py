@@ -59,8 +59,11 @@ def _fields(schema: object) -> tuple[str, str, Any, Any]:
         raise ValueError(f"a tool schema needs a non-empty string name, got {name!r}")
     if not isinstance(description, str):
         raise ValueError(f'tool "{name}": description must be a string')
-    return name, description, snapshot_json(parameters, freeze=False), (
-        None if output is None else snapshot_json(output, freeze=False)
+    return (
+        name,
+        description,
+        snapshot_json(parameters, freeze=False),
+        (None if output is None else snapshot_json(output, freeze=False)),
     )
 
 
@@ -219,7 +222,7 @@ def from_anthropic_tools(tools: Iterable[object], *, notes: list[ToolNote] | Non
         where = f"tools[{index}]"
         entry = _entry(item, where)
         if entry.get("type") not in (None, "custom"):
-            raise ValueError(f'{where}.type is {entry.get("type")!r}; only custom tools (with an input_schema) convert')
+            raise ValueError(f"{where}.type is {entry.get('type')!r}; only custom tools (with an input_schema) convert")
         name, description = _name_and_description(entry, where)
         if "input_schema" not in entry:
             raise ValueError(f"{where}.input_schema is required")

@@ -40,9 +40,7 @@ _ALL_INSTANCE_KEYWORDS: Final = ("anyOf", "oneOf", "allOf", "$ref", "not", "if",
 #: (``ANNOTATION_KEYWORDS``: they never constrain a value, and ``$defs``, ``$id`` and ``$schema`` keep
 #: their place), except ``discriminator``, which annotates the ``oneOf``/``anyOf`` beside it.
 _ANNOTATIONS: Final = ANNOTATION_KEYWORDS - {"discriminator"}
-_DRAFT_04_URIS: Final = frozenset(
-    {"http://json-schema.org/draft-04/schema", "http://json-schema.org/draft-04/schema#"}
-)
+_DRAFT_04_URIS: Final = frozenset({"http://json-schema.org/draft-04/schema", "http://json-schema.org/draft-04/schema#"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,7 +131,9 @@ def _lower_node(
     where = _where(path)
     if not path and node.get("$schema") in _DRAFT_04_URIS:
         del node["$schema"]
-        notes.append(SchemaNote(path, "$schema", f"{where}.$schema: the draft-04 URI was dropped (the result is 2020-12)"))
+        notes.append(
+            SchemaNote(path, "$schema", f"{where}.$schema: the draft-04 URI was dropped (the result is 2020-12)")
+        )
     for bound, exclusive in (("minimum", "exclusiveMinimum"), ("maximum", "exclusiveMaximum")):
         flag = node.get(exclusive)
         if type(flag) is not bool:
@@ -151,7 +151,9 @@ def _lower_node(
             _replace_key(node, bound, exclusive, node[bound])
             notes.append(
                 SchemaNote(
-                    path, exclusive, f"{where}.{exclusive}: draft-04 {exclusive}: true with {bound} became {exclusive}: {_dump(node[exclusive])}"
+                    path,
+                    exclusive,
+                    f"{where}.{exclusive}: draft-04 {exclusive}: true with {bound} became {exclusive}: {_dump(node[exclusive])}",
                 )
             )
         else:
@@ -165,7 +167,11 @@ def _lower_node(
     elif "additionalItems" in node and "prefixItems" not in node and not isinstance(items, list):
         # Without an array-form items, draft-07 additionalItems has no effect.
         del node["additionalItems"]
-        notes.append(SchemaNote(path, "additionalItems", f"{where}.additionalItems: dropped (it has no effect without array-form items)"))
+        notes.append(
+            SchemaNote(
+                path, "additionalItems", f"{where}.additionalItems: dropped (it has no effect without array-form items)"
+            )
+        )
     if "nullable" in node:
         return _lower_nullable(node, path, notes, problems)
     return node
@@ -182,14 +188,16 @@ def _replace_key(node: dict[str, Any], old: str, new: str, value: Any) -> None:
             node[key] = current
 
 
-def _lower_dependencies(
-    node: dict[str, Any], path: Path, notes: list[SchemaNote], problems: list[Violation]
-) -> None:
+def _lower_dependencies(node: dict[str, Any], path: Path, notes: list[SchemaNote], problems: list[Violation]) -> None:
     where = _where(path)
     dependencies = node["dependencies"]
     if not isinstance(dependencies, dict):
         problems.append(
-            Violation((*path, "dependencies"), "dependencies", f"{where}.dependencies must be an object (draft-07 dependencies)")
+            Violation(
+                (*path, "dependencies"),
+                "dependencies",
+                f"{where}.dependencies must be an object (draft-07 dependencies)",
+            )
         )
         return
     required: dict[str, list[Any]] = {}
@@ -200,8 +208,10 @@ def _lower_dependencies(
             required[name] = value
         elif value is True or value == {}:
             continue  # always satisfied
-        elif isinstance(value, dict) and set(value) - set(_ANNOTATIONS) == {"required"} and isinstance(
-            value["required"], list
+        elif (
+            isinstance(value, dict)
+            and set(value) - set(_ANNOTATIONS) == {"required"}
+            and isinstance(value["required"], list)
         ):
             # {"required": [...]} as a dependency means exactly dependentRequired.
             required[name] = value["required"]
@@ -221,7 +231,9 @@ def _lower_dependencies(
     if existing is not None:
         if not isinstance(existing, dict):
             problems.append(
-                Violation((*path, "dependentRequired"), "dependentRequired", f"{where}.dependentRequired must be an object")
+                Violation(
+                    (*path, "dependentRequired"), "dependentRequired", f"{where}.dependentRequired must be an object"
+                )
             )
             return
         for name, names in required.items():
@@ -234,7 +246,11 @@ def _lower_dependencies(
     else:
         del node["dependencies"]
     notes.append(
-        SchemaNote(path, "dependencies", f"{where}.dependencies: draft-07 dependencies became dependentRequired {_dump(required)}")
+        SchemaNote(
+            path,
+            "dependencies",
+            f"{where}.dependencies: draft-07 dependencies became dependentRequired {_dump(required)}",
+        )
     )
 
 
@@ -261,7 +277,9 @@ def _lower_nullable(
     where = _where(path)
     flag = node["nullable"]
     if type(flag) is not bool:
-        problems.append(Violation((*path, "nullable"), "nullable", f"{where}.nullable must be a boolean (OpenAPI 3.0 nullable)"))
+        problems.append(
+            Violation((*path, "nullable"), "nullable", f"{where}.nullable must be a boolean (OpenAPI 3.0 nullable)")
+        )
         return node
     del node["nullable"]
     if not flag:
@@ -272,7 +290,11 @@ def _lower_nullable(
         outer: dict[str, Any] = {"anyOf": [inner, {"type": "null"}]}
         outer.update((key, value) for key, value in node.items() if key in _ANNOTATIONS)
         notes.append(
-            SchemaNote(path, "nullable", f'{where}.nullable: OpenAPI nullable: true became anyOf [<schema>, {{"type": "null"}}]')
+            SchemaNote(
+                path,
+                "nullable",
+                f'{where}.nullable: OpenAPI nullable: true became anyOf [<schema>, {{"type": "null"}}]',
+            )
         )
         return outer
     changes: list[str] = []

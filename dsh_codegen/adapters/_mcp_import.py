@@ -36,7 +36,7 @@ from dsh_codegen.schema import JsonSchemaError
 if TYPE_CHECKING:
     from mcp import ClientSession
     from mcp.client.session import ClientRequestContext, ElicitationFnT
-    from mcp.types import CallToolResult, ElicitRequestParams, ElicitResult, ErrorData, InputRequest, InputResponse, Tool
+    from mcp.types import CallToolResult, ElicitRequestParams, ElicitResult, ErrorData, InputResponse, Tool
 
 __all__ = ["McpElicitation", "McpImport", "McpToolError", "import_mcp_tools", "mcp_elicitation_callback"]
 
@@ -316,7 +316,9 @@ def _elicit_result(answer: Mapping[str, Any]) -> ElicitResult:
     try:
         result = ElicitResult.model_validate(dict(answer))
     except (ValidationError, TypeError, ValueError) as error:
-        raise McpToolError(f"the elicitation handler's answer is not an MCP ElicitResult: {error}", MCP_TOOL_ERROR) from None
+        raise McpToolError(
+            f"the elicitation handler's answer is not an MCP ElicitResult: {error}", MCP_TOOL_ERROR
+        ) from None
     refusal = utf8_refusal(result.content)
     if refusal is not None:
         raise McpToolError(f"the elicitation handler's answer cannot be sent: {refusal}", MCP_REQUEST_NOT_SENT)
@@ -366,7 +368,9 @@ def _defaults(schema: Mapping[str, Any] | None) -> dict[str, Any] | None:
     if schema is None:
         return {}
     properties = schema.get("properties") or {}
-    values = {name: spec["default"] for name, spec in properties.items() if isinstance(spec, Mapping) and "default" in spec}
+    values = {
+        name: spec["default"] for name, spec in properties.items() if isinstance(spec, Mapping) and "default" in spec
+    }
     if any(name not in values for name in schema.get("required") or ()):
         return None
     return values

@@ -338,12 +338,18 @@ class _CallEvents:
             try:
                 await self._send(event)
             except Exception:  # noqa: BLE001 - a notification that cannot be sent never fails the call
-                _log.debug("dsh_codegen: serve_mcp could not send a %s notification", type(event).__name__, exc_info=True)
+                _log.debug(
+                    "dsh_codegen: serve_mcp could not send a %s notification", type(event).__name__, exc_info=True
+                )
 
     async def _send(self, event: ToolEvent) -> None:
         session = self._ctx.session
         if utf8_refusal(event.message if isinstance(event, ToolProgress) else event.data) is not None:
-            _log.warning("dsh_codegen: serve_mcp dropped a %s of %r holding a lone surrogate", type(event).__name__, event.execution.name)
+            _log.warning(
+                "dsh_codegen: serve_mcp dropped a %s of %r holding a lone surrogate",
+                type(event).__name__,
+                event.execution.name,
+            )
             return
         if isinstance(event, ToolProgress):
             await session.report_progress(event.progress, event.total, event.message)  # a no-op without a token
@@ -355,7 +361,9 @@ class _CallEvents:
 
         logger = event.logger if event.logger is not None else event.execution.name
         params = LoggingMessageNotificationParams(level=event.level, data=_plain(event.data), logger=logger)
-        await session.send_notification(LoggingMessageNotification(params=params), related_request_id=self._ctx.request_id)
+        await session.send_notification(
+            LoggingMessageNotification(params=params), related_request_id=self._ctx.request_id
+        )
 
     async def flush(self) -> None:
         """Send what is queued (events reported from worker threads included) and stop the sender.
@@ -552,4 +560,3 @@ async def serve_mcp(
         await server.run_streamable_http(host=host, port=port, path=path)
     else:
         raise ValueError(f'transport must be "stdio" or "streamable-http", got {transport!r}')
-

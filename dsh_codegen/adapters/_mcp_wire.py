@@ -85,7 +85,10 @@ def mcp_http_client(**options: Any) -> Any:
                     },
                 }
                 return httpx2.Response(
-                    502, headers={"content-type": "application/json"}, content=json.dumps(failure).encode(), request=request
+                    502,
+                    headers={"content-type": "application/json"},
+                    content=json.dumps(failure).encode(),
+                    request=request,
                 )
 
         async def aclose(self) -> None:

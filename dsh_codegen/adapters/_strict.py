@@ -185,7 +185,9 @@ def strict_parameters(tool: str, parameters: object) -> Any:
             if isinstance(branches, list) and one_of_is_disjoint(branches):
                 parent[key] = node = {("anyOf" if k == "oneOf" else k): v for k, v in node.items()}
             else:
-                reasons.append(f"{_where(path_of(cell))}.oneOf has branches that may overlap (strict mode has only anyOf)")
+                reasons.append(
+                    f"{_where(path_of(cell))}.oneOf has branches that may overlap (strict mode has only anyOf)"
+                )
         if _is_object_node(node):
             _close_object(node, cell, reasons, optional)
         stack.extend(reversed(list(subschema_slots(node, cell))))
@@ -209,7 +211,9 @@ def _close_object(
             node["additionalProperties"] = False
             node["required"] = []
         elif extra is not False:
-            reasons.append(f"{_where(path_of(cell))} is an object without declared properties that takes other keys (a free-form map)")
+            reasons.append(
+                f"{_where(path_of(cell))} is an object without declared properties that takes other keys (a free-form map)"
+            )
         return
     node["additionalProperties"] = False
     required = node.get("required")

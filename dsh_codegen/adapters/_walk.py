@@ -22,6 +22,7 @@ def path_of(cell: PathCell) -> Path:
     segments.reverse()
     return tuple(segments)
 
+
 #: Keywords whose value is an object of sub-schemas.
 SCHEMA_MAPS: Final = ("properties", "$defs", "definitions", "patternProperties", "dependentSchemas")
 #: Keywords whose value is one sub-schema.

@@ -121,9 +121,7 @@ def catalog_from_json(data: object, *, source: str = "<catalog>") -> list[ToolSc
             raise CatalogError(source, f"{quote_path(format_path([index, 'parameters']))} must be an object")
         output_schema = item.get("output_schema")
         if output_schema is not None and not isinstance(output_schema, dict):
-            raise CatalogError(
-                source, f"{quote_path(format_path([index, 'output_schema']))} must be an object or null"
-            )
+            raise CatalogError(source, f"{quote_path(format_path([index, 'output_schema']))} must be an object or null")
         entries.append(ToolSchemaEntry(name, description, parameters, output_schema))
     return entries
 
@@ -245,5 +243,3 @@ def canonical_catalog_json(catalog: Iterable[ToolSchemaEntry]) -> str:
 def catalog_sha256(catalog: Iterable[ToolSchemaEntry]) -> str:
     """Hex sha256 of :func:`canonical_catalog_json` encoded as UTF-8."""
     return hashlib.sha256(canonical_catalog_json(catalog).encode("utf-8")).hexdigest()
-
-

@@ -58,9 +58,7 @@ def _escape(key: str) -> str:
     return key.replace("~", "~0").replace("/", "~1")
 
 
-def degraded_nodes(
-    catalog: Iterable[ToolSchemaEntry], language: Literal["typescript", "python"]
-) -> list[Degradation]:
+def degraded_nodes(catalog: Iterable[ToolSchemaEntry], language: Literal["typescript", "python"]) -> list[Degradation]:
     """Every node of ``catalog`` whose type degrades in ``language``'s SDK, in tool
     order then document order. Never raises (a hostile node is reported)."""
     found: list[Degradation] = []
@@ -116,7 +114,9 @@ def _walk(root: object, python: bool) -> list[tuple[str, str]]:
                 through = _PY_ALIAS_THROUGH if python else TS_UNGUARDED
                 target_kind = read_node(target).kind
                 where = node.ref[1:] or "/"  # the target's own pointer (or anchor)
-                if (not python or target_kind not in (OBJECT, ALL_OF)) and reaches_itself(target, refs, through=through):
+                if (not python or target_kind not in (OBJECT, ALL_OF)) and reaches_itself(
+                    target, refs, through=through
+                ):
                     out.append((where, f"a definition that refers to itself outside an object: {unknown}"))
                 else:
                     children.append((target, where if where != "/" else ""))

@@ -34,9 +34,7 @@ __all__ = [
 ]
 
 #: Keywords that carry meaning in the subset (guarantees 102-108, docs/guarantees.md).
-KEYWORDS = frozenset(
-    {"type", "properties", "required", "additionalProperties", "items", "enum", "const", "oneOf"}
-)
+KEYWORDS = frozenset({"type", "properties", "required", "additionalProperties", "items", "enum", "const", "oneOf"})
 #: Keywords that change neither the type nor a member's doc comment (the dialect's quiet annotations).
 ANNOTATIONS = frozenset(
     {
@@ -422,6 +420,7 @@ _MERGE_BUDGET = 64
 
 def _merge_types(current: object, value: object) -> object:
     """The intersection of two ``type`` values, as a list (``integer`` within ``number``)."""
+
     def names(item: object) -> list[str] | None:
         if type(item) is str:
             return [item]

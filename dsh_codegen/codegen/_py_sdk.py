@@ -142,6 +142,7 @@ _TYPING_ORDER = (
     "overload",
 )
 
+
 @dataclass(slots=True)
 class _PySubscript:
     """One ``Tools.__getitem__`` overload (files only): the decorator text (empty for a
@@ -377,5 +378,3 @@ def _black_blank_lines(members: list[_PyMember]) -> None:
             in_comments = False
         else:
             in_comments = True
-
-

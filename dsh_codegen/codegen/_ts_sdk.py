@@ -122,7 +122,9 @@ def _declarations(entries: list[ToolSchemaEntry], export: str) -> str:
         if entry.output_schema is None:
             output = "JsonValue"
         else:
-            output = schema_to_ts(entry.output_schema, 1, RefResolver(entry.output_schema, definitions, f"{stem}Output"))
+            output = schema_to_ts(
+                entry.output_schema, 1, RefResolver(entry.output_schema, definitions, f"{stem}Output")
+            )
         output_rows.append((name, None, output))
     # Every referenced definition is a type alias (naming one may name more).
     aliases = []

@@ -33,9 +33,7 @@ from dsh_codegen.registry.code_runtime import CodeRunFailure, CodeRunRequest, Co
 __all__ = ["FAILURE_KINDS", "CodeModeBridge"]
 
 #: The failure kinds of docs/texts.md; a runtime reporting another kind is reported as ``invalid-output``.
-FAILURE_KINDS: Final = frozenset(
-    {"exception", "timeout", "abort", "worker-exit", "invalid-output", "output-limit"}
-)
+FAILURE_KINDS: Final = frozenset({"exception", "timeout", "abort", "worker-exit", "invalid-output", "output-limit"})
 
 
 class CodeModeBridge:
@@ -46,9 +44,7 @@ class CodeModeBridge:
     def __repr__(self) -> str:
         return "<CodeModeBridge>"
 
-    async def run_code(
-        self, registry: ToolRegistry, run: ToolRunContext, code: str, description: str
-    ) -> Any:
+    async def run_code(self, registry: ToolRegistry, run: ToolRunContext, code: str, description: str) -> Any:
         """Run ``code`` in ``registry.code_runtime`` and return the canonical ``{logs, result?}`` value.
 
         Raised errors: :class:`CodeRunFailedError` for a failed run (the
@@ -110,7 +106,10 @@ class CodeModeBridge:
             raise suspended  # no result: the outer call is suspended with the run's journal
         if isinstance(outcome, CodeRunSuspended):
             raise CodeRunFailedError(
-                "invalid-output", "the code runtime suspended the run, but no tool call awaits approval", logs, pool.report()
+                "invalid-output",
+                "the code runtime suspended the run, but no tool call awaits approval",
+                logs,
+                pool.report(),
             )
         unreached = pool.journal.unreached()
         if unreached is not None and not run.execution.signal.aborted:
@@ -119,9 +118,9 @@ class CodeModeBridge:
 
 
 #: Per registry: each calling chain's catalog, as of the registry version it was read at.
-_catalogs: weakref.WeakKeyDictionary[ToolRegistry, dict[tuple[ToolScope, ...], tuple[int, tuple[ToolSchemaEntry, ...]]]] = (
-    weakref.WeakKeyDictionary()
-)
+_catalogs: weakref.WeakKeyDictionary[
+    ToolRegistry, dict[tuple[ToolScope, ...], tuple[int, tuple[ToolSchemaEntry, ...]]]
+] = weakref.WeakKeyDictionary()
 
 
 def _catalog(registry: ToolRegistry, chain: tuple[ToolScope, ...]) -> tuple[ToolSchemaEntry, ...]:

@@ -170,8 +170,10 @@ def offence(value: object) -> tuple[list[str | int], str]:
             try:
                 int.__repr__(item)
             except ValueError:
-                reason = (f"int with more than {sys.get_int_max_str_digits()} decimal digits cannot be written"
-                          " as JSON (sys.get_int_max_str_digits())")
+                reason = (
+                    f"int with more than {sys.get_int_max_str_digits()} decimal digits cannot be written"
+                    " as JSON (sys.get_int_max_str_digits())"
+                )
                 break
         elif kind is float:
             number: float = item  # type: ignore[assignment]
@@ -202,8 +204,14 @@ def offence(value: object) -> tuple[list[str | int], str]:
                     work.append((seq[index], (link, index)))
         else:
             reason = f"type {kind.__name__} is not a JSON type"
-            for base, what in ((dict, "dict"), (list, "list"), (tuple, "tuple"), (str, "str"), (int, "int"),
-                               (float, "float")):
+            for base, what in (
+                (dict, "dict"),
+                (list, "list"),
+                (tuple, "tuple"),
+                (str, "str"),
+                (int, "int"),
+                (float, "float"),
+            ):
                 if issubclass(kind, base):
                     reason += f" (a subclass of {what}; only the exact type is)"
                     break
@@ -439,8 +447,14 @@ class _ProgramSelector(selectors.DefaultSelector):
 
     def select(self, timeout: float | None = None) -> list[tuple[selectors.SelectorKey, int]]:
         channel = self.channel
-        if (timeout is None and channel is not None and channel.pending and len(self.get_map()) == 2
-                and _FD_IN in self.get_map() and threading.active_count() == 1):
+        if (
+            timeout is None
+            and channel is not None
+            and channel.pending
+            and len(self.get_map()) == 2
+            and _FD_IN in self.get_map()
+            and threading.active_count() == 1
+        ):
             channel.read_answers()
             return []
         events: list[tuple[selectors.SelectorKey, int]] = super().select(timeout)
@@ -506,8 +520,9 @@ class _Tools:
         return f"<tools: {', '.join(sorted(_BINDINGS))}>"
 
 
-def _program_print(*values: object, sep: str | None = " ", end: str | None = "\n", file: object = None,
-                   flush: bool = False) -> None:
+def _program_print(
+    *values: object, sep: str | None = " ", end: str | None = "\n", file: object = None, flush: bool = False
+) -> None:
     # Printing to sys.stdout or sys.stderr is output for the model too (as on MontyRuntime); another file is a file.
     if (file is not None and file is not sys.stdout and file is not sys.stderr) or not _LOGS:
         builtins.print(*values, sep=sep, end=end, file=file, flush=flush)  # type: ignore[call-overload]
@@ -535,9 +550,15 @@ class _AwaitAsyncioRun(ast.NodeTransformer):
     def visit_Call(self, node: ast.Call) -> ast.AST:  # noqa: N802 (NodeTransformer's naming)
         self.generic_visit(node)
         function = node.func
-        if (isinstance(function, ast.Attribute) and function.attr == "run" and isinstance(function.value, ast.Name)
-                and function.value.id == "asyncio" and len(node.args) == 1 and not node.keywords
-                and not isinstance(node.args[0], ast.Starred)):
+        if (
+            isinstance(function, ast.Attribute)
+            and function.attr == "run"
+            and isinstance(function.value, ast.Name)
+            and function.value.id == "asyncio"
+            and len(node.args) == 1
+            and not node.keywords
+            and not isinstance(node.args[0], ast.Starred)
+        ):
             return ast.copy_location(ast.Await(value=node.args[0]), node)
         return node
 
@@ -551,13 +572,15 @@ def _compile_program(code: str) -> Any:
     module = _AwaitAsyncioRun().visit(ast.parse(code, filename="<program>", mode="exec"))
     function = ast.AsyncFunctionDef(
         name="__program__",
-        args=ast.arguments(posonlyargs=[], args=[], vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[]),
+        args=ast.arguments(
+            posonlyargs=[], args=[], vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[]
+        ),
         body=module.body or [ast.Pass()],
         decorator_list=[],
         returns=None,
     )
     if hasattr(ast, "TypeVar"):  # Python 3.12+ nodes carry type parameters
-        setattr(function, "type_params", [])
+        setattr(function, "type_params", [])  # noqa: B010 (3.11's stubs have no such field)
     ast.copy_location(function, module.body[0]) if module.body else None
     wrapper = ast.Module(body=[function], type_ignores=[])
     ast.fix_missing_locations(wrapper)
@@ -584,8 +607,11 @@ def _error_frame(error: BaseException) -> str:
         trace = trace.tb_next
     tool = getattr(error, "toolName", None) if isinstance(error, ToolCallError) else None
     return '{"t":"error","type":%s,"text":%s,"line":%s,"tool":%s}' % (
-        _ENCODE_STR(type(error).__name__), _ENCODE_STR(text), "null" if line is None else int.__repr__(line),
-        _ENCODE_STR(tool) if type(tool) is str else "null")
+        _ENCODE_STR(type(error).__name__),
+        _ENCODE_STR(text),
+        "null" if line is None else int.__repr__(line),
+        _ENCODE_STR(tool) if type(tool) is str else "null",
+    )
 
 
 def _apply_limits(limits: dict[str, object]) -> None:
@@ -976,8 +1002,9 @@ def zygote(tmp: str) -> None:
             for _ in range(3):
                 pipes.extend(os.pipe())
             frames_in, host_in, host_out, frames_out, host_raw, raw = pipes
-            pid = _fork_program((frames_in, frames_out, raw), (control.fileno(), wake_r, wake_w, host_in, host_out,
-                                                                host_raw), workdir)
+            pid = _fork_program(
+                (frames_in, frames_out, raw), (control.fileno(), wake_r, wake_w, host_in, host_out, host_raw), workdir
+            )
         except OSError as error:  # EMFILE, EAGAIN and friends: this request fails, the server stays
             if workdir is not None:
                 _remove_workdir(workdir)
@@ -995,8 +1022,7 @@ def zygote(tmp: str) -> None:
                 pipes.append(handed[-1])  # closed here after sending, like the pipes
             except (OSError, AttributeError):
                 pass
-            reply('{"op":"forked","id":%d,"pid":%d,"cwd":%s}' % (request_id, pid, _ENCODE_STR(workdir)),
-                  tuple(handed))
+            reply('{"op":"forked","id":%d,"pid":%d,"cwd":%s}' % (request_id, pid, _ENCODE_STR(workdir)), tuple(handed))
         finally:
             for fd in pipes:
                 os.close(fd)

@@ -43,7 +43,7 @@ from dsh_codegen.registry.code_runtime import (
     SubCallSuspended,
     ToolCallError,
 )
-from dsh_codegen.registry import UNSET, Unset
+from dsh_codegen.registry import UNSET
 from dsh_codegen.schema import JsonValue
 
 __all__ = ["MontyRuntime"]
@@ -204,8 +204,9 @@ class MontyRuntime:
                 await _stop(feed)
                 if stop.result() == "abort":
                     return CodeRunFailure("abort", "the run was aborted", logs.lines())
-                return CodeRunFailure("timeout", f"the program ran past its wall-clock budget of {self.wall_timeout_s:g} s",
-                                      logs.lines())
+                return CodeRunFailure(
+                    "timeout", f"the program ran past its wall-clock budget of {self.wall_timeout_s:g} s", logs.lines()
+                )
             return self._outcome(feed, source, calls, logs)
 
     def _outcome(self, feed: asyncio.Task[Any], source: MontySource, calls: _Calls, logs: _Logs) -> CodeRunResult:
@@ -222,7 +223,8 @@ class MontyRuntime:
             text = str(raised)
             if isinstance(raised, TimeoutError) and text.startswith("feed time limit exceeded"):
                 return CodeRunFailure(
-                    "timeout", f"the program ran past its wall-clock budget of {self.wall_timeout_s:g} s", lines)
+                    "timeout", f"the program ran past its wall-clock budget of {self.wall_timeout_s:g} s", lines
+                )
             if isinstance(raised, MemoryError) and text.startswith("memory limit exceeded"):
                 # Monty's own words carry the heap's size at that moment, which says nothing to the model.
                 text = f"memory limit exceeded (this runtime's memory budget is {self.memory_bytes} bytes)"
@@ -318,8 +320,13 @@ def _offence(verdict: object) -> LosslessJsonError | None:
     """The program's own verdict on a value (``__dsh_offence__``: ``None`` or ``[path, reason]``)."""
     if verdict is None:
         return None
-    if (isinstance(verdict, list) and len(verdict) == 2 and isinstance(verdict[0], list) and type(verdict[1]) is str
-            and all(type(segment) in (str, int) for segment in verdict[0])):
+    if (
+        isinstance(verdict, list)
+        and len(verdict) == 2
+        and isinstance(verdict[0], list)
+        and type(verdict[1]) is str
+        and all(type(segment) in (str, int) for segment in verdict[0])
+    ):
         return LosslessJsonError(verdict[1], tuple(verdict[0]))
     return LosslessJsonError("not JSON")  # a verdict the prelude never gives: the program meddled with it
 
@@ -491,8 +498,11 @@ async def _feed(
         )
         calls.restore(resume["calls"])
     while not isinstance(snapshot, pydantic_monty.MontyComplete):
-        if (isinstance(snapshot, pydantic_monty.AsyncFunctionSnapshot) and not snapshot.is_os_function
-                and snapshot.function_name == CALL):
+        if (
+            isinstance(snapshot, pydantic_monty.AsyncFunctionSnapshot)
+            and not snapshot.is_os_function
+            and snapshot.function_name == CALL
+        ):
             started = calls.start(snapshot.call_id, snapshot.args)
             snapshot = await snapshot.resume({"future": ...} if started else {"return_value": CHECK})
         elif isinstance(snapshot, pydantic_monty.AsyncFutureSnapshot) and calls.knows(snapshot.pending_call_ids):
@@ -579,7 +589,7 @@ class _Logs:
             if len(rest) <= size:
                 return  # the rest of the record is still on its way
             self.sink.add(rest[:size])
-            self.buffer = rest[size + 1:]  # the record's newline
+            self.buffer = rest[size + 1 :]  # the record's newline
 
     def lines(self) -> tuple[str, ...]:
         return self.sink.lines()

@@ -67,7 +67,7 @@ _HEAD: Final = "async def __dsh_program__():\n"
 
 # Monty code. Every name is a dunder (``__dsh_*__``): a name with two leading underscores
 # and no trailing ones would be mangled inside the class body.
-_PRELUDE: Final = '''
+_PRELUDE: Final = """
 import binascii as __dsh_binascii__
 ToolCallError = __dsh_binascii__.Incomplete
 __dsh_error_class__ = repr(ToolCallError)
@@ -248,7 +248,7 @@ def print(*values, sep=" ", end="\\n", file=None, flush=False):
     text = sep.join([str(value) for value in values])
     __dsh_print__(str(len(text)) + ":" + text)
 
-'''
+"""
 
 _TAIL: Final = "\n__dsh_result__ = await __dsh_program__()\n__dsh_result__\n"
 #: Fed after a run whose value showed one of Monty's stand-ins: where the value stops being JSON.
@@ -290,12 +290,15 @@ def monty_source(code: str, tool_names: tuple[str, ...]) -> MontySource:
     other_reads: dict[str, str] = {}  # ``tools.<name>`` that is no method: its helper
     edited = _rewrite_reads(code, lines, tree, methods, other_reads).split("\n")[: len(lines)]
     inside = _string_lines(tree)
-    body = "".join(line + "\n" if number in inside else " " + line + "\n"
-                   for number, line in enumerate(edited, start=1))
+    body = "".join(
+        line + "\n" if number in inside else " " + line + "\n" for number, line in enumerate(edited, start=1)
+    )
     if not tree.body:
         body += " pass\n"
-    helpers = "".join(f"\n\ndef {helper}(value):\n    return __dsh_tool_attr__(value, {name!r})\n"
-                      for name, helper in other_reads.items())
+    helpers = "".join(
+        f"\n\ndef {helper}(value):\n    return __dsh_tool_attr__(value, {name!r})\n"
+        for name, helper in other_reads.items()
+    )
     return MontySource(_HEAD + body + _PRELUDE + _tools_class(tool_names) + helpers + _TAIL, 1, len(lines))
 
 
@@ -348,8 +351,13 @@ def _rewrite_reads(
         if not isinstance(node, ast.Attribute) or not isinstance(node.ctx, ast.Load):
             continue
         helper = _READS.get(node.attr)
-        if (helper is None and isinstance(node.value, ast.Name) and node.value.id == "tools"
-                and node.attr not in methods and not (node.attr.startswith("__") and node.attr.endswith("__"))):
+        if (
+            helper is None
+            and isinstance(node.value, ast.Name)
+            and node.value.id == "tools"
+            and node.attr not in methods
+            and not (node.attr.startswith("__") and node.attr.endswith("__"))
+        ):
             helper = other_reads.setdefault(node.attr, f"__dsh_tool_attr_{len(other_reads)}__")
         if helper is None or node.end_lineno is None or node.end_col_offset is None:
             continue
@@ -364,8 +372,10 @@ def _rewrite_reads(
         closes.append((dot, end))
     if not opens:
         return code
-    edits = sorted([(start, 0, order, text, start) for start, order, text in opens]
-                   + [(dot, 1, 0, ")", end) for dot, end in closes])
+    edits = sorted(
+        [(start, 0, order, text, start) for start, order, text in opens]
+        + [(dot, 1, 0, ")", end) for dot, end in closes]
+    )
     out = []
     position = 0
     for start, _kind, _order, text, resume in edits:

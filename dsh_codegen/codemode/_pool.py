@@ -109,10 +109,7 @@ _REPORTED_MESSAGE: Final = 160
 
 def budget_spent_message(limit: int, name: str) -> str:
     """The rejection of a binding call past the run's ``max_sub_calls``."""
-    return (
-        f"tool call budget spent: a run_code program may make at most {limit} tool calls;"
-        f" {name} not dispatched"
-    )
+    return f"tool call budget spent: a run_code program may make at most {limit} tool calls; {name} not dispatched"
 
 
 class _SubCall(ScheduledCall):

@@ -61,8 +61,11 @@ class _Catalog:
         """The tool's parameter schema without its root presence and key rules (judged here, with
         their fixes), compiled once (``None``: a schema the validator cannot take)."""
         if name not in self.validators:
-            relaxed = {key: value for key, value in schema.items()
-                       if key not in ("required", "minProperties", "additionalProperties")}
+            relaxed = {
+                key: value
+                for key, value in schema.items()
+                if key not in ("required", "minProperties", "additionalProperties")
+            }
             try:
                 self.validators[name] = compile_validator(relaxed)
             except Exception:  # a schema the validator cannot take is the pipeline's business, not ours
@@ -89,8 +92,13 @@ def _binding(node: ast.AST) -> str | None:
     """The tool a ``tools.x`` / ``tools["x"]`` expression names, if it is one."""
     if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "tools":
         return node.attr
-    if (isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and node.value.id == "tools"
-            and isinstance(node.slice, ast.Constant) and type(node.slice.value) is str):
+    if (
+        isinstance(node, ast.Subscript)
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "tools"
+        and isinstance(node.slice, ast.Constant)
+        and type(node.slice.value) is str
+    ):
         return node.slice.value
     return None
 
@@ -177,8 +185,11 @@ def _argument_findings(name: str, call: ast.Call, schema: Any, catalog: _Catalog
     declared = schema.get("properties")
     properties: dict[str, Any] = declared if isinstance(declared, dict) else {}
     required = schema.get("required")
-    missing = ([key for key in required if isinstance(key, str) and key not in present]
-               if not spread and isinstance(required, list) else [])
+    missing = (
+        [key for key in required if isinstance(key, str) and key not in present]
+        if not spread and isinstance(required, list)
+        else []
+    )
     closed = schema.get("additionalProperties") is False
     renamed: set[str] = set()
     for given in present:
@@ -204,27 +215,56 @@ def _argument_findings(name: str, call: ast.Call, schema: Any, catalog: _Catalog
 
 def _closed_keys(schema: Any) -> list[str] | None:
     """The declared keys of a closed object schema, else ``None`` (anything may be read)."""
-    if (isinstance(schema, dict) and schema.get("type") == "object" and schema.get("additionalProperties") is False
-            and isinstance(schema.get("properties", {}), dict)):
+    if (
+        isinstance(schema, dict)
+        and schema.get("type") == "object"
+        and schema.get("additionalProperties") is False
+        and isinstance(schema.get("properties", {}), dict)
+    ):
         return list(schema.get("properties", {}))
     return None
 
 
 def _read_key(node: ast.AST) -> tuple[ast.AST, str] | None:
     """``x["k"]`` or ``x.get("k"...)`` -> (``x``, ``"k"``)."""
-    if (isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load) and isinstance(node.slice, ast.Constant)
-            and type(node.slice.value) is str):
+    if (
+        isinstance(node, ast.Subscript)
+        and isinstance(node.ctx, ast.Load)
+        and isinstance(node.slice, ast.Constant)
+        and type(node.slice.value) is str
+    ):
         return node.value, node.slice.value
-    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get"
-            and node.args and isinstance(node.args[0], ast.Constant) and type(node.args[0].value) is str):
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "get"
+        and node.args
+        and isinstance(node.args[0], ast.Constant)
+        and type(node.args[0].value) is str
+    ):
         return node.func.value, node.args[0].value
     return None
 
 
 _KEPT: Final = (ast.Assign, ast.AnnAssign, ast.Call, ast.Attribute, ast.Subscript)
 #: Fields that never hold a node (names, flags, the ``ctx`` markers): the walk does not look in them.
-_SCALAR_FIELDS: Final = frozenset({"ctx", "id", "attr", "arg", "name", "module", "level", "kind", "type_comment",
-                                   "is_async", "conversion", "simple", "tag"})
+_SCALAR_FIELDS: Final = frozenset(
+    {
+        "ctx",
+        "id",
+        "attr",
+        "arg",
+        "name",
+        "module",
+        "level",
+        "kind",
+        "type_comment",
+        "is_async",
+        "conversion",
+        "simple",
+        "tag",
+    }
+)
 #: Per node class, the fields the walk looks in (filled on first sight; a name or a constant has none).
 _CHILD_FIELDS: dict[type, tuple[str, ...]] = {ast.Name: (), ast.Constant: ()}
 
@@ -319,8 +359,9 @@ def preflight_findings(code: str, tool_names: tuple[str, ...], catalog: tuple[To
         if keys is not None and key not in keys:
             meant = _nearest(key, keys)
             fix = f'; did you mean "{meant}"?' if meant is not None else ""
-            found.append((line, f'{tool_expression(tool_read)}(...) returns no key "{key}"{fix}'
-                                f" (its keys: {_listed(keys)})"))
+            found.append(
+                (line, f'{tool_expression(tool_read)}(...) returns no key "{key}"{fix} (its keys: {_listed(keys)})')
+            )
     found.sort(key=lambda item: item[0])
     return [f"line {line}: {text}" for line, text in found]
 
@@ -334,8 +375,10 @@ def _forgotten_await(source: ast.AST, key: str, unawaited: dict[str, str | None]
             return f'{call}["{key}"] reads a coroutine, not the result: write (await {call})["{key}"]'
     if isinstance(source, ast.Name) and unawaited.get(source.id):
         call = f"{tool_expression(str(unawaited[source.id]))}(...)"
-        return (f'{source.id} = {call} is not awaited, so {source.id}["{key}"] reads a coroutine, not the result:'
-                f" write {source.id} = await {call}")
+        return (
+            f'{source.id} = {call} is not awaited, so {source.id}["{key}"] reads a coroutine, not the result:'
+            f" write {source.id} = await {call}"
+        )
     return None
 
 

@@ -350,8 +350,9 @@ class _Forked:
 
     __slots__ = ("exited", "kill_requested", "pid", "pidfd", "workdir", "zygote")
 
-    def __init__(self, zygote: _Zygote, pid: int, pidfd: int, workdir: str | None,
-                 exited: asyncio.Future[ExitReport]) -> None:
+    def __init__(
+        self, zygote: _Zygote, pid: int, pidfd: int, workdir: str | None, exited: asyncio.Future[ExitReport]
+    ) -> None:
         self.zygote = zygote
         self.pid = pid
         self.pidfd = pidfd
@@ -407,8 +408,9 @@ class ForkServer:
     exit and the removal of its working directory follow its pidfd.
     """
 
-    def __init__(self, python: str, env: dict[str, str], tmp: str, remove: Callable[[str], None],
-                 spares: int = SPARES) -> None:
+    def __init__(
+        self, python: str, env: dict[str, str], tmp: str, remove: Callable[[str], None], spares: int = SPARES
+    ) -> None:
         self._python = python
         self._spares = spares
         self._env = env
@@ -434,8 +436,9 @@ class ForkServer:
         tmp = tempfile.mkdtemp(prefix="dsh-fork-", dir=self._tmp)
         host, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
-            pid = _spawn([self._python, "-I", "-S", CHILD_SCRIPT, "zygote", tmp, *_site_dirs()],
-                         {3: child.fileno()}, self._env)
+            pid = _spawn(
+                [self._python, "-I", "-S", CHILD_SCRIPT, "zygote", tmp, *_site_dirs()], {3: child.fileno()}, self._env
+            )
         except BaseException:
             host.close()
             os.rmdir(tmp)
@@ -523,9 +526,13 @@ class ForkServer:
                 zygote.served += 1
                 pid = int(reply["pid"])
                 workdir = reply.get("cwd")
-                forked = _Forked(zygote, pid, fds[3] if len(fds) == 4 else -1,
-                                 workdir if isinstance(workdir, str) and os.path.dirname(workdir) == zygote.tmp
-                                 else None, self._loop.create_future())
+                forked = _Forked(
+                    zygote,
+                    pid,
+                    fds[3] if len(fds) == 4 else -1,
+                    workdir if isinstance(workdir, str) and os.path.dirname(workdir) == zygote.tmp else None,
+                    self._loop.create_future(),
+                )
                 zygote.children[pid] = forked
                 self._arrived(forked, RunPipes(fds[0], fds[1], fds[2]))
                 continue

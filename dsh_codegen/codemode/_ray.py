@@ -191,9 +191,16 @@ class RayRuntime(ProcessHost):
             raise ValueError("actors must be a positive integer")
         if type(spares_per_actor) is not int or spares_per_actor < 0:
             raise ValueError("spares_per_actor must be a non-negative integer")
-        super().__init__(wall_timeout_s=wall_timeout_s, cpu_seconds=cpu_seconds, memory_bytes=memory_bytes,
-                         max_processes=max_processes, max_output_bytes=max_output_bytes,
-                         max_log_bytes=max_log_bytes, network=network, preflight=preflight)
+        super().__init__(
+            wall_timeout_s=wall_timeout_s,
+            cpu_seconds=cpu_seconds,
+            memory_bytes=memory_bytes,
+            max_processes=max_processes,
+            max_output_bytes=max_output_bytes,
+            max_log_bytes=max_log_bytes,
+            network=network,
+            preflight=preflight,
+        )
         self.address = address
         self.actors = actors
         self.spares_per_actor = spares_per_actor

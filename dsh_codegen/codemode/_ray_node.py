@@ -26,7 +26,7 @@ import tempfile
 from typing import Final
 
 from dsh_codegen.codemode._links import PipeLink
-from dsh_codegen.codemode._processes import Child, ExitReport, ForkServer, child_env
+from dsh_codegen.codemode._processes import Child, ForkServer, child_env
 
 __all__ = ["Batch", "CodeModeNode"]
 

@@ -102,7 +102,11 @@ class _Spiller:
                 return decision  # a replaced value is rendered later; its content is not known here
             content = result.content if decision.content is UNSET else decision.content
             spilled = self.spill(execution.call_id, content)
-            return decision if spilled is None else Accept(content=spilled, additional_contexts=decision.additional_contexts)
+            return (
+                decision
+                if spilled is None
+                else Accept(content=spilled, additional_contexts=decision.additional_contexts)
+            )
         return decision
 
     def dispatch_log(self, event: Mapping[str, Any]) -> Mapping[str, Any] | None:

@@ -262,9 +262,16 @@ class PythonSubprocessRuntime(ProcessHost):
             raise ValueError(f'start must be "fork-server" or "spawn", not {start!r}')
         elif start == "fork-server" and not fork_server_supported():
             raise ValueError("the fork server needs Linux (fork and file-descriptor passing)")
-        super().__init__(wall_timeout_s=wall_timeout_s, cpu_seconds=cpu_seconds, memory_bytes=memory_bytes,
-                         max_processes=max_processes, max_output_bytes=max_output_bytes,
-                         max_log_bytes=max_log_bytes, network=network, preflight=preflight)
+        super().__init__(
+            wall_timeout_s=wall_timeout_s,
+            cpu_seconds=cpu_seconds,
+            memory_bytes=memory_bytes,
+            max_processes=max_processes,
+            max_output_bytes=max_output_bytes,
+            max_log_bytes=max_log_bytes,
+            network=network,
+            preflight=preflight,
+        )
         self.start: StartMethod = start
         self._python = python or sys.executable
         self._env = child_env()
@@ -346,9 +353,16 @@ class CommandRuntime(ProcessHost):
             raise ValueError("argv must be a non-empty list of strings without NUL characters")
         if env is not None and any(type(key) is not str or type(value) is not str for key, value in env.items()):
             raise ValueError("env must map strings to strings")
-        super().__init__(wall_timeout_s=wall_timeout_s, cpu_seconds=cpu_seconds, memory_bytes=memory_bytes,
-                         max_processes=max_processes, max_output_bytes=max_output_bytes,
-                         max_log_bytes=max_log_bytes, network=network, preflight=preflight)
+        super().__init__(
+            wall_timeout_s=wall_timeout_s,
+            cpu_seconds=cpu_seconds,
+            memory_bytes=memory_bytes,
+            max_processes=max_processes,
+            max_output_bytes=max_output_bytes,
+            max_log_bytes=max_log_bytes,
+            network=network,
+            preflight=preflight,
+        )
         self.argv: tuple[str, ...] = tuple(argv)
         self.env: dict[str, str] = dict(env) if env is not None else child_env()
         self.cwd = cwd
@@ -427,10 +441,14 @@ class _Run:
             return CodeRunFailure("worker-exit", f"the program process could not be started: {error}")
         self.child, self.link, self.workdir = launched.child, launched.link, launched.workdir
         self.link.open(self._init_frame().encode("utf-8", "surrogatepass") + b"\n", self)
-        timer = self.loop.call_later(runtime.wall_timeout_s, self._settle, CodeRunFailure(
-            "timeout", f"the program ran past its wall-clock budget of {runtime.wall_timeout_s:g} s"))
-        remove = self.request.signal.add_listener(lambda _signal: self._settle(
-            CodeRunFailure("abort", "the run was aborted")))
+        timer = self.loop.call_later(
+            runtime.wall_timeout_s,
+            self._settle,
+            CodeRunFailure("timeout", f"the program ran past its wall-clock budget of {runtime.wall_timeout_s:g} s"),
+        )
+        remove = self.request.signal.add_listener(
+            lambda _signal: self._settle(CodeRunFailure("abort", "the run was aborted"))
+        )
         self.child.exited.add_done_callback(lambda _: self._check_end())
         try:
             settled = await self.outcome
@@ -509,7 +527,7 @@ class _Run:
                 child.kill()
                 try:
                     await asyncio.wait_for(asyncio.shield(child.exited), _EXIT_GRACE_S + 1.0)
-                except asyncio.TimeoutError:
+                except TimeoutError:
                     pass
         self._release()
 
@@ -594,8 +612,12 @@ class _Run:
             self._on_call(frame["id"], frame["tool"], frame["args"])
         elif kind == "done" and keys in ({"t"}, {"t", "result"}):
             self._on_done(frame.get("result", UNSET))
-        elif kind == "fail" and keys == {"t", "kind", "message"} and frame["kind"] == "exception" and type(
-                frame["message"]) is str:
+        elif (
+            kind == "fail"
+            and keys == {"t", "kind", "message"}
+            and frame["kind"] == "exception"
+            and type(frame["message"]) is str
+        ):
             message = str(frame["message"])
             self._complete(CodeRunFailure("exception", message), _utf8_size(message))
         elif kind == "error" and keys == {"t", "type", "text", "line", "tool"}:
@@ -603,21 +625,31 @@ class _Run:
         elif kind == "fail" and keys == {"t", "kind", "path", "reason"} and frame["kind"] == "invalid-output":
             self._on_lossy(frame["path"], frame["reason"])
         elif kind == "fail" and keys == {"t", "kind"} and frame["kind"] == "output-limit":
-            self.completion = CodeRunFailure("output-limit", f"outer output exceeded {self.runtime.max_output_bytes} bytes")
+            self.completion = CodeRunFailure(
+                "output-limit", f"outer output exceeded {self.runtime.max_output_bytes} bytes"
+            )
         else:
             raise _ProtocolError(f"an unexpected {kind!r} frame")
 
     def _on_error(self, type_name: object, text: object, line: object, tool: object) -> None:
-        if (type(type_name) is not str or type(text) is not str or not (line is None or type(line) is int)
-                or not (tool is None or type(tool) is str)):
+        if (
+            type(type_name) is not str
+            or type(text) is not str
+            or not (line is None or type(line) is int)
+            or not (tool is None or type(tool) is str)
+        ):
             raise _ProtocolError("a malformed 'error' frame")
-        message = program_error_text(str(type_name), str(text), line if type(line) is int else None,
-                                     str(tool) if tool is not None else None)
+        message = program_error_text(
+            str(type_name), str(text), line if type(line) is int else None, str(tool) if tool is not None else None
+        )
         self._complete(CodeRunFailure("exception", message), _utf8_size(message))
 
     def _on_lossy(self, path: object, reason: object) -> None:
-        if (not isinstance(path, list) or any(type(segment) not in (str, int) for segment in path)
-                or type(reason) is not str):
+        if (
+            not isinstance(path, list)
+            or any(type(segment) not in (str, int) for segment in path)
+            or type(reason) is not str
+        ):
             raise _ProtocolError("a malformed 'fail' frame")
         error = LosslessJsonError(str(reason)[:_REASON_CAP], tuple(path))
         self.completion = CodeRunFailure("invalid-output", completion_error_text(error))

@@ -46,7 +46,7 @@ def completion_error_text(error: LosslessJsonError) -> str:
     """
     path = error.path_text
     if path.startswith(_SNAPSHOT_ROOT):
-        path = "result" + path[len(_SNAPSHOT_ROOT):]
+        path = "result" + path[len(_SNAPSHOT_ROOT) :]
     return f"{INVALID_COMPLETION}: {path}: {error.reason}"
 
 

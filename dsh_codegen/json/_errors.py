@@ -148,8 +148,7 @@ def int_too_long_error(path: Iterable[str | int]) -> LosslessJsonError:
     """The error for an int whose decimal text exceeds the interpreter's limit."""
     limit = sys.get_int_max_str_digits()
     return make_error(
-        f"int with more than {limit} decimal digits cannot be written as JSON "
-        "(sys.get_int_max_str_digits())",
+        f"int with more than {limit} decimal digits cannot be written as JSON (sys.get_int_max_str_digits())",
         path,
     )
 

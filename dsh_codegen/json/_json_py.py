@@ -288,7 +288,6 @@ def is_json_value(
 # --- writers ---------------------------------------------------------------------------------
 
 
-
 def _escape_surrogate(match: re.Match[str]) -> str:
     return f"\\u{ord(match.group()):04x}"
 

@@ -196,12 +196,7 @@ def _scan(text: str, idx: int, freeze: bool) -> tuple[Any, int, bool]:
         else:
             match = _NUMBER.match(text, idx)
             if match is None:
-                if (
-                    char == "]"
-                    and pending
-                    and pending[-1] is None
-                    and _TRAILING_COMMA_IN_ARRAY is not None
-                ):
+                if char == "]" and pending and pending[-1] is None and _TRAILING_COMMA_IN_ARRAY is not None:
                     # After "[" a "]" closes the array at once: here a comma came before it.
                     raise JSONDecodeError(_TRAILING_COMMA_IN_ARRAY, text, text.rindex(",", 0, idx))
                 raise JSONDecodeError("Expecting value", text, idx)
@@ -303,4 +298,4 @@ def parse_json(text: str) -> Any:
 
 # Imported last: _json_py imports this module for parse_json, so whichever of the two is
 # imported first, parse_json exists here before _json_py reads it.
-from dsh_codegen.json import _json_py
+from dsh_codegen.json import _json_py  # noqa: E402

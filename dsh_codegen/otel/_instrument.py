@@ -50,8 +50,7 @@ try:
     from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer, TracerProvider
 except ImportError as exc:  # the optional extra is not installed
     raise ImportError(
-        "dsh_codegen.otel needs the OpenTelemetry API (the opentelemetry-api package):"
-        " pip install 'dsh_codegen[otel]'"
+        "dsh_codegen.otel needs the OpenTelemetry API (the opentelemetry-api package): pip install 'dsh_codegen[otel]'"
     ) from exc
 
 __all__ = ["instrument"]

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
-from dsh_codegen.codegen import ToolSchemaEntry, render_py_sdk, render_ts_sdk
+from dsh_codegen.codegen import render_py_sdk, render_ts_sdk
 from dsh_codegen.registry.code_runtime import runtime_sdk_notes
 from dsh_codegen.registry._errors import RUN_CODE_NAME
 
@@ -74,8 +74,7 @@ def sdk_renderer(registry: ToolRegistry, mode: str) -> Callable[..., str]:
     renderer = _RENDERERS.get(language) if type(language) is str else None
     if renderer is None:
         raise ValueError(
-            f'dsh_codegen: no SDK renderer registered for runtime language "{language}"'
-            f" (known: {KNOWN_LANGUAGES_TEXT})"
+            f'dsh_codegen: no SDK renderer registered for runtime language "{language}" (known: {KNOWN_LANGUAGES_TEXT})'
         )
     notes = runtime_sdk_notes(runtime)
     return lambda catalog, extra=(): renderer(catalog, notes=notes + extra)
@@ -112,8 +111,10 @@ def concurrency_note(tools: Sequence[CompiledTool], max_parallel: int) -> str:
         (concurrent if safe is True else alone if safe is None or safe is False else sometimes).append(tool.name)
     at_most = f" (at most {max_parallel} at a time)"
     if not concurrent and not sometimes:
-        return ("Every tool here runs alone: calls gathered with `asyncio.gather` still run one after another,"
-                " in submission order, so gather them for convenience, not speed.")
+        return (
+            "Every tool here runs alone: calls gathered with `asyncio.gather` still run one after another,"
+            " in submission order, so gather them for convenience, not speed."
+        )
     if not alone and not sometimes:
         return f"Every tool here runs concurrently with the others under `asyncio.gather`{at_most}."
     parts = []
@@ -122,8 +123,10 @@ def concurrency_note(tools: Sequence[CompiledTool], max_parallel: int) -> str:
     if sometimes:
         parts.append(f"{_names(sometimes)} {_run(sometimes)} concurrently for some arguments and alone for others")
     if alone:
-        parts.append(f"{_names(alone)} {_run(alone)} alone: a gathered call to one waits until the calls before it"
-                     " have finished, and the calls after it wait for it")
+        parts.append(
+            f"{_names(alone)} {_run(alone)} alone: a gathered call to one waits until the calls before it"
+            " have finished, and the calls after it wait for it"
+        )
     return "Concurrency here: " + "; ".join(parts) + "."
 
 
@@ -164,9 +167,7 @@ def assemble_for(
     return PromptAssembly(tuple(schemas), sections)
 
 
-def run_assemble_listeners(
-    listeners: list[Callable[..., Any]], base: PromptAssembly
-) -> PromptAssembly:
+def run_assemble_listeners(listeners: list[Callable[..., Any]], base: PromptAssembly) -> PromptAssembly:
     """Run ``fn(assembly, next)`` listeners as a waterfall; the first registered runs outermost.
 
     ``next()`` returns the downstream assembly (the registry's own at the end).
@@ -179,9 +180,7 @@ def run_assemble_listeners(
             return base
         result = listeners[index](base, lambda: run(index + 1))
         if not isinstance(result, PromptAssembly):
-            raise TypeError(
-                f"on_assemble listener returned {type(result).__name__}, not a PromptAssembly"
-            )
+            raise TypeError(f"on_assemble listener returned {type(result).__name__}, not a PromptAssembly")
         return result
 
     return run(0)

@@ -62,7 +62,7 @@ def clip_text(text: str, limit: int) -> str:
         f"\n[... {cut:,} of {len(text):,} characters cut here: run_code shows the first and the last"
         f" {half:,}; print less, or print a slice ...]\n"
     )
-    return text[:half] + marker + text[len(text) - half:]
+    return text[:half] + marker + text[len(text) - half :]
 
 
 def clip_content(content: Sequence[Any], limit: int | None) -> list[Any] | None:
@@ -81,9 +81,7 @@ def clip_content(content: Sequence[Any], limit: int | None) -> list[Any] | None:
 class CodeModeProvider(Protocol):
     """Runs ``run_code`` programs for a registry: Code Mode's ``CodeModeBridge``, unless another is installed."""
 
-    async def run_code(
-        self, registry: ToolRegistry, run: ToolRunContext, code: str, description: str
-    ) -> Any:
+    async def run_code(self, registry: ToolRegistry, run: ToolRunContext, code: str, description: str) -> Any:
         """Run ``code`` and return the canonical ``{logs, result?}`` value.
 
         Cancellation: must abort in-flight sub-calls and drain them before returning.
@@ -178,9 +176,7 @@ def run_code_tool(registry: ToolRegistry, language: str) -> CompiledTool:
         if not description.strip():
             raise ValueError("invalid description: expected a non-empty string")
         if registry.code_runtime is None:
-            raise ValueError(
-                no_runtime_message(registry.presentation(registry.chain_for(run.agent)))
-            )
+            raise ValueError(no_runtime_message(registry.presentation(registry.chain_for(run.agent))))
         if _provider is None:
             raise RuntimeError(NOT_INSTALLED)
         return await _provider.run_code(registry, run, args["code"], description)

@@ -57,8 +57,7 @@ PresentCall = Callable[[Any], "ToolCallView | None"]
 PresentResult = Callable[[Any, ToolExecutionResult], "ToolResultView | None"]
 
 RESERVED_NAME_MESSAGE: Final = (
-    'tool name "run_code" is reserved for the Code Mode presentation transport'
-    " and cannot be registered or shadowed"
+    'tool name "run_code" is reserved for the Code Mode presentation transport and cannot be registered or shadowed'
 )
 
 
@@ -318,7 +317,17 @@ def check_for_registration(definition: object) -> CompiledTool:
 
 #: Keywords that mark a mapping as JSON Schema rather than a ParameterSchemaSpec: in the DSL every
 #: value is a property's spec (a mapping), never a string, a list or a boolean.
-_SCHEMA_MARKERS: Final = ("type", "$schema", "$ref", "$id", "required", "additionalProperties", "anyOf", "oneOf", "allOf")
+_SCHEMA_MARKERS: Final = (
+    "type",
+    "$schema",
+    "$ref",
+    "$id",
+    "required",
+    "additionalProperties",
+    "anyOf",
+    "oneOf",
+    "allOf",
+)
 #: JSON Schema keywords whose value is a mapping: a parameter spec made only of these may be a JSON
 #: Schema that forgot its ``"type": "object"``.
 _MAPPING_KEYWORDS: Final = frozenset(("properties", "$defs", "definitions", "propertyNames", "dependentRequired"))
@@ -348,20 +357,30 @@ def _parameters_schema(name: str, parameters: object) -> JsonSchema:
             assert_object_json_schema(parameters)
             checked: JsonSchema = snapshot_json(parameters, freeze=False)
         except JsonSchemaError as error:
-            raise JsonSchemaError([*error.violations, _note(
-                f"define_tool({name}): parameters was read as JSON Schema (a keyword such as type or required"
-                " has a string, list or boolean value); a ParameterSchemaSpec maps each parameter name to its"
-                ' spec instead, e.g. {"path": {"type": "string", "required": True}}'
-            )]) from None
+            raise JsonSchemaError(
+                [
+                    *error.violations,
+                    _note(
+                        f"define_tool({name}): parameters was read as JSON Schema (a keyword such as type or required"
+                        " has a string, list or boolean value); a ParameterSchemaSpec maps each parameter name to its"
+                        ' spec instead, e.g. {"path": {"type": "string", "required": True}}'
+                    ),
+                ]
+            ) from None
         return checked
     try:
         return parameter_schema_spec_to_json_schema(cast(ParameterSchemaSpec, parameters))
     except JsonSchemaError as error:
         if type(parameters) is dict and _MAPPING_KEYWORDS.intersection(parameters):
-            raise JsonSchemaError([*error.violations, _note(
-                f"define_tool({name}): parameters was read as a ParameterSchemaSpec (parameter name -> spec),"
-                ' as no value marks it as JSON Schema; to pass a JSON Schema, declare "type": "object" at its root'
-            )]) from None
+            raise JsonSchemaError(
+                [
+                    *error.violations,
+                    _note(
+                        f"define_tool({name}): parameters was read as a ParameterSchemaSpec (parameter name -> spec),"
+                        ' as no value marks it as JSON Schema; to pass a JSON Schema, declare "type": "object" at its root'
+                    ),
+                ]
+            ) from None
         raise
 
 
@@ -380,14 +399,16 @@ def _output_schema(name: str, spec: object) -> JsonSchema:
             assert_supported_json_schema(spec)
             checked: JsonSchema = snapshot_json(spec, freeze=False)
         except JsonSchemaError as schema_error:
-            raise JsonSchemaError([
-                _note(
-                    f"define_tool({name}): output.schema is neither a ValueSchemaSpec (the schema DSL; paths from"
-                    " spec) nor a supported JSON Schema (paths from schema)"
-                ),
-                *dsl_error.violations,
-                *schema_error.violations,
-            ]) from None
+            raise JsonSchemaError(
+                [
+                    _note(
+                        f"define_tool({name}): output.schema is neither a ValueSchemaSpec (the schema DSL; paths from"
+                        " spec) nor a supported JSON Schema (paths from schema)"
+                    ),
+                    *dsl_error.violations,
+                    *schema_error.violations,
+                ]
+            ) from None
         return checked
 
 

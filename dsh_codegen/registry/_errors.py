@@ -105,9 +105,7 @@ class ToolTimeoutError(HarnessError):
 
     def __init__(self, timeout_ms: float) -> None:
         self.timeout_ms = timeout_ms
-        super().__init__(
-            f"tool call timed out after {format_timeout_ms(timeout_ms)}ms", TOOL_TIMEOUT
-        )
+        super().__init__(f"tool call timed out after {format_timeout_ms(timeout_ms)}ms", TOOL_TIMEOUT)
 
 
 class CodeRunFailedError(HarnessError):

@@ -29,7 +29,16 @@ if TYPE_CHECKING:
     from dsh_codegen.registry._execution import ToolExecution
     from dsh_codegen.registry._results import JsonValue
 
-__all__ = ["LOG_LEVELS", "LogLevel", "ToolEvent", "ToolLog", "ToolProgress", "emit_tool_event", "has_tool_event_listeners", "watch_tool_events"]
+__all__ = [
+    "LOG_LEVELS",
+    "LogLevel",
+    "ToolEvent",
+    "ToolLog",
+    "ToolProgress",
+    "emit_tool_event",
+    "has_tool_event_listeners",
+    "watch_tool_events",
+]
 
 _log = logging.getLogger("dsh_codegen")
 

@@ -298,13 +298,10 @@ class FollowingRunContext(ToolRunContext):
 
     __slots__ = ()
 
-    def __init__(
-        self, source: ExecutionSource, follows: AbortSignal | tuple[AbortSignal, ...]
-    ) -> None:
+    def __init__(self, source: ExecutionSource, follows: AbortSignal | tuple[AbortSignal, ...]) -> None:
         self._execution = None
         self._source = source
         self._signal = None
         self._follows = follows
         self._deferred = None
         self._concluded = False
-

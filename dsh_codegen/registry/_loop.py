@@ -440,7 +440,9 @@ class _Batch:
             if result is None:
                 if self.log is not None and not call.announced:
                     self.log.append(self._call_event(call))
-                result = failure_from_exception(AbortError(ABORTED_BEFORE_DISPATCH_MESSAGE, TOOL_ABORTED_BEFORE_DISPATCH))
+                result = failure_from_exception(
+                    AbortError(ABORTED_BEFORE_DISPATCH_MESSAGE, TOOL_ABORTED_BEFORE_DISPATCH)
+                )
                 if self.log is not None:
                     self.log.append(self._result_event(call, result))
             results.append(result)

@@ -57,16 +57,13 @@ PresentationMode: TypeAlias = Literal["native", "code", "both"]
 _MODES: Final = ("native", "code", "both")
 
 RESERVED_RESTRICT: Final = (
-    'restrict() cannot name reserved Code Mode presentation transport "run_code";'
-    " restrict end-capability tools instead"
+    'restrict() cannot name reserved Code Mode presentation transport "run_code"; restrict end-capability tools instead'
 )
 UNSCOPED_RESTRICT: Final = (
     "restrict() requires a scoped context (a ToolScope from registry.scope(agent));"
     " the registry itself has no inherited tools to filter"
 )
-EMPTY_RESTRICT: Final = (
-    "restrict() without allow= or deny= names is a no-op; name the inherited tools to allow or deny"
-)
+EMPTY_RESTRICT: Final = "restrict() without allow= or deny= names is a no-op; name the inherited tools to allow or deny"
 UNSCOPED_PRESENT_AS: Final = (
     "present_as() requires a scoped context (a ToolScope from registry.scope(agent));"
     " the process-wide presentation is ToolRegistry(mode=...)"
@@ -223,7 +220,6 @@ class _Surface:
         """Add a synchronous guard ``fn(execution) -> reason | None`` (monotonic: any reason denies)."""
         _check_listener("guard()", fn, sync_only=True)
         layer = self._layer()
-        registry = self._registry
         entry = ListenerEntry(fn, self._owner)
         layer.guards = (*layer.guards, entry)
 
@@ -372,9 +368,7 @@ class ToolScope(_Surface):
         """This scope's prompt assembly (see ``ToolRegistry.assemble``)."""
         return self._registry.assemble(self, tool_order)
 
-    def restrict(
-        self, *, allow: Iterable[str] | None = None, deny: Iterable[str] | None = None
-    ) -> Disposer:
+    def restrict(self, *, allow: Iterable[str] | None = None, deny: Iterable[str] | None = None) -> Disposer:
         """Mask the tools this scope inherits (own registrations exempt); return the mask's disposer.
 
         ``allow`` keeps only the named inherited tools (later inherited names
@@ -402,9 +396,7 @@ class ToolScope(_Surface):
             listed = ", ".join(f'"{name}"' for name in unknown)
             noun = "tool" if len(unknown) == 1 else "tools"
             known_text = ", ".join(sorted(known)) if known else "(none)"
-            raise ValueError(
-                f"restrict() names unknown global {noun} {listed}; known global tools: {known_text}"
-            )
+            raise ValueError(f"restrict() names unknown global {noun} {listed}; known global tools: {known_text}")
         mask = _Mask(None if allow_names is None else frozenset(allow_names), frozenset(deny_names))
         layer.masks = (*layer.masks, mask)
         registry = self._registry
@@ -608,9 +600,7 @@ class ToolRegistry(_Surface):
 
     # --- registrations ---------------------------------------------------------------
 
-    def _register(
-        self, definition: ToolDefinition, scope: ToolScope | None, layer: _Layer
-    ) -> Disposer:
+    def _register(self, definition: ToolDefinition, scope: ToolScope | None, layer: _Layer) -> Disposer:
         compiled = check_for_registration(definition)
         name = compiled.name
         if name in layer.tools:
@@ -638,9 +628,7 @@ class ToolRegistry(_Surface):
 
         return Disposer(dispose)
 
-    def _add_listener(
-        self, attr: str, fn: Callable[..., Any], scope: ToolScope | None, prepend: bool
-    ) -> Disposer:
+    def _add_listener(self, attr: str, fn: Callable[..., Any], scope: ToolScope | None, prepend: bool) -> Disposer:
         if scope is not None and scope.disposed:
             raise ValueError(f"scope {scope.agent!r} is disposed")
         _check_listener(_METHOD_OF[attr], fn, sync_only=False)
@@ -672,9 +660,7 @@ class ToolRegistry(_Surface):
             else:
                 entry.fn(change)
 
-    def restrict(
-        self, *, allow: Iterable[str] | None = None, deny: Iterable[str] | None = None
-    ) -> Disposer:
+    def restrict(self, *, allow: Iterable[str] | None = None, deny: Iterable[str] | None = None) -> Disposer:
         """Always raises ``ValueError``: masks exist only on scopes (``restrict() requires a scoped context ...``)."""
         raise ValueError(UNSCOPED_RESTRICT)
 
@@ -874,9 +860,7 @@ class ToolRegistry(_Surface):
         compiled = self.resolve(name, chain)
         return None if compiled is None else compiled.definition
 
-    def _visible(
-        self, scope: ToolScope | Hashable | None
-    ) -> tuple[tuple[ToolScope, ...], list[CompiledTool]]:
+    def _visible(self, scope: ToolScope | Hashable | None) -> tuple[tuple[ToolScope, ...], list[CompiledTool]]:
         resolved = self._scope_arg(scope)
         chain = () if resolved is None else resolved.chain
         tools = list(self.view(chain).values())
@@ -1018,7 +1002,5 @@ def _schema_of(tool: CompiledTool) -> ToolSchema:
     try:
         parameters = snapshot_json(tool.parameters, freeze=False)
     except (LosslessJsonError, RecursionError) as exc:
-        raise ValueError(
-            f'tool "{tool.name}" parameters must be lossless JSON before schema projection'
-        ) from exc
+        raise ValueError(f'tool "{tool.name}" parameters must be lossless JSON before schema projection') from exc
     return {"name": tool.name, "description": tool.definition.description, "parameters": parameters}

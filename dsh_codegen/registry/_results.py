@@ -213,9 +213,7 @@ def error_content(message: str) -> Sequence[ContentBlock]:
     return content
 
 
-def failure_from_exception(
-    exc: BaseException, *, additional_contexts: Sequence[AdditionalContext] = ()
-) -> ToolFailure:
+def failure_from_exception(exc: BaseException, *, additional_contexts: Sequence[AdditionalContext] = ()) -> ToolFailure:
     """Normalize a raised exception into a :class:`ToolFailure`.
 
     The message follows :func:`error_message`; ``info`` is set only for coded
@@ -224,6 +222,4 @@ def failure_from_exception(
     message = error_message(exc)
     coded = error_info_of(exc)
     info = None if coded is None else ToolErrorInfo(coded[0], coded[1])
-    return ToolFailure(
-        ToolError(message, info), error_content(message), UNSET, tuple(additional_contexts)
-    )
+    return ToolFailure(ToolError(message, info), error_content(message), UNSET, tuple(additional_contexts))

@@ -503,9 +503,7 @@ def replay_result(event: Mapping[str, Any]) -> ToolExecutionResult:
     contexts = event.get("additionalContexts", [])
     if not isinstance(contexts, list):
         raise ValueError(f"{where}: additionalContexts must be a list")
-    frozen_contexts = tuple(
-        snapshot_context(context, where, index=index) for index, context in enumerate(contexts)
-    )
+    frozen_contexts = tuple(snapshot_context(context, where, index=index) for index, context in enumerate(contexts))
     if not is_error:
         return ToolSuccess(UNSET, content, meta, frozen_contexts, event.get("concludesTurn") is True)
     error = event.get("error")

@@ -89,11 +89,27 @@ class _ToolDecorator(Protocol):
 
     def __call__(self, fn: Callable[P, R], /) -> TypedTool[P, R]: ...
 
+
 _RUN: Final = "run"
 _SECTION_NAMES: Final = frozenset(
     {
-        "args", "arguments", "parameters", "params", "returns", "return", "yields", "raises",
-        "example", "examples", "note", "notes", "attributes", "see also", "warning", "warnings", "todo",
+        "args",
+        "arguments",
+        "parameters",
+        "params",
+        "returns",
+        "return",
+        "yields",
+        "raises",
+        "example",
+        "examples",
+        "note",
+        "notes",
+        "attributes",
+        "see also",
+        "warning",
+        "warnings",
+        "todo",
     }
 )
 _SECTION_HEADER: Final = re.compile(r"([A-Za-z][A-Za-z ]*):\s*\Z")
@@ -343,7 +359,9 @@ def _build(
     doc = _parse_docstring(owner, fn.__doc__)
     params = _read_parameters(owner, fn, hints, doc)
     if "return" not in hints:
-        raise TypeError(f"{owner}: missing return annotation (the output schema comes from it; use -> Any for any JSON)")
+        raise TypeError(
+            f"{owner}: missing return annotation (the output schema comes from it; use -> Any for any JSON)"
+        )
     output_schema, encodes = _map_output(owner, hints["return"], doc.returns)
     tool_description = description if description is not None else doc.summary
     if not tool_description:

@@ -41,7 +41,13 @@ _BARE_ARRAYS: Final = (list, tuple, collections.abc.Sequence, typing.List, typin
 _BARE_OBJECTS: Final = (dict, collections.abc.Mapping, typing.Dict, typing.Mapping)
 _UNION_ORIGINS: Final = (Union, types.UnionType)
 #: Constraint attributes read from ``Annotated`` metadata (``annotated_types`` and pydantic ``Field``).
-_NUMERIC: Final = {"gt": "exclusiveMinimum", "ge": "minimum", "lt": "exclusiveMaximum", "le": "maximum", "multiple_of": "multipleOf"}
+_NUMERIC: Final = {
+    "gt": "exclusiveMinimum",
+    "ge": "minimum",
+    "lt": "exclusiveMaximum",
+    "le": "maximum",
+    "multiple_of": "multipleOf",
+}
 _LENGTHS: Final = {
     "string": ("minLength", "maxLength"),
     "array": ("minItems", "maxItems"),
@@ -128,7 +134,9 @@ class _Items(Converter):
 
     __slots__ = ("each", "make", "prefix")
 
-    def __init__(self, make: Callable[[Any], Any], each: Converter | None, prefix: list[Converter | None] | None) -> None:
+    def __init__(
+        self, make: Callable[[Any], Any], each: Converter | None, prefix: list[Converter | None] | None
+    ) -> None:
         self.make = make
         self.each = each
         self.prefix = prefix
@@ -296,7 +304,9 @@ class SchemaBuilder:
     def unsupported(self, where: str, path: str, tp: object, why: str = "") -> NoReturn:
         self.fail(where, path, f"unsupported type {type_text(tp)}{why}; {SUPPORTED}")
 
-    def map(self, annotation: object, where: str, root: str, extra: dict[str, Any]) -> tuple[dict[str, Any], Converter | None]:
+    def map(
+        self, annotation: object, where: str, root: str, extra: dict[str, Any]
+    ) -> tuple[dict[str, Any], Converter | None]:
         """The schema node and converter of one annotation (``extra`` keys are added to the node)."""
         slot = _Slot()
         # Tasks: ("map", annotation, slot, path, extra, on_path) fills slot; ("done", fn)
@@ -455,7 +465,9 @@ class SchemaBuilder:
                 self.fail(where, path, f"Literal value {what} is not a JSON scalar (str, int, bool or None)")
             key = _equality_key(json_value)
             if key in wire:
-                self.fail(where, path, f"Literal values {wire[key]!r} and {value!r} are the same JSON value {json_value!r}")
+                self.fail(
+                    where, path, f"Literal values {wire[key]!r} and {value!r} are the same JSON value {json_value!r}"
+                )
             wire[key] = value
             kinds.add(kind)
         node = slot.schema
@@ -669,7 +681,9 @@ class SchemaBuilder:
             for field, s in zip(fields, slots):
                 if field.default is not _NO_DEFAULT:
                     s.schema["default"] = snapshot_json(field.default, freeze=False)
-                    self.defaults.append((s.schema, field.default, where, format_path([field.key], path), field.annotation))
+                    self.defaults.append(
+                        (s.schema, field.default, where, format_path([field.key], path), field.annotation)
+                    )
                 if s.converter is not None:
                     keys.append((field.key, s.converter))
             if isinstance(converter, _Instance):
@@ -700,7 +714,11 @@ class SchemaBuilder:
                 if metadata:
                     annotation = Annotated[(annotation, *metadata)]
                 default = info.default
-                if info.is_required() or default is getattr(undefined, "PydanticUndefined", None) or not is_json_value(default):
+                if (
+                    info.is_required()
+                    or default is getattr(undefined, "PydanticUndefined", None)
+                    or not is_json_value(default)
+                ):
                     default = _NO_DEFAULT
                 out.append(_Field(alias or name, annotation, info.is_required(), default))
             return out, tp.model_config.get("extra") != "allow"  # type: ignore[attr-defined]
@@ -715,7 +733,9 @@ class SchemaBuilder:
                     continue
                 missing = field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING
                 has_json_default = field.default is not dataclasses.MISSING and is_json_value(field.default)
-                out.append(_Field(field.name, hints[field.name], missing, field.default if has_json_default else _NO_DEFAULT))
+                out.append(
+                    _Field(field.name, hints[field.name], missing, field.default if has_json_default else _NO_DEFAULT)
+                )
             return out, True
         required_keys = tp.__required_keys__  # type: ignore[attr-defined]
         out = []

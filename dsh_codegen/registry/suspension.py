@@ -135,8 +135,7 @@ class Suspension:
 
     def __repr__(self) -> str:
         return (
-            f"<Suspension {self.suspension_id} calls={len(self.calls)}"
-            f" pending={[p.approval_id for p in self.pending]}>"
+            f"<Suspension {self.suspension_id} calls={len(self.calls)} pending={[p.approval_id for p in self.pending]}>"
         )
 
     @property
@@ -174,7 +173,6 @@ class Suspension:
             raise ValueError(f"suspension cannot be written as JSON: {exc}") from None
         # The canonical text of {"digest": ..., "suspension": body} (keys sorted), without writing body twice.
         return f'{{"digest":{json.dumps(_digest(text))},"suspension":{text}}}'
-
 
     @classmethod
     def from_json(cls, text: str) -> Suspension:
@@ -228,12 +226,12 @@ class Suspension:
         for approval_id, item in known.items():
             if approval_id not in decisions:
                 raise ValueError(
-                    f"no decision for approval {approval_id!r} (tool \"{item.tool_name}\", call {item.call_id})"
+                    f'no decision for approval {approval_id!r} (tool "{item.tool_name}", call {item.call_id})'
                 )
             answer = decisions[approval_id]
             if answer not in DECISIONS or type(answer) is not str:
                 raise ValueError(
-                    f"decision for approval {approval_id!r} must be \"allowed-once\" or \"rejected\", got {answer!r}"
+                    f'decision for approval {approval_id!r} must be "allowed-once" or "rejected", got {answer!r}'
                 )
             key = item.call_id if item.sub_call_id is None else item.sub_call_id
             by_call[key] = answer
@@ -252,9 +250,7 @@ class Suspension:
                     f'cannot resume: tool "{name}" is not in this registry any more (the suspension needs it)'
                 )
             if tool_fingerprint(compiled) != fingerprint:
-                raise ValueError(
-                    f'cannot resume: tool "{name}" changed its schema since the calls were suspended'
-                )
+                raise ValueError(f'cannot resume: tool "{name}" changed its schema since the calls were suspended')
 
 
 class ToolCallsSuspended(Exception):
@@ -364,8 +360,13 @@ def _read_body(body: Mapping[str, Any]) -> Suspension:
     max_parallel = _field(body, "maxParallel", int, where)
     if max_parallel < 1:
         raise ValueError(f"{where}.maxParallel must be positive")
-    calls = [_read_call(item, f"{where}.calls[{index}]") for index, item in enumerate(_field(body, "calls", list, where))]
-    pending = [_read_pending(item, f"{where}.pending[{index}]") for index, item in enumerate(_field(body, "pending", list, where))]
+    calls = [
+        _read_call(item, f"{where}.calls[{index}]") for index, item in enumerate(_field(body, "calls", list, where))
+    ]
+    pending = [
+        _read_pending(item, f"{where}.pending[{index}]")
+        for index, item in enumerate(_field(body, "pending", list, where))
+    ]
     tools = _object(_field(body, "tools", dict, where), f"{where}.tools")
     for name, fingerprint in tools.items():
         if not isinstance(fingerprint, str):

@@ -202,9 +202,7 @@ class WebFetchResultView(TypedDict):
     status: NotRequired[int]
 
 
-ToolCallView: TypeAlias = (
-    GenericCallView | TerminalCallView | DiffCallView | ReadCallView | WebCallView
-)
+ToolCallView: TypeAlias = GenericCallView | TerminalCallView | DiffCallView | ReadCallView | WebCallView
 ToolResultView: TypeAlias = (
     GenericResultView
     | TerminalResultView

@@ -425,7 +425,6 @@ class _Checker:
             self.dialect = True
             self.ref_paths[index] = path
 
-
     def _ref_target(self, ref: str, path: ChainPath) -> int | tuple[Any, ChainPath] | None:
         """The node index (anchor) or (schema, path) a ``$ref`` names; None after reporting why not."""
         base, hash_, fragment = ref.partition("#")
@@ -449,7 +448,12 @@ class _Checker:
                 segment = raw.replace("~1", "/").replace("~0", "~") if "~" in raw else raw
                 if self._is_object(here) and segment in here:
                     here = here[segment]
-                elif self._is_array(here) and segment.isdigit() and (segment == "0" or segment[0] != "0") and int(segment) < len(here):
+                elif (
+                    self._is_array(here)
+                    and segment.isdigit()
+                    and (segment == "0" or segment[0] != "0")
+                    and int(segment) < len(here)
+                ):
                     here = here[int(segment)]
                 else:
                     self._report(path, "$ref", Text.REF_UNRESOLVED.format(ref=quote_path(ref)))
@@ -481,7 +485,9 @@ class _Checker:
             self._report(path, keyword, Text.NUMBER)
         return False
 
-    def _schemas(self, value: Any, path: ChainPath, keyword: str, field: str, index: int, children: list[_Child]) -> int:
+    def _schemas(
+        self, value: Any, path: ChainPath, keyword: str, field: str, index: int, children: list[_Child]
+    ) -> int:
         """Queue a non-empty array of schemas as children of list ``field``; return their count."""
         if not self._is_array(value) or not value:
             self._report(path, keyword, Text.SCHEMAS)
@@ -519,6 +525,7 @@ def _shared_leaf(kind: int) -> Node:
 # --- one checker per keyword, in the order they are visited -------------------------------
 # Each checker is (checker, keyword value, schema, node, node index, path, children) -> None.
 
+
 def _all_str(values: Any) -> bool:
     """Whether every item (every key of an object) is an exact ``str``."""
     for value in values:
@@ -527,12 +534,16 @@ def _all_str(values: Any) -> bool:
     return True
 
 
-def _ignore(c: _Checker, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
+def _ignore(
+    c: _Checker, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]
+) -> None:
     return None
 
 
 def _string_annotation(keyword: str) -> Callable[..., None]:
-    def check(c: _Checker, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
+    def check(
+        c: _Checker, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]
+    ) -> None:
         if type(value) is not str:
             c._report(path, keyword, Text.STRING)
 
@@ -540,7 +551,9 @@ def _string_annotation(keyword: str) -> Callable[..., None]:
 
 
 def _bool_annotation(keyword: str) -> Callable[..., None]:
-    def check(c: _Checker, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
+    def check(
+        c: _Checker, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]
+    ) -> None:
         if type(value) is not bool:
             c._report(path, keyword, Text.BOOLEAN)
 
@@ -548,7 +561,9 @@ def _bool_annotation(keyword: str) -> Callable[..., None]:
 
 
 def _data_annotation(keyword: str) -> Callable[..., None]:
-    def check(c: _Checker, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
+    def check(
+        c: _Checker, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]
+    ) -> None:
         t = type(value)
         if t is str or t is bool or value is None or (t is int and -SMALL_INT < value < SMALL_INT):
             return  # lossless JSON, without the general walk
@@ -558,14 +573,18 @@ def _data_annotation(keyword: str) -> Callable[..., None]:
     return check
 
 
-def _check_schema_uri(c: _Checker, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
+def _check_schema_uri(
+    c: _Checker, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]
+) -> None:
     if path is not None:
         c._report(path, "$schema", Text.SCHEMA_URI_NOT_ROOT)
     elif type(value) is not str or value not in SCHEMA_URIS:
         c._report(path, "$schema", Text.SCHEMA_URI)
 
 
-def _check_id(c: _Checker, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
+def _check_id(
+    c: _Checker, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]
+) -> None:
     if path is not None or schema is not c.root:
         c._report(path, "$id", Text.NESTED_ID)
     elif type(value) is not str:
@@ -575,7 +594,9 @@ def _check_id(c: _Checker, value: Any, schema: Any, node: Node, index: int, path
 
 
 def _check_defs(keyword: str) -> Callable[..., None]:
-    def check(c: _Checker, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
+    def check(
+        c: _Checker, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]
+    ) -> None:
         if not c._is_object(value) or not _all_str(value):
             c._report(path, keyword, Text.DEFS)
             return
@@ -586,8 +607,15 @@ def _check_defs(keyword: str) -> Callable[..., None]:
     return check
 
 
-def _check_anchor(c: _Checker, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
-    if type(value) is not str or not value or not (value[0].isascii() and (value[0].isalpha() or value[0] == "_")) or not ANCHOR_NAME.issuperset(value):
+def _check_anchor(
+    c: _Checker, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]
+) -> None:
+    if (
+        type(value) is not str
+        or not value
+        or not (value[0].isascii() and (value[0].isalpha() or value[0] == "_"))
+        or not ANCHOR_NAME.issuperset(value)
+    ):
         c._report(path, "$anchor", Text.ANCHOR_NAME)
     elif value in c.anchors:
         c._report(path, "$anchor", Text.ANCHOR_TWICE.format(name=quote_path(value)))
@@ -595,7 +623,9 @@ def _check_anchor(c: _Checker, value: Any, schema: Any, node: Node, index: int, 
         c.anchors[value] = index
 
 
-def _check_format(c: _Checker, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
+def _check_format(
+    c: _Checker, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]
+) -> None:
     if type(value) is not str:
         c._report(path, "format", Text.STRING)
         return
@@ -604,7 +634,9 @@ def _check_format(c: _Checker, value: Any, schema: Any, node: Node, index: int, 
         node.str_checks += ((V_FORMAT, (checker, value)),)
 
 
-def _check_discriminator(c: _Checker, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
+def _check_discriminator(
+    c: _Checker, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]
+) -> None:
     """pydantic's (OpenAPI's) hint for a discriminated union: an annotation, so only its shape is checked."""
     if "oneOf" not in schema and "anyOf" not in schema:
         c._report(path, "discriminator", Text.DISCRIMINATOR_PLACE)
@@ -615,23 +647,30 @@ def _check_discriminator(c: _Checker, value: Any, schema: Any, node: Node, index
         return
     mapping = value.get("mapping", MISSING)
     if mapping is not MISSING and (
-        not c._is_object(mapping) or any(type(key) is not str or type(target) is not str for key, target in mapping.items())
+        not c._is_object(mapping)
+        or any(type(key) is not str or type(target) is not str for key, target in mapping.items())
     ):
         c._report(path, "discriminator", Text.DISCRIMINATOR_MAPPING)
 
 
-def _check_ref(c: _Checker, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
+def _check_ref(
+    c: _Checker, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]
+) -> None:
     if type(value) is not str:
         c._report(path, "$ref", Text.STRING)
         return
     c.refs.append((index, value, path))
 
 
-def _check_type(c: _Checker, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
+def _check_type(
+    c: _Checker, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]
+) -> None:
     return None  # read first, by _Checker._types
 
 
-def _check_enum(c: _Checker, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
+def _check_enum(
+    c: _Checker, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]
+) -> None:
     if not c._is_array(value) or not value:
         c._report(path, "enum", Text.ENUM_EMPTY)
         return
@@ -657,12 +696,18 @@ def _check_enum(c: _Checker, value: Any, schema: Any, node: Node, index: int, pa
         node.enum_values = tuple(value)
 
 
-def _check_const(c: _Checker, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
+def _check_const(
+    c: _Checker, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]
+) -> None:
     if type(value) is not str and not is_lossless_json(value):
         c._report(path, "const", Text.CONST_NOT_JSON)
         return
     if node.admit and not _fits(node.admit, value):
-        c._report(path, "const", Text.CONST_TYPE.format(type=ARTICLE.get(_types_word(node.types), "a " + _types_word(node.types))))
+        c._report(
+            path,
+            "const",
+            Text.CONST_TYPE.format(type=ARTICLE.get(_types_word(node.types), "a " + _types_word(node.types))),
+        )
         return
     key = json_key(value)
     node.has_const_key = True
@@ -692,14 +737,18 @@ def _types_word(types: int) -> str:
 
 
 def _bound(code: int, keyword: str) -> Callable[..., None]:
-    def check(c: _Checker, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
+    def check(
+        c: _Checker, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]
+    ) -> None:
         if c._number(value, path, keyword):
             node.num_checks += ((code, value),)
 
     return check
 
 
-def _check_multiple_of(c: _Checker, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
+def _check_multiple_of(
+    c: _Checker, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]
+) -> None:
     if not c._number(value, path, "multipleOf"):
         return
     if value <= 0:
@@ -709,7 +758,9 @@ def _check_multiple_of(c: _Checker, value: Any, schema: Any, node: Node, index: 
 
 
 def _length(code: int, keyword: str, field: str) -> Callable[..., None]:
-    def check(c: _Checker, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
+    def check(
+        c: _Checker, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]
+    ) -> None:
         count = c._count(value, path, keyword)
         if count is not None:
             setattr(node, field, getattr(node, field) + ((code, count),))
@@ -717,7 +768,9 @@ def _length(code: int, keyword: str, field: str) -> Callable[..., None]:
     return check
 
 
-def _check_pattern(c: _Checker, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
+def _check_pattern(
+    c: _Checker, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]
+) -> None:
     if type(value) is not str:
         c._report(path, "pattern", Text.STRING)
         return
@@ -729,7 +782,9 @@ def _check_pattern(c: _Checker, value: Any, schema: Any, node: Node, index: int,
     node.str_checks += ((V_PATTERN, (compiled.search, value)),)
 
 
-def _check_items(c: _Checker, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
+def _check_items(
+    c: _Checker, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]
+) -> None:
     if c._is_array(value):
         c._report(path, "items", Text.ITEMS_ARRAY)
         return
@@ -740,23 +795,31 @@ def _check_items(c: _Checker, value: Any, schema: Any, node: Node, index: int, p
         children.append((value, (path, "items"), SLOT_ITEMS))
 
 
-def _check_prefix_items(c: _Checker, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
+def _check_prefix_items(
+    c: _Checker, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]
+) -> None:
     c._schemas(value, path, "prefixItems", "prefix", index, children)
 
 
-def _check_unique(c: _Checker, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
+def _check_unique(
+    c: _Checker, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]
+) -> None:
     if type(value) is not bool:
         c._report(path, "uniqueItems", Text.BOOLEAN)
     elif value:
         node.arr_checks += ((V_UNIQUE, True),)
 
 
-def _check_contains(c: _Checker, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
+def _check_contains(
+    c: _Checker, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]
+) -> None:
     children.append((value, (path, "contains"), SLOT_CONTAINS))
 
 
 def _check_contains_count(keyword: str) -> Callable[..., None]:
-    def check(c: _Checker, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
+    def check(
+        c: _Checker, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]
+    ) -> None:
         count = c._count(value, path, keyword)
         if count is None:
             return
@@ -770,7 +833,9 @@ def _check_contains_count(keyword: str) -> Callable[..., None]:
     return check
 
 
-def _check_properties(c: _Checker, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
+def _check_properties(
+    c: _Checker, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]
+) -> None:
     props: dict[str, int] = {}
     node.props = props
     declared = value
@@ -793,7 +858,9 @@ def _check_properties(c: _Checker, value: Any, schema: Any, node: Node, index: i
         node.props = None
 
 
-def _check_required(c: _Checker, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
+def _check_required(
+    c: _Checker, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]
+) -> None:
     if not c._is_array(value) or not _all_str(value):
         c._report(path, "required", Text.REQUIRED)
         return
@@ -813,7 +880,9 @@ def _check_required(c: _Checker, value: Any, schema: Any, node: Node, index: int
         c.with_required.append(node)
 
 
-def _check_additional(c: _Checker, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
+def _check_additional(
+    c: _Checker, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]
+) -> None:
     if type(value) is bool:
         node.closed = value is False
         return
@@ -823,11 +892,15 @@ def _check_additional(c: _Checker, value: Any, schema: Any, node: Node, index: i
     children.append((value, (path, "additionalProperties"), SLOT_ADDITIONAL))
 
 
-def _check_property_names(c: _Checker, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
+def _check_property_names(
+    c: _Checker, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]
+) -> None:
     children.append((value, (path, "propertyNames"), SLOT_NAMES))
 
 
-def _check_dependent_required(c: _Checker, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
+def _check_dependent_required(
+    c: _Checker, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]
+) -> None:
     if c._is_object(value) and _all_str(value):
         entries: list[tuple[str, tuple[str, ...]]] = []
         for name, names in value.items():
@@ -846,7 +919,9 @@ def _check_dependent_required(c: _Checker, value: Any, schema: Any, node: Node, 
                 segments = (*chain_segments(path), "dependentRequired", name)
                 where = format_path(segments, "schema")
                 c.violations.append(
-                    Violation(segments, "dependentRequired", Text.DEPENDENT_TWICE.format(where=where, name=quote_path(twice)))
+                    Violation(
+                        segments, "dependentRequired", Text.DEPENDENT_TWICE.format(where=where, name=quote_path(twice))
+                    )
                 )
             entries.append((name, unique))
         else:
@@ -856,14 +931,18 @@ def _check_dependent_required(c: _Checker, value: Any, schema: Any, node: Node, 
 
 
 def _combinator(keyword: str, field: str) -> Callable[..., None]:
-    def check(c: _Checker, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
+    def check(
+        c: _Checker, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]
+    ) -> None:
         c._schemas(value, path, keyword, field, index, children)
 
     return check
 
 
 def _only_schema(keyword: str) -> Callable[..., None]:
-    def check(c: _Checker, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]) -> None:
+    def check(
+        c: _Checker, value: Any, schema: Any, node: Node, index: int, path: ChainPath, children: list[_Child]
+    ) -> None:
         return None
 
     return check
@@ -936,11 +1015,7 @@ _KEYWORDS: Final[dict[str, _Keyword]] = {
 }
 
 
-
-
 # --- finishing ---------------------------------------------------------------------------------
-
-
 
 
 def _same_value_edges(node: Node) -> list[int]:
@@ -1131,8 +1206,6 @@ def assert_object_json_schema(schema: object) -> None:
     checker = _check(schema, False)
     violations = checker.violations
     if (type(schema) is bool or checker._is_object(schema)) and not _object_rooted(checker):
-        violations.insert(
-            0, Violation(("type",), "type", Text.OBJECT_ROOT)
-        )
+        violations.insert(0, Violation(("type",), "type", Text.OBJECT_ROOT))
     if violations:
         raise JsonSchemaError(violations)

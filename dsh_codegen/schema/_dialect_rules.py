@@ -147,7 +147,16 @@ APPLIES: Final[dict[str, int]] = {
     **{kw: 1 << STRING for kw in ("minLength", "maxLength", "pattern")},
     **{
         kw: 1 << ARRAY
-        for kw in ("items", "prefixItems", "minItems", "maxItems", "uniqueItems", "contains", "minContains", "maxContains")
+        for kw in (
+            "items",
+            "prefixItems",
+            "minItems",
+            "maxItems",
+            "uniqueItems",
+            "contains",
+            "minContains",
+            "maxContains",
+        )
     },
     **{
         kw: 1 << OBJECT

@@ -221,6 +221,7 @@ def _words_mask(mask: int) -> int:
 _TRIVIAL_NODE: Final = Node()
 _TRIVIAL_NODE.trivial = True
 
+
 class DialectWalker:
     """Runs one dialect program: :meth:`is_valid` and :meth:`violations`."""
 
@@ -497,7 +498,9 @@ class DialectWalker:
                 self._collect_node(node, v, at, stack, on_path, out, root, alias)
         return out
 
-    def _report(self, out: list[Violation], code: int, node: Node, at: Any, root: str, alias: str, extra: Any = None) -> None:
+    def _report(
+        self, out: list[Violation], code: int, node: Node, at: Any, root: str, alias: str, extra: Any = None
+    ) -> None:
         out.append(dialect_violation(code, node, _segments(at), root, alias, extra))
 
     def _mismatch(self, node: Node, v: Any) -> int:
@@ -510,7 +513,9 @@ class DialectWalker:
             return mismatch_code(OBJECT, v)
         return mismatch_code((mask & -mask).bit_length() - 1, v)
 
-    def _collect_node(self, node: Node, v: Any, at: Any, stack: list[Any], on_path: Any, out: list[Violation], root: str, alias: str) -> None:
+    def _collect_node(
+        self, node: Node, v: Any, at: Any, stack: list[Any], on_path: Any, out: list[Violation], root: str, alias: str
+    ) -> None:
         report = self._report
         if node.false:
             report(out, V_FALSE, node, at, root, alias)
@@ -560,7 +565,18 @@ class DialectWalker:
         elif kind == ARRAY and node.arr_members:
             self._array_children(node, v, at, stack, on_path, out, root, alias)
 
-    def _combinator(self, branches: Any, code: int, node: Node, kind: int, v: Any, at: Any, out: list[Violation], root: str, alias: str) -> int:
+    def _combinator(
+        self,
+        branches: Any,
+        code: int,
+        node: Node,
+        kind: int,
+        v: Any,
+        at: Any,
+        out: list[Violation],
+        root: str,
+        alias: str,
+    ) -> int:
         """Report an anyOf/oneOf miss; return the one branch to descend into instead, else -1.
 
         A branch whose type excludes the value fails anyway, so when exactly one
@@ -631,7 +647,17 @@ class DialectWalker:
         """
         return False
 
-    def _push_child(self, index: int, item: Any, path: Any, stack: list[Any], on_path: Any, out: list[Violation], root: str, alias: str) -> None:
+    def _push_child(
+        self,
+        index: int,
+        item: Any,
+        path: Any,
+        stack: list[Any],
+        on_path: Any,
+        out: list[Violation],
+        root: str,
+        alias: str,
+    ) -> None:
         child = self._nodes[index] if index >= 0 else self._any
         if on_path is not None and not child.trivial and _leaf_lossless(item) is None and on_path.get(id(item)):
             self._report(out, V_LOSSLESS_VALUE, child, path, root, alias)  # a container inside itself
@@ -640,7 +666,9 @@ class DialectWalker:
             return
         stack.append((_VISIT, child, item, path))
 
-    def _object_children(self, node: Node, v: Any, at: Any, stack: list[Any], on_path: Any, out: list[Violation], root: str, alias: str) -> None:
+    def _object_children(
+        self, node: Node, v: Any, at: Any, stack: list[Any], on_path: Any, out: list[Violation], root: str, alias: str
+    ) -> None:
         if on_path is not None:
             ident = id(v)
             on_path[ident] = on_path.get(ident, 0) + 1
@@ -651,7 +679,9 @@ class DialectWalker:
         for index, item, path in reversed(children):
             self._push_child(index, item, path, stack, on_path, out, root, alias)
 
-    def _collect_extras(self, node: Node, v: Any, at: Any, stack: list[Any], on_path: Any, out: list[Violation], root: str, alias: str) -> None:
+    def _collect_extras(
+        self, node: Node, v: Any, at: Any, stack: list[Any], on_path: Any, out: list[Violation], root: str, alias: str
+    ) -> None:
         props = node.props or {}
         extras = [key for key in v if key not in props]
         if node.closed:
@@ -661,7 +691,9 @@ class DialectWalker:
         for key in reversed(extras):
             self._push_child(node.additional, v[key], (at, key), stack, on_path, out, root, alias)
 
-    def _array_children(self, node: Node, v: Any, at: Any, stack: list[Any], on_path: Any, out: list[Violation], root: str, alias: str) -> None:
+    def _array_children(
+        self, node: Node, v: Any, at: Any, stack: list[Any], on_path: Any, out: list[Violation], root: str, alias: str
+    ) -> None:
         if on_path is not None:
             ident = id(v)
             on_path[ident] = on_path.get(ident, 0) + 1
@@ -671,7 +703,9 @@ class DialectWalker:
             child = prefix[index] if index < len(prefix) else node.items
             self._push_child(child, v[index], (at, index), stack, on_path, out, root, alias)
 
-    def _collect_any(self, v: Any, at: Any, stack: list[Any], any_path: set[int], out: list[Violation], root: str, alias: str) -> None:
+    def _collect_any(
+        self, v: Any, at: Any, stack: list[Any], any_path: set[int], out: list[Violation], root: str, alias: str
+    ) -> None:
         """An unconstrained value: report its parts that are not lossless JSON (cycles included)."""
         leaf = _leaf_lossless(v)
         if leaf is not None:
@@ -696,7 +730,6 @@ class DialectWalker:
         stack.append((_EXIT_ANY, self._any, v, at))
         for key, item in reversed(members):
             stack.append((_VISIT, self._any, item, (at, key)))
-
 
 
 def _segments(at: Any) -> tuple[Any, ...]:

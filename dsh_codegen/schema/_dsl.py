@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any, Final, Literal, NotRequired, TypeAlias, TypedDict, Union
+from typing import Any, Final, Literal, NotRequired, TypeAlias, TypedDict
 
 from dsh_codegen.json import format_path, quote_path
 from dsh_codegen.schema._ecma import PatternError, compile_pattern
@@ -54,7 +54,9 @@ __all__ = [
 ]
 
 #: A JSON value as Python holds it (docs/json.md, "What is JSON here").
-JsonValue: TypeAlias = Union[None, bool, int, float, str, list["JsonValue"], tuple["JsonValue", ...], dict[str, "JsonValue"]]
+JsonValue: TypeAlias = (
+    None | bool | int | float | str | list["JsonValue"] | tuple["JsonValue", ...] | dict[str, "JsonValue"]
+)
 #: A raw JSON schema of the supported subset (a plain ``dict``; checked at run time).
 JsonSchema: TypeAlias = dict[str, Any]
 
@@ -87,7 +89,7 @@ JsonSchemaObject = TypedDict(
         "contentMediaType": str,
         "contentEncoding": str,
         "discriminator": Mapping[str, Any],
-        "type": Union[_TypeName, Sequence[_TypeName]],
+        "type": _TypeName | Sequence[_TypeName],
         "enum": Sequence["JsonValue"],
         "const": "JsonValue",
         "minimum": float,
@@ -120,7 +122,7 @@ JsonSchemaObject = TypedDict(
     total=False,
 )
 #: A subschema: an object, or a boolean schema (``true`` any value, ``false`` none).
-JsonSchemaNode: TypeAlias = Union[bool, JsonSchemaObject]
+JsonSchemaNode: TypeAlias = bool | JsonSchemaObject
 
 
 class _Annotations(TypedDict, total=False):
@@ -188,7 +190,7 @@ class ArraySpec(_Annotations):
     """``{"type": "array"}``; without ``items`` the elements are any JSON."""
 
     type: Literal["array"]
-    items: NotRequired["ValueSchemaSpec"]
+    items: NotRequired[ValueSchemaSpec]
     minItems: NotRequired[int]
     maxItems: NotRequired[int]
     uniqueItems: NotRequired[bool]
@@ -199,7 +201,7 @@ class ObjectSpec(_Annotations):
 
     type: Literal["object"]
     additionalProperties: bool
-    properties: NotRequired[Mapping[str, "PropertySchemaSpec"]]
+    properties: NotRequired[Mapping[str, PropertySchemaSpec]]
 
 
 class JsonSpec(_Annotations):
@@ -211,7 +213,7 @@ class JsonSpec(_Annotations):
 class OneOfSpec(_Annotations):
     """Exactly one of two or more branches (no ``type`` beside it)."""
 
-    oneOf: Sequence["ValueSchemaSpec"]
+    oneOf: Sequence[ValueSchemaSpec]
 
 
 class StringPropertySpec(StringSpec):
@@ -251,21 +253,21 @@ class OneOfPropertySpec(OneOfSpec):
 
 
 #: Any JSON value's spec.
-ValueSchemaSpec: TypeAlias = Union[
-    StringSpec, NumberSpec, IntegerSpec, BooleanSpec, NullSpec, ArraySpec, ObjectSpec, JsonSpec, OneOfSpec
-]
+ValueSchemaSpec: TypeAlias = (
+    StringSpec | NumberSpec | IntegerSpec | BooleanSpec | NullSpec | ArraySpec | ObjectSpec | JsonSpec | OneOfSpec
+)
 #: A property's spec: a value spec plus ``required: True`` when the property must be present.
-PropertySchemaSpec: TypeAlias = Union[
-    StringPropertySpec,
-    NumberPropertySpec,
-    IntegerPropertySpec,
-    BooleanPropertySpec,
-    NullPropertySpec,
-    ArrayPropertySpec,
-    ObjectPropertySpec,
-    JsonPropertySpec,
-    OneOfPropertySpec,
-]
+PropertySchemaSpec: TypeAlias = (
+    StringPropertySpec
+    | NumberPropertySpec
+    | IntegerPropertySpec
+    | BooleanPropertySpec
+    | NullPropertySpec
+    | ArrayPropertySpec
+    | ObjectPropertySpec
+    | JsonPropertySpec
+    | OneOfPropertySpec
+)
 #: The implicit open parameter object: property name -> property spec.
 ParameterSchemaSpec: TypeAlias = Mapping[str, PropertySchemaSpec]
 
@@ -277,7 +279,13 @@ _SCALAR_KEYS: Final = ("type", "enum", "const") + _ANNOTATION_KEYS
 #: The constraint keywords each DSL type takes (JSON Schema's names and meaning), and what each needs.
 _CONSTRAINTS: Final[dict[str, dict[str, str]]] = {
     "string": {"minLength": "count", "maxLength": "count", "pattern": "pattern", "format": "string"},
-    "number": {"minimum": "number", "maximum": "number", "exclusiveMinimum": "number", "exclusiveMaximum": "number", "multipleOf": "positive"},
+    "number": {
+        "minimum": "number",
+        "maximum": "number",
+        "exclusiveMinimum": "number",
+        "exclusiveMaximum": "number",
+        "multipleOf": "positive",
+    },
     "array": {"minItems": "count", "maxItems": "count", "uniqueItems": "boolean"},
 }
 _CONSTRAINTS["integer"] = _CONSTRAINTS["number"]
@@ -357,7 +365,9 @@ class _SpecCompiler(ExactContainers):
         for name, prop in reversed(items):
             stack.append((prop, properties[name], (None, name), True))
 
-    def _node(self, spec: Any, out: JsonSchema, path: ChainPath, is_property: bool) -> list[tuple[Any, JsonSchema, ChainPath, bool]]:
+    def _node(
+        self, spec: Any, out: JsonSchema, path: ChainPath, is_property: bool
+    ) -> list[tuple[Any, JsonSchema, ChainPath, bool]]:
         report = self.report
         if not self._is_object(spec) or any(type(key) is not str for key in spec):
             report(path, None, "must be a schema spec object")
@@ -445,7 +455,9 @@ class _SpecCompiler(ExactContainers):
         else:
             self.report(path, key, text)
 
-    def _object(self, spec: Any, out: JsonSchema, path: ChainPath, children: list[tuple[Any, JsonSchema, ChainPath, bool]]) -> None:
+    def _object(
+        self, spec: Any, out: JsonSchema, path: ChainPath, children: list[tuple[Any, JsonSchema, ChainPath, bool]]
+    ) -> None:
         report = self.report
         if "properties" in spec:
             props = spec["properties"]
@@ -454,7 +466,9 @@ class _SpecCompiler(ExactContainers):
             else:
                 compiled: JsonSchema = {name: {} for name in props}
                 out["properties"] = compiled
-                required = [name for name, prop in props.items() if self._is_object(prop) and prop.get("required") is True]
+                required = [
+                    name for name, prop in props.items() if self._is_object(prop) and prop.get("required") is True
+                ]
                 if required:
                     out["required"] = required
                 base = (path, "properties")
@@ -482,7 +496,11 @@ class _SpecCompiler(ExactContainers):
             if not scalar_fits(kind, const):
                 report(path, "const", f"must be {_ARTICLE.get(form, 'a ' + form)} value")
             elif enum is not None and const not in enum:
-                report(path, "const", f"must be one of {format_path(chain_segments(path) + ('enum',), 'spec')} when both are declared")
+                report(
+                    path,
+                    "const",
+                    f"must be one of {format_path(chain_segments(path) + ('enum',), 'spec')} when both are declared",
+                )
             else:
                 out["const"] = const
 
@@ -538,4 +556,3 @@ def looks_like_parameter_spec(spec_or_schema: object) -> bool:
         return False
     values = spec_or_schema.values()  # type: ignore[attr-defined]
     return all(type(v) is dict or (fobj is not None and type(v) is fobj) for v in values)
-

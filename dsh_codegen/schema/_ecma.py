@@ -74,7 +74,7 @@ def _escape(pattern: str, i: int, in_class: bool) -> tuple[str, int]:
         end = pattern.find(">", nxt)
         if pattern[nxt : nxt + 1] != "<" or end < 0:
             raise PatternError("\\k must name a group: \\k<name>")
-        return f"(?P={pattern[nxt + 1:end]})", end + 1
+        return f"(?P={pattern[nxt + 1 : end]})", end + 1
     if ch.isdigit():
         if in_class:
             raise PatternError("back-references inside a character class are not supported")
@@ -115,7 +115,7 @@ def translate(pattern: str) -> str:
                     start = i
                     continue
                 if not pattern.startswith(("(?:", "(?=", "(?!", "(?<=", "(?<!"), i):
-                    raise PatternError(f"group syntax {pattern[i:i + 3]!r} is not ECMA-262")
+                    raise PatternError(f"group syntax {pattern[i : i + 3]!r} is not ECMA-262")
             i += 1
             continue
         if ch == "{" and pattern.startswith("{,", i):

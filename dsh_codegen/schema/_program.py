@@ -432,7 +432,9 @@ def budget_violation(root: str, alias: str) -> Violation:
     """The one violation of a value too large to validate within :class:`WalkBudget` (keyword ``budget``)."""
     where = _path_text((), root, alias)
     limit = DEFAULT_MAX_NODES
-    return new_violation((), "budget", f"{where} is too large to validate: more than {limit} values visited (max_nodes={limit})")
+    return new_violation(
+        (), "budget", f"{where} is too large to validate: more than {limit} values visited (max_nodes={limit})"
+    )
 
 
 def is_lossless_json(value: object, budget: WalkBudget | None = None) -> bool:
@@ -573,7 +575,7 @@ def json_text(value: object) -> str:
 
 
 # Characters that JSON quoting leaves alone: with only these, quoting a path is adding quotes.
-_NEEDS_ESCAPE: Final = re.compile(r'[^\x20\x21\x23-\x5b\x5d-\x7e]')
+_NEEDS_ESCAPE: Final = re.compile(r"[^\x20\x21\x23-\x5b\x5d-\x7e]")
 
 
 @lru_cache(maxsize=8192)
@@ -658,7 +660,6 @@ def make_violation(
         else:  # pragma: no cover - every code is listed above
             raise AssertionError(code)
     return new_violation(segments, KEYWORD_OF_CODE[code], where + suffix)
-
 
 
 # --- the tool-schema dialect: violation codes, value kinds, JSON-equality keys, messages -----
@@ -830,7 +831,9 @@ def dialect_violation(
         path = segments + (name,)
         text = "missing required property " + _path_text(path, root, alias) + dependent_suffix(trigger)
         return new_violation(path, "dependentRequired", text)
-    return new_violation(segments, dialect_keyword(code), _path_text(segments, root, alias) + dialect_suffix(code, node, extra))
+    return new_violation(
+        segments, dialect_keyword(code), _path_text(segments, root, alias) + dialect_suffix(code, node, extra)
+    )
 
 
 def dialect_keyword(code: int) -> str:

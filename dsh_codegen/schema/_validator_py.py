@@ -399,4 +399,3 @@ def _segments(at: Any) -> tuple[str | int, ...]:
         out.append(segment)
     out.reverse()
     return tuple(out)
-

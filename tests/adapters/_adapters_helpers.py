@@ -130,7 +130,9 @@ class ServedHttp:
     def __init__(self, script: Path, port: int) -> None:
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
         self.url = f"http://127.0.0.1:{port}/mcp"
-        self.process = subprocess.Popen([sys.executable, str(script), str(port)], env=env, stderr=subprocess.PIPE, text=True)
+        self.process = subprocess.Popen(
+            [sys.executable, str(script), str(port)], env=env, stderr=subprocess.PIPE, text=True
+        )
         deadline = time.monotonic() + 30
         while True:
             try:
@@ -139,7 +141,7 @@ class ServedHttp:
             except OSError:
                 if self.process.poll() is not None or time.monotonic() > deadline:
                     self.stop()
-                    raise AssertionError(f"the server did not start on port {port}")
+                    raise AssertionError(f"the server did not start on port {port}") from None
                 time.sleep(0.05)
 
     def stop(self) -> None:

@@ -55,12 +55,30 @@ def text_tool(name: str, description: str, execute: Any, parameters: dict[str, A
 def build_registry() -> ToolRegistry:
     registry = ToolRegistry()
     register = registry.register
-    register(blocks_tool("test_simple_text", "Simple text.", [{"type": "text", "text": "This is a simple text response for testing."}]))
+    register(
+        blocks_tool(
+            "test_simple_text",
+            "Simple text.",
+            [{"type": "text", "text": "This is a simple text response for testing."}],
+        )
+    )
     register(blocks_tool("test_image_content", "An image.", [IMAGE]))
-    register(blocks_tool("test_audio_content", "An audio clip.", [{"type": "audio", "data": WAV, "mimeType": "audio/wav"}]))
-    resource = {"uri": "test://embedded-resource", "mimeType": "text/plain", "text": "This is an embedded resource content."}
-    register(blocks_tool("test_embedded_resource", "An embedded resource.", [{"type": "resource", "resource": resource}]))
-    mixed = {"uri": "test://mixed-content-resource", "mimeType": "application/json", "text": '{"test":"data","value":123}'}
+    register(
+        blocks_tool("test_audio_content", "An audio clip.", [{"type": "audio", "data": WAV, "mimeType": "audio/wav"}])
+    )
+    resource = {
+        "uri": "test://embedded-resource",
+        "mimeType": "text/plain",
+        "text": "This is an embedded resource content.",
+    }
+    register(
+        blocks_tool("test_embedded_resource", "An embedded resource.", [{"type": "resource", "resource": resource}])
+    )
+    mixed = {
+        "uri": "test://mixed-content-resource",
+        "mimeType": "application/json",
+        "text": '{"test":"data","value":123}',
+    }
     register(
         blocks_tool(
             "test_multiple_content_types",

@@ -62,7 +62,9 @@ TOOLS = [
 ]
 
 
-async def list_tools(ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+async def list_tools(
+    ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+) -> types.ListToolsResult:
     return types.ListToolsResult(tools=TOOLS)
 
 

@@ -58,21 +58,41 @@ def build(mode: str) -> tuple[ToolRegistry, Any]:
             description="Add two integers.",
             parameters={"a": {"type": "integer", "required": True}, "b": {"type": "integer", "required": True}},
             output=ToolOutput(
-                schema={"type": "object", "properties": {"sum": {"type": "integer", "required": True}}, "additionalProperties": False},
+                schema={
+                    "type": "object",
+                    "properties": {"sum": {"type": "integer", "required": True}},
+                    "additionalProperties": False,
+                },
                 render=text,
             ),
             execute=add,
         )
     )
     registry.register(
-        define_tool(name="secret", description="Denied by a guard.", parameters={}, output=ToolOutput(schema={"type": "string"}, render=text), execute=secret)
+        define_tool(
+            name="secret",
+            description="Denied by a guard.",
+            parameters={},
+            output=ToolOutput(schema={"type": "string"}, render=text),
+            execute=secret,
+        )
     )
     registry.register(
-        define_tool(name="wait", description="Wait until aborted.", parameters={}, output=ToolOutput(schema={"type": "string"}, render=text), execute=wait)
+        define_tool(
+            name="wait",
+            description="Wait until aborted.",
+            parameters={},
+            output=ToolOutput(schema={"type": "string"}, render=text),
+            execute=wait,
+        )
     )
     registry.guard(lambda execution: "secret is off limits" if execution.name == "secret" else None)
     registry.on_result(
-        lambda execution, result: print(f"observed {execution.name} {result.is_error} parent={execution.parent is not None}", file=sys.stderr, flush=True)
+        lambda execution, result: print(
+            f"observed {execution.name} {result.is_error} parent={execution.parent is not None}",
+            file=sys.stderr,
+            flush=True,
+        )
     )
     return registry, scope
 

@@ -64,12 +64,18 @@ def build_registry() -> ToolRegistry:
         )
     )
     registry.register(text_tool("shout", "Upper-case a text.", shout))
-    registry.register(text_tool("slow", "Sleep, then answer.", slow, {"seconds": {"type": "number", "required": True}}, timeout_ms=300))
+    registry.register(
+        text_tool(
+            "slow", "Sleep, then answer.", slow, {"seconds": {"type": "number", "required": True}}, timeout_ms=300
+        )
+    )
     registry.register(text_tool("secret", "Denied by a guard.", secret, {}))
     registry.register(text_tool("wait", "Wait until aborted.", wait, {}))
     registry.guard(lambda execution: "secret is off limits" if execution.name == "secret" else None)
     timeout_policy(registry)
-    registry.on_result(lambda execution, result: print(f"observed {execution.name} {result.is_error}", file=sys.stderr, flush=True))
+    registry.on_result(
+        lambda execution, result: print(f"observed {execution.name} {result.is_error}", file=sys.stderr, flush=True)
+    )
     return registry
 
 

@@ -58,14 +58,18 @@ def test_each_format_is_detected_and_loaded(document: Any, kind: str) -> None:
 
 def test_mcp_output_schema_becomes_the_entry_output_schema() -> None:
     output = {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}
-    [entry] = load_catalog_document({"tools": [{"name": "r", "inputSchema": {"type": "object"}, "outputSchema": output}]})
+    [entry] = load_catalog_document(
+        {"tools": [{"name": "r", "inputSchema": {"type": "object"}, "outputSchema": output}]}
+    )
     assert entry.output_schema == output
     assert "class ROutput(TypedDict):" in render_py_sdk([entry])
 
 
 def test_mixed_and_unknown_documents_are_catalog_errors() -> None:
     mixed = [to_mcp_tools(SCHEMAS)[0], to_anthropic_tools(SCHEMAS)[0]]
-    with pytest.raises(CatalogError, match=r"tools.json: cannot tell the tool format: the entries look like anthropic, mcp"):
+    with pytest.raises(
+        CatalogError, match=r"tools.json: cannot tell the tool format: the entries look like anthropic, mcp"
+    ):
         load_catalog_document(mixed, source="tools.json")
     with pytest.raises(CatalogError, match=r'an MCP tools/list result with a "tools" array'):
         load_catalog_document({"functions": []})
@@ -73,7 +77,9 @@ def test_mixed_and_unknown_documents_are_catalog_errors() -> None:
         load_catalog_document([], format="yaml")  # type: ignore[arg-type]
     with pytest.raises(CatalogError, match=r"schema dependency"):
         load_catalog_document(
-            to_anthropic_tools([{"name": "x", "description": "", "parameters": {"dependencies": {"a": {"type": "object"}}}}])
+            to_anthropic_tools(
+                [{"name": "x", "description": "", "parameters": {"dependencies": {"a": {"type": "object"}}}}]
+            )
         )
 
 

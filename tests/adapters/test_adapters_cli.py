@@ -61,7 +61,10 @@ def test_wrong_format_is_a_usage_error(tmp_path: Path) -> None:
     (tmp_path / "tools.json").write_text(json.dumps(to_openai_tools(SCHEMAS)), encoding="utf-8")
     done = dsh("sdk", "--lang", "ts", "--catalog", "tools.json", "--format", "anthropic", cwd=tmp_path)
     assert done.returncode == 2
-    assert done.stderr == "dsh-codegen: error: tools.json: tools[0].type is 'function'; only custom tools (with an input_schema) convert\n"
+    assert (
+        done.stderr
+        == "dsh-codegen: error: tools.json: tools[0].type is 'function'; only custom tools (with an input_schema) convert\n"
+    )
 
 
 @pytest.mark.once
@@ -109,4 +112,3 @@ def test_sdk_mcp_start_up_timeout_is_a_clear_error(tmp_path: Path) -> None:
     )
     bad = dsh("sdk", "--lang", "py", "--mcp", command, "--mcp-timeout", "0", cwd=tmp_path)
     assert bad.returncode == 2 and "--mcp-timeout: expected a positive number of seconds, got '0'" in bad.stderr
-

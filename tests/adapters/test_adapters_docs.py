@@ -17,7 +17,15 @@ BLOCKS = re.findall(r"(?<!-->\n)```python\n(.*?)```", DOC.read_text(encoding="ut
 
 def test_the_page_has_an_example_per_adapter() -> None:
     text = "\n".join(BLOCKS)
-    for name in ("lower_json_schema", "to_openai_tools", "to_anthropic_tools", "import_mcp_tools", "serve_mcp", "load_catalog_document", "PythonSubprocessRuntime"):
+    for name in (
+        "lower_json_schema",
+        "to_openai_tools",
+        "to_anthropic_tools",
+        "import_mcp_tools",
+        "serve_mcp",
+        "load_catalog_document",
+        "PythonSubprocessRuntime",
+    ):
         assert name in text, name
 
 
@@ -33,4 +41,6 @@ def test_example_runs(index: int, tmp_path: Path) -> None:
         assert "imported ('remote.add',)" in done.stdout
         assert "{'sum': 42} [{'type': 'text', 'text': 'Error: no negative numbers'}]" in done.stdout
     if "PythonSubprocessRuntime" in BLOCKS[index]:
-        assert "{'logs': ['failed: forecast Error executing tool forecast: no such city'], 'result': 7.5}" in done.stdout
+        assert (
+            "{'logs': ['failed: forecast Error executing tool forecast: no such city'], 'result': 7.5}" in done.stdout
+        )

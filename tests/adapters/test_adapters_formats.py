@@ -9,7 +9,15 @@ from typing import Any
 import pytest
 from pydantic import TypeAdapter
 
-from dsh_codegen import AbortController, ToolExecutionInput, ToolFailure, ToolOutput, ToolRegistry, ToolSuccess, define_tool
+from dsh_codegen import (
+    AbortController,
+    ToolExecutionInput,
+    ToolFailure,
+    ToolOutput,
+    ToolRegistry,
+    ToolSuccess,
+    define_tool,
+)
 from dsh_codegen.adapters import (
     StrictSchemaError,
     from_anthropic_tools,
@@ -126,7 +134,9 @@ def test_strict_conversion_keeps_meaning() -> None:
     assert parameters["additionalProperties"] is False
     assert parameters["properties"]["limit"] == {"type": ["integer", "null"]}
     # an enum beside type: null is admitted through anyOf
-    assert parameters["properties"]["mode"] == {"anyOf": [{"type": "string", "enum": ["text", "bytes"]}, {"type": "null"}]}
+    assert parameters["properties"]["mode"] == {
+        "anyOf": [{"type": "string", "enum": ["text", "bytes"]}, {"type": "null"}]
+    }
     # back from strict: the same optional properties as before, object closed
     [back] = from_openai_tools([tool])
     original = _registry().schemas()[0]["parameters"]
@@ -151,20 +161,29 @@ def test_strict_disjoint_one_of_becomes_any_of_and_overlapping_is_refused() -> N
             {"type": "object", "properties": {"k": {"const": "b"}}, "required": ["k"]},
         ]
     }
-    [tool] = to_openai_tools([{**disjoint, "parameters": {**disjoint["parameters"], "properties": {"v": tagged}}}], strict=True)
+    [tool] = to_openai_tools(
+        [{**disjoint, "parameters": {**disjoint["parameters"], "properties": {"v": tagged}}}], strict=True
+    )
     assert "anyOf" in tool["function"]["parameters"]["properties"]["v"]
     overlapping = {"oneOf": [{"type": "integer"}, {"type": "number"}]}
     with pytest.raises(StrictSchemaError) as caught:
-        to_openai_tools([{**disjoint, "parameters": {**disjoint["parameters"], "properties": {"v": overlapping}}}], strict=True)
+        to_openai_tools(
+            [{**disjoint, "parameters": {**disjoint["parameters"], "properties": {"v": overlapping}}}], strict=True
+        )
     assert caught.value.tool == "t"
-    assert caught.value.reasons == ("parameters.properties.v.oneOf has branches that may overlap (strict mode has only anyOf)",)
+    assert caught.value.reasons == (
+        "parameters.properties.v.oneOf has branches that may overlap (strict mode has only anyOf)",
+    )
 
 
 def test_schemas_that_cannot_be_strict_say_why_and_auto_leaves_them() -> None:
     free_map = {
         "name": "meta",
         "description": "",
-        "parameters": {"type": "object", "properties": {"tags": {"type": "object"}, "n": {"allOf": [{"type": "integer"}]}}},
+        "parameters": {
+            "type": "object",
+            "properties": {"tags": {"type": "object"}, "n": {"allOf": [{"type": "integer"}]}},
+        },
     }
     with pytest.raises(StrictSchemaError) as caught:
         to_openai_tools([free_map], strict=True)
@@ -192,8 +211,12 @@ def test_tool_registered_from_strict_definitions_drops_nulls_before_validation()
     async def main() -> list[Any]:
         signal = AbortController().signal
         return [
-            await registry.execute(ToolExecutionInput("1", "read_file", {"path": "/a", "limit": None, "mode": None}, signal)),
-            await registry.execute(ToolExecutionInput("2", "read_file", {"path": None, "limit": None, "mode": None}, signal)),
+            await registry.execute(
+                ToolExecutionInput("1", "read_file", {"path": "/a", "limit": None, "mode": None}, signal)
+            ),
+            await registry.execute(
+                ToolExecutionInput("2", "read_file", {"path": None, "limit": None, "mode": None}, signal)
+            ),
         ]
 
     import asyncio
@@ -225,7 +248,15 @@ def test_from_formats_lower_foreign_forms_with_notes() -> None:
 
     notes: list[ToolNote] = []
     [schema] = from_openai_tools(
-        [{"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {"a": {"type": "string", "nullable": True}}}}}],
+        [
+            {
+                "type": "function",
+                "function": {
+                    "name": "f",
+                    "parameters": {"type": "object", "properties": {"a": {"type": "string", "nullable": True}}},
+                },
+            }
+        ],
         notes=notes,
     )
     assert schema["parameters"]["properties"]["a"] == {"type": ["string", "null"]}

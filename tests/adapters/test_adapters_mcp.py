@@ -8,7 +8,6 @@ the end of the test (checked through the pid the server writes).
 from __future__ import annotations
 
 import asyncio
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -18,7 +17,7 @@ import pytest
 pytest.importorskip("mcp")
 
 from dsh_codegen import AbortController, ToolExecutionInput, ToolFailure, ToolRegistry, ToolSuccess
-from dsh_codegen.adapters import McpToolError, import_mcp_tools
+from dsh_codegen.adapters import import_mcp_tools
 from dsh_codegen.schema import JsonSchemaError
 
 from _adapters_helpers import HERE, core_accepts, mcp_session, needs_core, process_gone
@@ -75,7 +74,10 @@ def test_import_registers_each_tool_and_calls_go_through_mcp(tmp_path: Path) -> 
             assert result.error.info is not None and result.error.info.code == "MCP_TOOL_ERROR"
             assert result.content[0]["text"].startswith("Error: ")
             # Annotations are ignored unless asked for.
-            assert registry.execution_mode(ToolExecutionInput("c", "sdk.add", {"a": 1, "b": 1}, AbortController().signal)) == "exclusive"
+            assert (
+                registry.execution_mode(ToolExecutionInput("c", "sdk.add", {"a": 1, "b": 1}, AbortController().signal))
+                == "exclusive"
+            )
             imported()
             assert registry.get("sdk.add") is None
         assert process_gone(int((tmp_path / "pid").read_text()))
@@ -199,7 +201,9 @@ def test_serve_mcp_runs_every_call_through_the_pipeline(tmp_path: Path) -> None:
         ]
 
     async def serve_and_check(errlog: Any) -> None:
-        params = StdioServerParameters(command=sys.executable, args=[str(SERVED)], env={"PYTHONPATH": ":".join(sys.path)})
+        params = StdioServerParameters(
+            command=sys.executable, args=[str(SERVED)], env={"PYTHONPATH": ":".join(sys.path)}
+        )
         async with stdio_client(params, errlog=errlog) as (read, write):
             async with ClientSession(read, write) as session:
                 await session.initialize()
@@ -306,7 +310,10 @@ def test_serve_mcp_over_streamable_http_on_loopback(modern: bool) -> None:
                 await writer.wait_closed()
                 break
             # Our own HTTP client, closed here, so that no pooled connection outlives the test.
-            async with httpx2.AsyncClient() as http, streamable_http_client(f"http://127.0.0.1:{port}/mcp", http_client=http) as streams:
+            async with (
+                httpx2.AsyncClient() as http,
+                streamable_http_client(f"http://127.0.0.1:{port}/mcp", http_client=http) as streams,
+            ):
                 async with ClientSession(streams[0], streams[1]) as session:
                     await (session.discover() if modern else session.initialize())
                     assert session.protocol_version == ("2026-07-28" if modern else "2025-11-25")
@@ -375,7 +382,9 @@ def test_media_blocks_survive_serving_again_through_serve_mcp(tmp_path: Path) ->
                     async with ClientSession(*client_streams) as session:
                         await session.initialize()
                         result = await session.call_tool("picture", {"caption": "again"})
-                        blocks = [block.model_dump(by_alias=True, exclude_none=True, mode="json") for block in result.content]
+                        blocks = [
+                            block.model_dump(by_alias=True, exclude_none=True, mode="json") for block in result.content
+                        ]
                         assert blocks == [{"type": "text", "text": "again"}, *MEDIA_BLOCKS]
                 finally:
                     serving.cancel()

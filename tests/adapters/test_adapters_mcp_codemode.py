@@ -86,7 +86,9 @@ def test_code_mode_is_served_as_one_run_code_tool(presentation: str, tmp_path: P
                 # Only run_code is callable directly: the route-back text of the pipeline.
                 direct = await session.call_tool("add", {"a": 1, "b": 2})
                 assert direct.is_error
-                assert direct.content[0].text.startswith('Error: unknown tool "add": only `run_code` is callable directly')  # type: ignore[union-attr]
+                assert direct.content[0].text.startswith(
+                    'Error: unknown tool "add": only `run_code` is callable directly'
+                )  # type: ignore[union-attr]
                 bad = await session.call_tool("run_code", {"code": "return 1"})
                 assert bad.is_error and "invalid arguments" in bad.content[0].text  # type: ignore[union-attr]
 
@@ -120,7 +122,9 @@ def test_client_cancelling_run_code_aborts_the_nested_call(tmp_path: Path) -> No
                 await pending
             await wait_for(tmp_path / "wait-aborted")
             # The server keeps serving programs.
-            done = await session.call_tool("run_code", {"code": "return (await tools.add({'a': 2, 'b': 2}))['sum']", "description": "add"})
+            done = await session.call_tool(
+                "run_code", {"code": "return (await tools.add({'a': 2, 'b': 2}))['sum']", "description": "add"}
+            )
             assert done.structured_content == {"logs": [], "result": 4}
         assert process_gone(int((tmp_path / "pid").read_text()))
 
@@ -128,7 +132,9 @@ def test_client_cancelling_run_code_aborts_the_nested_call(tmp_path: Path) -> No
 
 
 def code_call(call_id: str, code: str, signal: Any = None) -> ToolExecutionInput:
-    return ToolExecutionInput(call_id, "run_code", {"code": code, "description": "a test program"}, signal or AbortController().signal)
+    return ToolExecutionInput(
+        call_id, "run_code", {"code": code, "description": "a test program"}, signal or AbortController().signal
+    )
 
 
 def test_code_mode_program_calls_imported_mcp_tools(tmp_path: Path) -> None:
@@ -176,7 +182,9 @@ def test_aborting_a_program_cancels_its_mcp_request(tmp_path: Path) -> None:
         async with mcp_session(SDK_SERVER, tmp_path) as session:
             await import_mcp_tools(registry, session, on_unsupported="skip")
             controller = AbortController()
-            pending = asyncio.ensure_future(registry.execute(code_call("c1", "return await tools.slow({'seconds': 60})", controller.signal)))
+            pending = asyncio.ensure_future(
+                registry.execute(code_call("c1", "return await tools.slow({'seconds': 60})", controller.signal))
+            )
             await wait_for(tmp_path / "slow-started")
             controller.abort()
             result = await pending
@@ -241,10 +249,15 @@ def test_images_of_sub_calls_reach_the_mcp_client_after_the_run() -> None:
     from dsh_codegen.adapters import McpToolServer
 
     async def check(session: Any) -> None:
-        done = await session.call_tool("run_code", {"code": "await tools.snap({})\nprint('took it')", "description": "snap"})
+        done = await session.call_tool(
+            "run_code", {"code": "await tools.snap({})\nprint('took it')", "description": "snap"}
+        )
         assert not done.is_error
         blocks = [block.model_dump(by_alias=True, exclude_none=True, mode="json") for block in done.content]
-        assert blocks == [{"type": "text", "text": "took it"}, {"type": "image", "data": PIXEL, "mimeType": "image/png"}]
+        assert blocks == [
+            {"type": "text", "text": "took it"},
+            {"type": "image", "data": PIXEL, "mimeType": "image/png"},
+        ]
 
     run(_served(McpToolServer(_snapshot_registry("code", PythonSubprocessRuntime())), check))
 

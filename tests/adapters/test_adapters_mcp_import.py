@@ -111,7 +111,12 @@ def test_elicitation_is_answered_through_the_registry_approval(tmp_path: Path, m
             result = await call(registry, "confirm", {"what": "delete"}, agent="alice")
             assert isinstance(result, ToolSuccess) and result.value == 'accept {"sure": true}'
             [asked] = approvals.asked
-            assert (asked.agent, asked.tool_name, asked.call_id, asked.reason) == ("alice", "confirm", "c1", "Really delete?")
+            assert (asked.agent, asked.tool_name, asked.call_id, asked.reason) == (
+                "alice",
+                "confirm",
+                "c1",
+                "Really delete?",
+            )
             approvals.answer = "rejected"
             result = await call(registry, "confirm", {"what": "delete"})
             assert isinstance(result, ToolSuccess) and result.value == "decline null"
@@ -136,7 +141,10 @@ def test_elicitation_callback_of_our_own(tmp_path: Path, modern: bool) -> None:
             assert isinstance(result, ToolSuccess) and result.value == 'accept {"sure": false}'
         [elicitation] = seen
         assert elicitation.message == "Really go?" and elicitation.mode == "form"
-        assert elicitation.requested_schema == {"type": "object", "properties": {"sure": {"type": "boolean", "default": True}}}
+        assert elicitation.requested_schema == {
+            "type": "object",
+            "properties": {"sure": {"type": "boolean", "default": True}},
+        }
         assert elicitation.call is not None and elicitation.call.name == "confirm"
 
     run(main())
@@ -152,7 +160,7 @@ def test_an_elicitation_answer_holding_a_lone_surrogate_fails_its_call_and_the_s
             await import_mcp_tools(registry, session, elicitation=answer)
             bad = await call(registry, "confirm", {"what": "go"})
             assert isinstance(bad, ToolFailure) and bad.error.message == (
-                "the elicitation handler's answer cannot be sent: \"value.why\" is not lossless JSON: "
+                'the elicitation handler\'s answer cannot be sent: "value.why" is not lossless JSON: '
                 "string holding a lone surrogate (U+D800), which UTF-8 cannot carry"
             )
             assert bad.error.info is not None and bad.error.info.code == "MCP_REQUEST_NOT_SENT"
@@ -211,9 +219,15 @@ def test_an_imported_registry_and_the_catalog_of_the_same_server_type_values_ali
         from_command = {entry.name: entry for entry in listed if entry.name not in imported.skipped}
         assert served.keys() == from_command.keys()
         for name, entry in served.items():
-            assert (entry.parameters, entry.output_schema) == (from_command[name].parameters, from_command[name].output_schema), name
+            assert (entry.parameters, entry.output_schema) == (
+                from_command[name].parameters,
+                from_command[name].output_schema,
+            ), name
         assert from_command["mixed"].output_schema == {"type": "string"}
-        assert from_command["photo"].output_schema is not None and "data" in from_command["photo"].output_schema["properties"]
+        assert (
+            from_command["photo"].output_schema is not None
+            and "data" in from_command["photo"].output_schema["properties"]
+        )
 
     run(main())
 

@@ -32,7 +32,18 @@ def test_conformance_suite_server_scenarios_over_http(tmp_path: Path) -> None:
     with http_server(CONFORMANCE_REGISTRY) as served:
         url = served.url
         done = subprocess.run(
-            [*conformance, "server", "--url", url, "--suite", "all", "--expected-failures", str(BASELINE), "-o", str(tmp_path)],
+            [
+                *conformance,
+                "server",
+                "--url",
+                url,
+                "--suite",
+                "all",
+                "--expected-failures",
+                str(BASELINE),
+                "-o",
+                str(tmp_path),
+            ],
             capture_output=True,
             text=True,
             timeout=300,
@@ -43,14 +54,21 @@ def test_conformance_suite_server_scenarios_over_http(tmp_path: Path) -> None:
     failed = [line.split()[1].rstrip(":") for line in summary.splitlines() if line.startswith("✗ ")]
     # Every scenario of the suite (pending ones included) either passes or is in the baseline, with its reason.
     assert (len(passed), len(failed)) == (16, 16), summary
-    for scenario in ("logging-set-level", "tools-call-with-logging", "tools-call-with-progress", "tools-call-elicitation"):
+    for scenario in (
+        "logging-set-level",
+        "tools-call-with-logging",
+        "tools-call-with-progress",
+        "tools-call-elicitation",
+    ):
         assert scenario in passed, summary
 
 
 def inspector(*args: str, status: int = 0) -> dict:
     """The Inspector CLI's JSON answer (stdout) for ``args``; ``status`` is its expected exit code (5: the tool's isError)."""
     argv = npm_package_argv("@modelcontextprotocol/inspector", minimum_node=22)
-    done = subprocess.run([*argv, "--cli", "--format", "json", "-q", *args], capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [*argv, "--cli", "--format", "json", "-q", *args], capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == status, done.stdout + done.stderr
     return json.loads(done.stdout)
 

@@ -19,7 +19,15 @@ import pytest
 
 pytest.importorskip("mcp")
 
-from dsh_codegen import AbortController, ToolExecutionInput, ToolFailure, ToolProgress, ToolRegistry, ToolSuccess, watch_tool_events
+from dsh_codegen import (
+    AbortController,
+    ToolExecutionInput,
+    ToolFailure,
+    ToolProgress,
+    ToolRegistry,
+    ToolSuccess,
+    watch_tool_events,
+)
 from dsh_codegen.adapters import McpToolError, catalog_from_mcp_command, import_mcp_tools
 
 from _adapters_helpers import command_session, npm_package_argv

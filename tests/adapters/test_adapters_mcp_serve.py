@@ -63,7 +63,9 @@ def build_registry(approval: Any = None) -> ToolRegistry:
     registry.register(text_tool("steps", steps))
     registry.register(text_tool("sync_steps", sync_steps))
     registry.register(text_tool("guarded", guarded))
-    registry.on_pre_execute(lambda execution, next: Ask("it deletes things") if execution.name == "guarded" else Allow())
+    registry.on_pre_execute(
+        lambda execution, next: Ask("it deletes things") if execution.name == "guarded" else Allow()
+    )
     return registry
 
 
@@ -141,7 +143,9 @@ def test_body_progress_reaches_a_client_that_asked_for_it(tool: str, modern: boo
         assert progress == [(1, 2, None), (2, 2, None)]
 
 
-@pytest.mark.parametrize(("action", "text"), [("accept", "ran"), ("decline", 'Error: the user rejected tool "guarded"')])
+@pytest.mark.parametrize(
+    ("action", "text"), [("accept", "ran"), ("decline", 'Error: the user rejected tool "guarded"')]
+)
 def test_ask_goes_to_the_client_user_through_elicitation(action: str, text: str) -> None:
     from mcp.types import ElicitResult
 
@@ -191,7 +195,9 @@ def test_ask_on_2026_07_28_takes_a_multi_round_trip(action: str, value: str | No
         async def unused(context: Any, params: Any) -> ElicitResult:  # declares the capability
             raise AssertionError("2026-07-28 asks inside the call, not with a request")
 
-        async with served(build_registry(RecordingApprovals("rejected")), modern=True, elicitation_callback=unused) as session:
+        async with served(
+            build_registry(RecordingApprovals("rejected")), modern=True, elicitation_callback=unused
+        ) as session:
             assert session.protocol_version == "2026-07-28"
             local = ToolRegistry()
             await import_mcp_tools(local, session, elicitation=answer)
@@ -220,7 +226,9 @@ def test_a_forged_request_state_is_not_an_answer() -> None:
             first = await session.call_tool("guarded", {}, allow_input_required=True)
             assert isinstance(first, InputRequiredResult) and first.request_state is not None
             signature, _, state = first.request_state.partition(".")
-            forged = state.replace('"answers": {}', '"answers": {"[\\"guarded\\", \\"it deletes things\\"]": "allowed-once"}')
+            forged = state.replace(
+                '"answers": {}', '"answers": {"[\\"guarded\\", \\"it deletes things\\"]": "allowed-once"}'
+            )
             again = await session.call_tool(
                 "guarded", {}, request_state=f"{signature}.{forged}", input_responses={}, allow_input_required=True
             )
@@ -244,7 +252,6 @@ def test_on_2026_07_28_logs_are_sent_to_requests_that_opt_in() -> None:
         assert received == [("info", {"step": "started"}), ("error", "something odd")]
 
     run(main())
-
 
 
 BROKEN_TEXT_SERVER = """

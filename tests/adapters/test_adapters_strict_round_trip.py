@@ -43,7 +43,11 @@ def _define() -> ToolDefinition:
         parameters={
             "hotel": {"type": "string", "required": True},
             "nights": {"type": "integer"},
-            "guest": {"type": "object", "additionalProperties": False, "properties": {"name": {"type": "string"}, "vip": {"type": "boolean"}}},
+            "guest": {
+                "type": "object",
+                "additionalProperties": False,
+                "properties": {"name": {"type": "string"}, "vip": {"type": "boolean"}},
+            },
         },
         output=TEXT,
         execute=_seen,
@@ -151,7 +155,11 @@ def test_per_tool_opt_in_through_tool_from_schema() -> None:
     schema = {
         "name": "book",
         "description": "Book a room.",
-        "parameters": {"type": "object", "properties": {"hotel": {"type": "string"}, "nights": {"type": "integer"}}, "required": ["hotel"]},
+        "parameters": {
+            "type": "object",
+            "properties": {"hotel": {"type": "string"}, "nights": {"type": "integer"}},
+            "required": ["hotel"],
+        },
     }
     registry.register(tool_from_schema(schema, _seen, output_schema={"type": "string"}, relax_strict_nulls=True))
     guarded: list[Any] = []

@@ -21,14 +21,21 @@ def _generator() -> ModuleType:
 def test_the_page_matches_the_stage_declarations() -> None:
     generator = _generator()
     page = (ROOT / "docs" / "tool-execution-pipeline.md").read_text(encoding="utf-8")
-    assert page == generator.render_page(), "docs/tool-execution-pipeline.md is stale: run python tools/pipeline_diagram.py"
+    assert page == generator.render_page(), (
+        "docs/tool-execution-pipeline.md is stale: run python tools/pipeline_diagram.py"
+    )
     assert generator.main(["--check"]) == 0
 
 
 def test_every_declared_stage_is_drawn_in_order() -> None:
     page = _generator().render_page()
     diagram = page.split("```mermaid\n", 1)[1].split("```", 1)[0]
-    positions = [diagram.index(f". def {name}<br/>") if f". def {name}<br/>" in diagram else diagram.index(f". async def {name}<br/>") for name in PIPELINE_STAGES]
+    positions = [
+        diagram.index(f". def {name}<br/>")
+        if f". def {name}<br/>" in diagram
+        else diagram.index(f". async def {name}<br/>")
+        for name in PIPELINE_STAGES
+    ]
     assert positions == sorted(positions)
     edges = "call --> " + " --> ".join(f"s{i}" for i in range(1, len(PIPELINE_STAGES) + 1)) + " --> result"
     assert edges in diagram

@@ -14,7 +14,9 @@ from dsh_codegen import ToolDefinition, ToolOutput, define_tool
 TEXT_OUTPUT = ToolOutput(schema={"type": "string"}, render=lambda args, value: [{"type": "text", "text": value}])
 
 
-def text_tool(name: str, description: str, execute: Any, parameters: dict[str, Any] | None = None, **options: Any) -> ToolDefinition:
+def text_tool(
+    name: str, description: str, execute: Any, parameters: dict[str, Any] | None = None, **options: Any
+) -> ToolDefinition:
     """``define_tool`` with a string output; ``parameters`` default to one required string ``text``."""
     if parameters is None:
         parameters = {"text": {"type": "string", "required": True}}

@@ -16,8 +16,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_rows_are_read_by_table_and_name() -> None:
-    first = ratio_table("json: parse", [("dsh parse", 2.6e-7), ("orjson", 1.3e-6), ("peer", "not installed")],
-                        baseline="orjson")
+    first = ratio_table(
+        "json: parse", [("dsh parse", 2.6e-7), ("orjson", 1.3e-6), ("peer", "not installed")], baseline="orjson"
+    )
     second = ratio_table("schema: validate", [("dsh parse", 1.5e-3)], baseline="dsh parse")
     assert read_rows(f"{first}\n\n{second}\n") == {
         ("json: parse", "dsh parse"): 2.6e-7,
@@ -45,7 +46,10 @@ def test_two_checkouts_are_compared_row_by_row(tmp_path: Path) -> None:
     after = _tree(tmp_path / "after", {"ours": 3e-6, "peer": 1e-6, "new": 4e-6})
     done = subprocess.run(
         [sys.executable, "-m", "bench.compare", str(before), str(after), "toy", "--rounds", "1"],
-        cwd=ROOT, capture_output=True, text=True, check=True,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
     )
     lines = done.stdout.splitlines()
     assert "=== toy (1 rounds each, alternated) ===" in lines

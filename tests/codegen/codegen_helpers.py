@@ -23,12 +23,39 @@ def case_names() -> list[str]:
     return sorted(path.name for path in CASES.iterdir() if (path / "catalog.json").is_file())
 
 
-_KNOWN = {"type", "properties", "required", "additionalProperties", "items", "enum", "const", "oneOf",
-          "description", "title", "default", "examples",
-          # constraints and annotations of the dialect: documented, they do not change the type
-          "format", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "minLength",
-          "maxLength", "pattern", "minItems", "maxItems", "uniqueItems", "minProperties", "maxProperties",
-          "$comment", "deprecated", "readOnly", "writeOnly"}
+_KNOWN = {
+    "type",
+    "properties",
+    "required",
+    "additionalProperties",
+    "items",
+    "enum",
+    "const",
+    "oneOf",
+    "description",
+    "title",
+    "default",
+    "examples",
+    # constraints and annotations of the dialect: documented, they do not change the type
+    "format",
+    "minimum",
+    "maximum",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "multipleOf",
+    "minLength",
+    "maxLength",
+    "pattern",
+    "minItems",
+    "maxItems",
+    "uniqueItems",
+    "minProperties",
+    "maxProperties",
+    "$comment",
+    "deprecated",
+    "readOnly",
+    "writeOnly",
+}
 _TYPES = {"object", "array", "string", "number", "integer", "boolean", "null"}
 
 
@@ -38,11 +65,22 @@ def supported(schema: Any) -> bool:
         return False
     if isinstance(schema.get("type"), list):
         return bool(schema["type"]) and all(kind in _TYPES for kind in schema["type"]) and "oneOf" not in schema
-    return "type" not in schema or schema["type"] in _TYPES if isinstance(schema.get("type"), str) or "type" not in schema else False
+    return (
+        "type" not in schema or schema["type"] in _TYPES
+        if isinstance(schema.get("type"), str) or "type" not in schema
+        else False
+    )
 
 
-OBJECT_MEMBERS = {"constructor", "toString", "valueOf", "hasOwnProperty", "isPrototypeOf",
-                  "propertyIsEnumerable", "toLocaleString"}
+OBJECT_MEMBERS = {
+    "constructor",
+    "toString",
+    "valueOf",
+    "hasOwnProperty",
+    "isPrototypeOf",
+    "propertyIsEnumerable",
+    "toLocaleString",
+}
 
 
 def is_number(value: object) -> bool:

@@ -53,15 +53,31 @@ def _ruff_format(texts: list[str]) -> list[str]:
     out = []
     for text in texts:
         done = subprocess.run(
-            [sys.executable, "-m", "ruff", "format", "--isolated", "--no-cache", "--stdin-filename", "tools_sdk.py", "-"],
-            input=text, capture_output=True, text=True, timeout=120, check=True,
+            [
+                sys.executable,
+                "-m",
+                "ruff",
+                "format",
+                "--isolated",
+                "--no-cache",
+                "--stdin-filename",
+                "tools_sdk.py",
+                "-",
+            ],
+            input=text,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=True,
         )
         out.append(done.stdout)
     return out
 
 
 def _catalogs() -> list[list[ToolSchemaEntry]]:
-    return [load_catalog(CASES / case / "catalog.json") for case in case_names()] + [_random_catalog(seed) for seed in range(8)]
+    return [load_catalog(CASES / case / "catalog.json") for case in case_names()] + [
+        _random_catalog(seed) for seed in range(8)
+    ]
 
 
 @pytest.mark.once
@@ -91,16 +107,60 @@ def test_golden_files_are_black_and_libcst_stable(case: str) -> None:
     assert render_sdk_module(load_catalog(CASES / case / "catalog.json"), "python", format=False) == text
 
 
-NAMES = ["a", "list", "overload", "Literal", "get-sum", "_x", "a\"b", "it's", "\"'\"", "class", "x\\", "é", "1st",
-         "Callable", "Awaitable", "Tools", "typing", "builtins", "Never", "TypeAlias", "a b", "\u2028", "\x00z"]
-TEXTS = ["", "Plain.", 'ends with a quote"', "ends with backslash\\", '"starts', "'single'", "a */ b", '"""',
-         "tab\there", "line\nbreak", "\x85\u2028", "ok 'and' \"both\""]
+NAMES = [
+    "a",
+    "list",
+    "overload",
+    "Literal",
+    "get-sum",
+    "_x",
+    'a"b',
+    "it's",
+    '"\'"',
+    "class",
+    "x\\",
+    "é",
+    "1st",
+    "Callable",
+    "Awaitable",
+    "Tools",
+    "typing",
+    "builtins",
+    "Never",
+    "TypeAlias",
+    "a b",
+    "\u2028",
+    "\x00z",
+]
+TEXTS = [
+    "",
+    "Plain.",
+    'ends with a quote"',
+    "ends with backslash\\",
+    '"starts',
+    "'single'",
+    "a */ b",
+    '"""',
+    "tab\there",
+    "line\nbreak",
+    "\x85\u2028",
+    "ok 'and' \"both\"",
+]
 
 
 def _schema(rng: random.Random, depth: int) -> Any:
-    leaves: list[Any] = [{"type": "string"}, {"type": "integer", "minimum": 1}, {"type": "null"}, True, False, {},
-                         {"enum": [rng.choice(TEXTS), rng.choice(NAMES), 1, None]}, {"const": rng.choice(TEXTS)},
-                         {"type": ["string", "null"]}, {"not": {}}]
+    leaves: list[Any] = [
+        {"type": "string"},
+        {"type": "integer", "minimum": 1},
+        {"type": "null"},
+        True,
+        False,
+        {},
+        {"enum": [rng.choice(TEXTS), rng.choice(NAMES), 1, None]},
+        {"const": rng.choice(TEXTS)},
+        {"type": ["string", "null"]},
+        {"not": {}},
+    ]
     if depth <= 0:
         return rng.choice(leaves)
     kind = rng.randrange(8)
@@ -110,8 +170,12 @@ def _schema(rng: random.Random, depth: int) -> Any:
         for key in list(properties)[:2]:
             if isinstance(properties[key], dict):
                 properties[key] = {**properties[key], "description": rng.choice(TEXTS), "default": rng.choice(TEXTS)}
-        return {"type": "object", "properties": properties, "required": keys[: rng.randrange(len(keys) + 1)],
-                "additionalProperties": rng.choice([True, False])}
+        return {
+            "type": "object",
+            "properties": properties,
+            "required": keys[: rng.randrange(len(keys) + 1)],
+            "additionalProperties": rng.choice([True, False]),
+        }
     if kind == 1:
         return {"type": "array", "items": _schema(rng, depth - 1)}
     if kind == 2:
@@ -123,8 +187,12 @@ def _schema(rng: random.Random, depth: int) -> Any:
     if kind == 5:
         return {"$ref": "#/$defs/d", "$defs": {"d": {"type": "object", "properties": {"n": {"$ref": "#/$defs/d"}}}}}
     if kind == 6:
-        return {"allOf": [{"type": "object", "properties": {"a": _schema(rng, depth - 1)}},
-                          {"type": "object", "properties": {"b": {"type": "string"}}}]}
+        return {
+            "allOf": [
+                {"type": "object", "properties": {"a": _schema(rng, depth - 1)}},
+                {"type": "object", "properties": {"b": {"type": "string"}}},
+            ]
+        }
     return rng.choice(leaves)
 
 
@@ -132,8 +200,12 @@ def _random_catalog(seed: int) -> list[ToolSchemaEntry]:
     rng = random.Random(seed)
     names = rng.sample(NAMES, rng.randrange(0, 8))
     return [
-        ToolSchemaEntry(name, rng.choice(TEXTS), {"type": "object", "properties": {"x": _schema(rng, 3)}},
-                        rng.choice([None, _schema(rng, 3)]))
+        ToolSchemaEntry(
+            name,
+            rng.choice(TEXTS),
+            {"type": "object", "properties": {"x": _schema(rng, 3)}},
+            rng.choice([None, _schema(rng, 3)]),
+        )
         for name in names
     ]
 
@@ -146,6 +218,8 @@ def test_random_catalogs_are_black_and_libcst_stable(seed: int) -> None:
 def test_long_lines_are_not_wrapped() -> None:
     # The pinned mode has no line limit: a long Literal stays on one line, as black leaves it.
     values = [f"value_{index}" for index in range(200)]
-    text = render_sdk_module([ToolSchemaEntry("t", "", {"type": "object", "properties": {"v": {"enum": values}}})], "python")
+    text = render_sdk_module(
+        [ToolSchemaEntry("t", "", {"type": "object", "properties": {"v": {"enum": values}}})], "python"
+    )
     assert max(map(len, text.splitlines())) > 2000
     _assert_stable(text)

@@ -10,7 +10,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from codegen_helpers import CASES
 from dsh_codegen.codegen import (
     CatalogError,
     ToolSchemaEntry,
@@ -61,7 +60,9 @@ def test_markdown_catalog_content() -> None:
         ToolSchemaEntry("a`tool\n", "", {"type": "object", "properties": {"x": {"type": "integer"}}}, None),
     ]
     text = render_catalog_markdown(catalog)
-    assert text.startswith("# Tool catalog\n\n2 tools, sorted by name.\n\n## ``\"a`tool\\n\"``\n\nParameters:\n\n```json\n{\n")
+    assert text.startswith(
+        '# Tool catalog\n\n2 tools, sorted by name.\n\n## ``"a`tool\\n"``\n\nParameters:\n\n```json\n{\n'
+    )
     assert "Output: any JSON value.\n" in text
     assert "## `b_tool`\n\nSecond \\*tool\\* \\# not a heading\n\nParameters:" in text
     assert text.endswith('Output:\n\n```json\n{\n  "type": "string"\n}\n```\n')
@@ -89,8 +90,13 @@ def test_json_text_matches_the_stdlib_and_rejects_non_json() -> None:
     assert dumps_compact(value) == json.dumps(value, separators=(",", ":"), ensure_ascii=False)
     assert dumps_pretty(value, max_pretty_depth=99) == json.dumps(value, indent=2, ensure_ascii=False)
     assert dumps_pretty({"a": {"b": {"c": 1}}}, max_pretty_depth=1) == '{\n  "a": {"b":{"c":1}}\n}'
-    for bad, message in [(float("nan"), "nan"), ({(1,): 2}, "non-string key"), (set(), "set"),
-                         ({"x": [float("inf")]}, '"catalog.x[0]" is inf'), ({"a": [object()]}, '"catalog.a[0]" is a object')]:
+    for bad, message in [
+        (float("nan"), "nan"),
+        ({(1,): 2}, "non-string key"),
+        (set(), "set"),
+        ({"x": [float("inf")]}, '"catalog.x[0]" is inf'),
+        ({"a": [object()]}, '"catalog.a[0]" is a object'),
+    ]:
         with pytest.raises(JsonTextError, match=re.escape(message)):
             dumps_compact(bad)
     # A cycle (the fast encoder does not look for one) is named by its path.

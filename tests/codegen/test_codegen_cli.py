@@ -76,7 +76,9 @@ def test_a_write_is_said_on_stderr_and_q_silences_it(
     # Issue 39: a successful run used to say nothing at all.
     out = tmp_path / "out.txt"
     assert _run(capsys, *command, "--catalog", str(CATALOG), "-o", str(out)) == (
-        0, "", f"dsh-codegen: wrote {out} (3 tools)\n"
+        0,
+        "",
+        f"dsh-codegen: wrote {out} (3 tools)\n",
     )
     one = tmp_path / "one.json"
     one.write_text(json.dumps(json.loads(CATALOG.read_text(encoding="utf-8"))[:1]), encoding="utf-8")
@@ -152,12 +154,22 @@ def test_a_long_run_on_a_terminal_shows_its_stages(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k != "DSH_CODEGEN_PURE_PYTHON"}
     with subprocess.Popen(
         [
-            sys.executable, "-c",
+            sys.executable,
+            "-c",
             "import sys, dsh_codegen.cli as cli; cli._STATUS_DELAY_S = 0; cli._STATUS_PERIOD_S = 0.001;"
             " sys.exit(cli.main(sys.argv[1:]))",
-            "sdk", "--lang", "py", "--catalog", str(catalog), "-o", str(out),
+            "sdk",
+            "--lang",
+            "py",
+            "--catalog",
+            str(catalog),
+            "-o",
+            str(out),
         ],
-        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=follower, env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=follower,
+        env=env,
     ) as process:
         os.close(follower)
         screen = b""
@@ -186,17 +198,23 @@ def test_check_without_output_is_a_usage_error(capsys: pytest.CaptureFixture[str
 @pytest.mark.parametrize(
     ("content", "message"),
     [
-        ('{"name": "x"}', 'the catalog must be a JSON array of tool objects, got an object'),
+        ('{"name": "x"}', "the catalog must be a JSON array of tool objects, got an object"),
         ('[{"name": "a"}, 3]', '"[1]" must be an object, got a number'),
         ('[{"name": 1}]', '"[0].name" must be a string'),
         ('[{"name": "a", "parameters": []}]', '"[0].parameters" must be an object'),
         ('[{"name": "a", "output_schema": 1}]', '"[0].output_schema" must be an object or null'),
         ('[{"name": "a", "description": null}]', '"[0].description" must be a string'),
-        ('[{"name": "a", "params": {}}]', '"[0].params" is not a catalog field (known: name, description, parameters, output_schema)'),
+        (
+            '[{"name": "a", "params": {}}]',
+            '"[0].params" is not a catalog field (known: name, description, parameters, output_schema)',
+        ),
         ('[{"name": "a"}, {"name": "a"}]', '"[1].name" repeats the tool name "a" already used at "[0]"'),
         # Not a trailing comma: Python 3.13's json words those differently from 3.11's.
         ('[{"name": "a" "x"}]', "invalid JSON at line 1 column 15: Expecting ',' delimiter"),
-        ('[{"name": "a", "parameters": {"default": NaN}}]', "invalid JSON at line 1 column 42: NaN is not a JSON number"),
+        (
+            '[{"name": "a", "parameters": {"default": NaN}}]',
+            "invalid JSON at line 1 column 42: NaN is not a JSON number",
+        ),
     ],
 )
 def test_bad_catalogs_name_the_file_and_path(
@@ -215,7 +233,9 @@ def test_bad_catalogs_name_the_file_and_path(
 def test_unreadable_catalog(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     missing = tmp_path / "nope.json"
     code, _, stderr = _run(capsys, "catalog", "--catalog", str(missing))
-    assert code == 2 and stderr == f"dsh-codegen: error: {missing}: cannot read the catalog: No such file or directory\n"
+    assert (
+        code == 2 and stderr == f"dsh-codegen: error: {missing}: cannot read the catalog: No such file or directory\n"
+    )
 
 
 @pytest.mark.once
@@ -276,7 +296,12 @@ def test_check_schema(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
     good.write_text(json.dumps({"type": "object", "properties": {"a": {"type": "string"}}}), encoding="utf-8")
     assert _run(capsys, "check-schema", str(good)) == (0, f"{good}: ok\n", "")
     bad = tmp_path / "bad.json"
-    bad.write_text(json.dumps({"type": "object", "properties": {"a": {"type": "strin"}}, "required": ["b"], "additionalProperties": False}), encoding="utf-8")
+    bad.write_text(
+        json.dumps(
+            {"type": "object", "properties": {"a": {"type": "strin"}}, "required": ["b"], "additionalProperties": False}
+        ),
+        encoding="utf-8",
+    )
     code, stdout, stderr = _run(capsys, "check-schema", str(bad))
     assert (code, stdout) == (1, "")
     # One line per violation, in the schema layer's walk order.
@@ -288,8 +313,20 @@ def test_check_schema(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
 
 def test_validate(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     schema = tmp_path / "schema.json"
-    schema.write_text(json.dumps({"type": "object", "properties": {"servers": {"type": "array", "items": {
-        "type": "object", "properties": {"host": {"type": "string"}}, "required": ["host"]}}}}), encoding="utf-8")
+    schema.write_text(
+        json.dumps(
+            {
+                "type": "object",
+                "properties": {
+                    "servers": {
+                        "type": "array",
+                        "items": {"type": "object", "properties": {"host": {"type": "string"}}, "required": ["host"]},
+                    }
+                },
+            }
+        ),
+        encoding="utf-8",
+    )
     data = tmp_path / "data.json"
     data.write_text(json.dumps({"servers": [{"host": "a"}, {"host": 1}, {}]}), encoding="utf-8")
     code, stdout, stderr = _run(capsys, "validate", "--schema", str(schema), str(data))
@@ -320,8 +357,12 @@ def test_help_documents_exit_codes_and_module_entry_point() -> None:
     assert "exit codes:" in result.stdout and "  1  a check failed" in result.stdout
     for command in ("sdk", "catalog", "check-schema", "validate", "demo"):
         assert command in result.stdout
-    usage = subprocess.run([sys.executable, "-m", "dsh_codegen", "sdk", "--lang", "go", "--catalog", "x"],
-                           capture_output=True, text=True, timeout=60)
+    usage = subprocess.run(
+        [sys.executable, "-m", "dsh_codegen", "sdk", "--lang", "go", "--catalog", "x"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert usage.returncode == 2 and "invalid choice: 'go'" in usage.stderr
 
 

@@ -38,8 +38,9 @@ def test_the_corpus_passes_tsc_strict_with_its_valid_arguments(tmp_path: Path) -
     catalog = _catalog()
     (tmp_path / "sdk_corpus.ts").write_text(render_sdk_module(catalog, "typescript"), encoding="utf-8")
     prompt = render_ts_sdk(catalog)
-    (tmp_path / "prompt_corpus.ts").write_text(prompt[prompt.index("```ts\n") + 6 : prompt.rindex("```")] + "export {};\n",
-                                               encoding="utf-8")
+    (tmp_path / "prompt_corpus.ts").write_text(
+        prompt[prompt.index("```ts\n") + 6 : prompt.rindex("```")] + "export {};\n", encoding="utf-8"
+    )
     lines = ['import type { ToolArgsMap } from "./sdk_corpus";']
     count = 0
     for index, (name, _, valid, _) in enumerate(corpus()):
@@ -51,9 +52,25 @@ def test_the_corpus_passes_tsc_strict_with_its_valid_arguments(tmp_path: Path) -
     node = shutil.which("node")
     assert node is not None
     result = subprocess.run(
-        [node, str(TSC), "--noEmit", "--strict", "--target", "es2022", "--module", "esnext",
-         "--moduleResolution", "bundler", "sdk_corpus.ts", "prompt_corpus.ts", "check_corpus.ts"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=300,
+        [
+            node,
+            str(TSC),
+            "--noEmit",
+            "--strict",
+            "--target",
+            "es2022",
+            "--module",
+            "esnext",
+            "--moduleResolution",
+            "bundler",
+            "sdk_corpus.ts",
+            "prompt_corpus.ts",
+            "check_corpus.ts",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-2000:]
 
@@ -61,9 +78,21 @@ def test_the_corpus_passes_tsc_strict_with_its_valid_arguments(tmp_path: Path) -
 def test_the_corpus_module_passes_mypy_strict_and_imports(tmp_path: Path) -> None:
     (tmp_path / "sdk_corpus.py").write_text(render_sdk_module(_catalog(), "python"), encoding="utf-8")
     result = subprocess.run(
-        [sys.executable, "-m", "mypy", "--strict", "--no-error-summary", "--show-error-codes",
-         "--cache-dir", str(tmp_path / ".mypy_cache"), "sdk_corpus.py"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=600,
+        [
+            sys.executable,
+            "-m",
+            "mypy",
+            "--strict",
+            "--no-error-summary",
+            "--show-error-codes",
+            "--cache-dir",
+            str(tmp_path / ".mypy_cache"),
+            "sdk_corpus.py",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-2000:]
     run = subprocess.run([sys.executable, "-c", "import sdk_corpus"], cwd=tmp_path, capture_output=True, text=True)

@@ -48,20 +48,52 @@ def test_dialect_degradations_name_each_node() -> None:
         ({"type": "object", "properties": {"a-b": {"type": "string"}}}, [], []),  # the functional TypedDict form
         ({"type": "object", "properties": {"a": {"$ref": "#/$defs/x"}}}, ["#/properties/a"], ["#/properties/a"]),
         ({"type": "object", "properties": {"a~/b": {"enum": [[1]]}}}, ["#/properties/a~0~1b"], ["#/properties/a~0~1b"]),
-        ({"type": "object", "properties": {"a": {"anyOf": [{"type": "string"}, {"if": {}}]}}},
-         ["#/properties/a/anyOf/1"], ["#/properties/a/anyOf/1"]),
+        (
+            {"type": "object", "properties": {"a": {"anyOf": [{"type": "string"}, {"if": {}}]}}},
+            ["#/properties/a/anyOf/1"],
+            ["#/properties/a/anyOf/1"],
+        ),
         ({"type": "object", "properties": {"r": {"enum": [0.5, 1]}}}, [], []),  # float in Python: not Any
-        ({"type": "object", "properties": {"a": {"$ref": "#/$defs/a"}},
-          "$defs": {"a": {"anyOf": [{"$ref": "#/$defs/a"}, {"type": "string"}]}}}, ["#/$defs/a"], ["#/$defs/a"]),
-        ({"type": "object", "properties": {"a": {"$ref": "#/$defs/a"}},
-          "$defs": {"a": {"type": "object", "properties": {"n": {"$ref": "#/$defs/a"}}}}}, [], []),
+        (
+            {
+                "type": "object",
+                "properties": {"a": {"$ref": "#/$defs/a"}},
+                "$defs": {"a": {"anyOf": [{"$ref": "#/$defs/a"}, {"type": "string"}]}},
+            },
+            ["#/$defs/a"],
+            ["#/$defs/a"],
+        ),
+        (
+            {
+                "type": "object",
+                "properties": {"a": {"$ref": "#/$defs/a"}},
+                "$defs": {"a": {"type": "object", "properties": {"n": {"$ref": "#/$defs/a"}}}},
+            },
+            [],
+            [],
+        ),
         # pydantic's discriminated union: the discriminator is an annotation, the union stays typed
-        ({"type": "object", "properties": {"pet": {
-            "oneOf": [{"$ref": "#/$defs/Cat"}, {"$ref": "#/$defs/Dog"}],
-            "discriminator": {"propertyName": "kind", "mapping": {"cat": "#/$defs/Cat", "dog": "#/$defs/Dog"}}}},
-          "required": ["pet"],
-          "$defs": {"Cat": {"type": "object", "properties": {"kind": {"const": "cat"}}, "required": ["kind"]},
-                    "Dog": {"type": "object", "properties": {"kind": {"const": "dog"}}, "required": ["kind"]}}}, [], []),
+        (
+            {
+                "type": "object",
+                "properties": {
+                    "pet": {
+                        "oneOf": [{"$ref": "#/$defs/Cat"}, {"$ref": "#/$defs/Dog"}],
+                        "discriminator": {
+                            "propertyName": "kind",
+                            "mapping": {"cat": "#/$defs/Cat", "dog": "#/$defs/Dog"},
+                        },
+                    }
+                },
+                "required": ["pet"],
+                "$defs": {
+                    "Cat": {"type": "object", "properties": {"kind": {"const": "cat"}}, "required": ["kind"]},
+                    "Dog": {"type": "object", "properties": {"kind": {"const": "dog"}}, "required": ["kind"]},
+                },
+            },
+            [],
+            [],
+        ),
     ],
 )
 def test_degraded_nodes(schema: Any, ts: list[str], py: list[str]) -> None:
@@ -83,7 +115,9 @@ def test_a_mapping_that_contains_itself_is_reported() -> None:
 EXOTIC = [{"name": "t", "description": "", "parameters": {"type": "object", "properties": {"x": {"enum": ["a", 1.5]}}}}]
 
 
-def test_sdk_warns_about_degraded_types_and_strict_refuses_them(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_sdk_warns_about_degraded_types_and_strict_refuses_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     catalog = tmp_path / "tools.json"
     catalog.write_text(json.dumps(EXOTIC), encoding="utf-8")
     out = tmp_path / "sdk.py"
@@ -130,7 +164,9 @@ def test_sdk_and_catalog_refuse_what_the_registry_refuses(
     code, stdout, stderr = _run(capsys, *command, "--catalog", str(catalog), "-o", str(out))
     assert code == 1 and stdout == "" and not out.exists()
     lines = stderr.splitlines()
-    assert any(line.startswith(f'dsh-codegen: error: {catalog}: tool "bad" parameters: schema.properties.a') for line in lines)
+    assert any(
+        line.startswith(f'dsh-codegen: error: {catalog}: tool "bad" parameters: schema.properties.a') for line in lines
+    )
     assert any(line.startswith(f'dsh-codegen: error: {catalog}: tool "root" parameters: schema.type') for line in lines)
     assert any(line.startswith(f'dsh-codegen: error: {catalog}: tool "root" output_schema: schema.') for line in lines)
     assert not any('"ok"' in line for line in lines)
@@ -147,7 +183,11 @@ CONVERT_UNITS = [
                 "value": {"type": "number"},
                 "from": {"type": "string", "description": "The unit of value."},
                 "to": {"type": "string"},
-                "options": {"type": "object", "properties": {"my-key": {"type": "integer"}}, "additionalProperties": False},
+                "options": {
+                    "type": "object",
+                    "properties": {"my-key": {"type": "integer"}},
+                    "additionalProperties": False,
+                },
             },
             "required": ["value", "from", "to"],
         },
@@ -155,7 +195,9 @@ CONVERT_UNITS = [
 ]
 
 
-def test_keys_that_are_not_identifiers_are_typed_and_strict_passes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_keys_that_are_not_identifiers_are_typed_and_strict_passes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """Before: such an object rendered dict[str, Any] (in the SDK text and files) and --strict refused it."""
     import subprocess
     import sys
@@ -163,14 +205,16 @@ def test_keys_that_are_not_identifiers_are_typed_and_strict_passes(tmp_path: Pat
     catalog = tmp_path / "tools.json"
     catalog.write_text(json.dumps(CONVERT_UNITS), encoding="utf-8")
     out = tmp_path / "sdk_units.py"
-    code, stdout, stderr = _run(capsys, "sdk", "-q", "--lang", "py", "--strict", "--catalog", str(catalog), "-o", str(out))
+    code, stdout, stderr = _run(
+        capsys, "sdk", "-q", "--lang", "py", "--strict", "--catalog", str(catalog), "-o", str(out)
+    )
     assert (code, stdout, stderr) == (0, "", "")
     text = out.read_text(encoding="utf-8")
     assert '        "from": str,\n' in text and '        "my-key": NotRequired[int],\n' in text
     assert "dict[str, Any]" not in text
     prompt = render_py_sdk([ToolSchemaEntry(**entry) for entry in CONVERT_UNITS])  # type: ignore[arg-type]
     assert 'ConvertUnitsArgs = TypedDict(\n    "ConvertUnitsArgs",\n    {\n        "value": float,\n' in prompt
-    assert "        # The unit of value.\n        \"from\": str,\n" in prompt
+    assert '        # The unit of value.\n        "from": str,\n' in prompt
     # mypy --strict reads every key's type.
     (tmp_path / "use.py").write_text(
         "from sdk_units import ConvertUnitsArgs\n"
@@ -179,8 +223,21 @@ def test_keys_that_are_not_identifiers_are_typed_and_strict_passes(tmp_path: Pat
         encoding="utf-8",
     )
     checked = subprocess.run(
-        [sys.executable, "-m", "mypy", "--strict", "--no-error-summary", "--cache-dir", str(tmp_path / ".mypy_cache"), "sdk_units.py", "use.py"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "mypy",
+            "--strict",
+            "--no-error-summary",
+            "--cache-dir",
+            str(tmp_path / ".mypy_cache"),
+            "sdk_units.py",
+            "use.py",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert checked.stdout.splitlines() == [
         'use.py:3: error: Incompatible types (expression has type "int", TypedDict item "from" has type "str")  [typeddict-item]'

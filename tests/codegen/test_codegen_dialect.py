@@ -23,7 +23,11 @@ DEEP = 100_000
     [
         ({"type": ["string", "null"]}, "string | null", "str | None"),
         ({"type": ["integer", "boolean"], "minimum": 1}, "number | boolean", "int | bool"),
-        ({"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "integer"}}]}, "string | number[]", "str | list[int]"),
+        (
+            {"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "integer"}}]},
+            "string | number[]",
+            "str | list[int]",
+        ),
         ({"type": ["string", "null"], "enum": ["a", None, 3]}, '"a" | null', 'Literal["a", None]'),
         ({"type": "string", "pattern": "^a", "format": "uri", "$comment": "c", "x-vendor": 1}, "string", "str"),
         ({"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "integer"}, "number", "int"),
@@ -31,16 +35,36 @@ DEEP = 100_000
         (True, "JsonValue", "Any"),
         (False, "never", "Never"),
         ({"type": "array", "items": False}, "never[]", "list[Never]"),
-        ({"type": "array", "prefixItems": [{"type": "string"}, {"type": "integer"}], "items": False, "minItems": 2},
-         "[string, number]", "tuple[str, int]"),
-        ({"type": "array", "prefixItems": [{"type": "string"}, {"type": "integer"}], "items": False},
-         "[string?, number?]", "list[str | int]"),
-        ({"type": "array", "prefixItems": [{"type": "string"}], "items": {"type": "boolean"}, "minItems": 1},
-         "[string, ...boolean[]]", "list[str | bool]"),
-        ({"type": "array", "prefixItems": [{"type": "string"}], "minItems": 1}, "[string, ...JsonValue[]]", "list[str | Any]"),
-        ({"type": "object", "additionalProperties": {"type": "integer"}}, "{ [key: string]: number }", "dict[str, int]"),
-        ({"type": "object", "additionalProperties": {"type": ["string", "null"]}},
-         "{ [key: string]: string | null }", "dict[str, str | None]"),
+        (
+            {"type": "array", "prefixItems": [{"type": "string"}, {"type": "integer"}], "items": False, "minItems": 2},
+            "[string, number]",
+            "tuple[str, int]",
+        ),
+        (
+            {"type": "array", "prefixItems": [{"type": "string"}, {"type": "integer"}], "items": False},
+            "[string?, number?]",
+            "list[str | int]",
+        ),
+        (
+            {"type": "array", "prefixItems": [{"type": "string"}], "items": {"type": "boolean"}, "minItems": 1},
+            "[string, ...boolean[]]",
+            "list[str | bool]",
+        ),
+        (
+            {"type": "array", "prefixItems": [{"type": "string"}], "minItems": 1},
+            "[string, ...JsonValue[]]",
+            "list[str | Any]",
+        ),
+        (
+            {"type": "object", "additionalProperties": {"type": "integer"}},
+            "{ [key: string]: number }",
+            "dict[str, int]",
+        ),
+        (
+            {"type": "object", "additionalProperties": {"type": ["string", "null"]}},
+            "{ [key: string]: string | null }",
+            "dict[str, str | None]",
+        ),
         ({"allOf": [{"type": "integer"}, {"minimum": 0}]}, "number", "int"),
         ({"allOf": [{"type": "number"}, {"type": "integer"}]}, "number", "int"),
         ({"allOf": [{"type": "string"}, {"type": "integer"}]}, "never", "Never"),
@@ -56,8 +80,11 @@ DEEP = 100_000
         ({"$ref": "#/$defs/a", "$defs": {"a": {"$ref": "#/$defs/a"}}}, "unknown", "Any"),
         ({"$ref": "#/$defs/a", "$defs": {"a": {"allOf": [{"$ref": "#/$defs/a"}]}}}, "unknown", "Any"),
         ({"type": "array", "items": {"$ref": "#"}}, "unknown[]", "list[Any]"),
-        ({"type": "object", "properties": {"n": {"$ref": "#"}}}, "{\n  n?: unknown;\n} & Record<string, JsonValue>",
-         "dict[str, Any]"),
+        (
+            {"type": "object", "properties": {"n": {"$ref": "#"}}},
+            "{\n  n?: unknown;\n} & Record<string, JsonValue>",
+            "dict[str, Any]",
+        ),
     ],
 )
 def test_dialect_mapping(schema: Any, ts: str, py: str) -> None:
@@ -66,26 +93,33 @@ def test_dialect_mapping(schema: Any, ts: str, py: str) -> None:
 
 
 def test_type_beside_one_of_applies_to_every_branch() -> None:
-    schema = {"type": "object", "properties": {"a": {"type": "string"}},
-              "oneOf": [{"required": ["a"]}, {"properties": {"b": {"type": "integer"}}, "required": ["b"]}]}
+    schema = {
+        "type": "object",
+        "properties": {"a": {"type": "string"}},
+        "oneOf": [{"required": ["a"]}, {"properties": {"b": {"type": "integer"}}, "required": ["b"]}],
+    }
     assert json_schema_to_ts(schema) == (
         "{\n  a: string;\n} & Record<string, JsonValue> | {\n  a?: string;\n  b: number;\n} & Record<string, JsonValue>"
     )
 
 
 def test_constraints_and_defaults_are_documented_and_escaped() -> None:
-    schema = {"type": "object", "properties": {
-        "page": {"type": "integer", "minimum": 1, "default": 1, "description": "Page."},
-        "tricky": {"type": "string", "default": "*/\n\"x\"", "pattern": "a*/b"},
-        "long": {"type": "string", "default": "y" * 500},
-        "gone": {"type": "boolean", "deprecated": True},
-        "nan": {"type": "number", "default": float("nan")},
-    }, "required": ["page"]}
+    schema = {
+        "type": "object",
+        "properties": {
+            "page": {"type": "integer", "minimum": 1, "default": 1, "description": "Page."},
+            "tricky": {"type": "string", "default": '*/\n"x"', "pattern": "a*/b"},
+            "long": {"type": "string", "default": "y" * 500},
+            "gone": {"type": "boolean", "deprecated": True},
+            "nan": {"type": "number", "default": float("nan")},
+        },
+        "required": ["page"],
+    }
     text = json_schema_to_ts(schema)
     assert "/** Page. (minimum: 1, default: 1) */" not in text  # DOC_KEYWORDS order: default first
     assert "/** Page. (default: 1, minimum: 1) */" in text
     assert "*/\\n" not in text and '/** default: "*\\/\\n\\"x\\"", pattern: "a*\\/b" */' in text
-    assert '/** default: "' + "y" * 119 + '... */' in text
+    assert '/** default: "' + "y" * 119 + "... */" in text
     assert "/** deprecated */" in text
     assert "nan?: number;" in text and "NaN" not in text  # a default that is not JSON is left out
     sdk = render_py_sdk([ToolSchemaEntry("t", "", schema)])
@@ -102,8 +136,11 @@ RECURSIVE = {
     "properties": {"root": {"$ref": "#/$defs/node"}, "color": {"$ref": "#/$defs/color"}},
     "required": ["root"],
     "$defs": {
-        "node": {"type": "object", "properties": {"kids": {"type": "array", "items": {"$ref": "#/$defs/node"}}},
-                 "additionalProperties": False},
+        "node": {
+            "type": "object",
+            "properties": {"kids": {"type": "array", "items": {"$ref": "#/$defs/node"}}},
+            "additionalProperties": False,
+        },
         "color": {"enum": ["red", "green"]},
     },
 }
@@ -111,7 +148,7 @@ RECURSIVE = {
 
 def test_definitions_are_named_once_in_both_sdks() -> None:
     ts = render_ts_sdk(_entries(RECURSIVE, {"$ref": "#/$defs/node", "$defs": RECURSIVE["$defs"]}))
-    assert "type Node = {\n  kids?: Node[];\n}\n\ntype Color = \"red\" | \"green\"\n\n" in ts
+    assert 'type Node = {\n  kids?: Node[];\n}\n\ntype Color = "red" | "green"\n\n' in ts
     # The output document's own definitions are another document: a second name.
     assert "type Node2 = {\n  kids?: Node2[];\n}\n" in ts
     assert "walk: Node2;" in ts
@@ -132,20 +169,32 @@ def test_a_root_reference_names_the_root() -> None:
 
 def test_circular_aliases_degrade_where_tsc_would_reject_them() -> None:
     # type A = A | string is circular for tsc; through an array it is fine.
-    loop = {"type": "object", "properties": {"a": {"$ref": "#/$defs/a"}},
-            "$defs": {"a": {"anyOf": [{"$ref": "#/$defs/a"}, {"type": "string"}]}}}
+    loop = {
+        "type": "object",
+        "properties": {"a": {"$ref": "#/$defs/a"}},
+        "$defs": {"a": {"anyOf": [{"$ref": "#/$defs/a"}, {"type": "string"}]}},
+    }
     assert "type A = unknown\n" in render_ts_sdk(_entries(loop))
-    fine = {"type": "object", "properties": {"a": {"$ref": "#/$defs/a"}},
-            "$defs": {"a": {"anyOf": [{"type": "array", "items": {"$ref": "#/$defs/a"}}, {"type": "string"}]}}}
+    fine = {
+        "type": "object",
+        "properties": {"a": {"$ref": "#/$defs/a"}},
+        "$defs": {"a": {"anyOf": [{"type": "array", "items": {"$ref": "#/$defs/a"}}, {"type": "string"}]}},
+    }
     assert "type A = A[] | string\n" in render_ts_sdk(_entries(fine))
     # A recursive TypeAlias would be evaluated at import: Python degrades the recursion.
     assert "A: TypeAlias = list[Any] | str\n" in render_py_sdk(_entries(fine))
 
 
 def test_definition_names_avoid_the_sdks_own_names() -> None:
-    schema = {"type": "object", "properties": {"a": {"$ref": "#/$defs/ToolArgsMap"}, "b": {"$ref": "#/$defs/Record"},
-                                               "c": {"$ref": "#/$defs/Tools"}},
-              "$defs": {"ToolArgsMap": {"type": "string"}, "Record": {"type": "string"}, "Tools": {"type": "string"}}}
+    schema = {
+        "type": "object",
+        "properties": {
+            "a": {"$ref": "#/$defs/ToolArgsMap"},
+            "b": {"$ref": "#/$defs/Record"},
+            "c": {"$ref": "#/$defs/Tools"},
+        },
+        "$defs": {"ToolArgsMap": {"type": "string"}, "Record": {"type": "string"}, "Tools": {"type": "string"}},
+    }
     ts = render_ts_sdk(_entries(schema))
     assert "type ToolArgsMap2 = string" in ts and "type Record2 = string" in ts
     assert "Tools2: TypeAlias = str" in render_py_sdk(_entries(schema))

@@ -51,22 +51,28 @@ leaves = st.builds(
     st.fixed_dictionaries({"type": type_names.filter(lambda name: name not in ("object", "array"))})
     | st.fixed_dictionaries({"type": st.just("array")}, optional={"items": st.fixed_dictionaries({"type": type_names})})
     | st.fixed_dictionaries(
-        {"enum": st.lists(st.sampled_from(["a", "b|c", "d&e", 'q"', "\u2028", "\x7f"]) | st.integers(), min_size=1, max_size=3)},
+        {
+            "enum": st.lists(
+                st.sampled_from(["a", "b|c", "d&e", 'q"', "\u2028", "\x7f"]) | st.integers(), min_size=1, max_size=3
+            )
+        },
         optional={"type": st.sampled_from(["string", "integer"])},
     ),
     descriptions,
 )
 schemas = st.recursive(
     leaves | st.just({}),
-    lambda inner: st.fixed_dictionaries({"type": st.just("array"), "items": inner})
-    | st.fixed_dictionaries({"oneOf": st.lists(inner, min_size=1, max_size=3)})
-    | st.builds(
-        _with_description,
-        st.fixed_dictionaries(
-            {"type": st.just("object"), "properties": st.dictionaries(keys, inner, max_size=4)},
-            optional={"additionalProperties": st.booleans(), "required": st.lists(keys, max_size=3)},
-        ),
-        descriptions,
+    lambda inner: (
+        st.fixed_dictionaries({"type": st.just("array"), "items": inner})
+        | st.fixed_dictionaries({"oneOf": st.lists(inner, min_size=1, max_size=3)})
+        | st.builds(
+            _with_description,
+            st.fixed_dictionaries(
+                {"type": st.just("object"), "properties": st.dictionaries(keys, inner, max_size=4)},
+                optional={"additionalProperties": st.booleans(), "required": st.lists(keys, max_size=3)},
+            ),
+            descriptions,
+        )
     ),
     max_leaves=16,
 )
@@ -81,7 +87,9 @@ def test_a_member_renders_as_its_schema_does_alone(schema: Any, key: str, requir
     if required:
         wrapper["required"] = [key]
     pad = "  " * (indent + 1)
-    expected = f"{{\n{pad}{ts_key(key)}{'' if required else '?'}: {json_schema_to_ts(schema, indent + 1)};\n{'  ' * indent}}}"
+    expected = (
+        f"{{\n{pad}{ts_key(key)}{'' if required else '?'}: {json_schema_to_ts(schema, indent + 1)};\n{'  ' * indent}}}"
+    )
     assert json_schema_to_ts(wrapper, indent) == expected
 
 
@@ -124,7 +132,11 @@ annotation_values = st.none() | st.booleans() | st.integers() | descriptions | s
 
 @given(
     st.sampled_from(["string", "number", "integer", "boolean", "null", "object", "array"]) | st.integers(),
-    st.dictionaries(st.sampled_from(sorted(SCALAR_NODE_KEYS - {"type"}) + ["default", "minimum", "format"]), annotation_values, max_size=4),
+    st.dictionaries(
+        st.sampled_from(sorted(SCALAR_NODE_KEYS - {"type"}) + ["default", "minimum", "format"]),
+        annotation_values,
+        max_size=4,
+    ),
 )
 @example("string", {"description": "  two\nlines\x7f ", "title": "T"})
 @example("integer", {"description": 3})
@@ -221,7 +233,9 @@ def test_cycles_and_depth_render_as_the_dialect_says() -> None:
     assert "self?: unknown" in json_schema_to_ts(cyclic)
     assert json_schema_to_ts(looping) == "string | unknown[]"
     # Past the multi-line depth an object is written on one line.
-    assert "p2: { p1: { p0: string } & Record<string, JsonValue> } & Record<string, JsonValue>;" in json_schema_to_ts(deep)
+    assert "p2: { p1: { p0: string } & Record<string, JsonValue> } & Record<string, JsonValue>;" in json_schema_to_ts(
+        deep
+    )
 
 
 def test_a_render_near_the_recursion_limit_writes_the_same_text() -> None:
@@ -229,7 +243,10 @@ def test_a_render_near_the_recursion_limit_writes_the_same_text() -> None:
     # limit gets the same text, never "unknown" for a node it could not read.
     schema: dict[str, Any] = {"type": "string"}
     for level in range(12):
-        schema = {"type": "object", "properties": {f"p{level}": schema, "e": {"const": level}, "u": {"oneOf": [{"type": "null"}, schema]}}}
+        schema = {
+            "type": "object",
+            "properties": {f"p{level}": schema, "e": {"const": level}, "u": {"oneOf": [{"type": "null"}, schema]}},
+        }
     expected = json_schema_to_ts(schema)
 
     def at_depth(frames: int) -> str:
@@ -251,7 +268,10 @@ def test_odd_object_parts_render_unknown() -> None:
         {"required": ["a", 2], "properties": {"a": {}}},
     ]
     for odd in odd_parts:
-        schema: dict[str, Any] = {"type": "object", "properties": {"m": {"type": "object", **odd}, "n": {"type": "string"}}}
+        schema: dict[str, Any] = {
+            "type": "object",
+            "properties": {"m": {"type": "object", **odd}, "n": {"type": "string"}},
+        }
         expected = "{\n  m?: unknown;\n  n?: string;\n} & Record<string, JsonValue>"
         assert json_schema_to_ts(schema) == expected
 
@@ -261,7 +281,9 @@ def test_record_objects_render_as_index_signatures() -> None:
     schema = {"type": "object", "properties": {"m": {"type": "object", "additionalProperties": {"type": "string"}}}}
     expected = "{\n  m?: { [key: string]: string };\n} & Record<string, JsonValue>"
     assert json_schema_to_ts(schema) == expected
-    with_properties = {"type": "object", "properties": {"a": {"type": "integer"}}, "additionalProperties": {"type": "string"}}
-    assert json_schema_to_ts(with_properties) == (
-        "{\n  a?: number;\n} & Record<string, JsonValue>"
-    )
+    with_properties = {
+        "type": "object",
+        "properties": {"a": {"type": "integer"}},
+        "additionalProperties": {"type": "string"},
+    }
+    assert json_schema_to_ts(with_properties) == ("{\n  a?: number;\n} & Record<string, JsonValue>")

@@ -57,7 +57,7 @@ def _fenced_block(text: str, opener: str) -> str:
     return text[start : text.index("```", start)]
 
 
-SDK_TEXT_TS_EXAMPLE = '''interface ToolArgsMap {
+SDK_TEXT_TS_EXAMPLE = """interface ToolArgsMap {
   /** Exotic name. */
   "my-mcp.tool": Record<string, JsonValue>;
   /** Read a file from disk. */
@@ -75,7 +75,7 @@ interface ToolOutputMap {
     lines?: number;
   };
 }
-'''
+"""
 
 SDK_TEXT_PY_EXAMPLE = '''from typing import Any, Literal, NotRequired, Protocol, TypedDict
 

@@ -31,16 +31,48 @@ from dsh_codegen.codegen._naming import (
 pytestmark = pytest.mark.once
 
 HOSTILE = [
-    'q"uote', "back\\slash", "new\nline", "cr\rlf", "nul\x00", "surr\ud800", "low\udc00", "*/", "/*", '"""', "'''",
-    "sep\u2028para\u2029", "del\x7f", "c1\x85\x9b", "tab\t", "ü工🙂", "\\x00", "\\u0041", "#", "", " ", "`", "${x}",
+    'q"uote',
+    "back\\slash",
+    "new\nline",
+    "cr\rlf",
+    "nul\x00",
+    "surr\ud800",
+    "low\udc00",
+    "*/",
+    "/*",
+    '"""',
+    "'''",
+    "sep\u2028para\u2029",
+    "del\x7f",
+    "c1\x85\x9b",
+    "tab\t",
+    "ü工🙂",
+    "\\x00",
+    "\\u0041",
+    "#",
+    "",
+    " ",
+    "`",
+    "${x}",
 ]
 
 
 @pytest.mark.parametrize(
     ("name", "camel"),
-    [("read_file", "ReadFile"), ("my-mcp.tool", "MyMcpTool"), ("1st-tool", "Tool1stTool"), ("---", "Tool"),
-     ("__proto__", "Proto"), ("list", "List"), ("工具", "工具"), ("a__b", "AB"), ("x.y-z_w", "XYZW"), ("", "Tool"),
-     ("ｆｕｌｌ", "Full"), ("9", "Tool9")],
+    [
+        ("read_file", "ReadFile"),
+        ("my-mcp.tool", "MyMcpTool"),
+        ("1st-tool", "Tool1stTool"),
+        ("---", "Tool"),
+        ("__proto__", "Proto"),
+        ("list", "List"),
+        ("工具", "工具"),
+        ("a__b", "AB"),
+        ("x.y-z_w", "XYZW"),
+        ("", "Tool"),
+        ("ｆｕｌｌ", "Full"),
+        ("9", "Tool9"),
+    ],
 )
 def test_camel_case(name: str, camel: str) -> None:
     assert camel_case(name) == camel
@@ -55,10 +87,26 @@ def test_camel_case_always_gives_an_identifier(name: str) -> None:
 
 @pytest.mark.parametrize(
     ("name", "method", "field"),
-    [("read_file", True, True), ("match", True, True), ("type", True, True), ("case", True, True), ("_", False, True),
-     ("_private", False, True), ("__dunder__", False, True), ("__x", False, False), ("class", False, False),
-     ("None", False, False), ("__debug__", False, False), ("my-tool", False, False), ("ﬁle", False, False),
-     ("ünï", True, True), ("1x", False, False), ("", False, False), ("async", False, False), ("print", True, True)],
+    [
+        ("read_file", True, True),
+        ("match", True, True),
+        ("type", True, True),
+        ("case", True, True),
+        ("_", False, True),
+        ("_private", False, True),
+        ("__dunder__", False, True),
+        ("__x", False, False),
+        ("class", False, False),
+        ("None", False, False),
+        ("__debug__", False, False),
+        ("my-tool", False, False),
+        ("ﬁle", False, False),
+        ("ünï", True, True),
+        ("1x", False, False),
+        ("", False, False),
+        ("async", False, False),
+        ("print", True, True),
+    ],
 )
 def test_python_name_rules(name: str, method: bool, field: bool) -> None:
     assert is_py_method_name(name) is method
@@ -67,8 +115,16 @@ def test_python_name_rules(name: str, method: bool, field: bool) -> None:
 
 @pytest.mark.parametrize(
     ("name", "key"),
-    [("read_file", "read_file"), ("$x", "$x"), ("__proto__", "__proto__"), ("my-mcp.tool", '"my-mcp.tool"'),
-     ("ü", '"ü"'), ("a\nb", '"a\\nb"'), ("s\ud800", '"s\\ud800"'), ("", '""')],
+    [
+        ("read_file", "read_file"),
+        ("$x", "$x"),
+        ("__proto__", "__proto__"),
+        ("my-mcp.tool", '"my-mcp.tool"'),
+        ("ü", '"ü"'),
+        ("a\nb", '"a\\nb"'),
+        ("s\ud800", '"s\\ud800"'),
+        ("", '""'),
+    ],
 )
 def test_typescript_keys(name: str, key: str) -> None:
     assert ts_key(name) == key
@@ -144,7 +200,10 @@ def test_literals() -> None:
 
 
 def test_markdown_text_is_inert() -> None:
-    assert md_text("# heading <b>*x*</b> [l](u) `c` | ~") == "\\# heading \\<b\\>\\*x\\*\\</b\\> \\[l\\](u) \\`c\\` \\| \\~"
+    assert (
+        md_text("# heading <b>*x*</b> [l](u) `c` | ~")
+        == "\\# heading \\<b\\>\\*x\\*\\</b\\> \\[l\\](u) \\`c\\` \\| \\~"
+    )
     assert md_text("1. one") == "1\\. one" and md_text("- item") == "\\- item" and md_text("+ x") == "\\+ x"
     # The control becomes the text \x00, whose backslash Markdown then needs escaped.
     assert md_text("a\nb\x00") == "a b\\\\x00"

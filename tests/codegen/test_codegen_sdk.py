@@ -75,11 +75,22 @@ print(digest.hexdigest())
 def test_output_is_identical_across_hash_seeds_cwd_and_locale(tmp_path: Path) -> None:
     cases = [str(CASES / name / "catalog.json") for name in ("catalog60", "hostile", "shapes")]
     digests = set()
-    for seed, cwd, locale in [("0", REPO, "C.UTF-8"), ("1", tmp_path, "C"), ("4242", "/", "POSIX"),
-                              ("random", tmp_path, "en_US.UTF-8")]:
+    for seed, cwd, locale in [
+        ("0", REPO, "C.UTF-8"),
+        ("1", tmp_path, "C"),
+        ("4242", "/", "POSIX"),
+        ("random", tmp_path, "en_US.UTF-8"),
+    ]:
         env = {**os.environ, "PYTHONHASHSEED": seed, "LC_ALL": locale, "LANG": locale}
-        result = subprocess.run([sys.executable, "-c", _RENDER_SCRIPT, *cases], cwd=cwd, env=env,
-                                capture_output=True, text=True, timeout=120, check=True)
+        result = subprocess.run(
+            [sys.executable, "-c", _RENDER_SCRIPT, *cases],
+            cwd=cwd,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=True,
+        )
         digests.add(result.stdout.strip())
     assert len(digests) == 1
 
@@ -150,8 +161,16 @@ def test_the_python_stub_declares_what_a_tool_call_error_carries(tmp_path: Path)
 def test_shadowed_builtins_are_qualified_only_in_files() -> None:
     catalog = [
         ToolSchemaEntry("list", "", {"type": "object"}, {"type": "array", "items": {"type": "string"}}),
-        ToolSchemaEntry("zz", "", {"type": "object", "properties": {"str": {"type": "string"}, "n": {"type": "string"}},
-                                    "required": ["str", "n"]}, None),
+        ToolSchemaEntry(
+            "zz",
+            "",
+            {
+                "type": "object",
+                "properties": {"str": {"type": "string"}, "n": {"type": "string"}},
+                "required": ["str", "n"],
+            },
+            None,
+        ),
     ]
     prompt = render_py_sdk(catalog)
     module = render_sdk_module(catalog, "python")
@@ -176,12 +195,26 @@ def test_mypy_catches_a_body_reading_an_undeclared_key(tmp_path: Path) -> None:
         encoding="utf-8",
     )
     result = subprocess.run(
-        [sys.executable, "-m", "mypy", "--strict", "--no-error-summary", "--cache-dir", str(tmp_path / ".cache"),
-         "tool_sdk.py", "body.py"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "mypy",
+            "--strict",
+            "--no-error-summary",
+            "--cache-dir",
+            str(tmp_path / ".cache"),
+            "tool_sdk.py",
+            "body.py",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     errors = [line for line in result.stdout.splitlines() if ": error:" in line]
-    assert errors == ['body.py:8: error: TypedDict "ReadFileArgs" has no key "encoding"  [typeddict-item]'], result.stdout
+    assert errors == ['body.py:8: error: TypedDict "ReadFileArgs" has no key "encoding"  [typeddict-item]'], (
+        result.stdout
+    )
 
 
 def _big_catalog(count: int) -> list[ToolSchemaEntry]:
@@ -190,8 +223,11 @@ def _big_catalog(count: int) -> list[ToolSchemaEntry]:
     entries = []
     for index in range(count):
         template = base[index % len(base)]
-        entries.append(ToolSchemaEntry(f"{template.name}_{index:05d}", template.description, template.parameters,
-                                       template.output_schema))
+        entries.append(
+            ToolSchemaEntry(
+                f"{template.name}_{index:05d}", template.description, template.parameters, template.output_schema
+            )
+        )
     rng.shuffle(entries)
     return entries
 

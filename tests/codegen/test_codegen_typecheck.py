@@ -43,7 +43,10 @@ def _candidates(case: str, entry: ToolSchemaEntry) -> tuple[list[Any], list[Any]
 
 
 def _ts_check_file(case: str, catalog: list[ToolSchemaEntry]) -> tuple[str, int]:
-    lines = [f'import type {{ ToolArgsMap, ToolOutputMap }} from "./sdk_{case}";', f'import {{ tools }} from "./sdk_{case}";']
+    lines = [
+        f'import type {{ ToolArgsMap, ToolOutputMap }} from "./sdk_{case}";',
+        f'import {{ tools }} from "./sdk_{case}";',
+    ]
     expected_errors = 0
     for index, entry in enumerate(catalog):
         key = code_string(entry.name)
@@ -97,9 +100,23 @@ def test_typescript_sdks_pass_tsc_strict(tmp_path: Path, catalogs: dict[str, lis
     node = shutil.which("node")
     assert node is not None
     result = subprocess.run(
-        [node, str(TSC), "--noEmit", "--strict", "--target", "es2022", "--module", "esnext",
-         "--moduleResolution", "bundler", *files],
-        cwd=tmp_path, capture_output=True, text=True, timeout=300,
+        [
+            node,
+            str(TSC),
+            "--noEmit",
+            "--strict",
+            "--target",
+            "es2022",
+            "--module",
+            "esnext",
+            "--moduleResolution",
+            "bundler",
+            *files,
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-2000:]
     # The oracle must predict some rejections, or the expect-error half proves nothing.
@@ -108,7 +125,10 @@ def test_typescript_sdks_pass_tsc_strict(tmp_path: Path, catalogs: dict[str, lis
 
 def _py_check_file(case: str, catalog: list[ToolSchemaEntry]) -> tuple[str, set[int]]:
     entries = sorted_catalog(catalog)
-    members = {entry.name: member for entry, member in zip(entries, py_declarations(entries, qualify=False).members, strict=True)}
+    members = {
+        entry.name: member
+        for entry, member in zip(entries, py_declarations(entries, qualify=False).members, strict=True)
+    }
     lines = [
         f"from sdk_{case} import *  # noqa: F403",
         f"from sdk_{case} import Tools",
@@ -148,9 +168,23 @@ def test_python_sdks_pass_mypy_strict(tmp_path: Path, catalogs: dict[str, list[T
         expected[f"check_{case}.py"] = lines
         files += [f"sdk_{case}.py", f"check_{case}.py"]
     result = subprocess.run(
-        [sys.executable, "-m", "mypy", "--strict", "--no-error-summary", "--show-error-codes",
-         "--cache-dir", str(tmp_path / ".mypy_cache"), "--disable-error-code", "unused-ignore", *files],
-        cwd=tmp_path, capture_output=True, text=True, timeout=600,
+        [
+            sys.executable,
+            "-m",
+            "mypy",
+            "--strict",
+            "--no-error-summary",
+            "--show-error-codes",
+            "--cache-dir",
+            str(tmp_path / ".mypy_cache"),
+            "--disable-error-code",
+            "unused-ignore",
+            *files,
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     reported: dict[str, set[int]] = {name: set() for name in expected}
     unexpected_files = []
@@ -184,9 +218,25 @@ def test_dialect_sdks_pass_tsc_strict_with_their_checks(tmp_path: Path, case: st
     node = shutil.which("node")
     assert node is not None
     result = subprocess.run(
-        [node, str(TSC), "--noEmit", "--strict", "--target", "es2022", "--module", "esnext",
-         "--moduleResolution", "bundler", f"sdk_{case}.ts", f"prompt_{case}.ts", "checks.ts"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=300,
+        [
+            node,
+            str(TSC),
+            "--noEmit",
+            "--strict",
+            "--target",
+            "es2022",
+            "--module",
+            "esnext",
+            "--moduleResolution",
+            "bundler",
+            f"sdk_{case}.ts",
+            f"prompt_{case}.ts",
+            "checks.ts",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-2000:]
 
@@ -200,9 +250,22 @@ def test_dialect_sdks_pass_mypy_strict_with_their_checks(tmp_path: Path, case: s
     assert checks.count("# type: ignore[") >= 5
     (tmp_path / "checks.py").write_text(checks, encoding="utf-8")
     result = subprocess.run(
-        [sys.executable, "-m", "mypy", "--strict", "--no-error-summary", "--show-error-codes",
-         "--cache-dir", str(tmp_path / ".mypy_cache"), f"sdk_{case}.py", "checks.py"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=600,
+        [
+            sys.executable,
+            "-m",
+            "mypy",
+            "--strict",
+            "--no-error-summary",
+            "--show-error-codes",
+            "--cache-dir",
+            str(tmp_path / ".mypy_cache"),
+            f"sdk_{case}.py",
+            "checks.py",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-2000:]
     # The module also imports and runs (forward references are postponed).

@@ -54,14 +54,37 @@ def test_mapping_table(schema: Any, ts: str, py: str) -> None:
 @pytest.mark.parametrize(
     "schema",
     [
-        None, 1, "string", [], {"type": ["string", 1]}, {"type": []}, {"type": "str"}, {"anyOf": []},
-        {"$ref": "#/x"}, {"$ref": 1}, {"$ref": "https://example.com/s.json"}, {"allOf": []}, {"not": {}},
-        {"if": {}}, {"patternProperties": {}}, {"unevaluatedProperties": False}, {"$dynamicRef": "#a"},
-        {"type": "object", "properties": []}, {"type": "object", "required": "a"},
-        {"type": "object", "additionalProperties": 3}, {"oneOf": []}, {"oneOf": "x"},
-        {"enum": []}, {"enum": [[1]]}, {"const": {"a": 1}},
-        {"type": "string", "const": 1}, {"const": float("nan")}, {"const": -0.0}, {"const": float("inf")},
-        {1: "x"}, {"enum": [1.5], "type": "integer"},
+        None,
+        1,
+        "string",
+        [],
+        {"type": ["string", 1]},
+        {"type": []},
+        {"type": "str"},
+        {"anyOf": []},
+        {"$ref": "#/x"},
+        {"$ref": 1},
+        {"$ref": "https://example.com/s.json"},
+        {"allOf": []},
+        {"not": {}},
+        {"if": {}},
+        {"patternProperties": {}},
+        {"unevaluatedProperties": False},
+        {"$dynamicRef": "#a"},
+        {"type": "object", "properties": []},
+        {"type": "object", "required": "a"},
+        {"type": "object", "additionalProperties": 3},
+        {"oneOf": []},
+        {"oneOf": "x"},
+        {"enum": []},
+        {"enum": [[1]]},
+        {"const": {"a": 1}},
+        {"type": "string", "const": 1},
+        {"const": float("nan")},
+        {"const": -0.0},
+        {"const": float("inf")},
+        {1: "x"},
+        {"enum": [1.5], "type": "integer"},
     ],
 )
 def test_unsupported_or_malformed_degrades(schema: Any) -> None:
@@ -87,8 +110,15 @@ def test_array_of_union_objects_is_parenthesised() -> None:
 
 
 def test_exotic_keys_are_quoted() -> None:
-    schema = {"type": "object", "properties": {"my-key": {}, "$ok_1": {}, "1x": {}, "ü": {}}, "additionalProperties": False}
-    assert json_schema_to_ts(schema) == '{\n  "my-key"?: JsonValue;\n  $ok_1?: JsonValue;\n  "1x"?: JsonValue;\n  "ü"?: JsonValue;\n}'
+    schema = {
+        "type": "object",
+        "properties": {"my-key": {}, "$ok_1": {}, "1x": {}, "ü": {}},
+        "additionalProperties": False,
+    }
+    assert (
+        json_schema_to_ts(schema)
+        == '{\n  "my-key"?: JsonValue;\n  $ok_1?: JsonValue;\n  "1x"?: JsonValue;\n  "ü"?: JsonValue;\n}'
+    )
 
 
 def _nest_objects(depth: int) -> dict[str, Any]:
@@ -211,20 +241,46 @@ def test_non_integer_indent_is_treated_as_zero() -> None:
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True) | st.text(max_size=5),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(
-        st.sampled_from(["type", "properties", "items", "oneOf", "enum", "const", "required",
-                         "additionalProperties", "description", "x", "a"]) | st.text(max_size=3),
-        inner, max_size=5),
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.dictionaries(
+            st.sampled_from(
+                [
+                    "type",
+                    "properties",
+                    "items",
+                    "oneOf",
+                    "enum",
+                    "const",
+                    "required",
+                    "additionalProperties",
+                    "description",
+                    "x",
+                    "a",
+                ]
+            )
+            | st.text(max_size=3),
+            inner,
+            max_size=5,
+        )
+    ),
     max_leaves=30,
 )
 type_names = st.sampled_from(["object", "array", "string", "number", "integer", "boolean", "null"])
 schemas = st.recursive(
-    st.fixed_dictionaries({"type": type_names}) | st.just({}) | st.fixed_dictionaries({"enum": st.lists(json_values, max_size=3)}),
-    lambda inner: st.fixed_dictionaries({"type": st.just("array"), "items": inner})
-    | st.fixed_dictionaries({"oneOf": st.lists(inner, max_size=3)})
-    | st.fixed_dictionaries(
-        {"type": st.just("object"), "properties": st.dictionaries(st.text(max_size=4), inner, max_size=4)},
-        optional={"additionalProperties": st.booleans() | json_values, "required": st.lists(st.text(max_size=4), max_size=3)},
+    st.fixed_dictionaries({"type": type_names})
+    | st.just({})
+    | st.fixed_dictionaries({"enum": st.lists(json_values, max_size=3)}),
+    lambda inner: (
+        st.fixed_dictionaries({"type": st.just("array"), "items": inner})
+        | st.fixed_dictionaries({"oneOf": st.lists(inner, max_size=3)})
+        | st.fixed_dictionaries(
+            {"type": st.just("object"), "properties": st.dictionaries(st.text(max_size=4), inner, max_size=4)},
+            optional={
+                "additionalProperties": st.booleans() | json_values,
+                "required": st.lists(st.text(max_size=4), max_size=3),
+            },
+        )
     ),
     max_leaves=20,
 )
@@ -240,9 +296,23 @@ def test_never_raises_on_arbitrary_input(schema: Any) -> None:
 
 @pytest.mark.parametrize(
     ("number", "text"),
-    [(2.0, "2"), (1.5, "1.5"), (1e-7, "1e-7"), (1e-6, "0.000001"), (1e21, "1e+21"), (1e20, "100000000000000000000"),
-     (-3.25, "-3.25"), (5e-324, "5e-324"), (1.7976931348623157e308, "1.7976931348623157e+308"), (0.1, "0.1"),
-     (123.456, "123.456"), (-0.5, "-0.5"), (2**60, str(2**60)), (-7, "-7"), (1.2345e-5, "0.000012345")],
+    [
+        (2.0, "2"),
+        (1.5, "1.5"),
+        (1e-7, "1e-7"),
+        (1e-6, "0.000001"),
+        (1e21, "1e+21"),
+        (1e20, "100000000000000000000"),
+        (-3.25, "-3.25"),
+        (5e-324, "5e-324"),
+        (1.7976931348623157e308, "1.7976931348623157e+308"),
+        (0.1, "0.1"),
+        (123.456, "123.456"),
+        (-0.5, "-0.5"),
+        (2**60, str(2**60)),
+        (-7, "-7"),
+        (1.2345e-5, "0.000012345"),
+    ],
 )
 def test_typescript_number_text_follows_javascript(number: float, text: str) -> None:
     assert ts_number(number) == text

@@ -27,7 +27,6 @@ from dsh_codegen.registry import (
     AbortController,
     AbortError,
     Accept,
-    Allow,
     Block,
     Deny,
     ToolFailure,
@@ -110,9 +109,15 @@ async def test_b129_each_binding_call_runs_the_full_pipeline() -> None:
     assert text(result) == "saw ECHO:ONE\nECHO:TWO"
     sub = [s for s in stages if ":code:" in s]
     assert sub == [
-        "pre:outer:code:1:True", "guard:outer:code:1", "around:outer:code:1", "post:outer:code:1",
+        "pre:outer:code:1:True",
+        "guard:outer:code:1",
+        "around:outer:code:1",
+        "post:outer:code:1",
         "result:outer:code:1",
-        "pre:outer:code:2:True", "guard:outer:code:2", "around:outer:code:2", "post:outer:code:2",
+        "pre:outer:code:2:True",
+        "guard:outer:code:2",
+        "around:outer:code:2",
+        "post:outer:code:2",
         "result:outer:code:2",
     ]
     assert stages[0] == "pre:outer:False" and stages[-1] == "result:outer"
@@ -135,11 +140,17 @@ async def test_b130_one_start_and_one_settle_event_per_started_sub_call() -> Non
 
     await run_code(registry, program(runtime, calls), call_id="c1")
     assert [(e["type"], e["subCallId"]) for e in log.events] == [
-        (START, "c1:code:1"), (SETTLE, "c1:code:1"), (START, "c1:code:2"), (SETTLE, "c1:code:2"),
+        (START, "c1:code:1"),
+        (SETTLE, "c1:code:1"),
+        (START, "c1:code:2"),
+        (SETTLE, "c1:code:2"),
     ]
     start, settle = log.events[0], log.events[1]
     assert {k: start[k] for k in ("rootCallId", "parentCallId", "name", "arguments")} == {
-        "rootCallId": "c1", "parentCallId": "c1", "name": "echo", "arguments": {"text": "a"},
+        "rootCallId": "c1",
+        "parentCallId": "c1",
+        "name": "echo",
+        "arguments": {"text": "a"},
     }
     assert settle["isError"] is False and settle["content"] == [{"type": "text", "text": "echo:a"}]
     assert start["time"] <= settle["time"] and "value" not in settle
@@ -156,8 +167,12 @@ async def test_b130_root_call_id_comes_from_the_outer_call() -> None:
 
     await registry.execute(
         __import__("dsh_codegen").ToolExecutionInput(
-            "inner-run", RUN_CODE_NAME, {"code": program(runtime, one), "description": "d"},
-            AbortController().signal, agent="main", root_call_id="root-0",
+            "inner-run",
+            RUN_CODE_NAME,
+            {"code": program(runtime, one), "description": "d"},
+            AbortController().signal,
+            agent="main",
+            root_call_id="root-0",
         )
     )
     assert {(e["rootCallId"], e["parentCallId"], e["subCallId"]) for e in log.events} == {
@@ -243,9 +258,7 @@ async def test_b133_failures_reach_the_program_as_tool_call_error_only() -> None
     async def failing(args: Any, run: Any) -> Any:
         raise RuntimeError("deliberate failure")
 
-    registry, runtime, log = code_registry(
-        text_tool("fail", failing), text_tool("denied"), text_tool("throws")
-    )
+    registry, runtime, log = code_registry(text_tool("fail", failing), text_tool("denied"), text_tool("throws"))
     posts: list[str] = []
 
     async def pre(execution: Any, next: Any) -> Any:
@@ -275,7 +288,9 @@ async def test_b133_failures_reach_the_program_as_tool_call_error_only() -> None
 
     result = await run_code(registry, program(runtime, catches))
     assert result.value["result"] == [
-        "caught: deliberate failure", "caught: not allowed here", "caught: policy exploded",
+        "caught: deliberate failure",
+        "caught: not allowed here",
+        "caught: policy exploded",
     ]
     assert "throws" not in posts and "denied" in posts  # a pre-execute throw skips post-execute
     settles = events(log, SETTLE)
@@ -309,8 +324,17 @@ async def test_b134_non_lossless_arguments_reject_before_dispatch() -> None:
             raise RuntimeError("getter throws")
 
     bad = [
-        UNSET, float("nan"), float("inf"), -0.0, {"a": object()}, {1: "x"}, print, {"s": {1, 2}}, Odd(),
-        Raising(), {"nested": Raising()},
+        UNSET,
+        float("nan"),
+        float("inf"),
+        -0.0,
+        {"a": object()},
+        {1: "x"},
+        print,
+        {"s": {1, 2}},
+        Odd(),
+        Raising(),
+        {"nested": Raising()},
     ]
 
     async def lossy(tools: Any, print: Any) -> Any:
@@ -373,7 +397,9 @@ async def test_b135_tool_and_log_get_identical_immutable_copies() -> None:
 
     registry, runtime, log = code_registry(
         define_tool(
-            name="mut", description="M.", parameters={"nested": {"type": "json"}},
+            name="mut",
+            description="M.",
+            parameters={"nested": {"type": "json"}},
             output=ToolOutput(schema={"type": "string"}, render=lambda a, v: [{"type": "text", "text": v}]),
             execute=body,
         )
@@ -458,7 +484,14 @@ async def test_b137_an_exclusive_call_drains_the_pool_runs_alone_and_bars_later_
     # Started means dispatched: the exclusive call starts after both safe calls settled, and the
     # next call only after the exclusive one settled.
     assert [(e["type"], e["subCallId"][-1]) for e in log.events] == [
-        (START, "1"), (START, "2"), (SETTLE, "1"), (SETTLE, "2"), (START, "3"), (SETTLE, "3"), (START, "4"), (SETTLE, "4"),
+        (START, "1"),
+        (START, "2"),
+        (SETTLE, "1"),
+        (SETTLE, "2"),
+        (START, "3"),
+        (SETTLE, "3"),
+        (START, "4"),
+        (SETTLE, "4"),
     ]
 
 
@@ -628,12 +661,16 @@ async def test_b140_contexts_and_images_are_deferred_in_submission_order() -> No
         return [{"type": "text", "text": "picture"}, image]
 
     picture = define_tool(
-        name="picture", description="P.", parameters={},
+        name="picture",
+        description="P.",
+        parameters={},
         output=ToolOutput(schema={"type": "string"}, render=picture_render),
         execute=lambda a, r: asyncio.sleep(0, "p"),
     )
     blocked = define_tool(
-        name="blocked", description="B.", parameters={},
+        name="blocked",
+        description="B.",
+        parameters={},
         output=ToolOutput(schema={"type": "string"}, render=picture_render),
         execute=lambda a, r: asyncio.sleep(0, "b"),
     )
@@ -672,9 +709,7 @@ async def test_b141_a_nested_concludes_turn_is_forwarded_only_from_successes() -
         return "done"
 
     registry, runtime, _ = code_registry(text_tool("finish", concluding), text_tool("blocked", concluding))
-    registry.on_post_execute(
-        lambda e, r, n: Block([{"type": "text", "text": "no"}]) if e.name == "blocked" else n()
-    )
+    registry.on_post_execute(lambda e, r, n: Block([{"type": "text", "text": "no"}]) if e.name == "blocked" else n())
 
     async def finishes(tools: Any, print: Any) -> Any:
         return await tools.finish({})
@@ -967,7 +1002,8 @@ async def test_b148_failure_rendering_with_captured_output() -> None:
         "Error: code run failed (output-limit): outer output exceeded 8 bytes\nCaptured output:\ncaptured before failure"
     )
     assert result.error.info is not None and (result.error.info.name, result.error.info.code) == (
-        "CodeRunFailedError", "CODE_RUN_FAILED",
+        "CodeRunFailedError",
+        "CODE_RUN_FAILED",
     )
 
 
@@ -1072,7 +1108,8 @@ async def test_the_sub_call_budget_rejects_excess_calls_and_the_program_goes_on(
 
     result = await run_code(registry, program(runtime, spends))
     assert result.value["result"] == [
-        "echo:1", "echo:2",
+        "echo:1",
+        "echo:2",
         "tool call budget spent: a run_code program may make at most 2 tool calls; echo not dispatched",
     ]
     assert len(events(log, START)) == 2
@@ -1154,7 +1191,10 @@ async def test_a_program_cancelling_a_binding_aborts_or_abandons_it() -> None:
     assert text(result) == "echo:after"
     assert seen == ["tool call cancelled by the run_code program"]
     assert [(e["type"], e["subCallId"]) for e in log.events] == [
-        (START, "outer:code:1"), (SETTLE, "outer:code:1"), (START, "outer:code:3"), (SETTLE, "outer:code:3"),
+        (START, "outer:code:1"),
+        (SETTLE, "outer:code:1"),
+        (START, "outer:code:3"),
+        (SETTLE, "outer:code:3"),
     ]
 
 
@@ -1204,7 +1244,8 @@ async def test_the_request_carries_the_scopes_catalog_read_once_per_registry_ver
     await run_code(registry, "p", agent="narrow")
     first, second, narrow = (request.catalog for request in runtime.requests)
     assert [entry.name for entry in first] == ["echo", "hidden"] and first[0].parameters["properties"] == {
-        "text": {"type": "string"}}
+        "text": {"type": "string"}
+    }
     assert second is first  # unchanged registry: the same catalog (a pre-flight check compiles it once)
     assert [entry.name for entry in narrow] == ["echo"]
     registry.register(text_tool("later"))
@@ -1221,7 +1262,8 @@ async def test_is_concurrency_safe_may_be_a_constant(constant: bool, peak: int) 
     native = ToolRegistry()
     native.register(text_tool("s", tool.execute, is_concurrency_safe=constant))
     assert native.execution_mode(ToolExecutionInput("c", "s", {}, AbortController().signal)) == (
-        "parallel" if constant else "exclusive")
+        "parallel" if constant else "exclusive"
+    )
 
     async def gathered(tools: Any, print: Any) -> Any:
         return await asyncio.gather(*(tools.s({"text": str(i)}) for i in range(3)))

@@ -54,26 +54,27 @@ def _run(body: str) -> list[str]:
 
 
 def test_constructing_a_registry_with_a_runtime_installs_the_bridge() -> None:
-    assert _run('''
+    assert _run("""
         registry = ToolRegistry(mode="code", code_runtime=EchoRuntime())
         registry.register(echo)
         print(run_code(registry, "hi\\nthere"))
-    ''') == ['"hi"', '"there"']
+    """) == ['"hi"', '"there"']
 
 
 def test_set_code_runtime_installs_the_bridge() -> None:
-    assert _run('''
+    assert _run("""
         registry = ToolRegistry()
         registry.register(echo)
         registry.set_code_runtime(EchoRuntime(), mode="code")
         print(run_code(registry))
-    ''') == ['"hi"']
+    """) == ['"hi"']
 
 
 def test_importing_code_mode_installs_nothing() -> None:
     # A provider the application installed stays installed whatever is imported later, and mounting a
     # runtime keeps it (the bridge is installed only where none is).
-    assert _run('''
+    assert (
+        _run("""
         class Provider:
             async def run_code(self, registry, run, code, description):
                 return {"logs": [f"the application's provider ran {code!r}"]}
@@ -86,11 +87,13 @@ def test_importing_code_mode_installs_nothing() -> None:
         print(run_code(registry))
         registry.set_code_runtime(EchoRuntime())
         print(run_code(registry))
-    ''') == ["the application's provider ran 'hi'"] * 2
+    """)
+        == ["the application's provider ran 'hi'"] * 2
+    )
 
 
 def test_a_removed_bridge_fails_run_code_saying_how_to_install_it() -> None:
-    lines = _run('''
+    lines = _run("""
         registry = ToolRegistry(mode="code", code_runtime=EchoRuntime())
         registry.register(echo)
         install_code_mode(None)
@@ -99,7 +102,7 @@ def test_a_removed_bridge_fails_run_code_saying_how_to_install_it() -> None:
 
         install_code_mode(CodeModeBridge())
         print(run_code(registry))
-    ''')
+    """)
     assert lines == [
         "Error: dsh_codegen: Code Mode is not installed (install_code_mode(None) removed it);"
         " install_code_mode(CodeModeBridge()) installs it again",

@@ -119,7 +119,9 @@ def test_b119_run_code_text_follows_the_runtime_language() -> None:
     assert py.description.startswith("Execute a Python program")
     assert py.parameters["properties"]["code"]["description"] == "The program: the body of an async Python function."
     assert ts.description.startswith("Execute a TypeScript program")
-    assert ts.parameters["properties"]["code"]["description"] == "The program: the body of an async TypeScript function."
+    assert (
+        ts.parameters["properties"]["code"]["description"] == "The program: the body of an async TypeScript function."
+    )
     for definition in (py, ts):
         assert "`description`" in definition.description
         assert definition.parameters["required"] == ["code", "description"]
@@ -268,13 +270,20 @@ async def test_b127_max_parallel_sub_calls_default_and_validation() -> None:
 def test_the_sdk_text_says_which_tools_run_concurrently_and_which_alone() -> None:
     def note(*tools: Any, **config: Any) -> str:
         registry, _, _ = code_registry(*tools, **config)
-        (line,) = [line for line in section(registry.assemble(), "tools:sdk").splitlines()
-                   if "asyncio.gather" in line and "MAY overlap" not in line]
+        (line,) = [
+            line
+            for line in section(registry.assemble(), "tools:sdk").splitlines()
+            if "asyncio.gather" in line and "MAY overlap" not in line
+        ]
         return line
 
-    assert note(text_tool("read", is_concurrency_safe=True), text_tool("grep", safe=True),
-                text_tool("fetch", is_concurrency_safe=lambda args: args.get("text") == "cached"),
-                text_tool("write"), max_parallel_sub_calls=4) == (
+    assert note(
+        text_tool("read", is_concurrency_safe=True),
+        text_tool("grep", safe=True),
+        text_tool("fetch", is_concurrency_safe=lambda args: args.get("text") == "cached"),
+        text_tool("write"),
+        max_parallel_sub_calls=4,
+    ) == (
         "- Concurrency here: `read` runs concurrently under `asyncio.gather` (at most 4 at a time);"
         " `grep`, `fetch` run concurrently for some arguments and alone for others;"
         " `write` runs alone: a gathered call to one waits until the calls before it have finished,"

@@ -90,8 +90,10 @@ async def test_run_code_text_is_cut_to_its_head_and_tail_by_default() -> None:
     shown = text(result)
     full = "\n".join(result.value["logs"]) + "\ndone"
     assert len(full) == 300_004 and len(result.value["logs"]) == 3000  # the canonical value keeps everything
-    marker = ("\n[... 260,004 of 300,004 characters cut here: run_code shows the first and the last 20,000;"
-              " print less, or print a slice ...]\n")
+    marker = (
+        "\n[... 260,004 of 300,004 characters cut here: run_code shows the first and the last 20,000;"
+        " print less, or print a slice ...]\n"
+    )
     assert shown == full[:20_000] + marker + full[-20_000:]
     # The cap is the registry's: a larger one, or none.
     registry, runtime, _ = code_registry(max_run_code_chars=None)

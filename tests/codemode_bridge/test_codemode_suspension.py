@@ -180,11 +180,15 @@ def test_property_a_run_resumed_any_number_of_times_ends_as_an_uninterrupted_one
     async def go() -> None:
         async with code_runtime(kind) as runtime:
             inline_dir = tmp_path_factory.mktemp("inline")
-            registry = build_code_registry(inline_dir, runtime, None, RandomDeferring(set(), answers), asking=frozenset(asking))
+            registry = build_code_registry(
+                inline_dir, runtime, None, RandomDeferring(set(), answers), asking=frozenset(asking)
+            )
             inline = await execute_tool_calls(registry, calls, signal=signal(), agent="main")
             work = tmp_path_factory.mktemp("suspended")
             log = MemorySessionLog()
-            registry = build_code_registry(work, runtime, log, RandomDeferring(set(defer), answers), asking=frozenset(asking))
+            registry = build_code_registry(
+                work, runtime, log, RandomDeferring(set(defer), answers), asking=frozenset(asking)
+            )
             try:
                 results = await execute_tool_calls(registry, calls, signal=signal(), log=log, agent="main")
             except ToolCallsSuspended as exc:

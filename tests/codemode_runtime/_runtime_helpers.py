@@ -47,8 +47,9 @@ class FakeTools:
         return future
 
 
-def request(code: str, tools: FakeTools, signal: AbortSignal | None = None,
-            names: tuple[str, ...] = TOOL_NAMES) -> CodeRunRequest:
+def request(
+    code: str, tools: FakeTools, signal: AbortSignal | None = None, names: tuple[str, ...] = TOOL_NAMES
+) -> CodeRunRequest:
     return CodeRunRequest(code, names, tools.dispatch, signal or AbortController().signal, "call-1")
 
 
@@ -92,8 +93,11 @@ def our_processes() -> list[str]:
         ):
             children.append((int(entry), fields[0], cmdline.replace(b"\0", b" ").decode(errors="replace")))
     siblings = _sibling_workers(parents)
-    return [f"{pid} {state} {command}" for pid, state, command in children
-            if not _descends_from(pid, siblings, parents) and not _a_siblings_zygote(command)]
+    return [
+        f"{pid} {state} {command}"
+        for pid, state, command in children
+        if not _descends_from(pid, siblings, parents) and not _a_siblings_zygote(command)
+    ]
 
 
 def _a_siblings_zygote(command: str) -> bool:

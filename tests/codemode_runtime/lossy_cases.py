@@ -11,12 +11,16 @@ LOSSY_COMPLETIONS = [
     ("{'n': float('nan')}", "result.n: NaN is not a JSON number"),
     ("[0.5, float('-inf')]", "result[1]: -inf is not a JSON number"),
     ("{'z': -0.0}", "result.z: -0.0 does not survive a JSON round trip"),
-    ("{'my key': collections.OrderedDict()}",
-     'result["my key"]: type OrderedDict is not a JSON type (a subclass of dict; only the exact type is)'),
+    (
+        "{'my key': collections.OrderedDict()}",
+        'result["my key"]: type OrderedDict is not a JSON type (a subclass of dict; only the exact type is)',
+    ),
     ("cyclic", "result[1]: the container contains itself (a cycle)"),
     ("[len]", "result[0]: type builtin_function_or_method is not a JSON type"),
-    ("10 ** 5000", "result: int with more than 4300 decimal digits cannot be written as JSON"
-                   " (sys.get_int_max_str_digits())"),
+    (
+        "10 ** 5000",
+        "result: int with more than 4300 decimal digits cannot be written as JSON (sys.get_int_max_str_digits())",
+    ),
 ]
 LOSSY_PRELUDE = (
     "import collections, dataclasses, datetime\n"

@@ -63,9 +63,15 @@ PROGRAM = (
     "    failed = [e.toolName, e.message]\n"
     "return {'one': one, 'both': both, 'failed': failed, 'exotic': await tools['my-tool']({})}"
 )
-EXPECTED = CodeRunSuccess(("hi",), {
-    "one": {"echo": {"n": 1}}, "both": ["a", {"echo": {"n": 2}}], "failed": ["fail", "deliberate failure"],
-    "exotic": "my-tool"})
+EXPECTED = CodeRunSuccess(
+    ("hi",),
+    {
+        "one": {"echo": {"n": 1}},
+        "both": ["a", {"echo": {"n": 2}}],
+        "failed": ["fail", "deliberate failure"],
+        "exotic": "my-tool",
+    },
+)
 
 
 def test_the_module_runs_a_program_with_sub_calls() -> None:
@@ -85,7 +91,7 @@ SAME_AS_LOCAL = {
     "segfault": "import ctypes\nctypes.string_at(0)",
     "endless-loop": "print('spinning')\nwhile True:\n    pass",
     "forged-frame": "import os\nprint('before')\nos.write(4, b'not json at all\\n')\nimport time\ntime.sleep(0.3)",
-    "truncated-frame": "import os\nos.write(4, b'{\"t\": \"do')\nos._exit(0)",
+    "truncated-frame": 'import os\nos.write(4, b\'{"t": "do\')\nos._exit(0)',
     "pipe-closed-early": "import os\nos.close(4)\nreturn 1",
     "uncaught-tool-error": "await tools.fail({})",
     "lossy-completion": "import datetime\nreturn {'when': datetime.date(2024, 1, 1)}",
@@ -108,7 +114,8 @@ def test_endings_read_as_on_the_local_runtime(case: str) -> None:
 def test_cpu_budget_of_a_program_that_ignores_sigxcpu_is_a_timeout() -> None:
     code = "import signal\nsignal.signal(signal.SIGXCPU, signal.SIG_IGN)\nwhile True:\n    pass"
     assert go(SCRIPT, code, cpu_seconds=1, wall_timeout_s=20) == CodeRunFailure(
-        "timeout", "the program ran past its CPU budget of 1 s")
+        "timeout", "the program ran past its CPU budget of 1 s"
+    )
 
 
 def test_grandchildren_in_their_own_session_are_killed() -> None:
@@ -130,39 +137,44 @@ def test_grandchildren_in_their_own_session_are_killed() -> None:
 
 def test_a_command_that_exits_at_once_is_a_worker_exit() -> None:
     assert go(["true"], "return 1") == CodeRunFailure(
-        "worker-exit", "the program process exited with code 0 before completing")
+        "worker-exit", "the program process exited with code 0 before completing"
+    )
 
 
 def test_a_command_that_fails_says_why_from_its_stderr() -> None:
     argv = [PYTHON, "-c", "import sys; sys.stderr.write('no sandbox here\\n'); sys.exit(3)", COMMAND_MARKER]
     assert go(argv, "return 1") == CodeRunFailure(
-        "worker-exit", "the program process exited with code 3 before completing; its last output: no sandbox here")
+        "worker-exit", "the program process exited with code 3 before completing; its last output: no sandbox here"
+    )
 
 
 def test_a_command_that_prints_garbage_is_invalid_output_and_is_killed() -> None:
     argv = [PYTHON, "-c", "print('garbage', flush=True); import time; time.sleep(60)", COMMAND_MARKER]
     assert go(argv, "return 1") == CodeRunFailure(
-        "invalid-output", "the program process broke the protocol (a frame that is not lossless JSON)")
+        "invalid-output", "the program process broke the protocol (a frame that is not lossless JSON)"
+    )
 
 
 def test_a_command_that_floods_one_endless_line_is_cut_at_the_frame_cap() -> None:
     argv = [PYTHON, "-c", "import os\nwhile True: os.write(1, b'x' * 65536)", COMMAND_MARKER]
     assert go(argv, "return 1", max_output_bytes=1000, max_log_bytes=1000) == CodeRunFailure(
-        "invalid-output", "the program process broke the protocol (an oversized frame)")
+        "invalid-output", "the program process broke the protocol (an oversized frame)"
+    )
 
 
 def test_a_command_that_never_answers_times_out_and_is_killed() -> None:
     argv = [PYTHON, "-c", "import time; time.sleep(60)", COMMAND_MARKER]
     assert go(argv, "return 1", wall_timeout_s=0.5) == CodeRunFailure(
-        "timeout", "the program ran past its wall-clock budget of 0.5 s")
+        "timeout", "the program ran past its wall-clock budget of 0.5 s"
+    )
 
 
 def test_a_command_that_ignores_sigterm_is_killed_with_its_process_group() -> None:
-    code = ("import os, signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\nos.fork()\n"
-            "time.sleep(60)")
+    code = "import os, signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\nos.fork()\ntime.sleep(60)"
     argv = [PYTHON, "-c", code, COMMAND_MARKER]
     assert go(argv, "return 1", wall_timeout_s=0.5) == CodeRunFailure(
-        "timeout", "the program ran past its wall-clock budget of 0.5 s")
+        "timeout", "the program ran past its wall-clock budget of 0.5 s"
+    )
 
 
 def test_a_command_that_does_not_exist_is_a_worker_exit() -> None:
@@ -197,7 +209,8 @@ def test_an_abort_mid_call_ends_the_run_as_abort() -> None:
         tools = FakeTools()
         async with CommandRuntime(SCRIPT) as runtime:
             task = asyncio.ensure_future(
-                runtime.run(request("print('working')\nawait tools.hang({})", tools, controller.signal)))
+                runtime.run(request("print('working')\nawait tools.hang({})", tools, controller.signal))
+            )
             await _until_called(tools, "hang")
             controller.abort()
             return await task
@@ -264,20 +277,36 @@ def _registry(runtime: Any, log: MemorySessionLog) -> ToolRegistry:
             raise ValueError("no bad notes")
         return {"saved": args["text"]}
 
-    registry.register(define_tool(
-        name="note", description="Save a note.", parameters={"text": {"type": "string"}}, execute=note,
-        output=ToolOutput(schema={"type": "object"}, render=lambda args, value: [{"type": "text", "text": str(value)}])))
+    registry.register(
+        define_tool(
+            name="note",
+            description="Save a note.",
+            parameters={"text": {"type": "string"}},
+            execute=note,
+            output=ToolOutput(
+                schema={"type": "object"}, render=lambda args, value: [{"type": "text", "text": str(value)}]
+            ),
+        )
+    )
     return registry
 
 
 async def _through_registry(runtime: Any) -> tuple[Any, list[dict[str, Any]]]:
     log = MemorySessionLog()
-    code = ("print('start')\nawait tools.note({'text': 'a'})\n"
-            "await asyncio.gather(tools.note({'text': 'b'}), tools.note({'text': 'bad'}))")
+    code = (
+        "print('start')\nawait tools.note({'text': 'a'})\n"
+        "await asyncio.gather(tools.note({'text': 'b'}), tools.note({'text': 'bad'}))"
+    )
     async with runtime:
-        result = await _registry(runtime, log).execute(ToolExecutionInput(
-            "c1", "run_code", {"code": "import asyncio\n" + code, "description": "notes"},
-            AbortController().signal, agent="main"))
+        result = await _registry(runtime, log).execute(
+            ToolExecutionInput(
+                "c1",
+                "run_code",
+                {"code": "import asyncio\n" + code, "description": "notes"},
+                AbortController().signal,
+                agent="main",
+            )
+        )
     events = [{key: value for key, value in event.items() if key != "time"} for event in log.events]
     return (result.is_error, result.content), events
 

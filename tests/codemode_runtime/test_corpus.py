@@ -32,8 +32,9 @@ pytestmark = pytest.mark.once
 #: the same on both too: ``test_the_pre_flight_reads_the_same_on_both``).
 RUNTIMES: dict[str, Callable[..., Any]] = {
     "subprocess": lambda **options: PythonSubprocessRuntime(preflight=False, **options),
-    "command": lambda **options: CommandRuntime([sys.executable, "-I", "-S", CHILD_SCRIPT, "stdio"],
-                                                preflight=False, **options),
+    "command": lambda **options: CommandRuntime(
+        [sys.executable, "-I", "-S", CHILD_SCRIPT, "stdio"], preflight=False, **options
+    ),
     "monty": lambda **options: MontyRuntime(preflight=False, **options),
 }
 DEFAULTS: dict[str, Callable[..., Any]] = {"subprocess": PythonSubprocessRuntime, "monty": MontyRuntime}
@@ -45,8 +46,10 @@ LOG_CAP = "[output truncated: the program printed more than 1048576 bytes]"
 def _clipped(text: str) -> str:
     """What run_code shows of ``text`` (its default: the first and last 20,000 of 40,000 characters)."""
     cut = len(text) - 40_000
-    return (text[:20_000] + f"\n[... {cut:,} of {len(text):,} characters cut here: run_code shows the first and the"
-            f" last 20,000; print less, or print a slice ...]\n" + text[-20_000:])
+    return (
+        text[:20_000] + f"\n[... {cut:,} of {len(text):,} characters cut here: run_code shows the first and the"
+        f" last 20,000; print less, or print a slice ...]\n" + text[-20_000:]
+    )
 
 
 def _capped(entries: list[str], cap: int = 1 << 20) -> str:
@@ -66,61 +69,78 @@ def _capped(entries: list[str], cap: int = 1 << 20) -> str:
 #: What the model reads, per program: one text for both runtimes, or a text per runtime and the
 #: words of Monty's SDK notes that tell the model so.
 EXPECTED: dict[str, str | tuple[dict[str, str], str]] = {
-    'happy-read': 'buy milk\ncall Ann\nfix the bike',
-    'happy-print-and-return': '3 items\n{\n  "first": "buy milk",\n  "lines": 3\n}',
-    'sequential-loop': 'notes/todo.txt 2\nnotes/ideas.txt 1\nconfig.json 1\n4',
-    'gather-50': '{\n  "calls": 50,\n  "last": "q49 #1"\n}',
-    'gather-weather': 'Oslo: 12C\nLima: 12C\nCairo: 15C',
-    'forgotten-await-fire-and-forget': '{\n  "saved": 2\n}',
-    'forgotten-await-use': 'Error: code run failed (exception): TypeError: \'coroutine\' object is not subscriptable (line 2)\nTool calls the program started (their effects stay):\n1. tools.read_file({"path":"config.json"}): succeeded',
-    'keyword-arguments': "Error: code run failed (exception): TypeError: a tool takes one arguments dict, not keyword arguments: call tools['read_file']({'path': ...}) (line 1)",
-    'wrong-key-name': 'Error: code run failed (exception): ToolCallError: tools.read_file failed: invalid arguments: missing required property "path"; "file_path" is not a declared property (additionalProperties: false) (line 1)\nTool calls the program started (their effects stay):\n1. tools.read_file({"file_path":"config.json"}): failed: invalid arguments: missing required property "path"; "file_path" is not a declared property (additionalProperties: false)',
-    'wrong-value-type': 'Error: code run failed (exception): ToolCallError: tools.read_file failed: invalid arguments: "limit" must be an integer (line 1)\nTool calls the program started (their effects stay):\n1. tools.read_file({"path":"notes/todo.txt","limit":"2"}): failed: invalid arguments: "limit" must be an integer',
-    'unknown-tool': "Error: code run failed (exception): AttributeError: no tool named 'read_files' (line 1)",
-    'missing-file-uncaught': 'Error: code run failed (exception): ToolCallError: tools.read_file failed: no such file: nope.txt (line 2)\nTool calls the program started (their effects stay):\n1. tools.read_file({"path":"nope.txt"}): failed: no such file: nope.txt\nCaptured output:\nreading',
-    'catch-and-continue': 'skipped missing.txt: read_file said no such file: missing.txt\n{\n  "notes/todo.txt": 3,\n  "config.json": 1\n}',
-    'except-exception': 'failed: invalid arguments: missing required property "body"\nToolCallError',
-    'non-json-set': 'Error: code run failed (invalid-output): program completion must be lossless JSON: result: type set is not a JSON type\nTool calls the program started (their effects stay):\n1. tools.search({"query":"x","max_results":3}): succeeded',
-    'non-json-datetime': 'Error: code run failed (invalid-output): program completion must be lossless JSON: result.when: type datetime is not a JSON type',
-    'non-json-bytes': 'Error: code run failed (invalid-output): program completion must be lossless JSON: result.data: type bytes is not a JSON type',
-    'non-json-function': 'Error: code run failed (invalid-output): program completion must be lossless JSON: result.fn: type function is not a JSON type',
-    'non-json-cycle': 'Error: code run failed (invalid-output): program completion must be lossless JSON: result.children[0]: the container contains itself (a cycle)',
-    'nested-result': '{\n  "retries": 3,\n  "verbose": false\n}',
-    'no-output': '(run_code completed with no output)',
-    'stderr-print': 'warning: slow\ndone',
-    'import-os': ({
-        "subprocess": '[]',
-        "monty": "Error: code run failed (exception): PermissionError: Permission denied: '/' (line 2)",
-    }, 'no files, network, subprocesses or third-party packages'),
-    'import-subprocess': ({
-        "subprocess": 'hi\n',
-        "monty": "Error: code run failed (exception): ModuleNotFoundError: No module named 'subprocess' (line 1)",
-    }, 'no files, network, subprocesses or third-party packages'),
-    'allocate-2gb': ({
-        "subprocess": 'Error: code run failed (exception): MemoryError (line 1)',
-        "monty": "Error: code run failed (exception): MemoryError: memory limit exceeded (this runtime's memory budget is 536870912 bytes) (line 1)",
-    }, 'a `MemoryError` that it cannot catch'),
-    'sys-exit-0': 'all good',
-    'sys-exit-1': 'Error: code run failed (exception): SystemExit: 1 (line 3)\nCaptured output:\ngiving up',
-    'syntax-error': "Error: code run failed (exception): SyntaxError: '(' was never closed (<program>, line 1)",
-    'indentation-error': "Error: code run failed (exception): IndentationError: expected an indented block after 'for' statement on line 1 (<program>, line 2)",
-    'create-task': '[\n  "a #1",\n  "b #1"\n]',
-    'asyncio-run-main': 'temp 12',
-    'task-group': ({
-        "subprocess": '{\n  "city": "Oslo",\n  "temp_c": 12\n}',
-        "monty": 'Error: code run failed (exception): NotImplementedError: The monty syntax parser does not yet support async context managers (async with) (line 2)',
-    }, 'there is no `async with`, `TaskGroup`'),
-    'class-inheritance': ({
-        "subprocess": 'Error: code run failed (exception): NotFound: gone (line 3)',
-        "monty": 'Error: code run failed (exception): NotImplementedError: The monty syntax parser does not yet support class inheritance and metaclasses (line 1)',
-    }, 'no class inheritance'),
-    'call-budget': '60\ntool call budget spent: a run_code program may make at most 60 tool calls; get_weather not dispatched',
-    'recursion': 'Error: code run failed (exception): RecursionError: maximum recursion depth exceeded (line 2)',
-    'key-error-in-result': 'Error: code run failed (exception): KeyError: \'humidity\' (line 2)\nTool calls the program started (their effects stay):\n1. tools.get_weather({"city":"Oslo"}): succeeded',
-    'endless-loop': 'Error: code run failed (timeout): the program ran past its wall-clock budget of 1.5 s',
-    'endless-loop-after-a-call': (
-        'Error: code run failed (timeout): the program ran past its wall-clock budget of 1.5 s' + STARTED
-        + '1. tools.write_note({"title":"start","body":"b"}): succeeded'),
+    "happy-read": "buy milk\ncall Ann\nfix the bike",
+    "happy-print-and-return": '3 items\n{\n  "first": "buy milk",\n  "lines": 3\n}',
+    "sequential-loop": "notes/todo.txt 2\nnotes/ideas.txt 1\nconfig.json 1\n4",
+    "gather-50": '{\n  "calls": 50,\n  "last": "q49 #1"\n}',
+    "gather-weather": "Oslo: 12C\nLima: 12C\nCairo: 15C",
+    "forgotten-await-fire-and-forget": '{\n  "saved": 2\n}',
+    "forgotten-await-use": 'Error: code run failed (exception): TypeError: \'coroutine\' object is not subscriptable (line 2)\nTool calls the program started (their effects stay):\n1. tools.read_file({"path":"config.json"}): succeeded',
+    "keyword-arguments": "Error: code run failed (exception): TypeError: a tool takes one arguments dict, not keyword arguments: call tools['read_file']({'path': ...}) (line 1)",
+    "wrong-key-name": 'Error: code run failed (exception): ToolCallError: tools.read_file failed: invalid arguments: missing required property "path"; "file_path" is not a declared property (additionalProperties: false) (line 1)\nTool calls the program started (their effects stay):\n1. tools.read_file({"file_path":"config.json"}): failed: invalid arguments: missing required property "path"; "file_path" is not a declared property (additionalProperties: false)',
+    "wrong-value-type": 'Error: code run failed (exception): ToolCallError: tools.read_file failed: invalid arguments: "limit" must be an integer (line 1)\nTool calls the program started (their effects stay):\n1. tools.read_file({"path":"notes/todo.txt","limit":"2"}): failed: invalid arguments: "limit" must be an integer',
+    "unknown-tool": "Error: code run failed (exception): AttributeError: no tool named 'read_files' (line 1)",
+    "missing-file-uncaught": 'Error: code run failed (exception): ToolCallError: tools.read_file failed: no such file: nope.txt (line 2)\nTool calls the program started (their effects stay):\n1. tools.read_file({"path":"nope.txt"}): failed: no such file: nope.txt\nCaptured output:\nreading',
+    "catch-and-continue": 'skipped missing.txt: read_file said no such file: missing.txt\n{\n  "notes/todo.txt": 3,\n  "config.json": 1\n}',
+    "except-exception": 'failed: invalid arguments: missing required property "body"\nToolCallError',
+    "non-json-set": 'Error: code run failed (invalid-output): program completion must be lossless JSON: result: type set is not a JSON type\nTool calls the program started (their effects stay):\n1. tools.search({"query":"x","max_results":3}): succeeded',
+    "non-json-datetime": "Error: code run failed (invalid-output): program completion must be lossless JSON: result.when: type datetime is not a JSON type",
+    "non-json-bytes": "Error: code run failed (invalid-output): program completion must be lossless JSON: result.data: type bytes is not a JSON type",
+    "non-json-function": "Error: code run failed (invalid-output): program completion must be lossless JSON: result.fn: type function is not a JSON type",
+    "non-json-cycle": "Error: code run failed (invalid-output): program completion must be lossless JSON: result.children[0]: the container contains itself (a cycle)",
+    "nested-result": '{\n  "retries": 3,\n  "verbose": false\n}',
+    "no-output": "(run_code completed with no output)",
+    "stderr-print": "warning: slow\ndone",
+    "import-os": (
+        {
+            "subprocess": "[]",
+            "monty": "Error: code run failed (exception): PermissionError: Permission denied: '/' (line 2)",
+        },
+        "no files, network, subprocesses or third-party packages",
+    ),
+    "import-subprocess": (
+        {
+            "subprocess": "hi\n",
+            "monty": "Error: code run failed (exception): ModuleNotFoundError: No module named 'subprocess' (line 1)",
+        },
+        "no files, network, subprocesses or third-party packages",
+    ),
+    "allocate-2gb": (
+        {
+            "subprocess": "Error: code run failed (exception): MemoryError (line 1)",
+            "monty": "Error: code run failed (exception): MemoryError: memory limit exceeded (this runtime's memory budget is 536870912 bytes) (line 1)",
+        },
+        "a `MemoryError` that it cannot catch",
+    ),
+    "sys-exit-0": "all good",
+    "sys-exit-1": "Error: code run failed (exception): SystemExit: 1 (line 3)\nCaptured output:\ngiving up",
+    "syntax-error": "Error: code run failed (exception): SyntaxError: '(' was never closed (<program>, line 1)",
+    "indentation-error": "Error: code run failed (exception): IndentationError: expected an indented block after 'for' statement on line 1 (<program>, line 2)",
+    "create-task": '[\n  "a #1",\n  "b #1"\n]',
+    "asyncio-run-main": "temp 12",
+    "task-group": (
+        {
+            "subprocess": '{\n  "city": "Oslo",\n  "temp_c": 12\n}',
+            "monty": "Error: code run failed (exception): NotImplementedError: The monty syntax parser does not yet support async context managers (async with) (line 2)",
+        },
+        "there is no `async with`, `TaskGroup`",
+    ),
+    "class-inheritance": (
+        {
+            "subprocess": "Error: code run failed (exception): NotFound: gone (line 3)",
+            "monty": "Error: code run failed (exception): NotImplementedError: The monty syntax parser does not yet support class inheritance and metaclasses (line 1)",
+        },
+        "no class inheritance",
+    ),
+    "call-budget": "60\ntool call budget spent: a run_code program may make at most 60 tool calls; get_weather not dispatched",
+    "recursion": "Error: code run failed (exception): RecursionError: maximum recursion depth exceeded (line 2)",
+    "key-error-in-result": 'Error: code run failed (exception): KeyError: \'humidity\' (line 2)\nTool calls the program started (their effects stay):\n1. tools.get_weather({"city":"Oslo"}): succeeded',
+    "endless-loop": "Error: code run failed (timeout): the program ran past its wall-clock budget of 1.5 s",
+    "endless-loop-after-a-call": (
+        "Error: code run failed (timeout): the program ran past its wall-clock budget of 1.5 s"
+        + STARTED
+        + '1. tools.write_note({"title":"start","body":"b"}): succeeded'
+    ),
     "huge-print": _clipped("x" * (1 << 20) + "\n" + LOG_CAP),
     "many-prints": _clipped(_capped([f"line {i}: " + "." * 90 for i in range(12_000)])),
 }
@@ -138,8 +158,9 @@ async def _run_all(make: Callable[..., Any], only: tuple[str, ...] | None = None
             for name, code in programs:
                 world = World()
                 registry = corpus_registry(runtime, world)
-                call = ToolExecutionInput(f"c-{name}", "run_code", {"code": code, "description": name},
-                                          AbortController().signal)
+                call = ToolExecutionInput(
+                    f"c-{name}", "run_code", {"code": code, "description": name}, AbortController().signal
+                )
                 result = await registry.execute(call)
                 text = "\n".join(block["text"] for block in result.content if block.get("type") == "text")
                 seen[name] = (text, [note["title"] for note in world.notes])
@@ -194,7 +215,10 @@ def test_the_pre_flight_reads_the_same_on_both() -> None:
     assert seen["subprocess"] == seen["monty"]
     for name in REFUSED:
         text, notes = seen["monty"][name]
-        assert text.startswith(FAILED + "(exception): pre-flight check against the SDK failed, nothing ran") and notes == []
+        assert (
+            text.startswith(FAILED + "(exception): pre-flight check against the SDK failed, nothing ran")
+            and notes == []
+        )
 
 
 @pytest.mark.parametrize("kind", list(RUNTIMES))

@@ -78,8 +78,14 @@ def render(program: list[Statement]) -> tuple[str, int]:
         elif statement.how == "task":
             for _ in range(statement.calls):
                 lines.append(f"held.append(asyncio.create_task({call(fails)}))")
-            lines += ["for task in held:", "    try:", "        await task",
-                      "    except ToolCallError:", "        pass", "held = []"]
+            lines += [
+                "for task in held:",
+                "    try:",
+                "        await task",
+                "    except ToolCallError:",
+                "        pass",
+                "held = []",
+            ]
         elif statement.how == "task-unawaited":
             for _ in range(statement.calls):
                 lines.append(f"asyncio.create_task({call(fails)})")
@@ -102,7 +108,9 @@ def _tool(bodies: Counter[int]) -> Any:
         name="t",
         description="Count a call.",
         parameters={"i": {"type": "integer", "required": True}, "fail": {"type": "boolean", "required": True}},
-        output=ToolOutput(schema={"type": "integer"}, render=lambda args, value: [{"type": "text", "text": str(value)}]),
+        output=ToolOutput(
+            schema={"type": "integer"}, render=lambda args, value: [{"type": "text", "text": str(value)}]
+        ),
         execute=t,
         is_concurrency_safe=True,
     )
@@ -114,14 +122,21 @@ async def _check(runtime: Any, program: list[Statement]) -> None:
     log = MemorySessionLog()
     registry = ToolRegistry(mode="code", code_runtime=runtime, log=log)
     registry.register(_tool(bodies))
-    result = await registry.execute(ToolExecutionInput(
-        "p", RUN_CODE_NAME, {"code": code, "description": "a random program"}, AbortController().signal,
-        agent="main"))
+    result = await registry.execute(
+        ToolExecutionInput(
+            "p",
+            RUN_CODE_NAME,
+            {"code": code, "description": "a random program"},
+            AbortController().signal,
+            agent="main",
+        )
+    )
     assert isinstance(result, ToolSuccess), (code, result.content)
     assert result.value["result"] == made, code
     assert bodies == Counter(range(made)), code  # each body once
-    starts = Counter((e["subCallId"], e["arguments"]["i"]) for e in log.events
-                     if e["type"] == "tool/code-dispatch-start")
+    starts = Counter(
+        (e["subCallId"], e["arguments"]["i"]) for e in log.events if e["type"] == "tool/code-dispatch-start"
+    )
     settles = Counter((e["subCallId"], e["arguments"]["i"]) for e in log.events if e["type"] == "tool/code-dispatch")
     assert sorted(i for _, i in starts) == list(range(made)), code  # dispatched exactly once each
     assert starts == settles and set(starts.values()) <= {1}, code  # settled exactly once each, same ids

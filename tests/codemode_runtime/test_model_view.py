@@ -49,10 +49,14 @@ def _reader(calls: list[Any]) -> Any:
         name="read_file",
         description="Read a file.",
         parameters={"path": {"type": "string", "required": True}, "limit": {"type": "integer"}},
-        output=ToolOutput(schema={"type": "object", "properties": {"text": {"type": "string"},
-                                                                    "lines": {"type": "integer"}},
-                                  "additionalProperties": False},
-                          render=lambda args, value: [{"type": "text", "text": value["text"]}]),
+        output=ToolOutput(
+            schema={
+                "type": "object",
+                "properties": {"text": {"type": "string"}, "lines": {"type": "integer"}},
+                "additionalProperties": False,
+            },
+            render=lambda args, value: [{"type": "text", "text": value["text"]}],
+        ),
         execute=read_file,
     )
 
@@ -65,8 +69,11 @@ def texts(*programs: str, calls: list[Any] | None = None, **options: Any) -> lis
             registry.register(_reader(calls if calls is not None else []))
             out = []
             for n, code in enumerate(programs):
-                result = await registry.execute(ToolExecutionInput(
-                    f"c{n}", RUN_CODE_NAME, {"code": code, "description": "a program"}, AbortController().signal))
+                result = await registry.execute(
+                    ToolExecutionInput(
+                        f"c{n}", RUN_CODE_NAME, {"code": code, "description": "a program"}, AbortController().signal
+                    )
+                )
                 (block,) = result.content
                 out.append(block["text"])
             return out
@@ -111,9 +118,13 @@ def test_a_3_mb_print_reaches_the_model_as_head_and_tail_with_both_markers() -> 
     head, rest = flood.split("\n[... ", 1)
     marker, tail = rest.split(" ...]\n", 1)
     assert len(head) == 20_000 and len(tail) == 20_000
-    kept = 10_485 * 101 + 77 + 64 + 4  # the full lines and the cut one (each and a newline), the marker line, the result
-    assert marker == (f"{kept - 40_000:,} of {kept:,} characters cut here: run_code shows the first and the last"
-                      " 20,000; print less, or print a slice")
+    kept = (
+        10_485 * 101 + 77 + 64 + 4
+    )  # the full lines and the cut one (each and a newline), the marker line, the result
+    assert marker == (
+        f"{kept - 40_000:,} of {kept:,} characters cut here: run_code shows the first and the last"
+        " 20,000; print less, or print a slice"
+    )
     assert tail.endswith("\n[output truncated: the program printed more than 1048576 bytes]\ndone")
 
 
@@ -151,13 +162,19 @@ def test_calls_the_program_never_awaits_still_run_to_their_end() -> None:
     async def main() -> tuple[str, list[str]]:
         async with PythonSubprocessRuntime(start="fork-server", wall_timeout_s=5) as runtime:
             registry = ToolRegistry(mode="code", code_runtime=runtime)
-            registry.register(define_tool(
-                name="save", description="Save.", parameters={"path": {"type": "string", "required": True}},
-                output=ToolOutput(schema={"type": "string"}, render=lambda a, v: [{"type": "text", "text": v}]),
-                execute=save))
+            registry.register(
+                define_tool(
+                    name="save",
+                    description="Save.",
+                    parameters={"path": {"type": "string", "required": True}},
+                    output=ToolOutput(schema={"type": "string"}, render=lambda a, v: [{"type": "text", "text": v}]),
+                    execute=save,
+                )
+            )
             code = "for i in range(12):\n    tools.save({'path': f'n{i}'})\nreturn 'queued'"
-            result = await registry.execute(ToolExecutionInput(
-                "c", RUN_CODE_NAME, {"code": code, "description": "d"}, AbortController().signal))
+            result = await registry.execute(
+                ToolExecutionInput("c", RUN_CODE_NAME, {"code": code, "description": "d"}, AbortController().signal)
+            )
             return result.content[0]["text"], list(saved)
 
     text, done = run_sync(main)

@@ -45,7 +45,9 @@ def test_top_level_await_return_and_print() -> None:
 
 
 def test_bindings_by_attribute_and_subscript() -> None:
-    code = "a = await tools['__class__']({})\nb = await tools['my-tool']({})\nc = await tools.echo({})\nreturn [a, b, c]"
+    code = (
+        "a = await tools['__class__']({})\nb = await tools['my-tool']({})\nc = await tools.echo({})\nreturn [a, b, c]"
+    )
     assert go(code) == CodeRunSuccess((), ["__class__", "my-tool", {"echo": {}}])
 
 
@@ -59,7 +61,9 @@ def test_unawaited_calls_are_dispatched_when_made() -> None:
 
 def test_a_call_is_dispatched_before_the_program_goes_on() -> None:
     tools = FakeTools()
-    code = "pending = tools.slow({'s': 0.2, 'v': 'slow'})\nfast = await tools.echo({'n': 1})\nreturn [await pending, fast]"
+    code = (
+        "pending = tools.slow({'s': 0.2, 'v': 'slow'})\nfast = await tools.echo({'n': 1})\nreturn [await pending, fast]"
+    )
     assert go(code, tools) == CodeRunSuccess((), ["slow", {"echo": {"n": 1}}])
     assert [name for name, _ in tools.calls] == ["slow", "echo"]
 
@@ -84,8 +88,16 @@ return out
 
 
 def test_tool_call_error_has_tool_name_and_message() -> None:
-    caught = ["fail", "deliberate failure", "deliberate failure", "fail", True, True, "ToolCallError",
-              ["deliberate failure"]]
+    caught = [
+        "fail",
+        "deliberate failure",
+        "deliberate failure",
+        "fail",
+        True,
+        True,
+        "ToolCallError",
+        ["deliberate failure"],
+    ]
     assert go(CATCH_AND_CONTINUE) == CodeRunSuccess((), [caught, "ok", caught, "fail: deliberate failure"])
 
 
@@ -106,13 +118,17 @@ return [b.message, b.toolName, getattr(b, 'message'), type(b).__name__, missing]
 def test_other_objects_keep_their_own_attributes() -> None:
     # The reads of ``toolName`` / ``message`` / ``__name__`` go through helpers; other objects answer as written.
     assert go(OTHER_OBJECTS) == CodeRunSuccess(
-        (), ["m", "t", "m", "Box", "'ValueError' object has no attribute 'message'"])
+        (), ["m", "t", "m", "Box", "'ValueError' object has no attribute 'message'"]
+    )
 
 
 LINES = [
     ("x = 1\nraise ValueError('boom')", "ValueError: boom (line 2)"),
     ("def f():\n    return {}['k']\n\nf()", "KeyError: 'k' (line 2)"),
-    ('s = """\nline\n  more\n"""\nt = f"""{s}\n{1}"""\nundefined_name', "NameError: name 'undefined_name' is not defined (line 7)"),
+    (
+        's = """\nline\n  more\n"""\nt = f"""{s}\n{1}"""\nundefined_name',
+        "NameError: name 'undefined_name' is not defined (line 7)",
+    ),
     ("if True:\n\tx = 1\n\tx.nope", "AttributeError: 'int' object has no attribute 'nope' (line 3)"),
     ("print('a')\nawait tools.fail({})", "ToolCallError: tools.fail failed: deliberate failure (line 2)"),
     ("tools['nope']", "KeyError: 'nope' (line 1)"),
@@ -137,19 +153,26 @@ def test_gather_overlaps_the_calls() -> None:
 def test_non_lossless_arguments_reject_in_the_program(call: str) -> None:
     tools = FakeTools()
     assert go(f"try:\n    await {call}\nexcept ToolCallError as e:\n    return str(e)", tools) == CodeRunSuccess(
-        (), LOSSY)
+        (), LOSSY
+    )
     assert tools.calls == []
 
 
-@pytest.mark.parametrize(("value", "where"), [
-    case if "OrderedDict" not in case[0] else pytest.param(*case, marks=pytest.mark.skip("Monty has no OrderedDict"))
-    for case in LOSSY_COMPLETIONS
-])
+@pytest.mark.parametrize(
+    ("value", "where"),
+    [
+        case
+        if "OrderedDict" not in case[0]
+        else pytest.param(*case, marks=pytest.mark.skip("Monty has no OrderedDict"))
+        for case in LOSSY_COMPLETIONS
+    ],
+)
 def test_a_lossy_completion_names_the_path_and_the_type(value: str, where: str) -> None:
     # The same text as on the subprocess runtime, also where pydantic-monty would hand out a stand-in string
     # (a cycle, a function, a class instance): the sandbox says what the value really is.
     assert go(f"{LOSSY_PRELUDE}return {value}") == CodeRunFailure(
-        "invalid-output", f"program completion must be lossless JSON: {where}")
+        "invalid-output", f"program completion must be lossless JSON: {where}"
+    )
 
 
 def test_strings_like_monty_stand_ins_are_kept() -> None:
@@ -169,7 +192,9 @@ def test_arguments_monty_cannot_hand_out_are_refused_in_the_program(argument: st
 
 
 def test_an_exception_is_exception() -> None:
-    assert go("print('x')\nraise ValueError('boom')") == CodeRunFailure("exception", "ValueError: boom (line 2)", ("x",))
+    assert go("print('x')\nraise ValueError('boom')") == CodeRunFailure(
+        "exception", "ValueError: boom (line 2)", ("x",)
+    )
 
 
 def test_an_endless_loop_times_out() -> None:
@@ -186,7 +211,9 @@ def test_a_10_gb_allocation_is_an_exception() -> None:
 
 
 def test_output_over_the_cap_is_output_limit() -> None:
-    assert go("return 'x' * 100", max_output_bytes=50) == CodeRunFailure("output-limit", "outer output exceeded 50 bytes")
+    assert go("return 'x' * 100", max_output_bytes=50) == CodeRunFailure(
+        "output-limit", "outer output exceeded 50 bytes"
+    )
 
 
 def test_print_flood_is_truncated_with_a_marker() -> None:
@@ -199,8 +226,9 @@ def test_no_state_crosses_runs() -> None:
     async def main() -> list[Any]:
         async with MontyRuntime() as runtime:
             first = await runtime.run(request("global marker\nmarker = 1\nreturn 1", FakeTools()))
-            second = await runtime.run(request("try:\n    return marker\nexcept NameError:\n    return 'fresh'",
-                                               FakeTools()))
+            second = await runtime.run(
+                request("try:\n    return marker\nexcept NameError:\n    return 'fresh'", FakeTools())
+            )
             return [first, second]
 
     assert run_sync(main) == [CodeRunSuccess((), 1), CodeRunSuccess((), "fresh")]
@@ -235,10 +263,12 @@ def test_50_concurrent_runs() -> None:
     async def main() -> list[Any]:
         tools = FakeTools()
         async with MontyRuntime() as runtime:
-            return await asyncio.gather(*(
-                runtime.run(request(f"r = await tools.echo({{'i': {i}}})\nreturn r['echo']['i']", tools))
-                for i in range(50)
-            ))
+            return await asyncio.gather(
+                *(
+                    runtime.run(request(f"r = await tools.echo({{'i': {i}}})\nreturn r['echo']['i']", tools))
+                    for i in range(50)
+                )
+            )
 
     assert run_sync(main) == [CodeRunSuccess((), i) for i in range(50)]
 
@@ -293,9 +323,12 @@ def test_a_value_too_deep_for_monty_is_a_failure_never_a_substitute() -> None:
 
 def test_arguments_too_deep_for_monty_are_refused_in_the_program() -> None:
     tools = FakeTools()
-    code = DEEP.format(n=5000, tail="try:\n    await tools.echo({'x': x})\nexcept ToolCallError as e:\n    return e.message")
+    code = DEEP.format(
+        n=5000, tail="try:\n    await tools.echo({'x': x})\nexcept ToolCallError as e:\n    return e.message"
+    )
     assert go(code, tools) == CodeRunSuccess(
-        (), "tool arguments are nested too deeply to leave the Monty sandbox (about 1,000 levels is its limit)")
+        (), "tool arguments are nested too deeply to leave the Monty sandbox (about 1,000 levels is its limit)"
+    )
     assert tools.calls == []
 
 

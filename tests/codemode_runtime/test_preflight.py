@@ -19,11 +19,22 @@ CATALOG = (
     ToolSchemaEntry(
         "read_file",
         "Read a file.",
-        {"type": "object", "properties": {"path": {"type": "string"}, "limit": {"type": "integer"},
-                                        "mode": {"type": "string", "enum": ["a", "b"]}},
-         "required": ["path"], "additionalProperties": False},
-        {"type": "object", "properties": {"text": {"type": "string"}, "lines": {"type": "integer"}},
-         "required": ["text"], "additionalProperties": False},
+        {
+            "type": "object",
+            "properties": {
+                "path": {"type": "string"},
+                "limit": {"type": "integer"},
+                "mode": {"type": "string", "enum": ["a", "b"]},
+            },
+            "required": ["path"],
+            "additionalProperties": False,
+        },
+        {
+            "type": "object",
+            "properties": {"text": {"type": "string"}, "lines": {"type": "integer"}},
+            "required": ["text"],
+            "additionalProperties": False,
+        },
     ),
     ToolSchemaEntry("echo", "Echo.", {"type": "object"}, None),
 )
@@ -61,7 +72,8 @@ def test_argument_keys_and_literal_types_the_schema_rejects() -> None:
         'line 1: tools.read_file: "arguments.mode" must be one of ["a","b"]; got "x"',
     ]
     assert findings("await tools.read_file({'path': 5})") == [
-        'line 1: tools.read_file: "arguments.path" must be a string; got 5']
+        'line 1: tools.read_file: "arguments.path" must be a string; got 5'
+    ]
 
 
 def test_a_misnamed_key_is_one_finding_with_the_key_meant() -> None:
@@ -73,9 +85,11 @@ def test_a_misnamed_key_is_one_finding_with_the_key_meant() -> None:
 
 
 def test_calls_that_do_not_pass_one_arguments_dict() -> None:
-    assert findings("await tools.read_file(path='a', limit=3)\nawait tools.echo()\nawait tools.echo({}, {})\n"
-                    "await tools.echo(*xs)\nawait tools.echo(**kw)") == [
-        'line 1: tools.read_file(...) was given keyword arguments; a tool takes one arguments dict:'
+    assert findings(
+        "await tools.read_file(path='a', limit=3)\nawait tools.echo()\nawait tools.echo({}, {})\n"
+        "await tools.echo(*xs)\nawait tools.echo(**kw)"
+    ) == [
+        "line 1: tools.read_file(...) was given keyword arguments; a tool takes one arguments dict:"
         ' write tools.read_file({"path": ..., "limit": ...})',
         "line 2: tools.echo(...) was given no arguments; a tool takes one arguments dict: write tools.echo({})",
         "line 3: tools.echo(...) was given 2 arguments; a tool takes one arguments dict: write tools.echo({})",
@@ -83,8 +97,14 @@ def test_calls_that_do_not_pass_one_arguments_dict() -> None:
 
 
 def test_a_schema_the_validator_cannot_take_is_left_to_the_pipeline() -> None:
-    odd = (ToolSchemaEntry("t", "", {"type": "object", "properties": {"n": {"type": "integer", "x-odd": {"not": 1}}},
-                                     "patternProperties": {}}, None),)
+    odd = (
+        ToolSchemaEntry(
+            "t",
+            "",
+            {"type": "object", "properties": {"n": {"type": "integer", "x-odd": {"not": 1}}}, "patternProperties": {}},
+            None,
+        ),
+    )
     assert preflight_findings("await tools.t({'n': 'text'})", ("t",), odd) == []
 
 
@@ -101,16 +121,34 @@ def test_a_program_that_does_not_parse_is_left_to_the_run() -> None:
     assert findings("def f(:") == []
 
 
-@pytest.mark.parametrize("make", [lambda: PythonSubprocessRuntime(preflight=True), lambda: MontyRuntime(preflight=True)])
+@pytest.mark.parametrize(
+    "make", [lambda: PythonSubprocessRuntime(preflight=True), lambda: MontyRuntime(preflight=True)]
+)
 def test_runtimes_return_the_findings_before_any_tool_runs(make: Any) -> None:
     tools = FakeTools()
 
     async def main() -> Any:
         async with make() as runtime:
-            bad = await runtime.run(CodeRunRequest("await tools.echo({})\nawait tools.nope({})", NAMES, tools.dispatch,
-                                                   AbortController().signal, "c", CATALOG))
-            good = await runtime.run(CodeRunRequest("return (await tools.echo({'a': 1}))['echo']", NAMES,
-                                                    tools.dispatch, AbortController().signal, "c", CATALOG))
+            bad = await runtime.run(
+                CodeRunRequest(
+                    "await tools.echo({})\nawait tools.nope({})",
+                    NAMES,
+                    tools.dispatch,
+                    AbortController().signal,
+                    "c",
+                    CATALOG,
+                )
+            )
+            good = await runtime.run(
+                CodeRunRequest(
+                    "return (await tools.echo({'a': 1}))['echo']",
+                    NAMES,
+                    tools.dispatch,
+                    AbortController().signal,
+                    "c",
+                    CATALOG,
+                )
+            )
             return bad, good
 
     bad, good = run_sync(main)
@@ -138,9 +176,11 @@ def test_preflight_check_is_the_failure_any_runtime_returns() -> None:
 
 
 def test_a_forgotten_await_before_reading_a_key() -> None:
-    code = ("r = tools.read_file({'path': 'a'})\nprint(r['text'])\nx = tools.echo({})['k']\n"
-            "t = tools.read_file({'path': 'b'})\nt = await t\nprint(t['text'])\n"  # awaited later: fine
-            "fired = tools.echo({})\nreturn 1")  # never read: a fire-and-forget call, fine
+    code = (
+        "r = tools.read_file({'path': 'a'})\nprint(r['text'])\nx = tools.echo({})['k']\n"
+        "t = tools.read_file({'path': 'b'})\nt = await t\nprint(t['text'])\n"  # awaited later: fine
+        "fired = tools.echo({})\nreturn 1"
+    )  # never read: a fire-and-forget call, fine
     assert findings(code) == [
         'line 2: r = tools.read_file(...) is not awaited, so r["text"] reads a coroutine, not the result:'
         " write r = await tools.read_file(...)",

@@ -56,8 +56,10 @@ def cluster() -> Iterator[Cluster]:
     # The head runs no actor (no CPU of its own to offer); two nodes carry the sandboxes. Node deaths
     # are noticed within about two seconds (Ray's default health check takes 15 or more).
     config = {"health_check_period_ms": 500, "health_check_failure_threshold": 3, "health_check_timeout_ms": 500}
-    cluster = Cluster(initialize_head=True, head_node_args={
-        **NODE, "num_cpus": 0, "include_dashboard": False, "_system_config": config})
+    cluster = Cluster(
+        initialize_head=True,
+        head_node_args={**NODE, "num_cpus": 0, "include_dashboard": False, "_system_config": config},
+    )
     try:
         for _ in range(2):
             cluster.add_node(**NODE, num_cpus=2, resources={"dsh_sandbox": 100})
@@ -103,20 +105,38 @@ def _registry(runtime: RayRuntime, log: MemorySessionLog | None = None) -> ToolR
         return {"key": args["key"], "value": len(args["key"])}
 
     render = ToolOutput(schema={"type": "object"}, render=lambda args, value: [{"type": "text", "text": str(value)}])
-    registry.register(define_tool(name="lookup", description="Look a key up.", parameters={"key": {"type": "string"}},
-                                  execute=lookup, output=render, is_concurrency_safe=True))
+    registry.register(
+        define_tool(
+            name="lookup",
+            description="Look a key up.",
+            parameters={"key": {"type": "string"}},
+            execute=lookup,
+            output=render,
+            is_concurrency_safe=True,
+        )
+    )
 
     async def delete(args: Any, run: Any) -> Any:
         return {"deleted": args["key"]}
 
-    registry.register(define_tool(name="delete", description="Delete a key.", parameters={"key": {"type": "string"}},
-                                  execute=delete, output=render))
+    registry.register(
+        define_tool(
+            name="delete",
+            description="Delete a key.",
+            parameters={"key": {"type": "string"}},
+            execute=delete,
+            output=render,
+        )
+    )
     return registry
 
 
 async def _run_code(registry: ToolRegistry, code: str, call_id: str = "c1") -> Any:
-    return await registry.execute(ToolExecutionInput(
-        call_id, "run_code", {"code": code, "description": "d"}, AbortController().signal, agent="main"))
+    return await registry.execute(
+        ToolExecutionInput(
+            call_id, "run_code", {"code": code, "description": "d"}, AbortController().signal, agent="main"
+        )
+    )
 
 
 def test_the_cluster_is_on_loopback_only(cluster: Cluster) -> None:
@@ -124,9 +144,11 @@ def test_the_cluster_is_on_loopback_only(cluster: Cluster) -> None:
 
 
 def test_twenty_concurrent_runs_with_sub_calls_spread_over_the_actors(cluster: Cluster) -> None:
-    program = ("import asyncio, os\n"
-               "values = await asyncio.gather(*(tools.lookup({'key': k}) for k in ('a', 'bb', 'ccc')))\n"
-               "return {'sum': sum(v['value'] for v in values), 'fork_server': os.getppid()}")
+    program = (
+        "import asyncio, os\n"
+        "values = await asyncio.gather(*(tools.lookup({'key': k}) for k in ('a', 'bb', 'ccc')))\n"
+        "return {'sum': sum(v['value'] for v in values), 'fork_server': os.getppid()}"
+    )
 
     async def main() -> list[Any]:
         async with RayRuntime(actors=4, actor_options=SANDBOX, wall_timeout_s=60) as runtime:
@@ -147,8 +169,10 @@ def test_a_guard_denies_a_sub_call_made_on_a_remote_node_and_the_host_logs_it(cl
         async with RayRuntime(actor_options=SANDBOX) as runtime:
             registry = _registry(runtime, log)
             registry.guard(lambda execution: "deleting is not allowed here" if execution.name == "delete" else None)
-            code = ("try:\n    await tools.delete({'key': 'a'})\nexcept ToolCallError as e:\n"
-                    "    return [e.toolName, e.message, (await tools.lookup({'key': 'a'}))['value']]")
+            code = (
+                "try:\n    await tools.delete({'key': 'a'})\nexcept ToolCallError as e:\n"
+                "    return [e.toolName, e.message, (await tools.lookup({'key': 'a'}))['value']]"
+            )
             result = await _run_code(registry, code)
         return result.value, [event for event in log.events if event["type"] == "tool/code-dispatch"]
 
@@ -160,12 +184,16 @@ def test_a_guard_denies_a_sub_call_made_on_a_remote_node_and_the_host_logs_it(cl
 
 def test_failure_kinds_and_texts_are_the_local_runtimes(cluster: Cluster) -> None:
     programs = {
-        "print('bye')\nimport os\nos._exit(3)":
-            CodeRunFailure("worker-exit", "the program process exited with code 3 before completing", ("bye",)),
-        "await tools.fail({})": CodeRunFailure("exception", "ToolCallError: tools.fail failed: deliberate failure (line 1)"),
+        "print('bye')\nimport os\nos._exit(3)": CodeRunFailure(
+            "worker-exit", "the program process exited with code 3 before completing", ("bye",)
+        ),
+        "await tools.fail({})": CodeRunFailure(
+            "exception", "ToolCallError: tools.fail failed: deliberate failure (line 1)"
+        ),
         "while True:\n    pass": CodeRunFailure("timeout", "the program ran past its wall-clock budget of 1 s"),
-        "import os\nos.write(4, b'[1]\\n')\nimport time\ntime.sleep(5)":
-            CodeRunFailure("invalid-output", "the program process broke the protocol (a frame that is not an object with a type)"),
+        "import os\nos.write(4, b'[1]\\n')\nimport time\ntime.sleep(5)": CodeRunFailure(
+            "invalid-output", "the program process broke the protocol (a frame that is not an object with a type)"
+        ),
         "import os\nreturn [os.getcwd() == os.environ['HOME'], os.listdir('.')]": CodeRunSuccess((), [True, []]),
     }
 
@@ -182,8 +210,9 @@ def test_a_program_that_floods_output(cluster: Cluster) -> None:
     flood_frame = "import os\nwhile True:\n    os.write(4, b'z' * 65536)"
 
     async def main() -> list[Any]:
-        async with RayRuntime(actor_options=SANDBOX, max_log_bytes=10_000, max_output_bytes=100_000,
-                              wall_timeout_s=30) as runtime:
+        async with RayRuntime(
+            actor_options=SANDBOX, max_log_bytes=10_000, max_output_bytes=100_000, wall_timeout_s=30
+        ) as runtime:
             return [await runtime.run(request(code, FakeTools())) for code in (flood_logs, flood_raw, flood_frame)]
 
     logs, raw, frame = asyncio.run(main())
@@ -198,8 +227,9 @@ def test_abort_mid_run_stops_the_program_on_its_node(cluster: Cluster) -> None:
         controller = AbortController()
         tools = FakeTools()
         async with RayRuntime(actor_options=SANDBOX) as runtime:
-            task = asyncio.ensure_future(runtime.run(request("print('working')\nawait tools.hang({})", tools,
-                                                             controller.signal)))
+            task = asyncio.ensure_future(
+                runtime.run(request("print('working')\nawait tools.hang({})", tools, controller.signal))
+            )
             while not tools.calls:
                 await asyncio.sleep(0.01)
             controller.abort()
@@ -258,19 +288,26 @@ def test_parallel_sub_calls_keep_the_hosts_concurrency_classes(cluster: Cluster)
             running[name] -= 1
             return {"ok": args["n"]}
 
-        return define_tool(name=name, description=name, parameters={"n": {"type": "integer"}}, execute=body,
-                           is_concurrency_safe=safe, output=ToolOutput(schema={"type": "object"}, render=lambda a, v: [
-                               {"type": "text", "text": str(v)}]))
+        return define_tool(
+            name=name,
+            description=name,
+            parameters={"n": {"type": "integer"}},
+            execute=body,
+            is_concurrency_safe=safe,
+            output=ToolOutput(schema={"type": "object"}, render=lambda a, v: [{"type": "text", "text": str(v)}]),
+        )
 
     async def main() -> Any:
         async with RayRuntime(actor_options=SANDBOX) as runtime:
             registry = ToolRegistry(mode="code", code_runtime=runtime, max_parallel_sub_calls=3)
             registry.register(tool("safe", True))
             registry.register(tool("alone", False))
-            code = ("import asyncio\n"
-                    "a = await asyncio.gather(*(tools.safe({'n': n}) for n in range(6)))\n"
-                    "b = await asyncio.gather(*(tools.alone({'n': n}) for n in range(3)))\n"
-                    "return len(a) + len(b)")
+            code = (
+                "import asyncio\n"
+                "a = await asyncio.gather(*(tools.safe({'n': n}) for n in range(6)))\n"
+                "b = await asyncio.gather(*(tools.alone({'n': n}) for n in range(3)))\n"
+                "return len(a) + len(b)"
+            )
             return (await _run_code(registry, code)).value
 
     assert asyncio.run(main()) == {"logs": [], "result": 9}

@@ -32,15 +32,15 @@ def kind_of(result: Any) -> str:
 FORGED = {
     "garbage": "os.write(4, b'not json at all\\n')",
     "not an object": "os.write(4, b'[1, 2]\\n')",
-    "unknown type": "os.write(4, b'{\"t\": \"hello\"}\\n')",
-    "wrong shape": "os.write(4, b'{\"t\": \"log\", \"text\": 5}\\n')",
-    "extra key": "os.write(4, b'{\"t\": \"log\", \"text\": \"a\", \"x\": 1}\\n')",
-    "id out of sequence": "os.write(4, b'{\"t\": \"call\", \"id\": 7, \"tool\": \"echo\", \"args\": {}}\\n')",
-    "unbound tool": "os.write(4, b'{\"t\": \"call\", \"id\": 1, \"tool\": \"run_code\", \"args\": {}}\\n')",
-    "second completion": "os.write(4, b'{\"t\": \"done\"}\\n')",
-    "forged fail kind": "os.write(4, b'{\"t\": \"fail\", \"kind\": \"timeout\"}\\n')",
-    "lossy number": "os.write(4, b'{\"t\": \"done\", \"result\": NaN}\\n')",
-    "invalid utf-8": "os.write(4, b'{\"t\": \"log\", \"text\": \"\\xff\"}\\n')",
+    "unknown type": 'os.write(4, b\'{"t": "hello"}\\n\')',
+    "wrong shape": 'os.write(4, b\'{"t": "log", "text": 5}\\n\')',
+    "extra key": 'os.write(4, b\'{"t": "log", "text": "a", "x": 1}\\n\')',
+    "id out of sequence": 'os.write(4, b\'{"t": "call", "id": 7, "tool": "echo", "args": {}}\\n\')',
+    "unbound tool": 'os.write(4, b\'{"t": "call", "id": 1, "tool": "run_code", "args": {}}\\n\')',
+    "second completion": 'os.write(4, b\'{"t": "done"}\\n\')',
+    "forged fail kind": 'os.write(4, b\'{"t": "fail", "kind": "timeout"}\\n\')',
+    "lossy number": 'os.write(4, b\'{"t": "done", "result": NaN}\\n\')',
+    "invalid utf-8": 'os.write(4, b\'{"t": "log", "text": "\\xff"}\\n\')',
 }
 
 
@@ -54,18 +54,18 @@ def test_a_forged_frame_is_invalid_output(start: str, case: str) -> None:
 
 def test_a_forged_completion_before_the_real_one_wins_then_the_real_one_is_a_violation(start: str) -> None:
     # The forged ``done`` is well formed; the program's own completion that follows is a second one.
-    result = go("import os\nos.write(4, b'{\"t\": \"done\", \"result\": 7}\\n')\nreturn 1", start)
+    result = go('import os\nos.write(4, b\'{"t": "done", "result": 7}\\n\')\nreturn 1', start)
     assert kind_of(result) == "invalid-output"
 
 
 def test_an_oversized_frame_is_invalid_output(start: str) -> None:
-    code = "import os\nos.write(4, b'{\"t\": \"log\", \"text\": \"' + b'x' * 400000)\nimport time\ntime.sleep(2)"
+    code = 'import os\nos.write(4, b\'{"t": "log", "text": "\' + b\'x\' * 400000)\nimport time\ntime.sleep(2)'
     result = go(code, start, max_output_bytes=1000, max_log_bytes=1000)
     assert result == CodeRunFailure("invalid-output", "the program process broke the protocol (an oversized frame)")
 
 
 def test_a_truncated_frame_then_exit_is_invalid_output(start: str) -> None:
-    result = go("import os\nos.write(4, b'{\"t\": \"do')\nos._exit(0)", start)
+    result = go('import os\nos.write(4, b\'{"t": "do\')\nos._exit(0)', start)
     assert kind_of(result) == "invalid-output"
 
 
@@ -222,7 +222,8 @@ def test_an_abort_signal_ends_the_run_as_abort_after_it_stopped(start: str) -> N
         tools = FakeTools()
         async with PythonSubprocessRuntime(start=start) as runtime:  # type: ignore[arg-type]
             task = asyncio.ensure_future(
-                runtime.run(request("print('working')\nawait tools.hang({})", tools, controller.signal)))
+                runtime.run(request("print('working')\nawait tools.hang({})", tools, controller.signal))
+            )
             await _until_called(tools, "hang")
             controller.abort()
             return await task
@@ -287,8 +288,13 @@ def test_a_broken_dispatch_fails_only_that_call(start: str) -> None:
         def dispatch(name: str, args: Any) -> Any:
             return None  # breaks the contract: not a future
 
-        broken = CodeRunRequest("try:\n    await tools.echo({})\nexcept ToolCallError as e:\n    return e.message",
-                                ("echo",), dispatch, AbortController().signal, "c")
+        broken = CodeRunRequest(
+            "try:\n    await tools.echo({})\nexcept ToolCallError as e:\n    return e.message",
+            ("echo",),
+            dispatch,
+            AbortController().signal,
+            "c",
+        )
         async with PythonSubprocessRuntime(start=start) as runtime:  # type: ignore[arg-type]
             return await runtime.run(broken)
 
@@ -305,7 +311,7 @@ def test_a_completion_the_program_forges_then_keeps_running_is_its_result_and_it
     # A run ends once its frame stream is closed after a completion, without waiting for the
     # process to be reaped; the process is killed all the same (the fixture counts it), and
     # aclose() returns well before the program's 30-second sleep would have.
-    code = "import os, time\nos.write(4, b'{\"t\": \"done\", \"result\": 5}\\n')\nos.close(4)\ntime.sleep(30)"
+    code = 'import os, time\nos.write(4, b\'{"t": "done", "result": 5}\\n\')\nos.close(4)\ntime.sleep(30)'
 
     async def main() -> tuple[Any, float]:
         async with PythonSubprocessRuntime(start=start, wall_timeout_s=20) as runtime:  # type: ignore[arg-type]
@@ -337,8 +343,9 @@ def test_a_run_cancelled_while_its_process_is_on_the_way_leaves_nothing_and_the_
     assert len({result.result for result in results}) == 3
 
 
-def test_a_killed_fork_server_leaves_no_directory_and_the_next_run_works(start: str, tmp_path: Any,
-                                                                         monkeypatch: Any) -> None:
+def test_a_killed_fork_server_leaves_no_directory_and_the_next_run_works(
+    start: str, tmp_path: Any, monkeypatch: Any
+) -> None:
     if start != "fork-server":
         pytest.skip("the spawn strategy has no fork server")
     import os
@@ -379,8 +386,9 @@ HOSTILE = [
 ]
 
 
-def test_runs_after_programs_that_kill_their_fork_server_all_succeed(start: str, tmp_path: Any,
-                                                                       monkeypatch: Any) -> None:
+def test_runs_after_programs_that_kill_their_fork_server_all_succeed(
+    start: str, tmp_path: Any, monkeypatch: Any
+) -> None:
     # Issue 34: in a sequence, a run after such a program sometimes failed ("the fork server exited",
     # or a spare whose directory the host had already removed): the old zygote's loss, noticed late,
     # tore down the new one's state. Each hostile run here is followed at once by two concurrent runs.
@@ -394,7 +402,7 @@ def test_runs_after_programs_that_kill_their_fork_server_all_succeed(start: str,
     async def main() -> tuple[list[Any], list[Any]]:
         hostile, after = [], []
         async with PythonSubprocessRuntime(start="fork-server", wall_timeout_s=0.5) as runtime:
-            for round in range(3):
+            for _round in range(3):
                 for code in HOSTILE:
                     hostile.append(await runtime.run(request(code, FakeTools())))
                     after += await asyncio.gather(*(runtime.run(request(f"return {i}", FakeTools())) for i in (1, 2)))
@@ -403,9 +411,15 @@ def test_runs_after_programs_that_kill_their_fork_server_all_succeed(start: str,
     hostile, after = run_sync(main)
     assert after == [CodeRunSuccess((), i) for _ in range(15) for i in (1, 2)]
     assert [type(result).__name__ for result in hostile[:5]] == [
-        "CodeRunSuccess", "CodeRunSuccess", "CodeRunFailure", "CodeRunFailure", "CodeRunFailure"]
+        "CodeRunSuccess",
+        "CodeRunSuccess",
+        "CodeRunFailure",
+        "CodeRunFailure",
+        "CodeRunFailure",
+    ]
     assert hostile[3] == CodeRunFailure(
-        "worker-exit", "the program process ended after its fork server was lost (its exit status is unknown)")
+        "worker-exit", "the program process ended after its fork server was lost (its exit status is unknown)"
+    )
     assert hostile[4].kind == "timeout"  # type: ignore[union-attr]
     assert os.listdir(tmp_path) == []
 
@@ -430,8 +444,13 @@ def test_a_host_that_exits_without_closing_its_runtime_leaves_no_directory(start
         "    print(await runtime.run(request(\"open('left', 'w')\\nreturn 1\", FakeTools())))\n"
         "asyncio.run(main())\n"
     )
-    done = subprocess.run([sys.executable, "-c", script], env={**os.environ, "TMPDIR": str(tmp_path)},
-                          capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        env={**os.environ, "TMPDIR": str(tmp_path)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert "CodeRunSuccess(logs=(), result=1)" in done.stdout, done.stderr
     for _ in range(1000):  # the zygote's exit follows its host's (within its 2 s sweep)
         if not os.listdir(tmp_path) and not our_processes():

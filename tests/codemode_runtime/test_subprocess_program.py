@@ -71,8 +71,9 @@ def test_tool_call_error_carries_tool_name_and_message(start: str) -> None:
 
 def test_uncaught_tool_call_error_is_an_exception(start: str) -> None:
     result = go("print('before')\nawait tools.fail({})", start)
-    assert result == CodeRunFailure("exception", "ToolCallError: tools.fail failed: deliberate failure (line 2)",
-                                    ("before",))
+    assert result == CodeRunFailure(
+        "exception", "ToolCallError: tools.fail failed: deliberate failure (line 2)", ("before",)
+    )
     # A tool reached by subscript is named the way the program wrote it.
     result = go("x = 1\nawait tools['my-tool'](float('nan'))", start)
     assert result == CodeRunFailure("exception", f'ToolCallError: tools["my-tool"] failed: {LOSSY} (line 2)')
@@ -84,17 +85,21 @@ ASYNCIO_IDIOMS = {
     "create_task": "task = asyncio.create_task(tools.echo({'i': 1}))\nreturn await task",
     "ensure_future": "return await asyncio.ensure_future(tools.echo({'i': 1}))",
     "create_task(ensure_future)": "return await asyncio.ensure_future(asyncio.create_task(tools.echo({'i': 1})))",
-    "wait": ("done, pending = await asyncio.wait([asyncio.create_task(tools.echo({'i': 1}))])\n"
-             "return [t.result() for t in done]"),
+    "wait": (
+        "done, pending = await asyncio.wait([asyncio.create_task(tools.echo({'i': 1}))])\n"
+        "return [t.result() for t in done]"
+    ),
     "as_completed": "return [await f for f in asyncio.as_completed([tools.slow({'s': 0.05, 'v': 2}), tools.echo({})])]",
-    "TaskGroup": ("async with asyncio.TaskGroup() as group:\n    a = group.create_task(tools.echo({'i': 1}))\n"
-                  "    b = group.create_task(tools.slow({'s': 0.01, 'v': 2}))\nreturn [a.result(), b.result()]"),
+    "TaskGroup": (
+        "async with asyncio.TaskGroup() as group:\n    a = group.create_task(tools.echo({'i': 1}))\n"
+        "    b = group.create_task(tools.slow({'s': 0.01, 'v': 2}))\nreturn [a.result(), b.result()]"
+    ),
     "wait_for": "return await asyncio.wait_for(tools.echo({'i': 1}), 5)",
     "timeout": "async with asyncio.timeout(5):\n    return await tools.echo({'i': 1})",
     "shield": "return await asyncio.shield(tools.echo({'i': 1}))",
     "unawaited": "tools.echo({'i': 1})\ntools['my-tool']({})\nreturn 'fired'",
     "coroutine wrapper": "async def twice(x):\n    return [await tools.echo(x), await tools.echo(x)]\n"
-                         "return await asyncio.create_task(twice({'i': 1}))",
+    "return await asyncio.create_task(twice({'i': 1}))",
 }
 ECHO = {"echo": {"i": 1}}
 
@@ -131,9 +136,13 @@ def test_binding_calls_work_with_every_asyncio_idiom(start: str) -> None:
 def test_a_binding_call_is_a_coroutine_like_any_async_def(start: str) -> None:
     # So asyncio.wait takes tasks, not the calls themselves, exactly as in Python (the call still ran).
     tools = FakeTools()
-    code = ("import asyncio, inspect\nc = tools.echo({})\nkind = inspect.iscoroutine(c)\n"
-            "try:\n    await asyncio.wait([c])\nexcept TypeError as e:\n    return [kind, str(e)]")
-    assert go(code, start, tools) == CodeRunSuccess((), [True, "Passing coroutines is forbidden, use tasks explicitly."])
+    code = (
+        "import asyncio, inspect\nc = tools.echo({})\nkind = inspect.iscoroutine(c)\n"
+        "try:\n    await asyncio.wait([c])\nexcept TypeError as e:\n    return [kind, str(e)]"
+    )
+    assert go(code, start, tools) == CodeRunSuccess(
+        (), [True, "Passing coroutines is forbidden, use tasks explicitly."]
+    )
     assert tools.calls == [("echo", {})]
 
 
@@ -151,8 +160,15 @@ def test_gather_submits_every_call_before_any_settles(start: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "call", ["tools.echo()", "tools.echo({1, 2})", "tools.echo({'x': float('nan')})", "tools.echo({'x': -0.0})",
-             "tools.echo({1: 2})", "tools.echo({'f': print})"],
+    "call",
+    [
+        "tools.echo()",
+        "tools.echo({1, 2})",
+        "tools.echo({'x': float('nan')})",
+        "tools.echo({'x': -0.0})",
+        "tools.echo({1: 2})",
+        "tools.echo({'f': print})",
+    ],
 )
 def test_non_lossless_arguments_reject_in_the_program(start: str, call: str) -> None:
     tools = FakeTools()
@@ -179,8 +195,10 @@ def test_exception_names_the_program_line(start: str) -> None:
 def test_lossy_completion_names_the_path_and_the_type(start: str) -> None:
     async def main() -> list[Any]:
         async with PythonSubprocessRuntime(start=start) as runtime:  # type: ignore[arg-type]
-            return [await runtime.run(request(f"{LOSSY_PRELUDE}print('x')\nreturn {value}", FakeTools()))
-                    for value, _ in LOSSY_COMPLETIONS]
+            return [
+                await runtime.run(request(f"{LOSSY_PRELUDE}print('x')\nreturn {value}", FakeTools()))
+                for value, _ in LOSSY_COMPLETIONS
+            ]
 
     assert run_sync(main) == [
         CodeRunFailure("invalid-output", f"program completion must be lossless JSON: {where}", ("x",))
@@ -255,8 +273,14 @@ def test_environment_is_scrubbed_and_the_workdir_fresh_and_removed(start: str) -
         del os.environ["DSH_TEST_SECRET"]
     assert isinstance(result, CodeRunSuccess)
     cwd, env, listing = result.result  # type: ignore[misc]
-    assert "DSH_TEST_SECRET" not in env and set(env) <= {"PATH", "LANG", "PYTHONDONTWRITEBYTECODE", "HOME", "TMPDIR",
-                                                         "LC_CTYPE"}
+    assert "DSH_TEST_SECRET" not in env and set(env) <= {
+        "PATH",
+        "LANG",
+        "PYTHONDONTWRITEBYTECODE",
+        "HOME",
+        "TMPDIR",
+        "LC_CTYPE",
+    }
     assert sorted(listing) == ["scratch.txt", "sub"]
     assert not os.path.exists(cwd)
 
@@ -293,7 +317,9 @@ def test_no_working_directory_outlives_the_runtime(start: str, tmp_path: Any, mo
 def test_every_run_gets_a_process_no_other_run_used(start: str) -> None:
     async def main() -> list[Any]:
         tools = FakeTools()
-        code = "import os, builtins\nseen = hasattr(builtins, 'marker')\nbuiltins.marker = 1\nreturn [os.getpid(), seen]"
+        code = (
+            "import os, builtins\nseen = hasattr(builtins, 'marker')\nbuiltins.marker = 1\nreturn [os.getpid(), seen]"
+        )
         async with PythonSubprocessRuntime(start=start) as runtime:  # type: ignore[arg-type]
             return [await runtime.run(request(code, tools)) for _ in range(3)]
 
@@ -335,10 +361,12 @@ def test_runs_share_one_runtime_concurrently(start: str) -> None:
     async def main() -> list[Any]:
         tools = FakeTools()
         async with PythonSubprocessRuntime(start=start) as runtime:  # type: ignore[arg-type]
-            return await asyncio.gather(*(
-                runtime.run(request(f"r = await tools.echo({{'i': {i}}})\nreturn r['echo']['i']", tools))
-                for i in range(count)
-            ))
+            return await asyncio.gather(
+                *(
+                    runtime.run(request(f"r = await tools.echo({{'i': {i}}})\nreturn r['echo']['i']", tools))
+                    for i in range(count)
+                )
+            )
 
     assert run_sync(main) == [CodeRunSuccess((), i) for i in range(count)]
 

@@ -22,16 +22,18 @@ def test_lossy_completion_text_is_what_snapshot_json_says(value: str, where: str
     assert completion_error_text(caught.value) == f"program completion must be lossless JSON: {where}"
 
 
-
-
 def test_an_uncaught_exception_names_type_text_line_and_tool() -> None:
     assert program_error_text("KeyError", "'x'", 3) == "KeyError: 'x' (line 3)"
     assert program_error_text("StopIteration", "", None) == "StopIteration"
     assert program_error_text("ToolCallError", "no such file", 2, "read_file") == (
-        "ToolCallError: tools.read_file failed: no such file (line 2)")
+        "ToolCallError: tools.read_file failed: no such file (line 2)"
+    )
     # Names the program can only reach by subscript are written that way.
-    for name, written in (("my-tool", 'tools["my-tool"]'), ("from", 'tools["from"]'),
-                          ("__class__", 'tools["__class__"]')):
+    for name, written in (
+        ("my-tool", 'tools["my-tool"]'),
+        ("from", 'tools["from"]'),
+        ("__class__", 'tools["__class__"]'),
+    ):
         assert program_error_text("ToolCallError", "m", None, name) == f"ToolCallError: {written} failed: m"
 
 
@@ -39,8 +41,13 @@ def test_log_sink_counts_utf8_bytes_per_entry_and_closes_with_one_marker() -> No
     sink = LogSink(10)
     for entry in ("abc", "\u00e9\u00e9", "", "xyzw", "later"):  # 3 + 4 + 0 bytes, then 4 of which 3 fit
         sink.add(entry)
-    assert sink.lines() == ("abc", "\u00e9\u00e9", "", "xyz",
-                            "[output truncated: the program printed more than 10 bytes]")
+    assert sink.lines() == (
+        "abc",
+        "\u00e9\u00e9",
+        "",
+        "xyz",
+        "[output truncated: the program printed more than 10 bytes]",
+    )
     # A cut never splits a character; an entry with nothing that fits adds only the marker.
     sink = LogSink(3)
     sink.add("a\u00e9\u00e9")

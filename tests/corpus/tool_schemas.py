@@ -107,7 +107,9 @@ def model(m: Model) -> T:
 
 # --- the signatures ----------------------------------------------------------------------------
 
-_ADDRESS = Model("Address", (P("street", s(minLength=1)), P("city", s()), P("zip", s(pattern="^[0-9]{5}$"), required=False)))
+_ADDRESS = Model(
+    "Address", (P("street", s(minLength=1)), P("city", s()), P("zip", s(pattern="^[0-9]{5}$"), required=False))
+)
 _LABEL = Model("Label", (P("name", s(maxLength=50)), P("color", s(pattern="^#[0-9a-fA-F]{6}$"), required=False)))
 _TREE = Model("TreeNode", (P("name", s()), P("size", i(minimum=0), required=False)), recursive_field="children")
 _FILTER = Model("Filter", (P("field", s()), P("op", lit("eq", "ne", "lt", "gt")), P("value", union(s(), f(), B))))
@@ -116,46 +118,297 @@ _RANGE = Model("LineRange", (P("start", i(minimum=1)), P("end", i(minimum=1))))
 _ATTENDEE = Model("Attendee", (P("email", s(format="email")), P("optional", B, required=False, default=False)))
 
 TOOLS: tuple[Tool, ...] = (
-    Tool("read_file", "Read a text file from the workspace.", (P("path", s(minLength=1), description="Path relative to the workspace root"), P("offset", i(minimum=0), False, 0), P("limit", i(minimum=1, maximum=10000), False, 2000))),
-    Tool("write_file", "Write a text file, replacing it.", (P("path", s(minLength=1)), P("content", s()), P("create_dirs", B, False, True))),
-    Tool("edit_file", "Apply exact-text edits to a file.", (P("path", s()), P("edits", lst(model(_EDIT), minItems=1)), P("dry_run", B, False, False))),
-    Tool("list_directory", "List entries of a directory.", (P("path", s()), P("recursive", B, False, False), P("max_depth", opt(i(minimum=1, maximum=20)), False))),
-    Tool("search_files", "Find files by glob.", (P("pattern", s(minLength=1)), P("exclude", lst(s()), False), P("case_sensitive", B, False, True))),
-    Tool("grep", "Search file contents with a regular expression.", (P("regex", s()), P("paths", lst(s(), minItems=1, uniqueItems=True)), P("context_lines", i(minimum=0, maximum=10), False, 0))),
-    Tool("run_command", "Run a shell command in the sandbox.", (P("command", s(minLength=1, maxLength=4096)), P("timeout_s", f(exclusiveMinimum=0, maximum=600), False, 30.0), P("env", mapping(s()), False))),
-    Tool("http_get", "Fetch a URL.", (P("url", s(format="uri", pattern="^https?://")), P("headers", mapping(s()), False), P("max_bytes", i(minimum=1), False, 1048576))),
-    Tool("web_search", "Search the web.", (P("query", s(minLength=1, maxLength=400)), P("count", i(minimum=1, maximum=20), False, 10), P("freshness", opt(lit("day", "week", "month")), False))),
-    Tool("get_weather", "Current weather for a city.", (P("city", s()), P("units", lit("metric", "imperial"), False, "metric"))),
-    Tool("get_forecast", "Forecast by coordinates.", (P("latitude", f(minimum=-90, maximum=90)), P("longitude", f(minimum=-180, maximum=180)), P("days", i(minimum=1, maximum=14), False, 3))),
-    Tool("create_issue", "Open an issue in a repository.", (P("owner", s()), P("repo", s()), P("title", s(minLength=1, maxLength=256)), P("body", opt(s()), False), P("labels", lst(s(), uniqueItems=True), False), P("assignees", lst(s(), maxItems=10), False))),
-    Tool("list_issues", "List repository issues.", (P("owner", s()), P("repo", s()), P("state", lit("open", "closed", "all"), False, "open"), P("page", i(minimum=1), False, 1), P("per_page", i(minimum=1, maximum=100), False, 30))),
-    Tool("update_issue", "Update an issue.", (P("owner", s()), P("repo", s()), P("issue_number", i(minimum=1)), P("title", opt(s()), False), P("state", opt(lit("open", "closed")), False), P("labels", opt(lst(model(_LABEL))), False))),
-    Tool("create_pull_request", "Open a pull request.", (P("owner", s()), P("repo", s()), P("head", s()), P("base", s()), P("title", s()), P("draft", B, False, False))),
-    Tool("merge_pull_request", "Merge a pull request.", (P("owner", s()), P("repo", s()), P("pull_number", i(minimum=1)), P("merge_method", lit("merge", "squash", "rebase"), False, "merge"))),
-    Tool("get_file_contents", "Read a file at a git ref.", (P("owner", s()), P("repo", s()), P("path", s()), P("ref", opt(s()), False))),
-    Tool("send_email", "Send an email.", (P("to", lst(s(format="email"), minItems=1)), P("subject", s(maxLength=200)), P("body", s()), P("cc", lst(s(format="email")), False))),
-    Tool("schedule_meeting", "Create a calendar event.", (P("title", s()), P("start", s(format="date-time")), P("duration_minutes", i(minimum=5, maximum=480, multipleOf=5)), P("attendees", lst(model(_ATTENDEE)), False))),
-    Tool("create_contact", "Add a contact.", (P("name", s()), P("phone", opt(s(pattern="^\\+?[0-9 ()-]{7,20}$")), False), P("address", opt(model(_ADDRESS)), False))),
-    Tool("query_database", "Run a read-only SQL query.", (P("sql", s(minLength=1)), P("params", lst(union(s(), f(), B, T("null"))), False), P("row_limit", i(minimum=1, maximum=5000), False, 100))),
-    Tool("filter_records", "Filter records of a table.", (P("table", s()), P("filters", lst(model(_FILTER))), P("order_by", opt(s()), False), P("descending", B, False, False))),
-    Tool("create_table", "Create a table.", (P("name", s(pattern="^[a-z_][a-z0-9_]*$")), P("columns", mapping(lit("text", "integer", "real", "blob"))), P("if_not_exists", B, False, True))),
-    Tool("upload_document", "Store a document.", (P("filename", s(maxLength=255)), P("content_base64", s()), P("mime_type", s(), False, "application/octet-stream"), P("tags", lst(s(maxLength=32), maxItems=20), False))),
-    Tool("summarize", "Summarize text.", (P("text", s(minLength=1)), P("max_words", i(minimum=10, maximum=1000), False, 150), P("style", lit("bullets", "paragraph"), False, "paragraph"))),
-    Tool("translate", "Translate text.", (P("text", s()), P("target_language", s(pattern="^[a-z]{2}(-[A-Z]{2})?$")), P("source_language", opt(s()), False))),
-    Tool("generate_image", "Generate an image.", (P("prompt", s(minLength=1, maxLength=1000)), P("size", lit("256x256", "512x512", "1024x1024"), False, "1024x1024"), P("n", i(minimum=1, maximum=4), False, 1))),
-    Tool("set_reminder", "Set a reminder.", (P("text", s()), P("at", s(format="date-time")), P("repeat", opt(lit("daily", "weekly")), False))),
-    Tool("add_todo", "Add a to-do item.", (P("title", s(maxLength=120)), P("priority", i(minimum=1, maximum=5), False, 3), P("due", opt(s(format="date")), False))),
-    Tool("move_files", "Move files.", (P("sources", lst(s(), minItems=1)), P("destination", s()), P("overwrite", B, False, False))),
-    Tool("diff_files", "Diff two files.", (P("left", s()), P("right", s()), P("context", i(minimum=0), False, 3), P("ranges", lst(model(_RANGE)), False))),
-    Tool("browse_tree", "Describe a tree of nodes.", (P("root", model(_TREE)), P("max_nodes", i(minimum=1), False, 1000))),
-    Tool("convert_units", "Convert a quantity.", (P("value", f()), P("from_unit", s()), P("to_unit", s()), P("precision", i(minimum=0, maximum=12), False, 4))),
-    Tool("compute_stats", "Statistics of a series.", (P("values", lst(f(), minItems=1)), P("percentiles", lst(f(minimum=0, maximum=100)), False))),
-    Tool("resolve_dns", "Resolve a hostname.", (P("hostname", s(format="hostname")), P("record_type", lit("A", "AAAA", "MX", "TXT"), False, "A"))),
-    Tool("ping_host", "Ping a host.", (P("host", union(s(format="ipv4"), s(format="hostname"))), P("count", i(minimum=1, maximum=10), False, 4))),
-    Tool("kv_set", "Store a key.", (P("key", s(minLength=1, maxLength=128)), P("value", T("any")), P("ttl_seconds", opt(i(exclusiveMinimum=0)), False))),
+    Tool(
+        "read_file",
+        "Read a text file from the workspace.",
+        (
+            P("path", s(minLength=1), description="Path relative to the workspace root"),
+            P("offset", i(minimum=0), False, 0),
+            P("limit", i(minimum=1, maximum=10000), False, 2000),
+        ),
+    ),
+    Tool(
+        "write_file",
+        "Write a text file, replacing it.",
+        (P("path", s(minLength=1)), P("content", s()), P("create_dirs", B, False, True)),
+    ),
+    Tool(
+        "edit_file",
+        "Apply exact-text edits to a file.",
+        (P("path", s()), P("edits", lst(model(_EDIT), minItems=1)), P("dry_run", B, False, False)),
+    ),
+    Tool(
+        "list_directory",
+        "List entries of a directory.",
+        (P("path", s()), P("recursive", B, False, False), P("max_depth", opt(i(minimum=1, maximum=20)), False)),
+    ),
+    Tool(
+        "search_files",
+        "Find files by glob.",
+        (P("pattern", s(minLength=1)), P("exclude", lst(s()), False), P("case_sensitive", B, False, True)),
+    ),
+    Tool(
+        "grep",
+        "Search file contents with a regular expression.",
+        (
+            P("regex", s()),
+            P("paths", lst(s(), minItems=1, uniqueItems=True)),
+            P("context_lines", i(minimum=0, maximum=10), False, 0),
+        ),
+    ),
+    Tool(
+        "run_command",
+        "Run a shell command in the sandbox.",
+        (
+            P("command", s(minLength=1, maxLength=4096)),
+            P("timeout_s", f(exclusiveMinimum=0, maximum=600), False, 30.0),
+            P("env", mapping(s()), False),
+        ),
+    ),
+    Tool(
+        "http_get",
+        "Fetch a URL.",
+        (
+            P("url", s(format="uri", pattern="^https?://")),
+            P("headers", mapping(s()), False),
+            P("max_bytes", i(minimum=1), False, 1048576),
+        ),
+    ),
+    Tool(
+        "web_search",
+        "Search the web.",
+        (
+            P("query", s(minLength=1, maxLength=400)),
+            P("count", i(minimum=1, maximum=20), False, 10),
+            P("freshness", opt(lit("day", "week", "month")), False),
+        ),
+    ),
+    Tool(
+        "get_weather",
+        "Current weather for a city.",
+        (P("city", s()), P("units", lit("metric", "imperial"), False, "metric")),
+    ),
+    Tool(
+        "get_forecast",
+        "Forecast by coordinates.",
+        (
+            P("latitude", f(minimum=-90, maximum=90)),
+            P("longitude", f(minimum=-180, maximum=180)),
+            P("days", i(minimum=1, maximum=14), False, 3),
+        ),
+    ),
+    Tool(
+        "create_issue",
+        "Open an issue in a repository.",
+        (
+            P("owner", s()),
+            P("repo", s()),
+            P("title", s(minLength=1, maxLength=256)),
+            P("body", opt(s()), False),
+            P("labels", lst(s(), uniqueItems=True), False),
+            P("assignees", lst(s(), maxItems=10), False),
+        ),
+    ),
+    Tool(
+        "list_issues",
+        "List repository issues.",
+        (
+            P("owner", s()),
+            P("repo", s()),
+            P("state", lit("open", "closed", "all"), False, "open"),
+            P("page", i(minimum=1), False, 1),
+            P("per_page", i(minimum=1, maximum=100), False, 30),
+        ),
+    ),
+    Tool(
+        "update_issue",
+        "Update an issue.",
+        (
+            P("owner", s()),
+            P("repo", s()),
+            P("issue_number", i(minimum=1)),
+            P("title", opt(s()), False),
+            P("state", opt(lit("open", "closed")), False),
+            P("labels", opt(lst(model(_LABEL))), False),
+        ),
+    ),
+    Tool(
+        "create_pull_request",
+        "Open a pull request.",
+        (P("owner", s()), P("repo", s()), P("head", s()), P("base", s()), P("title", s()), P("draft", B, False, False)),
+    ),
+    Tool(
+        "merge_pull_request",
+        "Merge a pull request.",
+        (
+            P("owner", s()),
+            P("repo", s()),
+            P("pull_number", i(minimum=1)),
+            P("merge_method", lit("merge", "squash", "rebase"), False, "merge"),
+        ),
+    ),
+    Tool(
+        "get_file_contents",
+        "Read a file at a git ref.",
+        (P("owner", s()), P("repo", s()), P("path", s()), P("ref", opt(s()), False)),
+    ),
+    Tool(
+        "send_email",
+        "Send an email.",
+        (
+            P("to", lst(s(format="email"), minItems=1)),
+            P("subject", s(maxLength=200)),
+            P("body", s()),
+            P("cc", lst(s(format="email")), False),
+        ),
+    ),
+    Tool(
+        "schedule_meeting",
+        "Create a calendar event.",
+        (
+            P("title", s()),
+            P("start", s(format="date-time")),
+            P("duration_minutes", i(minimum=5, maximum=480, multipleOf=5)),
+            P("attendees", lst(model(_ATTENDEE)), False),
+        ),
+    ),
+    Tool(
+        "create_contact",
+        "Add a contact.",
+        (
+            P("name", s()),
+            P("phone", opt(s(pattern="^\\+?[0-9 ()-]{7,20}$")), False),
+            P("address", opt(model(_ADDRESS)), False),
+        ),
+    ),
+    Tool(
+        "query_database",
+        "Run a read-only SQL query.",
+        (
+            P("sql", s(minLength=1)),
+            P("params", lst(union(s(), f(), B, T("null"))), False),
+            P("row_limit", i(minimum=1, maximum=5000), False, 100),
+        ),
+    ),
+    Tool(
+        "filter_records",
+        "Filter records of a table.",
+        (
+            P("table", s()),
+            P("filters", lst(model(_FILTER))),
+            P("order_by", opt(s()), False),
+            P("descending", B, False, False),
+        ),
+    ),
+    Tool(
+        "create_table",
+        "Create a table.",
+        (
+            P("name", s(pattern="^[a-z_][a-z0-9_]*$")),
+            P("columns", mapping(lit("text", "integer", "real", "blob"))),
+            P("if_not_exists", B, False, True),
+        ),
+    ),
+    Tool(
+        "upload_document",
+        "Store a document.",
+        (
+            P("filename", s(maxLength=255)),
+            P("content_base64", s()),
+            P("mime_type", s(), False, "application/octet-stream"),
+            P("tags", lst(s(maxLength=32), maxItems=20), False),
+        ),
+    ),
+    Tool(
+        "summarize",
+        "Summarize text.",
+        (
+            P("text", s(minLength=1)),
+            P("max_words", i(minimum=10, maximum=1000), False, 150),
+            P("style", lit("bullets", "paragraph"), False, "paragraph"),
+        ),
+    ),
+    Tool(
+        "translate",
+        "Translate text.",
+        (
+            P("text", s()),
+            P("target_language", s(pattern="^[a-z]{2}(-[A-Z]{2})?$")),
+            P("source_language", opt(s()), False),
+        ),
+    ),
+    Tool(
+        "generate_image",
+        "Generate an image.",
+        (
+            P("prompt", s(minLength=1, maxLength=1000)),
+            P("size", lit("256x256", "512x512", "1024x1024"), False, "1024x1024"),
+            P("n", i(minimum=1, maximum=4), False, 1),
+        ),
+    ),
+    Tool(
+        "set_reminder",
+        "Set a reminder.",
+        (P("text", s()), P("at", s(format="date-time")), P("repeat", opt(lit("daily", "weekly")), False)),
+    ),
+    Tool(
+        "add_todo",
+        "Add a to-do item.",
+        (
+            P("title", s(maxLength=120)),
+            P("priority", i(minimum=1, maximum=5), False, 3),
+            P("due", opt(s(format="date")), False),
+        ),
+    ),
+    Tool(
+        "move_files",
+        "Move files.",
+        (P("sources", lst(s(), minItems=1)), P("destination", s()), P("overwrite", B, False, False)),
+    ),
+    Tool(
+        "diff_files",
+        "Diff two files.",
+        (P("left", s()), P("right", s()), P("context", i(minimum=0), False, 3), P("ranges", lst(model(_RANGE)), False)),
+    ),
+    Tool(
+        "browse_tree", "Describe a tree of nodes.", (P("root", model(_TREE)), P("max_nodes", i(minimum=1), False, 1000))
+    ),
+    Tool(
+        "convert_units",
+        "Convert a quantity.",
+        (P("value", f()), P("from_unit", s()), P("to_unit", s()), P("precision", i(minimum=0, maximum=12), False, 4)),
+    ),
+    Tool(
+        "compute_stats",
+        "Statistics of a series.",
+        (P("values", lst(f(), minItems=1)), P("percentiles", lst(f(minimum=0, maximum=100)), False)),
+    ),
+    Tool(
+        "resolve_dns",
+        "Resolve a hostname.",
+        (P("hostname", s(format="hostname")), P("record_type", lit("A", "AAAA", "MX", "TXT"), False, "A")),
+    ),
+    Tool(
+        "ping_host",
+        "Ping a host.",
+        (P("host", union(s(format="ipv4"), s(format="hostname"))), P("count", i(minimum=1, maximum=10), False, 4)),
+    ),
+    Tool(
+        "kv_set",
+        "Store a key.",
+        (
+            P("key", s(minLength=1, maxLength=128)),
+            P("value", T("any")),
+            P("ttl_seconds", opt(i(exclusiveMinimum=0)), False),
+        ),
+    ),
     Tool("kv_get", "Read a key.", (P("key", s(minLength=1)),)),
     Tool("noop", "Does nothing; takes no arguments.", ()),
-    Tool("label_items", "Attach labels to items.", (P("item_ids", lst(i(minimum=1), uniqueItems=True, minItems=1)), P("labels", lst(model(_LABEL), minItems=1)))),
+    Tool(
+        "label_items",
+        "Attach labels to items.",
+        (P("item_ids", lst(i(minimum=1), uniqueItems=True, minItems=1)), P("labels", lst(model(_LABEL), minItems=1))),
+    ),
 )
 
 
@@ -182,7 +435,11 @@ class _Pydantic:
 
     def _bare(self, t: T) -> JsonDict:
         if t.kind in ("str", "int", "float", "bool", "null"):
-            out: JsonDict = {"type": {"str": "string", "int": "integer", "float": "number", "bool": "boolean", "null": "null"}[t.kind]}
+            out: JsonDict = {
+                "type": {"str": "string", "int": "integer", "float": "number", "bool": "boolean", "null": "null"}[
+                    t.kind
+                ]
+            }
             out.update(t.constraints)
             return out
         if t.kind == "any":
@@ -251,7 +508,11 @@ class _Zod:
 
     def type(self, t: T) -> JsonDict:
         if t.kind in ("str", "int", "float", "bool", "null"):
-            out: JsonDict = {"type": {"str": "string", "int": "integer", "float": "number", "bool": "boolean", "null": "null"}[t.kind]}
+            out: JsonDict = {
+                "type": {"str": "string", "int": "integer", "float": "number", "bool": "boolean", "null": "null"}[
+                    t.kind
+                ]
+            }
             out.update(t.constraints)
             return out
         if t.kind == "any":
@@ -309,7 +570,11 @@ class _Mcp:
 
     def type(self, t: T) -> JsonDict:
         if t.kind in ("str", "int", "float", "bool", "null"):
-            out: JsonDict = {"type": {"str": "string", "int": "integer", "float": "number", "bool": "boolean", "null": "null"}[t.kind]}
+            out: JsonDict = {
+                "type": {"str": "string", "int": "integer", "float": "number", "bool": "boolean", "null": "null"}[
+                    t.kind
+                ]
+            }
             out.update(t.constraints)
             return out
         if t.kind == "any":
@@ -326,7 +591,11 @@ class _Mcp:
                 return {**inner, "type": [inner["type"], "null"]}
             return {"oneOf": [inner, {"type": "null"}]}
         if t.kind == "union":
-            return {"oneOf": [self.type(member) for member in t.of]} if _disjoint(t.of) else {"anyOf": [self.type(member) for member in t.of]}
+            return (
+                {"oneOf": [self.type(member) for member in t.of]}
+                if _disjoint(t.of)
+                else {"anyOf": [self.type(member) for member in t.of]}
+            )
         assert t.model is not None
         out = self.object(t.model.fields)
         if t.model.recursive_field:
@@ -364,7 +633,14 @@ def _disjoint(members: tuple[T, ...]) -> bool:
 
 # --- sample arguments ----------------------------------------------------------------------------
 
-_FORMAT_SAMPLES = {"email": "ada@example.com", "uri": "https://example.com/a", "date-time": "2026-12-01T10:00:00Z", "date": "2026-12-01", "hostname": "example.com", "ipv4": "192.0.2.1"}
+_FORMAT_SAMPLES = {
+    "email": "ada@example.com",
+    "uri": "https://example.com/a",
+    "date-time": "2026-12-01T10:00:00Z",
+    "date": "2026-12-01",
+    "hostname": "example.com",
+    "ipv4": "192.0.2.1",
+}
 
 
 def _sample(t: T, variant: int) -> Any:
@@ -374,7 +650,14 @@ def _sample(t: T, variant: int) -> Any:
         if "format" in c:
             return _FORMAT_SAMPLES[c["format"]]
         if "pattern" in c:
-            return {"^[0-9]{5}$": "12345", "^#[0-9a-fA-F]{6}$": "#a0b1c2", "^https?://": "https://example.com", "^\\+?[0-9 ()-]{7,20}$": "+1 555 0100", "^[a-z_][a-z0-9_]*$": "users", "^[a-z]{2}(-[A-Z]{2})?$": "de-CH"}[c["pattern"]]
+            return {
+                "^[0-9]{5}$": "12345",
+                "^#[0-9a-fA-F]{6}$": "#a0b1c2",
+                "^https?://": "https://example.com",
+                "^\\+?[0-9 ()-]{7,20}$": "+1 555 0100",
+                "^[a-z_][a-z0-9_]*$": "users",
+                "^[a-z]{2}(-[A-Z]{2})?$": "de-CH",
+            }[c["pattern"]]
         text = ["alpha", "a longer piece of text", "ünïcode ✓"][variant % 3]
         return text[: c.get("maxLength", len(text))] or "x"
     if t.kind == "int":
@@ -510,10 +793,14 @@ def corpus() -> list[CorpusCase]:
     for tool in TOOLS:
         for emitter in (_Pydantic(), _Zod(), _Mcp()):
             schema = emitter.tool(tool)
-            if emitter.style == "zod" and any(p.type.model is not None and p.type.model.recursive_field for p in tool.params):
+            if emitter.style == "zod" and any(
+                p.type.model is not None and p.type.model.recursive_field for p in tool.params
+            ):
                 root = next(p.name for p in tool.params if p.type.model is not None and p.type.model.recursive_field)
                 schema = _retarget(schema, f"#/properties/{root}")
-            cases.append((f"{emitter.style}/{tool.name}", schema, copy.deepcopy(_valid(tool)), _invalid(tool, emitter.style)))
+            cases.append(
+                (f"{emitter.style}/{tool.name}", schema, copy.deepcopy(_valid(tool)), _invalid(tool, emitter.style))
+            )
     return cases
 
 

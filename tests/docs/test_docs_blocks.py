@@ -59,8 +59,10 @@ def blocks(page: Path) -> list[Block]:
     for match in _FENCE.finditer(text):
         if match.group("lang") not in ("python", "py"):
             if match.group("kind"):
-                raise AssertionError(f"{page}:{text.count(chr(10), 0, match.start()) + 1}: a docs marker before a "
-                                     f"{match.group('lang') or 'plain'} block (markers are for python blocks)")
+                raise AssertionError(
+                    f"{page}:{text.count(chr(10), 0, match.start()) + 1}: a docs marker before a "
+                    f"{match.group('lang') or 'plain'} block (markers are for python blocks)"
+                )
             continue
         line = text.count("\n", 0, match.start("code")) + 1
         found.append(Block(page, line, match.group("code"), match.group("kind"), match.group("why")))
@@ -106,8 +108,15 @@ _DRIVER = textwrap.dedent(
 def _run(page: Path, tmp_path: Path) -> list[dict[str, str | None]]:
     todo = programs(page)
     env = {k: v for k, v in os.environ.items() if k != "DSH_CODEGEN_PURE_PYTHON"}
-    done = subprocess.run([sys.executable, "-c", _DRIVER], input=json.dumps(todo), capture_output=True, text=True,
-                          cwd=tmp_path, env=env, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-c", _DRIVER],
+        input=json.dumps(todo),
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+        timeout=300,
+    )
     results = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
     assert len(results) == len(todo), f"{page}: the runner stopped early\n{done.stderr[-3000:]}"
     return results

@@ -53,8 +53,9 @@ def test_every_example_is_run() -> None:
 @pytest.mark.parametrize("example", sorted(EXPECTED))
 def test_example_runs(example: str, tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k != "DSH_CODEGEN_PURE_PYTHON"}
-    done = subprocess.run([sys.executable, str(EXAMPLES / example)], cwd=tmp_path, env=env, capture_output=True,
-                          text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, str(EXAMPLES / example)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
+    )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     lines = done.stdout.splitlines()
     position = 0

@@ -104,9 +104,7 @@ def test_max_nodes_counts_every_value_once(walk: str) -> None:
         run(6)
     # The seventh value reached (walk order: members in order, depth first) is "c".
     assert info.value.path == ("c",) and info.value.path_text == "value.c"
-    assert str(info.value) == (
-        'JSON walk budget exceeded at "value.c": more than 6 values visited (max_nodes=6)'
-    )
+    assert str(info.value) == ('JSON walk budget exceeded at "value.c": more than 6 values visited (max_nodes=6)')
     with pytest.raises(JsonBudgetError) as info:
         run(0)
     assert info.value.path == ()

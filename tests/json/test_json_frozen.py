@@ -50,7 +50,11 @@ def _ior(o: Any) -> None:
     o |= {"z": 1}
 
 
-@pytest.mark.parametrize("mutate", list(OBJECT_MUTATORS.values()) + [_set, _del, _ior], ids=list(OBJECT_MUTATORS) + ["o[k]=v", "del o[k]", "|="])
+@pytest.mark.parametrize(
+    "mutate",
+    list(OBJECT_MUTATORS.values()) + [_set, _del, _ior],
+    ids=list(OBJECT_MUTATORS) + ["o[k]=v", "del o[k]", "|="],
+)
 def test_object_mutators_raise(mutate: Callable[[Any], object]) -> None:
     obj = _obj()
     before = json.dumps(obj)

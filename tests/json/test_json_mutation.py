@@ -20,10 +20,8 @@ before or after its walk; the pure twin sees it everywhere.
 
 from __future__ import annotations
 
-import copy
 import gc
 import importlib
-import json
 from collections.abc import Callable
 from types import ModuleType
 from typing import Any
@@ -209,8 +207,16 @@ def _plain_all_the_way(value: Any) -> bool:
     return all(type(item) in (dict, list) for item in _containers(value))
 
 
-def _check(walk: str, twin: ModuleType, outcome: tuple[str, Any], value: Any, before: Any, after: Any,
-           path: tuple[str | int, ...], fired: bool) -> None:
+def _check(
+    walk: str,
+    twin: ModuleType,
+    outcome: tuple[str, Any],
+    value: Any,
+    before: Any,
+    after: Any,
+    path: tuple[str | int, ...],
+    fired: bool,
+) -> None:
     kind, got = outcome
     if kind == "error":
         assert fired, f"{walk} failed without a change: {got!r}"

@@ -104,17 +104,19 @@ def test_strings_escape_like_json_dumps_and_escape_lone_surrogates() -> None:
     rendered.encode("utf-8")
     assert "\\ud800" in rendered and "é 日 😀" in rendered
     # json.loads would join the escaped pair into one character; the rest round-trips.
-    assert json.loads(rendered.replace("\\ud83d\\ude00", "X")) == {text.replace("\ud83d\ude00", "X"): [text.replace("\ud83d\ude00", "X")]}
+    assert json.loads(rendered.replace("\\ud83d\\ude00", "X")) == {
+        text.replace("\ud83d\ude00", "X"): [text.replace("\ud83d\ude00", "X")]
+    }
     assert dump_canonical_json([text]) == "[" + expected_string + "]"
 
 
 STRING_BASES = {
-    "latin1": "é\"x\\",
-    "ucs2": "日\"\ud800\n",
-    "ucs2 no surrogate": "日\"x\n" + "y" * 9,
+    "latin1": 'é"x\\',
+    "ucs2": '日"\ud800\n',
+    "ucs2 no surrogate": '日"x\n' + "y" * 9,
     "ucs4": "😀\t\udc00é",
     "ucs4 no surrogate": "😀\t\x00é" + "日" * 9,
-    "ascii": "abc\"\\\x01" + "z" * 20,
+    "ascii": 'abc"\\\x01' + "z" * 20,
 }
 
 
@@ -291,7 +293,9 @@ def _reference_render(value: Any, depth: int = 0) -> str:
         return compact
     pad = "  " * (depth + 1)
     if isinstance(value, dict):
-        items = [f"{pad}{json.dumps(k, ensure_ascii=False)}: {_reference_render(v, depth + 1)}" for k, v in value.items()]
+        items = [
+            f"{pad}{json.dumps(k, ensure_ascii=False)}: {_reference_render(v, depth + 1)}" for k, v in value.items()
+        ]
         return "{\n" + ",\n".join(items) + "\n" + "  " * depth + "}"
     items = [f"{pad}{_reference_render(v, depth + 1)}" for v in value]
     return "[\n" + ",\n".join(items) + "\n" + "  " * depth + "]"

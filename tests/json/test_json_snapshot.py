@@ -448,8 +448,8 @@ def test_the_selector_exports_the_active_twin() -> None:
         assert getattr(layer, name) is getattr(twin, name), name
     assert sorted(_json.__all__) == sorted([*_json_py.__all__, "snapshot_content"])
     # The layer's other names have no twin: the path text and the walk budget, one module each.
-    assert getattr(layer, "format_path") is _paths.format_path and getattr(layer, "quote_path") is _paths.quote_path
-    assert getattr(layer, "DEFAULT_MAX_NODES") is _errors.DEFAULT_MAX_NODES
+    assert layer.format_path is _paths.format_path and layer.quote_path is _paths.quote_path
+    assert layer.DEFAULT_MAX_NODES is _errors.DEFAULT_MAX_NODES
     assert sorted(layer.__all__) == sorted([*_json.__all__, "format_path", "quote_path", "DEFAULT_MAX_NODES"])
 
 

@@ -84,10 +84,22 @@ def test_twins_agree_on_snapshot(value: Any, freeze: bool, safe: bool, utf8: boo
 @pytest.mark.parametrize(
     ("value", "message"),
     [
-        ({"m": "\ud800"}, '"value.m" is not lossless JSON: string holding a lone surrogate (U+D800), which UTF-8 cannot carry'),
-        (["ok", {"a": ["é", "工\udfff"]}], '"value[1].a[1]" is not lossless JSON: string holding a lone surrogate (U+DFFF), which UTF-8 cannot carry'),
-        ({"x": {"k\udc00": 1}}, '"value.x" is not lossless JSON: object key holding a lone surrogate (U+DC00), which UTF-8 cannot carry'),
-        ("😀\ud83d", '"value" is not lossless JSON: string holding a lone surrogate (U+D83D), which UTF-8 cannot carry'),
+        (
+            {"m": "\ud800"},
+            '"value.m" is not lossless JSON: string holding a lone surrogate (U+D800), which UTF-8 cannot carry',
+        ),
+        (
+            ["ok", {"a": ["é", "工\udfff"]}],
+            '"value[1].a[1]" is not lossless JSON: string holding a lone surrogate (U+DFFF), which UTF-8 cannot carry',
+        ),
+        (
+            {"x": {"k\udc00": 1}},
+            '"value.x" is not lossless JSON: object key holding a lone surrogate (U+DC00), which UTF-8 cannot carry',
+        ),
+        (
+            "😀\ud83d",
+            '"value" is not lossless JSON: string holding a lone surrogate (U+D83D), which UTF-8 cannot carry',
+        ),
     ],
 )
 def test_utf8_strings_refuses_lone_surrogates_in_both_twins(twin_name: str, value: Any, message: str) -> None:

@@ -104,7 +104,7 @@ def test_keys_around_the_cached_lengths(length: int) -> None:
 
 @pytest.mark.parametrize(
     "key",
-    ["quote\"d", "back\\slash", "new\nline", "tab\t", "\x00", "\x7f", "é", "日本", "😀", "\ud800", "a" * 44 + "é"],
+    ['quote"d', "back\\slash", "new\nline", "tab\t", "\x00", "\x7f", "é", "日本", "😀", "\ud800", "a" * 44 + "é"],
 )
 def test_keys_that_need_escapes_or_are_not_ascii(key: str) -> None:
     value = [{key: 1, "plain": {key: [key]}} for _ in range(3)]

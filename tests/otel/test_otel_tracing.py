@@ -24,7 +24,6 @@ from dsh_codegen.otel import instrument
 from dsh_codegen.registry import (
     RUN_CODE_NAME,
     AbortController,
-    Accept,
     Block,
     Deny,
     ToolCall,
@@ -76,9 +75,7 @@ def tool(name: str = "echo", body: Body | None = None, **extra: Any) -> Any:
 
 
 def call(name: str = "echo", *, call_id: str = "c1", signal: Any = None, agent: Any = None, **arguments: Any) -> Any:
-    return ToolExecutionInput(
-        call_id, name, arguments or {"text": "hi"}, signal or AbortController().signal, agent
-    )
+    return ToolExecutionInput(call_id, name, arguments or {"text": "hi"}, signal or AbortController().signal, agent)
 
 
 def events(span: ReadableSpan) -> list[tuple[str, dict[str, Any]]]:
@@ -206,42 +203,109 @@ async def _stop(how: str, traced: Traced, controller: AbortController) -> Any:
 # (scenario, tool name, error.type, status description, the stage events)
 FAILURES = [
     # A denial still reaches post-execute.
-    ("denied by a pre-execute listener", "echo", "denied", "not today",
-     [("dsh_codegen.pre_execute", {"dsh_codegen.decision": "deny"}), ALLOWED_AND_DISPATCHED[3]]),
-    ("denied by a guard", "guarded", "denied", "guarded tool",
-     [ALLOWED_AND_DISPATCHED[0], ALLOWED_AND_DISPATCHED[3]]),
+    (
+        "denied by a pre-execute listener",
+        "echo",
+        "denied",
+        "not today",
+        [("dsh_codegen.pre_execute", {"dsh_codegen.decision": "deny"}), ALLOWED_AND_DISPATCHED[3]],
+    ),
+    ("denied by a guard", "guarded", "denied", "guarded tool", [ALLOWED_AND_DISPATCHED[0], ALLOWED_AND_DISPATCHED[3]]),
     # A policy that raises is no refusal, and skips post-execute.
     ("a raising guard", "raising", "_OTHER", "guard broke", [ALLOWED_AND_DISPATCHED[0]]),
-    ("timed out", "sleepy", "TOOL_TIMEOUT", "tool call timed out after 20ms",
-     [*ALLOWED_AND_DISPATCHED[:2], ("dsh_codegen.dispatch.end", {"dsh_codegen.outcome": "failure"}),
-      ("dsh_codegen.post_execute", {"dsh_codegen.decision": "accept"})]),
-    ("aborted by its caller", "hang", "ABORTED", "tool call aborted",
-     [*ALLOWED_AND_DISPATCHED[:2], ("dsh_codegen.dispatch.end", {"dsh_codegen.outcome": "success"}),
-      ("dsh_codegen.post_execute", {"dsh_codegen.decision": "accept"})]),
-    ("its task cancelled", "hang", "ABORTED", "tool call aborted",
-     [*ALLOWED_AND_DISPATCHED[:2], ("dsh_codegen.dispatch.end", {"dsh_codegen.outcome": "cancelled"}),
-      ("dsh_codegen.cancelled", {})]),
-    ("a throwing body", "boom", "tool_error", "boom",
-     [*ALLOWED_AND_DISPATCHED[:2], ("dsh_codegen.dispatch.end", {"dsh_codegen.outcome": "failure"}),
-      ("dsh_codegen.post_execute", {"dsh_codegen.decision": "accept"})]),
-    ("a body raising a coded error", "coded", "RATE_LIMITED", "slow down",
-     [*ALLOWED_AND_DISPATCHED[:2], ("dsh_codegen.dispatch.end", {"dsh_codegen.outcome": "failure"}),
-      ("dsh_codegen.post_execute", {"dsh_codegen.decision": "accept"})]),
-    ("blocked by a post-execute listener", "blocked", "blocked", "withheld",
-     [*ALLOWED_AND_DISPATCHED[:3], ("dsh_codegen.post_execute", {"dsh_codegen.decision": "block"})]),
-    ("unknown tool", "missing", "UNKNOWN_TOOL", 'unknown tool "missing"',
-     [*ALLOWED_AND_DISPATCHED[:2], ("dsh_codegen.dispatch.end", {"dsh_codegen.outcome": "failure"}),
-      ("dsh_codegen.post_execute", {"dsh_codegen.decision": "accept"})]),
-    ("a body raising past execute", "escape", "Escape", "out of here",
-     [*ALLOWED_AND_DISPATCHED[:2], ("dsh_codegen.dispatch.end", {"dsh_codegen.outcome": "error"})]),
+    (
+        "timed out",
+        "sleepy",
+        "TOOL_TIMEOUT",
+        "tool call timed out after 20ms",
+        [
+            *ALLOWED_AND_DISPATCHED[:2],
+            ("dsh_codegen.dispatch.end", {"dsh_codegen.outcome": "failure"}),
+            ("dsh_codegen.post_execute", {"dsh_codegen.decision": "accept"}),
+        ],
+    ),
+    (
+        "aborted by its caller",
+        "hang",
+        "ABORTED",
+        "tool call aborted",
+        [
+            *ALLOWED_AND_DISPATCHED[:2],
+            ("dsh_codegen.dispatch.end", {"dsh_codegen.outcome": "success"}),
+            ("dsh_codegen.post_execute", {"dsh_codegen.decision": "accept"}),
+        ],
+    ),
+    (
+        "its task cancelled",
+        "hang",
+        "ABORTED",
+        "tool call aborted",
+        [
+            *ALLOWED_AND_DISPATCHED[:2],
+            ("dsh_codegen.dispatch.end", {"dsh_codegen.outcome": "cancelled"}),
+            ("dsh_codegen.cancelled", {}),
+        ],
+    ),
+    (
+        "a throwing body",
+        "boom",
+        "tool_error",
+        "boom",
+        [
+            *ALLOWED_AND_DISPATCHED[:2],
+            ("dsh_codegen.dispatch.end", {"dsh_codegen.outcome": "failure"}),
+            ("dsh_codegen.post_execute", {"dsh_codegen.decision": "accept"}),
+        ],
+    ),
+    (
+        "a body raising a coded error",
+        "coded",
+        "RATE_LIMITED",
+        "slow down",
+        [
+            *ALLOWED_AND_DISPATCHED[:2],
+            ("dsh_codegen.dispatch.end", {"dsh_codegen.outcome": "failure"}),
+            ("dsh_codegen.post_execute", {"dsh_codegen.decision": "accept"}),
+        ],
+    ),
+    (
+        "blocked by a post-execute listener",
+        "blocked",
+        "blocked",
+        "withheld",
+        [*ALLOWED_AND_DISPATCHED[:3], ("dsh_codegen.post_execute", {"dsh_codegen.decision": "block"})],
+    ),
+    (
+        "unknown tool",
+        "missing",
+        "UNKNOWN_TOOL",
+        'unknown tool "missing"',
+        [
+            *ALLOWED_AND_DISPATCHED[:2],
+            ("dsh_codegen.dispatch.end", {"dsh_codegen.outcome": "failure"}),
+            ("dsh_codegen.post_execute", {"dsh_codegen.decision": "accept"}),
+        ],
+    ),
+    (
+        "a body raising past execute",
+        "escape",
+        "Escape",
+        "out of here",
+        [*ALLOWED_AND_DISPATCHED[:2], ("dsh_codegen.dispatch.end", {"dsh_codegen.outcome": "error"})],
+    ),
 ]
 
 
-@pytest.mark.parametrize(("scenario", "name", "error_type", "description", "stages"), FAILURES,
-                         ids=[row[0] for row in FAILURES])
+@pytest.mark.parametrize(
+    ("scenario", "name", "error_type", "description", "stages"), FAILURES, ids=[row[0] for row in FAILURES]
+)
 @async_test
 async def test_a_failed_call_ends_its_span_once_with_the_error_type_and_status(
-    scenario: str, name: str, error_type: str, description: str, stages: list[Any],
+    scenario: str,
+    name: str,
+    error_type: str,
+    description: str,
+    stages: list[Any],
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     traced = Traced()
@@ -265,8 +329,9 @@ async def test_a_failed_call_ends_its_span_once_with_the_error_type_and_status(
         return "guarded tool" if execution.name == "guarded" else None
 
     registry.guard(guard)
-    registry.on_post_execute(lambda e, r, next: Block([{"type": "text", "text": "withheld"}]) if e.name == "blocked"
-                             else next())
+    registry.on_post_execute(
+        lambda e, r, next: Block([{"type": "text", "text": "withheld"}]) if e.name == "blocked" else next()
+    )
     timeout_policy(registry)
     controller = AbortController()
     with caplog.at_level(logging.WARNING):
@@ -326,8 +391,9 @@ async def test_a_caller_aborted_before_entry_gets_aborted_before_dispatch() -> N
 
 async def _run_code(traced: Traced, code: str, signal: Any = None) -> Any:
     return await traced.registry.execute(
-        ToolExecutionInput("run1", RUN_CODE_NAME, {"code": code, "description": "test"},
-                           signal or AbortController().signal, "main")
+        ToolExecutionInput(
+            "run1", RUN_CODE_NAME, {"code": code, "description": "test"}, signal or AbortController().signal, "main"
+        )
     )
 
 
@@ -367,8 +433,11 @@ async def test_parallel_sub_calls_are_children_of_run_code_and_their_bodies_nest
     run_code = traced.only("execute_tool run_code")
     assert parent_id(run_code) == outer.get_span_context().span_id
     assert run_code.attributes is not None and run_code.attributes["dsh_codegen.code_mode.sub_calls"] == overlap
-    subs = {span.attributes["gen_ai.tool.call.id"]: span for span in traced.spans()  # type: ignore[index]
-            if span.name == "execute_tool fetch"}
+    subs = {
+        span.attributes["gen_ai.tool.call.id"]: span
+        for span in traced.spans()  # type: ignore[index]
+        if span.name == "execute_tool fetch"
+    }
     assert sorted(subs) == [f"run1:code:{n}" for n in range(1, overlap + 1)]
     for n in range(overlap):
         sub = subs[f"run1:code:{n + 1}"]
@@ -392,9 +461,7 @@ async def test_an_aborted_run_ends_the_run_and_its_sub_call_spans_once(caplog: p
         traced.registry.register(tool("hang", hang))
         controller = AbortController()
         with caplog.at_level(logging.WARNING):
-            task = asyncio.ensure_future(
-                _run_code(traced, "return await tools.hang({'text': 'x'})", controller.signal)
-            )
+            task = asyncio.ensure_future(_run_code(traced, "return await tools.hang({'text': 'x'})", controller.signal))
             await asyncio.wait_for(started.wait(), 10)
             controller.abort()
             result = await task
@@ -437,8 +504,10 @@ async def test_a_runs_logs_are_recorded_only_when_asked(record_logs: bool, fails
     assert ("secret line" in recorded) == record_logs
     if record_logs:
         assert span.attributes is not None
-        assert list(span.attributes["dsh_codegen.code_mode.logs"]) == ["secret line one",  # type: ignore[arg-type]
-                                                                       "secret line two"]
+        assert list(span.attributes["dsh_codegen.code_mode.logs"]) == [
+            "secret line one",  # type: ignore[arg-type]
+            "secret line two",
+        ]
     if fails:
         assert span.status.description == "code run failed (exception): RuntimeError: program failed (line 3)"
         assert span.attributes is not None and span.attributes["error.type"] == "CODE_RUN_FAILED"

@@ -56,10 +56,12 @@ def test_a_missing_extra_names_the_extra_and_the_install_command(case: str) -> N
 
 
 def test_the_command_says_which_extra_mcp_needs(tmp_path: object) -> None:
-    done = _probe("mcp", "import sys\nfrom dsh_codegen.cli import main\nsys.exit(main(['sdk', '--lang', 'py', '--mcp', 'x']))")
+    done = _probe(
+        "mcp", "import sys\nfrom dsh_codegen.cli import main\nsys.exit(main(['sdk', '--lang', 'py', '--mcp', 'x']))"
+    )
     assert done.returncode == 2
     assert done.stderr == (
-        "dsh-codegen: error: --mcp (an MCP server's tools) needs the optional extra \"mcp\" (mcp is not installed): "
+        'dsh-codegen: error: --mcp (an MCP server\'s tools) needs the optional extra "mcp" (mcp is not installed): '
         "pip install 'dsh_codegen[mcp]'\n"
     )
 

@@ -72,8 +72,10 @@ def test_lower_layers_never_import_higher_ones() -> None:
     offences = []
     for path in _sources():
         rel = path.relative_to(ROOT)
-        own = ".".join(("dsh_codegen", *rel.with_suffix("").parts[1:])) if rel.parts[0] == "dsh_codegen" else (
-            f"dsh_codegen.{path.stem}"
+        own = (
+            ".".join(("dsh_codegen", *rel.with_suffix("").parts[1:]))
+            if rel.parts[0] == "dsh_codegen"
+            else (f"dsh_codegen.{path.stem}")
         )
         layer = _layer_of(own)
         for target in _imports(path):
@@ -254,7 +256,7 @@ def test_the_seam_check_sees_private_imports() -> None:
     )
     assert crossings(probe, allowed) == []
     # The compiled twins' sources are checked too, as the modules they build.
-    assert crossings("_ext/_schema_c.pyx", "from libc.math cimport floor\nfrom dsh_codegen.json._paths import quote_path\n") == [
-        "_ext/_schema_c.pyx:2: from dsh_codegen.json._paths import quote_path (the json layer's private _paths)"
-    ]
+    assert crossings(
+        "_ext/_schema_c.pyx", "from libc.math cimport floor\nfrom dsh_codegen.json._paths import quote_path\n"
+    ) == ["_ext/_schema_c.pyx:2: from dsh_codegen.json._paths import quote_path (the json layer's private _paths)"]
     assert crossings("_ext/_schema_c.pyx", "from dsh_codegen.schema._program import (\n    NULL,\n)\n") == []

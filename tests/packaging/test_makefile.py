@@ -22,8 +22,9 @@ def _dry_run(*args: str, env_py: str | None) -> subprocess.CompletedProcess[str]
     if env_py is not None:
         env["PY"] = env_py
     # -n prints the recipe without running it; the interpreter is chosen while the Makefile is read.
-    return subprocess.run(["make", "-n", "--no-print-directory", *args], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        ["make", "-n", "--no-print-directory", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+    )
 
 
 def test_a_py_exported_in_the_environment_is_not_an_interpreter_version() -> None:

@@ -36,8 +36,9 @@ def test_the_changelog_the_package_the_metadata_and_the_command_agree_on_the_ver
     newest = releases[0][0]
     assert dsh_codegen.__version__ == newest
     assert importlib.metadata.version("dsh_codegen") == newest
-    done = subprocess.run([sys.executable, "-m", "dsh_codegen", "--version"], capture_output=True, text=True,
-                          timeout=60, check=True)
+    done = subprocess.run(
+        [sys.executable, "-m", "dsh_codegen", "--version"], capture_output=True, text=True, timeout=60, check=True
+    )
     assert done.stdout.startswith(f"dsh-codegen {newest} ("), done.stdout
     # pyproject.toml reads the version from the package: no second copy to drift.
     assert "version" in PYPROJECT["dynamic"] and "version" not in PYPROJECT
@@ -63,7 +64,9 @@ def test_the_metadata_names_the_licence_the_pythons_and_the_typing() -> None:
     assert (ROOT / "LICENSE").read_text(encoding="utf-8").startswith("MIT License\n")
     classifiers = PYPROJECT["classifiers"]
     claimed = _claimed_pythons()
-    listed = [c.rsplit(" :: ", 1)[1] for c in classifiers if re.fullmatch(r"Programming Language :: Python :: 3\.\d+", c)]
+    listed = [
+        c.rsplit(" :: ", 1)[1] for c in classifiers if re.fullmatch(r"Programming Language :: Python :: 3\.\d+", c)
+    ]
     assert listed == claimed
     assert PYPROJECT["requires-python"] == f">={claimed[0]}"
     assert "Typing :: Typed" in classifiers

@@ -17,7 +17,7 @@ README = Path(__file__).resolve().parents[2] / "README.md"
 
 def _block_after(heading: str) -> str:
     text = README.read_text(encoding="utf-8")
-    section = text[text.index(f"\n## {heading}\n"):]
+    section = text[text.index(f"\n## {heading}\n") :]
     return re.findall(r"```python\n(.*?)```", section, re.DOTALL)[0]
 
 

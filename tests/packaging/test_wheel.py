@@ -25,8 +25,18 @@ from _shared_helpers import run_in_session
 
 ROOT = Path(__file__).resolve().parents[2]
 _SKIP = shutil.ignore_patterns(
-    ".git", ".venv", ".venv-*", "node_modules", "build", "dist", "*.egg-info", "__pycache__", "*.so", "*.c",
-    ".mypy_cache", ".hypothesis",
+    ".git",
+    ".venv",
+    ".venv-*",
+    "node_modules",
+    "build",
+    "dist",
+    "*.egg-info",
+    "__pycache__",
+    "*.so",
+    "*.c",
+    ".mypy_cache",
+    ".hypothesis",
 )
 _TAG = f"cp{sys.version_info.major}{sys.version_info.minor}"
 
@@ -151,8 +161,14 @@ def test_the_installed_wheel_runs_compiled_and_its_command_works(artefacts: dict
     schema.write_text('{"type": "object", "properties": {"a": {"type": "string"}}}', encoding="utf-8")
     assert _run([command, "check-schema", str(schema)], tmp, env) == f"{schema}: ok\n"
     assert _run([command, "validate", "--schema", str(schema), "-"], tmp, env, stdin=b'{"a": "x"}') == "<stdin>: ok\n"
-    refused = subprocess.run([command, "validate", "--schema", str(schema), "-"], input=b'{"a": "\xff"}',
-                             capture_output=True, env=env, cwd=tmp, timeout=120)
+    refused = subprocess.run(
+        [command, "validate", "--schema", str(schema), "-"],
+        input=b'{"a": "\xff"}',
+        capture_output=True,
+        env=env,
+        cwd=tmp,
+        timeout=120,
+    )
     assert refused.returncode == 2
     assert refused.stderr == b"dsh-codegen: error: <stdin>: not UTF-8 text (invalid start byte at byte 7)\n"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from _shared_helpers import async_test, render_text
+from _shared_helpers import async_test, render_text  # noqa: F401 (re-exported for this directory's tests)
 from dsh_codegen.registry import (
     AbortController,
     AbortSignal,

@@ -128,9 +128,7 @@ async def test_b44_a_cached_result_from_another_tool_is_revalidated() -> None:
     first = await registry.execute(call("numbers"))
     assert isinstance(first, ToolSuccess) and first.value == 42
     crossed = await registry.execute(call("strings"))
-    assert (
-        text(crossed) == 'Error: tool "strings" returned invalid output: "value" must be a string'
-    )
+    assert text(crossed) == 'Error: tool "strings" returned invalid output: "value" must be a string'
     assert error_code(crossed) == "INVALID_TOOL_OUTPUT"
     assert not hasattr(crossed, "value")
 

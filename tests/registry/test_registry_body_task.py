@@ -69,10 +69,13 @@ async def test_code_mode_sub_calls_bodies_may_use_asyncio_timeout() -> None:
     async with PythonSubprocessRuntime() as runtime:
         registry = ToolRegistry(mode="code", code_runtime=runtime)
         registry.register(_tool())
-        code = ("import asyncio\n"
-                "one = await tools.timed({'n': 0})\n"
-                "more = await asyncio.gather(*(tools.timed({'n': n}) for n in (1, 2)))\n"
-                "return [one, *more]")
-        result = await registry.execute(ToolExecutionInput(
-            "c1", "run_code", {"code": code, "description": "timeouts"}, AbortController().signal))
+        code = (
+            "import asyncio\n"
+            "one = await tools.timed({'n': 0})\n"
+            "more = await asyncio.gather(*(tools.timed({'n': n}) for n in (1, 2)))\n"
+            "return [one, *more]"
+        )
+        result = await registry.execute(
+            ToolExecutionInput("c1", "run_code", {"code": code, "description": "timeouts"}, AbortController().signal)
+        )
     assert result.content == [{"type": "text", "text": '[\n  "ok 0",\n  "ok 1",\n  "ok 2"\n]'}]

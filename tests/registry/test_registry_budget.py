@@ -63,7 +63,7 @@ async def test_a_value_past_the_default_budget_is_an_invalid_output_failure() ->
     assert message.startswith(
         'Error: tool "raw" returned invalid output: value snapshot failed: JSON walk budget exceeded at "value['
     )
-    assert message.endswith('more than 10000000 values visited (max_nodes=10000000)')
+    assert message.endswith("more than 10000000 values visited (max_nodes=10000000)")
     assert ticks >= 1
 
 

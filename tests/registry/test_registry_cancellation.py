@@ -147,9 +147,7 @@ async def test_b71_cancel_overtaking_a_wrapper_short_circuit_success() -> None:
 
     async def wrap(dispatch: Any, next: Any) -> Any:
         controller.abort()
-        return ToolSuccess(
-            "cached", [{"type": "text", "text": "cached"}], additional_contexts=[ctx("wrapper")]
-        )
+        return ToolSuccess("cached", [{"type": "text", "text": "cached"}], additional_contexts=[ctx("wrapper")])
 
     registry.wrap_execute(wrap)
     result = await registry.execute(call(signal=controller.signal))
@@ -217,9 +215,7 @@ async def test_b73_specific_failures_settling_after_cancel_are_kept() -> None:
     async def failing_wrapper(dispatch: Any, next: Any) -> Any:
         await next()
         controller.abort()
-        return ToolFailure(
-            ToolError("wrapper says no"), [{"type": "text", "text": "Error: wrapper says no"}]
-        )
+        return ToolFailure(ToolError("wrapper says no"), [{"type": "text", "text": "Error: wrapper says no"}])
 
     wrapped.wrap_execute(failing_wrapper)
     assert text(await wrapped.execute(call(signal=controller.signal))) == "Error: wrapper says no"
@@ -304,9 +300,7 @@ async def test_b75_pre_aborted_entry_skips_every_phase() -> None:
 @async_test
 async def test_b76_argument_failure_wins_over_a_pre_aborted_signal() -> None:
     registry = registry_with(echo_tool())
-    result = await registry.execute(
-        call(arguments={"f": print}, signal=AbortSignal.aborted_signal())
-    )
+    result = await registry.execute(call(arguments={"f": print}, signal=AbortSignal.aborted_signal()))
     assert text(result).startswith("Error: tool execution arguments must be losslessly JSON-serializable: ")
 
 
@@ -343,9 +337,7 @@ async def test_task_cancel_during_body_records_aborted_and_reraises() -> None:
         return "unreachable"
 
     finalized: list[str] = []
-    registry = registry_with(
-        echo_tool(execute=body, finalize_content=lambda e, r: finalized.append(text(r)))
-    )
+    registry = registry_with(echo_tool(execute=body, finalize_content=lambda e, r: finalized.append(text(r))))
     observed: list[ToolExecutionResult] = []
     registry.on_result(lambda e, r: observed.append(r))
     task = asyncio.ensure_future(registry.execute(call()))

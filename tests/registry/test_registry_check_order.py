@@ -94,7 +94,11 @@ def _schema_entry() -> ToolDefinition:
     return ToolDefinition(
         name="add",
         description="Add two integers.",
-        parameters={"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}, "required": ["a", "b"]},
+        parameters={
+            "type": "object",
+            "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+            "required": ["a", "b"],
+        },
         output=ToolOutput(schema={"type": "integer"}, render=render_text),
         execute=_add,
         validates_arguments=True,
@@ -105,7 +109,11 @@ def _imported() -> ToolDefinition:
     schema = {
         "name": "add",
         "description": "Add two integers.",
-        "parameters": {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}, "required": ["a", "b"]},
+        "parameters": {
+            "type": "object",
+            "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+            "required": ["a", "b"],
+        },
     }
     return tool_from_schema(schema, _add, output_schema={"type": "integer"})
 

@@ -24,8 +24,13 @@ def _render(args: Any, value: Any) -> list[dict[str, str]]:
 
 def _define(parameters: Any, output_schema: Any = None) -> Any:
     schema = {"type": "json"} if output_schema is None else output_schema
-    return define_tool(name="t", description="d", parameters=parameters, output=ToolOutput(schema=schema, render=_render),
-                       execute=_body)
+    return define_tool(
+        name="t",
+        description="d",
+        parameters=parameters,
+        output=ToolOutput(schema=schema, render=_render),
+        execute=_body,
+    )
 
 
 @async_test
@@ -36,7 +41,8 @@ async def test_a_standard_json_schema_output_with_a_required_list_is_accepted() 
     assert not (await registry.execute(call("t", {"ok": 1}))).is_error
     failed = await registry.execute(call("t", {}))
     assert (error_code(failed), text(failed)) == (
-        "INVALID_TOOL_OUTPUT", 'Error: tool "t" returned invalid output: missing required property "value.a"'
+        "INVALID_TOOL_OUTPUT",
+        'Error: tool "t" returned invalid output: missing required property "value.a"',
     )
     # the DSL still reads as the DSL: required: True marks the property
     dsl = {"type": "object", "additionalProperties": False, "properties": {"a": {"type": "string", "required": True}}}
@@ -63,7 +69,9 @@ def test_parameters_that_could_be_either_say_how_to_pass_a_json_schema() -> None
     )
     # A property named "type" (a mapping) is the DSL's, never a JSON Schema keyword.
     assert _define({"type": {"type": "string", "required": True}}).parameters == {
-        "type": "object", "properties": {"type": {"type": "string"}}, "required": ["type"],
+        "type": "object",
+        "properties": {"type": {"type": "string"}},
+        "required": ["type"],
     }
 
 
@@ -95,7 +103,12 @@ async def test_the_parameter_root_follows_how_the_body_receives_arguments() -> N
     assert not (await dsl.execute(call("t", extra))).is_error
     assert seen == [extra]
     # define_tool with JSON Schema: the schema's own root (here closed).
-    closed = {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"], "additionalProperties": False}
+    closed = {
+        "type": "object",
+        "properties": {"a": {"type": "string"}},
+        "required": ["a"],
+        "additionalProperties": False,
+    }
     result = await registry_with(_define(closed)).execute(call("t", extra))
     assert text(result) == 'Error: invalid arguments: "extra" is not a declared property (additionalProperties: false)'
     # @tool: keyword arguments have nowhere to put an undeclared key, so the root is closed.

@@ -32,9 +32,7 @@ from dsh_codegen.registry import (
 
 PRE = st.sampled_from(["none", "next", "allow", "deny", "raise"])
 GUARD = st.sampled_from(["none", "abstain", "deny", "raise"])
-WRAP = st.sampled_from(
-    ["none", "pass", "short-success", "short-invalid", "authored-failure", "raise"]
-)
+WRAP = st.sampled_from(["none", "pass", "short-success", "short-invalid", "authored-failure", "raise"])
 BODY = st.sampled_from(["ok", "raise", "lossy", "invalid", "abort-during"])
 POST = st.sampled_from(["none", "next", "content", "value", "bad-value", "block", "raise"])
 FINAL = st.sampled_from(["none", "keep", "replace", "raise"])
@@ -66,9 +64,7 @@ async def scenario(pre: str, guard: str, wrap: str, body: str, post: str, final:
         return None
 
     registry = ToolRegistry()
-    registry.register(
-        echo_tool(execute=execute, finalize_content=None if final == "none" else finalize)
-    )
+    registry.register(echo_tool(execute=execute, finalize_content=None if final == "none" else finalize))
 
     def raise_it(*_args: Any) -> Any:
         raise RuntimeError("listener failed")
@@ -83,15 +79,11 @@ async def scenario(pre: str, guard: str, wrap: str, body: str, post: str, final:
             }[pre]
         )
     if guard != "none":
-        registry.guard(
-            {"abstain": lambda e: None, "deny": lambda e: "guarded", "raise": raise_it}[guard]
-        )
+        registry.guard({"abstain": lambda e: None, "deny": lambda e: "guarded", "raise": raise_it}[guard])
     if wrap != "none":
         wrapper = {
             "pass": lambda d, n: n(),
-            "short-success": lambda d, n: ToolSuccess(
-                "cached", [{"type": "text", "text": "ignored"}]
-            ),
+            "short-success": lambda d, n: ToolSuccess("cached", [{"type": "text", "text": "ignored"}]),
             "short-invalid": lambda d, n: ToolSuccess(5, [{"type": "text", "text": "ignored"}]),
             "authored-failure": lambda d, n: ToolFailure(
                 ToolError("authored"), [{"type": "text", "text": "authored content"}]

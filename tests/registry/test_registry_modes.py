@@ -179,9 +179,7 @@ def test_registry_configuration_errors() -> None:
 
 
 def test_catalog_lists_visible_tools_with_output_schemas() -> None:
-    registry = registry_with(
-        echo_tool(), raw_tool("raw", output_schema={"type": "integer"}), mode="both"
-    )
+    registry = registry_with(echo_tool(), raw_tool("raw", output_schema={"type": "integer"}), mode="both")
     catalog = registry.catalog()
     assert catalog == [
         ToolSchemaEntry(
@@ -214,9 +212,7 @@ def test_native_assembly_tool_order_and_listener_authority() -> None:
 
     def drop_b(assembly: PromptAssembly, next: Any) -> PromptAssembly:
         downstream = next()
-        return PromptAssembly(
-            tuple(t for t in downstream.tools if t["name"] != "b"), downstream.sections
-        )
+        return PromptAssembly(tuple(t for t in downstream.tools if t["name"] != "b"), downstream.sections)
 
     dispose = registry.on_assemble(drop_b)
     assert [t["name"] for t in registry.assemble().tools] == ["a", "c"]
@@ -290,12 +286,8 @@ def test_run_code_transport_shape() -> None:
     assert schema["parameters"]["required"] == ["code", "description"]
     assert "TypeScript" in schema["description"]
     render = run_code.output.render  # type: ignore[union-attr]
-    assert render({}, {"logs": []}) == [
-        {"type": "text", "text": "(run_code completed with no output)"}
-    ]
-    assert render({}, {"logs": ["printed"], "result": "returned"}) == [
-        {"type": "text", "text": "printed\nreturned"}
-    ]
+    assert render({}, {"logs": []}) == [{"type": "text", "text": "(run_code completed with no output)"}]
+    assert render({}, {"logs": ["printed"], "result": "returned"}) == [{"type": "text", "text": "printed\nreturned"}]
     assert render({}, {"logs": [], "result": {"n": 42, "ok": True}}) == [
         {"type": "text", "text": '{\n  "n": 42,\n  "ok": true\n}'}
     ]

@@ -91,9 +91,7 @@ def broken(_a: Any, _v: Any) -> Any:
     ],
 )
 @async_test
-async def test_b58_failing_projections_fail_the_call(
-    render: Any, meta: Any, violations: str
-) -> None:
+async def test_b58_failing_projections_fail_the_call(render: Any, meta: Any, violations: str) -> None:
     registry = registry_with(projector_tool(render, meta))
     observed: list[ToolExecutionResult] = []
     registry.on_result(lambda e, r: observed.append(r))
@@ -106,9 +104,7 @@ async def test_b58_failing_projections_fail_the_call(
 
 @async_test
 async def test_b59_meta_only_when_declared_and_not_for_nested_calls() -> None:
-    with_meta = projector_tool(
-        lambda a, v: [{"type": "text", "text": v}], lambda a, v: {"chars": len(v)}
-    )
+    with_meta = projector_tool(lambda a, v: [{"type": "text", "text": v}], lambda a, v: {"chars": len(v)})
     registry = registry_with(with_meta, echo_tool())
     top = await registry.execute(call("proj", {}))
     assert isinstance(top, ToolSuccess) and top.meta == {"chars": 1}
@@ -131,9 +127,7 @@ async def test_b60_conclude_turn_marks_only_successes() -> None:
         run.conclude_turn()
         raise RuntimeError("failed")
 
-    registry = registry_with(
-        echo_tool(execute=concluding), echo_tool("bad", execute=concluding_failure)
-    )
+    registry = registry_with(echo_tool(execute=concluding), echo_tool("bad", execute=concluding_failure))
     ok = await registry.execute(call())
     assert isinstance(ok, ToolSuccess) and ok.concludes_turn is True
     bad = await registry.execute(call("bad"))
@@ -152,9 +146,7 @@ async def test_b60_conclude_turn_marks_only_successes() -> None:
     forwarded = await registry.execute(call("composite"))
     assert isinstance(forwarded, ToolSuccess) and forwarded.concludes_turn is True
     registry.on_post_execute(
-        lambda e, r, n: (
-            Block([{"type": "text", "text": "blocked"}]) if e.parent is not None else n()
-        )
+        lambda e, r, n: Block([{"type": "text", "text": "blocked"}]) if e.parent is not None else n()
     )
     blocked = await registry.execute(call("composite"))
     assert isinstance(blocked, ToolSuccess) and blocked.concludes_turn is False

@@ -140,10 +140,7 @@ async def test_b26_ask_without_approval_service_denies() -> None:
     assert text(await registry.execute(call())) == "Error: needs a human"
     dispose()
     registry.on_pre_execute(lambda e, n: Ask())
-    assert (
-        text(await registry.execute(call()))
-        == 'Error: tool "echo" requires approval (not yet supported)'
-    )
+    assert text(await registry.execute(call())) == 'Error: tool "echo" requires approval (not yet supported)'
 
 
 @async_test
@@ -166,9 +163,7 @@ async def test_b27_approval_answers() -> None:
         assert text(await registry.execute(call(agent="agent-1"))) == message
     approval.requests.clear()
     result = await registry.execute(call())
-    assert text(result) == (
-        'Error: tool "echo" requires approval, but the call has no agent to route it through'
-    )
+    assert text(result) == ('Error: tool "echo" requires approval, but the call has no agent to route it through')
     assert approval.requests == []
 
 
@@ -202,9 +197,7 @@ async def test_b29_non_conforming_approval_answer_is_an_error_result() -> None:
     registry.on_pre_execute(lambda e, n: Ask())
     result = await registry.execute(call(agent="a"))
     assert result.is_error
-    assert (
-        text(result) == "Error: approval for tool \"echo\" returned an unsupported answer: 'maybe'"
-    )
+    assert text(result) == "Error: approval for tool \"echo\" returned an unsupported answer: 'maybe'"
 
 
 @async_test
@@ -451,9 +444,7 @@ async def test_b38_every_input_field_is_read_once() -> None:
     assert set(drifting.reads.values()) == {1}
     assert len(drifting.reads) == 7
     assert len(views) == 4
-    assert all(
-        view == ("first-id", "echo", "first", drifting.first_signal, None, None) for view in views
-    )
+    assert all(view == ("first-id", "echo", "first", drifting.first_signal, None, None) for view in views)
 
 
 @async_test
@@ -537,10 +528,7 @@ async def test_bad_listener_returns_and_bad_registrations() -> None:
     )
     dispose()
     dispose = registry.guard(lambda e: 42)  # type: ignore[arg-type,return-value]
-    assert (
-        text(await registry.execute(call()))
-        == "Error: guard returned int; expected a reason string or None"
-    )
+    assert text(await registry.execute(call())) == "Error: guard returned int; expected a reason string or None"
     dispose()
     dispose = registry.wrap_execute(lambda d, n: "not a result")
     assert text(await registry.execute(call())) == (

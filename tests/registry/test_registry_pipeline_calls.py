@@ -18,7 +18,6 @@ import pytest
 from dsh_codegen.registry import (
     AbortSignal,
     Deny,
-    ToolDispatchExecution,
     ToolExecution,
     ToolError,
     ToolExecutionToken,
@@ -291,11 +290,12 @@ async def test_lossy_arguments_and_a_pre_aborted_signal_still_finalize_once() ->
     from dsh_codegen.registry import AbortController
 
     finalized: list[Any] = []
-    registry = registry_with(
-        echo_tool(finalize_content=lambda execution, result: finalized.append(result))
-    )
+    registry = registry_with(echo_tool(finalize_content=lambda execution, result: finalized.append(result)))
     lossy = await registry.execute(call(arguments={"text": float("nan")}))
-    assert text(lossy) == 'Error: tool execution arguments must be losslessly JSON-serializable: at "arguments.text", NaN is not a JSON number'
+    assert (
+        text(lossy)
+        == 'Error: tool execution arguments must be losslessly JSON-serializable: at "arguments.text", NaN is not a JSON number'
+    )
     controller = AbortController()
     controller.abort()
     aborted = await registry.execute(call(signal=controller.signal))

@@ -73,17 +73,12 @@ async def test_b51_accept_both_or_an_invalid_value_fails() -> None:
         lambda e, r, n: Accept(content=[{"type": "text", "text": "x"}], value={"length": 1})
     )
     result = await registry.execute(call("length", {"text": "hello"}))
-    assert (
-        text(result)
-        == "Error: tools/post-execute accept decision cannot replace both value and content"
-    )
+    assert text(result) == "Error: tools/post-execute accept decision cannot replace both value and content"
     assert isinstance(result, ToolFailure) and result.error.info is None
     dispose()
     registry.on_post_execute(lambda e, r, n: Accept(value={"length": "two"}))
     result = await registry.execute(call("length", {"text": "hello"}))
-    assert text(result) == (
-        'Error: tool "length" returned invalid output: "value.length" must be an integer'
-    )
+    assert text(result) == ('Error: tool "length" returned invalid output: "value.length" must be an integer')
     assert error_code(result) == "INVALID_TOOL_OUTPUT"
     assert isinstance(result, ToolFailure)
     assert not any(f.name == "value" for f in dataclasses.fields(result))
@@ -154,9 +149,7 @@ async def test_b55_contexts_are_ordered_deferred_wrapper_post() -> None:
 
     async def wrap(dispatch: Any, next: Any) -> Any:
         result = await next()
-        return dataclasses.replace(
-            result, additional_contexts=(*result.additional_contexts, ctx("wrapper"))
-        )
+        return dataclasses.replace(result, additional_contexts=(*result.additional_contexts, ctx("wrapper")))
 
     registry.wrap_execute(wrap)
     registry.on_post_execute(lambda e, r, n: Accept(additional_contexts=[ctx("post")]))

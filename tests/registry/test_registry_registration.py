@@ -28,8 +28,7 @@ from _registry_helpers import (
 )
 
 RESERVED = (
-    'tool name "run_code" is reserved for the Code Mode presentation transport'
-    " and cannot be registered or shadowed"
+    'tool name "run_code" is reserved for the Code Mode presentation transport and cannot be registered or shadowed'
 )
 
 
@@ -82,9 +81,7 @@ def test_b03_schemas_order_scope_view_and_run_code_last() -> None:
 
 def test_b04_missing_output_is_rejected() -> None:
     registry = ToolRegistry()
-    bare = ToolDefinition(
-        name="bare", description="d", parameters={"type": "object"}, output=None, execute=echo_body
-    )
+    bare = ToolDefinition(name="bare", description="d", parameters={"type": "object"}, output=None, execute=echo_body)
     message = 'tool "bare" must declare output { schema, render, presentation_meta? }'
     with pytest.raises(TypeError) as info:
         registry.register(bare)
@@ -237,9 +234,7 @@ def test_b12_lossy_raw_parameters_fail_schema_projection() -> None:
     )
     with pytest.raises(ValueError) as info:
         registry.schemas()
-    assert (
-        str(info.value) == 'tool "lossy" parameters must be lossless JSON before schema projection'
-    )
+    assert str(info.value) == 'tool "lossy" parameters must be lossless JSON before schema projection'
 
 
 def _deep_array_schema(depth: int) -> dict[str, Any]:

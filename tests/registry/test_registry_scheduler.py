@@ -151,7 +151,11 @@ def test_commits_and_pre_execute_keep_submission_order_whatever_order_bodies_fin
             return body
 
         scheduler: CallScheduler[Step] = CallScheduler(10)
-        steps = [Step(trace, "c0", body=after("c1", "c0")), Step(trace, "c1", body=after("c2", "c1")), Step(trace, "c2", body=after(None, "c2"))]
+        steps = [
+            Step(trace, "c0", body=after("c1", "c0")),
+            Step(trace, "c1", body=after("c2", "c1")),
+            Step(trace, "c2", body=after(None, "c2")),
+        ]
         scheduler.submit_batch(steps)
         await scheduler.wait()
 

@@ -110,22 +110,13 @@ def test_b20_restrict_errors() -> None:
     assert str(info.value).startswith("restrict() without allow= or deny= names is a no-op")
     with pytest.raises(ValueError) as info:
         scope.restrict(deny=["own"])
-    assert (
-        str(info.value)
-        == 'restrict() names unknown global tool "own"; known global tools: alpha, zeta'
-    )
+    assert str(info.value) == 'restrict() names unknown global tool "own"; known global tools: alpha, zeta'
     with pytest.raises(ValueError) as info:
         scope.restrict(allow=["x", "alpha"], deny=["y"])
-    assert (
-        str(info.value)
-        == 'restrict() names unknown global tools "x", "y"; known global tools: alpha, zeta'
-    )
+    assert str(info.value) == 'restrict() names unknown global tools "x", "y"; known global tools: alpha, zeta'
     with pytest.raises(ValueError) as info:  # a one-shot iterable is read once and fully checked
         scope.restrict(allow=iter(["x", "alpha"]), deny=(name for name in ["y"]))
-    assert (
-        str(info.value)
-        == 'restrict() names unknown global tools "x", "y"; known global tools: alpha, zeta'
-    )
+    assert str(info.value) == 'restrict() names unknown global tools "x", "y"; known global tools: alpha, zeta'
     lonely = ToolRegistry().scope("s")
     with pytest.raises(ValueError) as info:
         lonely.restrict(allow=["x"])

@@ -331,9 +331,9 @@ async def test_body_outcomes_after_the_cancellation() -> None:
         ),
         "invalid": (
             invalid_output,
-            lambda r: isinstance(r, ToolFailure)
-            and r.error.info is not None
-            and r.error.info.code == "INVALID_TOOL_OUTPUT",
+            lambda r: (
+                isinstance(r, ToolFailure) and r.error.info is not None and r.error.info.code == "INVALID_TOOL_OUTPUT"
+            ),
         ),
     }
     for name, (body, check) in expectations.items():
@@ -373,9 +373,7 @@ async def test_non_suspending_body_creates_no_driver_and_no_future() -> None:
         await asyncio.sleep(0.001)
         return "later"
 
-    registry = registry_with(
-        echo_tool(execute=immediate), echo_tool("later", execute=suspends_once)
-    )
+    registry = registry_with(echo_tool(execute=immediate), echo_tool("later", execute=suspends_once))
     patch = pytest.MonkeyPatch()
     try:
         patch.setattr(_dispatch, "BodyDriver", CountingDriver)
@@ -436,10 +434,7 @@ async def test_bad_yields_are_thrown_back_like_a_task_would() -> None:
         otherloop = await registry.execute(call("otherloop"))
         assert isinstance(otherloop, ToolFailure)
         assert "attached to a different loop" in otherloop.error.message
-        assert (
-            text(await registry.execute(call("recovers")))
-            == "caught: tool body got bad yield: 'junk'"
-        )
+        assert text(await registry.execute(call("recovers"))) == "caught: tool body got bad yield: 'junk'"
     finally:
         other_loop.close()
 

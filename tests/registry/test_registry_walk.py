@@ -63,8 +63,7 @@ async def _walk(registry: ToolRegistry, seen: dict[str, Any], test_code: set[Any
     result = await registry.execute(call())
     assert text(result) == "echo:hi"
     return [
-        f"test:{frame.f_code.co_name}" if frame.f_code in test_code else _defined_as(frame)
-        for frame in seen["stack"]
+        f"test:{frame.f_code.co_name}" if frame.f_code in test_code else _defined_as(frame) for frame in seen["stack"]
     ]
 
 
@@ -105,9 +104,7 @@ def _recording_tool(seen: dict[str, Any], *, suspend: bool = False) -> Any:
     ],
 )
 @async_test
-async def test_a_plain_call_reaches_the_body_through_the_pipeline_functions(
-    suspend: bool, expected: list[str]
-) -> None:
+async def test_a_plain_call_reaches_the_body_through_the_pipeline_functions(suspend: bool, expected: list[str]) -> None:
     seen: dict[str, Any] = {}
     registry = registry_with(_recording_tool(seen, suspend=suspend))
     assert await _walk(registry, seen, set()) == expected

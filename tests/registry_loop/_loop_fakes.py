@@ -88,7 +88,9 @@ class FakeRegistry:
             self.trace.append(("pre-end", call_id))
         result: ToolExecutionResult
         if input.signal.aborted:
-            result = failure_from_exception(AbortError("tool call aborted before dispatch", TOOL_ABORTED_BEFORE_DISPATCH))
+            result = failure_from_exception(
+                AbortError("tool call aborted before dispatch", TOOL_ABORTED_BEFORE_DISPATCH)
+            )
         elif tool is None:
             result = failure_from_exception(ValueError(f'unknown tool "{input.name}"'))
         else:

@@ -237,10 +237,15 @@ def test_cancelling_the_loop_at_every_await_point_of_lone_calls(second_cancel: i
             started = [call_id for kind, call_id in events if kind == "tool/call"]
             # The started calls committed and were logged, in order; nothing was fabricated
             # for the rest, and nothing started after the cancellation.
-            assert events == [pair for call_id in started for pair in (("tool/call", call_id), ("tool/result", call_id))], where
+            assert events == [
+                pair for call_id in started for pair in (("tool/call", call_id), ("tool/result", call_id))
+            ], where
             assert observed == {call_id: 1 for call_id in started}, where
             last = log.events[-1]
-            assert last["isError"] is False or last["error"]["info"]["code"] in (TOOL_ABORTED, TOOL_ABORTED_BEFORE_DISPATCH), where
+            assert last["isError"] is False or last["error"]["info"]["code"] in (
+                TOOL_ABORTED,
+                TOOL_ABORTED_BEFORE_DISPATCH,
+            ), where
         else:
             finished_first = True
             assert all(isinstance(result, ToolSuccess) for result in results), where
@@ -408,7 +413,9 @@ def test_execute_may_return_any_awaitable(kind: str) -> None:
 
             return old_style()
 
-    results = run(execute_tool_calls(AnyAwaitable({}), calls("x", "y"), signal=AbortController().signal, max_parallel=1))
+    results = run(
+        execute_tool_calls(AnyAwaitable({}), calls("x", "y"), signal=AbortController().signal, max_parallel=1)
+    )
     assert [result.value for result in results if isinstance(result, ToolSuccess)] == ["c0", "c1"]
 
 

@@ -57,13 +57,8 @@ def check(text: str) -> None:
 
 
 json_values = st.recursive(
-    st.none()
-    | st.booleans()
-    | st.integers()
-    | st.floats(allow_nan=False, allow_infinity=False)
-    | st.text(),
-    lambda inner: st.lists(inner, max_size=4)
-    | st.dictionaries(st.text(max_size=5), inner, max_size=4),
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=5), inner, max_size=4),
     max_leaves=12,
 )
 padding = st.text(alphabet=" \t\n\r\u00a0\u2003x", max_size=3)
@@ -71,9 +66,7 @@ padding = st.text(alphabet=" \t\n\r\u00a0\u2003x", max_size=3)
 
 @settings(max_examples=300)
 @given(value=json_values, before=padding, after=padding)
-def test_json_texts_with_any_padding_match_the_reference(
-    value: Any, before: str, after: str
-) -> None:
+def test_json_texts_with_any_padding_match_the_reference(value: Any, before: str, after: str) -> None:
     check(before + json.dumps(value) + after)
 
 

@@ -31,7 +31,9 @@ class Chain:
         self.wrappers.append(fn)
         return lambda: self.wrappers.remove(fn) if fn in self.wrappers else None
 
-    async def dispatch(self, body: Body, signal: AbortSignal, *, timeout_ms: float | None = None, name: str = "t") -> ToolExecutionResult:
+    async def dispatch(
+        self, body: Body, signal: AbortSignal, *, timeout_ms: float | None = None, name: str = "t"
+    ) -> ToolExecutionResult:
         execution = ToolExecution(ToolExecutionToken(), "c1", name, {}, signal, None, None, None)
         dispatch = ToolDispatchExecution(execution, signal, SimpleNamespace(timeout_ms=timeout_ms))
         wrappers = list(self.wrappers)

@@ -20,7 +20,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
-from dsh_codegen.registry import Allow, Block, Deny, ToolExecutionInput
+from dsh_codegen.registry import Block, Deny, ToolExecutionInput
 from dsh_codegen.registry._definitions import ToolOutput, define_tool
 from dsh_codegen.registry._errors import (
     INVALID_ARGS,
@@ -338,7 +338,11 @@ async def _loop_round(rng: random.Random, start: int) -> int:
     mode = rng.choice(("none", "abort", "abort", "cancel"))
     task = asyncio.create_task(
         execute_tool_calls(
-            CountingRegistry(registry, state), calls, signal=controller.signal, max_parallel=rng.randrange(1, 5), log=log
+            CountingRegistry(registry, state),
+            calls,
+            signal=controller.signal,
+            max_parallel=rng.randrange(1, 5),
+            log=log,
         )
     )
 
@@ -358,7 +362,9 @@ async def _loop_round(rng: random.Random, start: int) -> int:
         results = None
     assert state.running == set(), f"bodies still running: {state.running}"
     assert asyncio.all_tasks() == {asyncio.current_task()}, "a task outlived the round"
-    assert state.abort_at is not None or not any(f.cancelled() for f in state.foreign), "a foreign future was cancelled without an abort"
+    assert state.abort_at is not None or not any(f.cancelled() for f in state.foreign), (
+        "a foreign future was cancelled without an abort"
+    )
     aborted = state.abort_at is not None
     if results is None:
         # The awaiting task was cancelled: started calls were drained and
@@ -373,7 +379,9 @@ async def _loop_round(rng: random.Random, start: int) -> int:
     for call, result in zip(calls, results, strict=True):
         _check_call(state, call, result, aborted)
     pairs = [(e["type"], e["callId"]) for e in log.events]
-    assert sorted(pairs) == sorted([("tool/call", c.call_id) for c in calls] + [("tool/result", c.call_id) for c in calls])
+    assert sorted(pairs) == sorted(
+        [("tool/call", c.call_id) for c in calls] + [("tool/result", c.call_id) for c in calls]
+    )
     assert [e["callId"] for e in log.events if e["type"] == "tool/result"] == [c.call_id for c in calls]
     return len(calls)
 
@@ -391,7 +399,9 @@ async def _direct_round(rng: random.Random, start: int) -> int:
 
     tasks = [
         asyncio.create_task(
-            counting.execute(ToolExecutionInput(c.call_id, c.name, parse_call_arguments(c.arguments), controller.signal))
+            counting.execute(
+                ToolExecutionInput(c.call_id, c.name, parse_call_arguments(c.arguments), controller.signal)
+            )
         )
         for c in calls
     ]
@@ -405,7 +415,9 @@ async def _direct_round(rng: random.Random, start: int) -> int:
     outcomes = await asyncio.gather(*tasks, return_exceptions=True)
     assert state.running == set()
     assert asyncio.all_tasks() == {asyncio.current_task()}
-    assert state.abort_at is not None or not any(f.cancelled() for f in state.foreign), "a foreign future was cancelled without an abort"
+    assert state.abort_at is not None or not any(f.cancelled() for f in state.foreign), (
+        "a foreign future was cancelled without an abort"
+    )
     for index, (call, outcome) in enumerate(zip(calls, outcomes, strict=True)):
         assert state.observed.get(call.call_id) == 1, call
         if isinstance(outcome, BaseException):

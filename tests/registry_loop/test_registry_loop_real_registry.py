@@ -12,7 +12,6 @@ import pytest
 from dsh_codegen.registry import (
     UNSET,
     AbortController,
-
     Accept,
     Deny,
     ToolExecutionInput,
@@ -261,7 +260,12 @@ def test_156_real_registry_raw_strings_parsed_invalid_json_fails_validation() ->
 
     registry = ToolRegistry()
     registry.register(make_tool("t", body))
-    calls = [ToolCall("a", "t", ""), ToolCall("b", "t", '{"x": 3}'), ToolCall("c", "t", "{x: 3"), ToolCall("d", "t", '{"x": NaN}')]
+    calls = [
+        ToolCall("a", "t", ""),
+        ToolCall("b", "t", '{"x": 3}'),
+        ToolCall("c", "t", "{x: 3"),
+        ToolCall("d", "t", '{"x": NaN}'),
+    ]
     results = run(execute_tool_calls(registry, calls, signal=AbortController().signal))
     assert seen == [{}, {"x": 3}]
     assert isinstance(results[0], ToolSuccess) and isinstance(results[1], ToolSuccess)
@@ -274,7 +278,12 @@ def test_session_log_replays_presenters_without_the_value(tmp_path: Path) -> Non
         return {"card": "generic", "title": f"x={args.get('x')}", "kind": "execute"}
 
     def present_result(args: Any, result: Any) -> Any:
-        return {"card": "generic", "title": f"x={args.get('x')}", "kind": "execute", "rawOutput": result.content[0]["text"]}
+        return {
+            "card": "generic",
+            "title": f"x={args.get('x')}",
+            "kind": "execute",
+            "rawOutput": result.content[0]["text"],
+        }
 
     async def body(args: Any, run: Any) -> Any:
         return "secret canonical value"
@@ -285,14 +294,18 @@ def test_session_log_replays_presenters_without_the_value(tmp_path: Path) -> Non
             name="t",
             description="t",
             parameters={"x": {"type": "integer"}},
-            output=ToolOutput(schema={"type": "string"}, render=lambda args, value: [{"type": "text", "text": "shown"}]),
+            output=ToolOutput(
+                schema={"type": "string"}, render=lambda args, value: [{"type": "text", "text": "shown"}]
+            ),
             execute=body,
             present_call=present,
             present_result=present_result,
         )
     )
     live: list[Any] = []
-    registry.on_result(lambda execution, result: live.append(registry.get("t").result_view(execution.arguments, result)))  # type: ignore[union-attr]
+    registry.on_result(
+        lambda execution, result: live.append(registry.get("t").result_view(execution.arguments, result))
+    )  # type: ignore[union-attr]
     path = tmp_path / "session.jsonl"
     with JsonlSessionLog(path) as log:
         run(execute_tool_calls(registry, [ToolCall("a", "t", '{"x": 7}')], signal=AbortController().signal, log=log))

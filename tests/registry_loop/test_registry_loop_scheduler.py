@@ -75,7 +75,14 @@ def test_153_later_calls_are_reclassified_after_each_commit() -> None:
     starts = [(kind, call_id) for kind, call_id in registry.trace if kind in ("start", "commit")]
     # c1 was exclusive when first classified (waiting behind c0); after c0's
     # commit it is parallel, so c1 and c2 overlap.
-    assert starts == [("start", "c0"), ("commit", "c0"), ("start", "c1"), ("start", "c2"), ("commit", "c1"), ("commit", "c2")]
+    assert starts == [
+        ("start", "c0"),
+        ("commit", "c0"),
+        ("start", "c1"),
+        ("start", "c2"),
+        ("commit", "c1"),
+        ("commit", "c2"),
+    ]
 
 
 @pytest.mark.parametrize("cap", [1, 2, 3, 10])
@@ -154,7 +161,14 @@ def test_154_pre_execute_never_overlaps_and_follows_model_order() -> None:
     registry = FakeRegistry({"slowpolicy": FakeTool(echo, policy_delay=0.02), "p": FakeTool(echo)})
     run(execute_tool_calls(registry, calls("slowpolicy", "p", "p"), signal=AbortController().signal))
     policy = [(kind, call_id) for kind, call_id in registry.trace if kind in ("pre", "pre-end")]
-    assert policy == [("pre", "c0"), ("pre-end", "c0"), ("pre", "c1"), ("pre-end", "c1"), ("pre", "c2"), ("pre-end", "c2")]
+    assert policy == [
+        ("pre", "c0"),
+        ("pre-end", "c0"),
+        ("pre", "c1"),
+        ("pre-end", "c1"),
+        ("pre", "c2"),
+        ("pre-end", "c2"),
+    ]
 
 
 def test_154_derived_messages_follow_model_order() -> None:
@@ -190,7 +204,12 @@ def test_155_abort_stops_new_starts_drains_started_and_synthesizes_the_rest() ->
 
     results = run(main())
     assert registry.executed == ["c0", "c1"]  # no new starts after the abort
-    assert [code_of(r) for r in results] == [TOOL_ABORTED, TOOL_ABORTED, TOOL_ABORTED_BEFORE_DISPATCH, TOOL_ABORTED_BEFORE_DISPATCH]
+    assert [code_of(r) for r in results] == [
+        TOOL_ABORTED,
+        TOOL_ABORTED,
+        TOOL_ABORTED_BEFORE_DISPATCH,
+        TOOL_ABORTED_BEFORE_DISPATCH,
+    ]
     assert results[2].content == [{"type": "text", "text": "Error: tool call aborted before dispatch"}]
     assert isinstance(results[2], ToolFailure) and results[2].error.message == "tool call aborted before dispatch"
     assert registry.running == set()
@@ -215,9 +234,7 @@ def test_155_abort_stops_new_starts_drains_started_and_synthesizes_the_rest() ->
 def test_155_pre_aborted_signal_never_reaches_the_registry() -> None:
     registry = FakeRegistry({"p": FakeTool(echo)})
     log = MemorySessionLog()
-    results = run(
-        execute_tool_calls(registry, calls("p", "p"), signal=AbortSignal.aborted_signal(), log=log)
-    )
+    results = run(execute_tool_calls(registry, calls("p", "p"), signal=AbortSignal.aborted_signal(), log=log))
     assert registry.executed == []
     assert [code_of(r) for r in results] == [TOOL_ABORTED_BEFORE_DISPATCH] * 2
     assert [e["type"] for e in log.events] == ["tool/call", "tool/result"] * 2
@@ -293,7 +310,11 @@ def test_cancelling_the_caller_task_aborts_and_drains_every_call() -> None:
     log = MemorySessionLog()
 
     async def main() -> None:
-        task = asyncio.create_task(execute_tool_calls(registry, calls("p", "p", "p", "p"), signal=AbortController().signal, log=log, max_parallel=2))
+        task = asyncio.create_task(
+            execute_tool_calls(
+                registry, calls("p", "p", "p", "p"), signal=AbortController().signal, log=log, max_parallel=2
+            )
+        )
         await asyncio.sleep(0.01)
         assert registry.running == {"c0", "c1"}
         task.cancel()
@@ -420,7 +441,11 @@ def test_agent_is_passed_to_the_registry_and_logged_when_a_string() -> None:
             return await super().execute(input, gate=gate)
 
     log = MemorySessionLog()
-    run(execute_tool_calls(Recording({"e": FakeTool(echo)}), calls("e"), signal=AbortController().signal, log=log, agent="planner"))
+    run(
+        execute_tool_calls(
+            Recording({"e": FakeTool(echo)}), calls("e"), signal=AbortController().signal, log=log, agent="planner"
+        )
+    )
     assert seen == ["planner"]
     assert log.events[0]["agent"] == "planner"
 
@@ -474,7 +499,9 @@ def test_no_call_starts_once_the_awaiting_task_is_cancelled_even_if_a_commit_lan
     log = MemorySessionLog()
 
     async def main() -> None:
-        task = asyncio.create_task(execute_tool_calls(registry, calls("x", "x"), signal=AbortController().signal, log=log))
+        task = asyncio.create_task(
+            execute_tool_calls(registry, calls("x", "x"), signal=AbortController().signal, log=log)
+        )
         while not release:
             await asyncio.sleep(0)
         release[0].set_result(None)  # c0's task wakes first ...

@@ -138,14 +138,7 @@ def test_jsonl_missing_directory_is_an_os_error(tmp_path: Path) -> None:
 def test_reader_skips_torn_and_garbage_lines(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     path = tmp_path / "log.jsonl"
     path.write_bytes(
-        b'{"type":"a"}\n'
-        b"not json\n"
-        b"[1,2]\n"
-        b'{"no":"type"}\n'
-        b'{"type":"b","v":NaN}\n'
-        b"\n"
-        b'{"type":"c"}\n'
-        b'{"type":"d","text":"tor'
+        b'{"type":"a"}\nnot json\n[1,2]\n{"no":"type"}\n{"type":"b","v":NaN}\n\n{"type":"c"}\n{"type":"d","text":"tor'
     )
     with caplog.at_level(logging.WARNING, logger="dsh_codegen"):
         contents = read_session_log(path)
@@ -286,8 +279,20 @@ def test_derive_messages_pairs_calls_and_results_in_order() -> None:
                 {"callId": "c2", "name": "grep", "arguments": {}},
             ],
         },
-        {"role": "tool", "callId": "c1", "name": "echo", "isError": False, "content": [{"type": "text", "text": "one"}]},
-        {"role": "tool", "callId": "c2", "name": "grep", "isError": True, "content": [{"type": "text", "text": "boom"}]},
+        {
+            "role": "tool",
+            "callId": "c1",
+            "name": "echo",
+            "isError": False,
+            "content": [{"type": "text", "text": "one"}],
+        },
+        {
+            "role": "tool",
+            "callId": "c2",
+            "name": "grep",
+            "isError": True,
+            "content": [{"type": "text", "text": "boom"}],
+        },
         ctx1,
         ctx2,
     ]
@@ -424,13 +429,11 @@ def _bad(**fields: Any) -> dict[str, Any]:
         ),
         (
             {**_bad(content=[[]]), "callId": "it's\n"},
-            f"session event (tool/result, callId \"it's\\n\"): content block [0] {_BLOCK}",
+            f'session event (tool/result, callId "it\'s\\n"): content block [0] {_BLOCK}',
         ),
     ],
 )
-def test_replay_result_rejects_malformed_events_naming_the_call_and_place(
-    event: dict[str, Any], message: str
-) -> None:
+def test_replay_result_rejects_malformed_events_naming_the_call_and_place(event: dict[str, Any], message: str) -> None:
     with pytest.raises(ValueError) as info:
         replay_result(event)
     assert str(info.value) == message
@@ -441,7 +444,11 @@ def test_replay_result_rejects_malformed_events_naming_the_call_and_place(
     [
         ({"content": [{"type": "text", "text": -0.0}]}, (0, "text"), "in content"),
         ({"meta": {"lines": float("nan")}}, ("lines",), "in meta"),
-        ({"additionalContexts": [_context("a"), _context("b", meta={"x": float("inf")})]}, ("meta", "x"), "in additional context [1]"),
+        (
+            {"additionalContexts": [_context("a"), _context("b", meta={"x": float("inf")})]},
+            ("meta", "x"),
+            "in additional context [1]",
+        ),
     ],
 )
 def test_replay_result_lossy_json_stays_a_lossless_json_error_naming_the_call(

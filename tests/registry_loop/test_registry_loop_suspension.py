@@ -69,7 +69,10 @@ def uninterrupted(tmp_path: Path, decision: str) -> list[Any]:
 
 
 def run_app(*args: str) -> None:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).parents[2]), os.environ.get("PYTHONPATH", "")])}
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(Path(__file__).parents[2]), os.environ.get("PYTHONPATH", "")]),
+    }
     subprocess.run([sys.executable, str(APP), *args], check=True, env=env, timeout=120)
 
 
@@ -86,7 +89,9 @@ def test_a_batch_suspended_in_one_process_resumes_in_another(tmp_path: Path, dec
     assert [call.state for call in suspension.calls] == ["finished", "pending", "not-started", "not-started"]
 
     run_app("resume", str(work), decision)
-    expected_runs = ["read c1", "note c3", "read c4"] if decision == "rejected" else ["read c1", "delete c2", "note c3", "read c4"]
+    expected_runs = (
+        ["read c1", "note c3", "read c4"] if decision == "rejected" else ["read c1", "delete c2", "note c3", "read c4"]
+    )
     assert sorted(runs(work)) == sorted(expected_runs)  # each body exactly once in total
     assert json.loads((work / "results.json").read_text()) == json.loads(
         json.dumps(results_json(uninterrupted(tmp_path, decision)))
@@ -136,7 +141,9 @@ async def test_a_deferred_call_holds_the_calls_after_it_and_a_resumed_call_may_s
     # c3 asks too: after c2 is allowed, it is deferred in its turn.
     second_raised = None
     try:
-        await resume_tool_calls(registry, first, {first.pending[0].approval_id: "allowed-once"}, signal=signal(), log=log)
+        await resume_tool_calls(
+            registry, first, {first.pending[0].approval_id: "allowed-once"}, signal=signal(), log=log
+        )
     except ToolCallsSuspended as exc:
         second_raised = exc.suspension
     assert second_raised is not None
@@ -157,7 +164,9 @@ async def test_exclusive_calls_suspend_the_same_way(tmp_path: Path) -> None:
     registry = build_registry(tmp_path, parallel=False)
     suspension = await suspend(registry, CALLS, max_parallel=1)
     assert [c.state for c in suspension.calls] == ["finished", "pending", "not-started", "not-started"]
-    results = await resume_tool_calls(registry, suspension, {suspension.pending[0].approval_id: "rejected"}, signal=signal())
+    results = await resume_tool_calls(
+        registry, suspension, {suspension.pending[0].approval_id: "rejected"}, signal=signal()
+    )
     assert isinstance(results[1], ToolFailure)
     assert results[1].content == [{"type": "text", "text": 'Error: the user rejected tool "delete"'}]
 
@@ -226,7 +235,10 @@ async def test_bad_decisions_and_incompatible_registries_are_refused(tmp_path: P
     approval_id = suspension.pending[0].approval_id
     await _bad_resume(tmp_path, registry, suspension, {}, f"no decision for approval '{approval_id}'")
     await _bad_resume(
-        tmp_path, registry, suspension, {other.pending[0].approval_id: "allowed-once"},
+        tmp_path,
+        registry,
+        suspension,
+        {other.pending[0].approval_id: "allowed-once"},
         "decision for an approval this suspension does not hold",
     )
     await _bad_resume(tmp_path, registry, suspension, {approval_id: "maybe"}, 'must be "allowed-once" or "rejected"')
@@ -234,7 +246,9 @@ async def test_bad_decisions_and_incompatible_registries_are_refused(tmp_path: P
     await _bad_resume(tmp_path, registry, "{}", {approval_id: "rejected"}, "must be a Suspension")
 
     removed = build_registry(tmp_path, tools=("read", "delete"))
-    await _bad_resume(tmp_path, removed, suspension, {approval_id: "rejected"}, 'tool "note" is not in this registry any more')
+    await _bad_resume(
+        tmp_path, removed, suspension, {approval_id: "rejected"}, 'tool "note" is not in this registry any more'
+    )
     changed = build_registry(tmp_path, note_parameters={"y": {"type": "string"}})
     await _bad_resume(tmp_path, changed, suspension, {approval_id: "rejected"}, 'tool "note" changed its schema')
 
@@ -279,13 +293,20 @@ def test_property_every_call_gets_one_result_bodies_run_at_most_once(
         inline_dir = tmp_path_factory.mktemp("inline")
         inline = await execute_tool_calls(
             build_registry(inline_dir, RandomDeferring(set(), answers), asking=frozenset(asking), parallel=parallel),
-            calls, signal=signal(), max_parallel=max_parallel, agent="main",
+            calls,
+            signal=signal(),
+            max_parallel=max_parallel,
+            agent="main",
         )
         work = tmp_path_factory.mktemp("suspended")
-        registry = build_registry(work, RandomDeferring(set(defer), answers), asking=frozenset(asking), parallel=parallel)
+        registry = build_registry(
+            work, RandomDeferring(set(defer), answers), asking=frozenset(asking), parallel=parallel
+        )
         log = MemorySessionLog()
         try:
-            results = await execute_tool_calls(registry, calls, signal=signal(), max_parallel=max_parallel, log=log, agent="main")
+            results = await execute_tool_calls(
+                registry, calls, signal=signal(), max_parallel=max_parallel, log=log, agent="main"
+            )
         except ToolCallsSuspended as exc:
             results = await resume_until_done(registry, exc.suspension, answers, shuffle, log)
         assert results == inline

@@ -11,7 +11,7 @@ import dataclasses
 import enum
 from typing import Any
 
-from _shared_helpers import async_test
+from _shared_helpers import async_test  # noqa: F401 (re-exported for this directory's tests)
 
 from dsh_codegen.registry import (
     AbortController,

@@ -90,15 +90,24 @@ OWNER = 'tool(one_parameter.<locals>.body): parameter "x": '
         (dict[str, bytes], "unsupported type bytes" + SUPPORTED + " (at x{})"),
         (dict[int, str], "unsupported type dict[int, str] (JSON object keys are str)" + SUPPORTED + " (at x)"),
         (tuple[int, bytes], "unsupported type bytes" + SUPPORTED + " (at x[1])"),
-        (Literal[Pairs.ORIGIN], "Literal value <Pairs.ORIGIN: (0, 0)> (value (0, 0)) is not a JSON scalar (str, int, bool or None) (at x)"),
+        (
+            Literal[Pairs.ORIGIN],
+            "Literal value <Pairs.ORIGIN: (0, 0)> (value (0, 0)) is not a JSON scalar (str, int, bool or None) (at x)",
+        ),
         (Literal[Color.RED, "red"], "Literal values <Color.RED: 'red'> and 'red' are the same JSON value 'red' (at x)"),
         (Literal[Perm.READ, 1.0], "Literal value 1.0 is not a JSON scalar (str, int, bool or None) (at x)"),
-        (Literal[Perm.READ, Level.ONE], "Literal values <Perm.READ: 1> and <Level.ONE: 1> are the same JSON value 1 (at x)"),
+        (
+            Literal[Perm.READ, Level.ONE],
+            "Literal values <Perm.READ: 1> and <Level.ONE: 1> are the same JSON value 1 (at x)",
+        ),
         (Perm, "unsupported type Perm (a Flag combines members; use list[Enum])" + SUPPORTED + " (at x)"),
         (Pairs, "unsupported type Pairs (member value (0, 0) is not a JSON scalar)" + SUPPORTED + " (at x)"),
         (Annotated[str, at.Ge(1)], "constraint ge=1 does not apply to str (at x)"),
         (Annotated[int, at.MaxLen(3)], "constraint max_length=3 does not apply to int (at x)"),
-        (Annotated[list[int], "x", at.Predicate(bool)], "constraint Predicate(bool) cannot be expressed in the tool-schema dialect (at x)"),
+        (
+            Annotated[list[int], "x", at.Predicate(bool)],
+            "constraint Predicate(bool) cannot be expressed in the tool-schema dialect (at x)",
+        ),
         (Annotated[int, at.Ge(float("inf"))], "constraint ge=inf is not a finite JSON number (at x)"),
         (Annotated[int, at.MultipleOf(0)], "constraint multiple_of=0 is not a finite JSON number (at x)"),
         (Annotated[str, at.MinLen(-1)], "constraint min_length=-1 is not a non-negative int (at x)"),
@@ -112,7 +121,9 @@ def test_unsupported_parameter_types(annotation: Any, message: str) -> None:
 
 def test_unsupported_return_type() -> None:
     assert rejected(str, returns=frozenset[int]) == (
-        'tool(one_parameter.<locals>.body): return annotation: unsupported type frozenset[int]' + SUPPORTED + " (at return)"
+        "tool(one_parameter.<locals>.body): return annotation: unsupported type frozenset[int]"
+        + SUPPORTED
+        + " (at return)"
     )
 
 
@@ -133,9 +144,17 @@ def test_body_must_return_its_value() -> None:
     async def agen(x: int) -> Any:
         yield x
 
-    with pytest.raises(TypeError, match=re.escape("tool(test_body_must_return_its_value.<locals>.gen): the tool body must return its value, not yield it (got a generator function)")):
+    with pytest.raises(
+        TypeError,
+        match=re.escape(
+            "tool(test_body_must_return_its_value.<locals>.gen): the tool body must return its value, not yield it (got a generator function)"
+        ),
+    ):
         tool(gen)
-    with pytest.raises(TypeError, match=re.escape("the tool body must return its value, not yield it (got an async generator function)")):
+    with pytest.raises(
+        TypeError,
+        match=re.escape("the tool body must return its value, not yield it (got an async generator function)"),
+    ):
         tool(agen)
 
 
@@ -152,7 +171,11 @@ def test_parameters_must_be_keyword_passable() -> None:
     tail = "; tool parameters must be passable by keyword (no *args, **kwargs or positional-only)"
     with pytest.raises(TypeError) as info:
         tool(star)
-    assert str(info.value) == 'tool(test_parameters_must_be_keyword_passable.<locals>.star): parameter "args" is variadic positional' + tail
+    assert (
+        str(info.value)
+        == 'tool(test_parameters_must_be_keyword_passable.<locals>.star): parameter "args" is variadic positional'
+        + tail
+    )
     with pytest.raises(TypeError, match=re.escape('parameter "kwargs" is variadic keyword' + tail)):
         tool(kw)
     with pytest.raises(TypeError, match=re.escape('parameter "x" is positional-only' + tail)):
@@ -186,7 +209,11 @@ def test_run_parameter_annotation() -> None:
     async def wrong(run: int) -> None:
         """W."""
 
-    assert good.__name__ and tool(good).parameters == {"type": "object", "properties": {}, "additionalProperties": False}
+    assert good.__name__ and tool(good).parameters == {
+        "type": "object",
+        "properties": {},
+        "additionalProperties": False,
+    }
     assert list(tool(unannotated).parameters["properties"]) == ["x"]
     with pytest.raises(TypeError) as info:
         tool(wrong)
@@ -197,10 +224,15 @@ def test_run_parameter_annotation() -> None:
 
 
 def test_unresolvable_annotation() -> None:
-    async def body(x: "Missing") -> None:  # type: ignore[name-defined]  # noqa: F821
+    async def body(x: Missing) -> None:  # type: ignore[name-defined]  # noqa: F821
         """B."""
 
-    with pytest.raises(TypeError, match=re.escape("tool(test_unresolvable_annotation.<locals>.body): cannot resolve the annotations: name 'Missing' is not defined")):
+    with pytest.raises(
+        TypeError,
+        match=re.escape(
+            "tool(test_unresolvable_annotation.<locals>.body): cannot resolve the annotations: name 'Missing' is not defined"
+        ),
+    ):
         tool(body)
 
 
@@ -235,7 +267,10 @@ def test_docstring_errors() -> None:
 
     with pytest.raises(ValueError) as info:
         tool(unknown)
-    assert str(info.value) == "tool(test_docstring_errors.<locals>.unknown): docstring Args: documents y, z, not parameters of the function"
+    assert (
+        str(info.value)
+        == "tool(test_docstring_errors.<locals>.unknown): docstring Args: documents y, z, not parameters of the function"
+    )
     with pytest.raises(ValueError) as info:
         tool(malformed)
     assert str(info.value) == (
@@ -274,7 +309,7 @@ def test_json_default_must_match_the_type() -> None:
     with pytest.raises(TypeError) as info:
         tool(body)
     assert str(info.value) == (
-        "tool(test_json_default_must_match_the_type.<locals>.body): parameter \"limit\": "
+        'tool(test_json_default_must_match_the_type.<locals>.body): parameter "limit": '
         "the default 'ten' does not match the type int"
     )
     with pytest.raises(TypeError, match=re.escape('parameter "limit": the default None does not match the type int')):

@@ -44,7 +44,9 @@ async def apply_edits(
 @async_test
 async def test_valid_arguments_reach_the_body() -> None:
     seen.clear()
-    result = await run_tool(apply_edits, {"path": "a.txt", "edits": [{"old": "x", "new": "y"}], "mode": "write"}, call_id="c7")
+    result = await run_tool(
+        apply_edits, {"path": "a.txt", "edits": [{"old": "x", "new": "y"}], "mode": "write"}, call_id="c7"
+    )
     assert isinstance(result, ToolSuccess)
     assert result.value == {"path": "a.txt", "applied": 1, "mode": "write"}
     call = seen[-1]
@@ -70,7 +72,9 @@ async def test_undeclared_keys_are_refused() -> None:
     # The root is closed (docs/typed-tools.md): a misspelt parameter is an error, not a silent default.
     seen.clear()
     result = await run_tool(apply_edits, {"path": "p", "edits": [], "surprise": 1})
-    assert text(result) == 'Error: invalid arguments: "surprise" is not a declared property (additionalProperties: false)'
+    assert (
+        text(result) == 'Error: invalid arguments: "surprise" is not a declared property (additionalProperties: false)'
+    )
     run_key = await run_tool(apply_edits, {"path": "p", "edits": [], "run": "not the context"})
     assert error_code(run_key) == "INVALID_ARGS"
     assert seen == []
@@ -88,7 +92,10 @@ async def test_invalid_arguments_never_reach_the_body() -> None:
         '"mode" must be one of ["dry-run","write"]'
     )
     closed = await run_tool(apply_edits, {"path": "p", "edits": [{"old": "x", "new": "y", "extra": 1}]})
-    assert text(closed) == 'Error: invalid arguments: "edits[0].extra" is not a declared property (additionalProperties: false)'
+    assert (
+        text(closed)
+        == 'Error: invalid arguments: "edits[0].extra" is not a declared property (additionalProperties: false)'
+    )
     not_object = await run_tool(apply_edits, ["p"])
     assert text(not_object) == 'Error: invalid arguments: "arguments" must be an object'
     assert seen == []
@@ -178,9 +185,7 @@ async def test_optional_and_nullable_parameters() -> None:
     ok = await run_tool(probe, {"a": None, "b": 2})
     assert isinstance(ok, ToolSuccess) and received[-1] == (None, 2, None)
     bad = await run_tool(probe, {"b": None})
-    assert text(bad) == (
-        'Error: invalid arguments: missing required property "a"; "b" must be a number'
-    )
+    assert text(bad) == ('Error: invalid arguments: missing required property "a"; "b" must be a number')
     assert len(received) == 1
 
 
@@ -224,7 +229,10 @@ async def test_tuple_annotations_receive_tuples() -> None:
         return 0
 
     box = {"kind": "box", "corners": [1, 2], "names": ["a"]}
-    await run_tool(shapes, {"flat": [1, 2], "nested": [["a"], []], "box": box, "either": {"kind": "bag", "items": ["x"]}, "plain": [3]})
+    await run_tool(
+        shapes,
+        {"flat": [1, 2], "nested": [["a"], []], "box": box, "either": {"kind": "bag", "items": ["x"]}, "plain": [3]},
+    )
     flat, nested, got_box, either, plain = received[-1]
     assert flat == (1, 2) and type(flat) is tuple
     assert nested == [("a",), ()] and type(nested) is list
@@ -344,7 +352,9 @@ async def test_cancelling_a_plain_function_aborts_its_signal_and_waits_for_the_t
 
 
 @tool
-async def pick(theme: Literal[Theme.DARK, "auto"], level: Literal[Priority.HIGH, None] = None) -> Literal[Theme.DARK, "auto"]:
+async def pick(
+    theme: Literal[Theme.DARK, "auto"], level: Literal[Priority.HIGH, None] = None
+) -> Literal[Theme.DARK, "auto"]:
     """Pick a theme."""
     seen.append({"theme": theme, "level": level})
     return theme

@@ -14,7 +14,7 @@ from typing import Annotated, Any, Literal, NotRequired, Optional, Required, Typ
 import annotated_types as at
 import pytest
 import typing_extensions
-from _typed_helpers import Priority, Theme, one_parameter, output_schema, property_schema
+from _typed_helpers import Priority, Theme, output_schema, property_schema
 
 from dsh_codegen.schema import assert_supported_json_schema
 
@@ -146,7 +146,7 @@ TABLE: list[tuple[str, Any, Any]] = [
     ("Literal member and str", Literal[Theme.DARK, "auto"], {"type": "string", "enum": ["dark", "auto"]}),
     ("Literal member and None", Literal[Priority.HIGH, None], {"enum": [2, None]}),
     ("int | None", int | None, {"anyOf": [{"type": "integer"}, {"type": "null"}]}),
-    ("Optional[str]", Optional[str], {"anyOf": [{"type": "string"}, {"type": "null"}]}),  # noqa: UP007
+    ("Optional[str]", Optional[str], {"anyOf": [{"type": "string"}, {"type": "null"}]}),  # noqa: UP007, UP045
     ("Union[str, bool]", Union[str, bool], {"anyOf": [{"type": "string"}, {"type": "boolean"}]}),  # noqa: UP007
     ("int | float", int | float, {"anyOf": [{"type": "integer"}, {"type": "number"}]}),
     (
@@ -232,9 +232,11 @@ TABLE: list[tuple[str, Any, Any]] = [
             ]
         },
     ),
-    ("array or object", list[int] | dict[str, Any], {
-        "anyOf": [{"type": "array", "items": {"type": "integer"}}, {"type": "object", "additionalProperties": True}]
-    }),
+    (
+        "array or object",
+        list[int] | dict[str, Any],
+        {"anyOf": [{"type": "array", "items": {"type": "integer"}}, {"type": "object", "additionalProperties": True}]},
+    ),
     ("Annotated str", Annotated[int, "how many"], {"type": "integer", "description": "how many"}),
     ("Annotated Field-like", Annotated[str, FieldLike("a name")], {"type": "string", "description": "a name"}),
     (
@@ -302,8 +304,16 @@ TABLE: list[tuple[str, Any, Any]] = [
         {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1, "multipleOf": 0.25},
     ),
     ("Interval", Annotated[int, at.Interval(ge=0, lt=5)], {"type": "integer", "minimum": 0, "exclusiveMaximum": 5}),
-    ("MinLen/MaxLen on str", Annotated[str, at.MinLen(1), at.MaxLen(3)], {"type": "string", "minLength": 1, "maxLength": 3}),
-    ("Len on a list", Annotated[list[int], at.Len(1, 2)], {"type": "array", "items": {"type": "integer"}, "minItems": 1, "maxItems": 2}),
+    (
+        "MinLen/MaxLen on str",
+        Annotated[str, at.MinLen(1), at.MaxLen(3)],
+        {"type": "string", "minLength": 1, "maxLength": 3},
+    ),
+    (
+        "Len on a list",
+        Annotated[list[int], at.Len(1, 2)],
+        {"type": "array", "items": {"type": "integer"}, "minItems": 1, "maxItems": 2},
+    ),
     (
         "MaxLen on a dict",
         Annotated[dict[str, Any], at.MaxLen(4)],

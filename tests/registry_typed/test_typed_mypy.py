@@ -120,8 +120,17 @@ def mypy_output(tmp_path_factory: pytest.TempPathFactory) -> str:
         paths[-1].write_text(textwrap.dedent(source))
     result = subprocess.run(
         # the package's own errors are the package's check (make test), not this test's
-        [sys.executable, "-m", "mypy", "--strict", "--follow-imports=silent", "--no-incremental",
-         "--cache-dir", str(folder / ".cache"), *map(str, paths)],
+        [
+            sys.executable,
+            "-m",
+            "mypy",
+            "--strict",
+            "--follow-imports=silent",
+            "--no-incremental",
+            "--cache-dir",
+            str(folder / ".cache"),
+            *map(str, paths),
+        ],
         capture_output=True,
         text=True,
         check=False,
@@ -141,8 +150,13 @@ def test_decorated_functions_type_check(mypy_output: str) -> None:
 def test_misuse_is_reported(mypy_output: str) -> None:
     lines = BAD.splitlines()
     for marker in (
-        "tool(42)", "result: int = fine", 'tool(timeout_ms="soon")', "wrong: str = fine(1)", 'fine("one")',
-        'ToolOutput(schema={"type": "date"}', 'ToolOutput(schema={"type": "string", "maxLength": "3"}',
+        "tool(42)",
+        "result: int = fine",
+        'tool(timeout_ms="soon")',
+        "wrong: str = fine(1)",
+        'fine("one")',
+        'ToolOutput(schema={"type": "date"}',
+        'ToolOutput(schema={"type": "string", "maxLength": "3"}',
         'ToolOutput(schema={"type": "object", "propertes": {}}',
     ):
         first = marker.splitlines()[0]

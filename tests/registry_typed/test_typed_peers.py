@@ -131,66 +131,128 @@ def average(samples: Annotated[list[float], at.MinLen(1)]) -> float:
 # (function, [(arguments, expected verdict)], {index of a sample: (peer, reason)} divergences)
 Divergences = dict[int, tuple[str, str]]
 STRICT_ALL_REQUIRED = "openai-agents strict mode makes every property required (defaults are not optional)"
-OPEN_NESTED = "pydantic-ai leaves nested TypedDicts/dataclasses/models open (pydantic's extra='ignore'); ours are closed"
+OPEN_NESTED = (
+    "pydantic-ai leaves nested TypedDicts/dataclasses/models open (pydantic's extra='ignore'); ours are closed"
+)
 CASES: list[tuple[Callable[..., Any], list[tuple[Any, bool]], Divergences]] = [
     (
         search,
-        [({"query": "x"}, True), ({"query": "x", "limit": 3}, True), ({"limit": 3}, False), ({"query": 1}, False),
-         ({"query": "x", "limt": 3}, False)],
+        [
+            ({"query": "x"}, True),
+            ({"query": "x", "limit": 3}, True),
+            ({"limit": 3}, False),
+            ({"query": 1}, False),
+            ({"query": "x", "limt": 3}, False),
+        ],
         {0: ("agents", STRICT_ALL_REQUIRED)},
     ),
     (set_theme, [({"theme": "dark"}, True), ({"theme": "blue"}, False), ({"theme": 1}, False)], {}),
-    (file_task, [({"title": "t", "priority": 2}, True), ({"title": "t", "priority": 3}, False),
-                 ({"title": "t", "priority": "HIGH"}, False)], {}),
+    (
+        file_task,
+        [
+            ({"title": "t", "priority": 2}, True),
+            ({"title": "t", "priority": 3}, False),
+            ({"title": "t", "priority": "HIGH"}, False),
+        ],
+        {},
+    ),
     (
         read_lines,
-        [({"path": "p", "lines": {"start": 1}}, True), ({"path": "p", "lines": {"start": 1, "end": 4}}, True),
-         ({"path": "p", "lines": {"end": 4}}, False), ({"path": "p", "lines": {"start": 1, "stop": 2}}, False)],
+        [
+            ({"path": "p", "lines": {"start": 1}}, True),
+            ({"path": "p", "lines": {"start": 1, "end": 4}}, True),
+            ({"path": "p", "lines": {"end": 4}}, False),
+            ({"path": "p", "lines": {"start": 1, "stop": 2}}, False),
+        ],
         {0: ("agents", STRICT_ALL_REQUIRED), 3: ("pydantic_ai", OPEN_NESTED)},
     ),
     (
         create_user,
-        [({"user": {"name": "ann", "age": 30}}, True), ({"user": {"name": "annabelle", "age": 30}}, False),
-         ({"user": {"name": "ann", "age": -1}}, False), ({"user": {"name": "ann"}}, False),
-         ({"user": {"name": "ann", "age": 3, "admin": True}}, False)],
+        [
+            ({"user": {"name": "ann", "age": 30}}, True),
+            ({"user": {"name": "annabelle", "age": 30}}, False),
+            ({"user": {"name": "ann", "age": -1}}, False),
+            ({"user": {"name": "ann"}}, False),
+            ({"user": {"name": "ann", "age": 3, "admin": True}}, False),
+        ],
         {4: ("pydantic_ai", OPEN_NESTED)},
     ),
     (
         apply_edits,
-        [({"path": "p", "edits": []}, True), ({"path": "p", "edits": [{"old": "a", "new": "b", "count": 2}]}, True),
-         ({"path": "p", "edits": [{"old": "a", "new": "b"}]}, True), ({"path": "p", "edits": [{"old": "a"}]}, False),
-         ({"path": "p", "edits": [{"old": "a", "new": "b", "x": 1}]}, False)],
+        [
+            ({"path": "p", "edits": []}, True),
+            ({"path": "p", "edits": [{"old": "a", "new": "b", "count": 2}]}, True),
+            ({"path": "p", "edits": [{"old": "a", "new": "b"}]}, True),
+            ({"path": "p", "edits": [{"old": "a"}]}, False),
+            ({"path": "p", "edits": [{"old": "a", "new": "b", "x": 1}]}, False),
+        ],
         # (typing.TypedDict: the peers take Edit from Python 3.12 on; before, the case is skipped)
         {2: ("agents", STRICT_ALL_REQUIRED), 4: ("pydantic_ai", OPEN_NESTED)},
     ),
     (
         send_mail,
-        [({"to": {"email": "a@b"}, "subject": "s"}, True), ({"to": {"name": "n"}, "subject": "s"}, False),
-         ({"to": {"email": "a@b", "cc": "c"}, "subject": "s"}, False)],
+        [
+            ({"to": {"email": "a@b"}, "subject": "s"}, True),
+            ({"to": {"name": "n"}, "subject": "s"}, False),
+            ({"to": {"email": "a@b", "cc": "c"}, "subject": "s"}, False),
+        ],
         {0: ("agents", STRICT_ALL_REQUIRED), 2: ("pydantic_ai", OPEN_NESTED)},
     ),
-    (score, [({"scores": {"a": 1, "b": 2}}, True), ({"scores": {}}, True), ({"scores": {"a": "1"}}, False),
-             ({"scores": [1]}, False)], {}),
+    (
+        score,
+        [
+            ({"scores": {"a": 1, "b": 2}}, True),
+            ({"scores": {}}, True),
+            ({"scores": {"a": "1"}}, False),
+            ({"scores": [1]}, False),
+        ],
+        {},
+    ),
     (
         draw_tree,
-        [({"tree": {"label": "r", "children": [{"label": "a", "children": []}]}}, True),
-         ({"tree": {"label": "r"}}, True), ({"tree": {"label": "r", "children": [{"children": []}]}}, False),
-         ({"tree": {"label": "r", "children": [{"label": 1}]}}, False)],
+        [
+            ({"tree": {"label": "r", "children": [{"label": "a", "children": []}]}}, True),
+            ({"tree": {"label": "r"}}, True),
+            ({"tree": {"label": "r", "children": [{"children": []}]}}, False),
+            ({"tree": {"label": "r", "children": [{"label": 1}]}}, False),
+        ],
         {1: ("agents", STRICT_ALL_REQUIRED)},
     ),
-    (page, [({"number": 1, "tag": "a"}, True), ({"number": 0, "tag": "a"}, False), ({"number": 101, "tag": "a"}, False),
-            ({"number": 5, "tag": ""}, False), ({"number": 5, "tag": "toolong"}, False)], {}),
+    (
+        page,
+        [
+            ({"number": 1, "tag": "a"}, True),
+            ({"number": 0, "tag": "a"}, False),
+            ({"number": 101, "tag": "a"}, False),
+            ({"number": 5, "tag": ""}, False),
+            ({"number": 5, "tag": "toolong"}, False),
+        ],
+        {},
+    ),
     (rename, [({"slug": "abc"}, True), ({"slug": "Abc"}, False), ({"slug": ""}, False)], {}),
     (
         annotate,
-        [({"value": 1}, True), ({"value": "x", "note": None}, True), ({"value": "x", "note": "n"}, True),
-         ({"value": 1.5}, False), ({"value": None}, False)],
+        [
+            ({"value": 1}, True),
+            ({"value": "x", "note": None}, True),
+            ({"value": "x", "note": "n"}, True),
+            ({"value": 1.5}, False),
+            ({"value": None}, False),
+        ],
         {0: ("agents", STRICT_ALL_REQUIRED)},
     ),
     (set_mode, [({"mode": "fast"}, True), ({"mode": "slow"}, False)], {}),
     (dark_or_auto, [({"theme": "dark"}, True), ({"theme": "auto"}, True), ({"theme": "light"}, False)], {}),
-    (place, [({"point": [1, 2]}, True), ({"point": [1]}, False), ({"point": [1, 2, 3]}, False),
-             ({"point": [1, "2"]}, False)], {}),
+    (
+        place,
+        [
+            ({"point": [1, 2]}, True),
+            ({"point": [1]}, False),
+            ({"point": [1, 2, 3]}, False),
+            ({"point": [1, "2"]}, False),
+        ],
+        {},
+    ),
     (average, [({"samples": [1.5, 2]}, True), ({"samples": []}, False), ({"samples": ["a"]}, False)], {}),
 ]
 IDS = [case[0].__name__ for case in CASES]

@@ -31,7 +31,7 @@ def _extend(children: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
     return st.one_of(
         children.map(lambda t: list[t]),  # type: ignore[valid-type]
         children.map(lambda t: tuple[t, ...]),  # type: ignore[valid-type]
-        children.map(lambda t: Optional[t]),  # noqa: UP007
+        children.map(lambda t: Optional[t]),  # noqa: UP007, UP045
         st.builds(
             _typed_dict,
             st.lists(children, min_size=1, max_size=3),

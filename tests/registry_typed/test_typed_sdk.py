@@ -102,9 +102,22 @@ def test_python_sdk_passes_mypy_strict(tmp_path: Path) -> None:
     _write_sdks(tmp_path)
     (tmp_path / "check_typed.py").write_text(PY_CHECKS, encoding="utf-8")
     result = subprocess.run(
-        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", "--cache-dir", str(tmp_path / ".cache"),
-         "sdk_typed.py", "check_typed.py"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=600, check=False,
+        [
+            sys.executable,
+            "-m",
+            "mypy",
+            "--strict",
+            "--no-incremental",
+            "--cache-dir",
+            str(tmp_path / ".cache"),
+            "sdk_typed.py",
+            "check_typed.py",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
     )
     assert result.returncode == 0, result.stdout + result.stderr
 
@@ -116,8 +129,24 @@ def test_typescript_sdk_passes_tsc_strict(tmp_path: Path) -> None:
     node = shutil.which("node")
     assert node is not None
     result = subprocess.run(
-        [node, str(TSC), "--noEmit", "--strict", "--target", "es2022", "--module", "esnext",
-         "--moduleResolution", "bundler", "sdk_typed.ts", "check_typed.ts"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False,
+        [
+            node,
+            str(TSC),
+            "--noEmit",
+            "--strict",
+            "--target",
+            "es2022",
+            "--module",
+            "esnext",
+            "--moduleResolution",
+            "bundler",
+            "sdk_typed.ts",
+            "check_typed.ts",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
     )
     assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-2000:]

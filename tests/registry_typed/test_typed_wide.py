@@ -109,7 +109,9 @@ async def test_policies_see_the_frozen_json_not_instances() -> None:
     registry.guard(lambda execution: observed.append(execution.arguments))
     from dsh_codegen.registry import AbortController, ToolExecutionInput
 
-    await registry.execute(ToolExecutionInput(call_id="c", name="wide", arguments=ARGS, signal=AbortController().signal))
+    await registry.execute(
+        ToolExecutionInput(call_id="c", name="wide", arguments=ARGS, signal=AbortController().signal)
+    )
     assert observed and observed[0] == ARGS
     assert type(observed[0]["lines"]) is FrozenJsonObject
 

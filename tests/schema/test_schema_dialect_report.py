@@ -99,10 +99,29 @@ def test_every_dialect_code_reports_like_the_pure_walk() -> None:
     found = both(EVERY_CODE, EVERY_VALUE)
     keywords = {v.keyword for v in found}
     assert keywords >= {
-        "required", "minimum", "multipleOf", "exclusiveMaximum", "minLength", "maxLength", "pattern",
-        "minItems", "maxItems", "uniqueItems", "minContains", "type", "minProperties", "maxProperties",
-        "propertyNames", "dependentRequired", "additionalProperties", "enum", "const", "anyOf", "oneOf",
-        "false", "maximum",
+        "required",
+        "minimum",
+        "multipleOf",
+        "exclusiveMaximum",
+        "minLength",
+        "maxLength",
+        "pattern",
+        "minItems",
+        "maxItems",
+        "uniqueItems",
+        "minContains",
+        "type",
+        "minProperties",
+        "maxProperties",
+        "propertyNames",
+        "dependentRequired",
+        "additionalProperties",
+        "enum",
+        "const",
+        "anyOf",
+        "oneOf",
+        "false",
+        "maximum",
     }
     messages = [v.message for v in found]
     # the object's own missing names first, then its members in declaration order

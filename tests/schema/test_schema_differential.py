@@ -23,9 +23,10 @@ pytestmark = [
 NAMES = ["a", "b", "c", "a b", "é", "$x"]
 STRINGS = st.sampled_from(["", "a", "b", "red", "green", "é", "a b"])
 INTS = st.one_of(st.integers(-3, 3), st.sampled_from([2**60, -(2**53) - 1, 10**30]))
-FLOATS = st.one_of(st.sampled_from([1.0, 2.5, -1.5, 0.5, 3.0, 1e300]), st.floats(-10, 10, allow_nan=False).filter(
-    lambda f: not (f == 0.0 and str(f).startswith("-"))
-))
+FLOATS = st.one_of(
+    st.sampled_from([1.0, 2.5, -1.5, 0.5, 3.0, 1e300]),
+    st.floats(-10, 10, allow_nan=False).filter(lambda f: not (f == 0.0 and str(f).startswith("-"))),
+)
 SCALAR_VALUES: dict[str, Any] = {
     "string": STRINGS,
     "integer": st.one_of(INTS, st.sampled_from([1.0, -2.0])),
@@ -74,7 +75,9 @@ SCHEMAS = st.recursive(scalar_schemas() | st.just({}), extend, max_leaves=12)
 
 JSON_VALUES = st.recursive(
     st.none() | st.booleans() | INTS | FLOATS | STRINGS,
-    lambda children: st.lists(children, max_size=3) | st.dictionaries(st.sampled_from(NAMES + ["zz"]), children, max_size=3),
+    lambda children: (
+        st.lists(children, max_size=3) | st.dictionaries(st.sampled_from(NAMES + ["zz"]), children, max_size=3)
+    ),
     max_leaves=10,
 )
 

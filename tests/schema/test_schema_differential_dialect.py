@@ -33,13 +33,20 @@ NUMBERS = st.one_of(st.integers(-4, 12), st.sampled_from([0.5, 2.0, -1.5, 7.25, 
 SCALARS = st.none() | st.booleans() | NUMBERS | STRINGS
 JSON_VALUES = st.recursive(
     SCALARS,
-    lambda children: st.lists(children, max_size=3) | st.dictionaries(st.sampled_from(NAMES + ["zz"]), children, max_size=3),
+    lambda children: (
+        st.lists(children, max_size=3) | st.dictionaries(st.sampled_from(NAMES + ["zz"]), children, max_size=3)
+    ),
     max_leaves=8,
 )
 TYPES = ["null", "boolean", "integer", "number", "string", "array", "object"]
 PATTERNS = ["^a", "b$", "^[a-c]+$", "[0-9]", "^.{2}$", "x|y", "^(ab)*$"]
 REF = {"$ref": "#/$defs/tree"}
-TREE = {"type": ["object", "integer"], "maximum": 5, "properties": {"kid": REF, "n": {"type": "integer"}}, "additionalProperties": False}
+TREE = {
+    "type": ["object", "integer"],
+    "maximum": 5,
+    "properties": {"kid": REF, "n": {"type": "integer"}},
+    "additionalProperties": False,
+}
 
 
 @st.composite
@@ -132,9 +139,9 @@ def extend(children: Any) -> Any:
         schema.update(draw(keywords_for(["object"])))
         return schema
 
-    combinators = st.tuples(st.sampled_from(["anyOf", "oneOf", "allOf"]), st.lists(children, min_size=1, max_size=3)).map(
-        lambda pair: {pair[0]: pair[1]}
-    )
+    combinators = st.tuples(
+        st.sampled_from(["anyOf", "oneOf", "allOf"]), st.lists(children, min_size=1, max_size=3)
+    ).map(lambda pair: {pair[0]: pair[1]})
     return arrays() | objects() | combinators
 
 

@@ -12,10 +12,16 @@ import pytest
 
 from dsh_codegen.schema import JsonSchemaError, assert_supported_json_schema, compile_validator
 
-_CAT = {"type": "object", "properties": {"pet_type": {"const": "cat"}, "meows": {"type": "integer"}},
-        "required": ["pet_type", "meows"]}
-_DOG = {"type": "object", "properties": {"pet_type": {"const": "dog"}, "barks": {"type": "number"}},
-        "required": ["pet_type", "barks"]}
+_CAT = {
+    "type": "object",
+    "properties": {"pet_type": {"const": "cat"}, "meows": {"type": "integer"}},
+    "required": ["pet_type", "meows"],
+}
+_DOG = {
+    "type": "object",
+    "properties": {"pet_type": {"const": "dog"}, "barks": {"type": "number"}},
+    "required": ["pet_type", "barks"],
+}
 
 
 def _pets(**discriminator: Any) -> dict[str, Any]:
@@ -61,7 +67,10 @@ def test_mapping_is_optional_and_any_of_is_a_place_too() -> None:
     [
         ({}, "must be an object with a string propertyName and an optional mapping"),
         ({"propertyName": 1}, "must be an object with a string propertyName and an optional mapping"),
-        ({"propertyName": "pet_type", "extra": 1}, "must be an object with a string propertyName and an optional mapping"),
+        (
+            {"propertyName": "pet_type", "extra": 1},
+            "must be an object with a string propertyName and an optional mapping",
+        ),
         ({"propertyName": "pet_type", "mapping": {"cat": 1}}, "mapping must be an object of strings"),
         ({"propertyName": "pet_type", "mapping": ["cat"]}, "mapping must be an object of strings"),
     ],
@@ -73,12 +82,12 @@ def test_shape_is_checked(discriminator: dict[str, Any], expected: str) -> None:
 def test_a_bare_string_is_rejected() -> None:
     schema = {"oneOf": [_CAT, _DOG], "discriminator": "pet_type"}
     assert _messages(schema) == [
-        'schema.discriminator must be an object with a string propertyName and an optional mapping'
+        "schema.discriminator must be an object with a string propertyName and an optional mapping"
     ]
 
 
 def test_rejected_outside_a_union() -> None:
     schema = {"type": "object", "properties": {"pet": {**_CAT, "discriminator": {"propertyName": "pet_type"}}}}
     assert _messages(schema) == [
-        'schema.properties.pet.discriminator is only allowed beside oneOf or anyOf (it annotates a discriminated union)'
+        "schema.properties.pet.discriminator is only allowed beside oneOf or anyOf (it annotates a discriminated union)"
     ]

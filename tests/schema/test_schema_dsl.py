@@ -37,7 +37,10 @@ def test_parameter_spec_compiles_to_an_open_object() -> None:
     schema = parameter_schema_spec_to_json_schema(spec)
     assert schema == {
         "type": "object",
-        "properties": {"path": {"type": "string", "description": "Absolute path."}, "limit": {"type": "integer", "default": 10}},
+        "properties": {
+            "path": {"type": "string", "description": "Absolute path."},
+            "limit": {"type": "integer", "default": 10},
+        },
         "required": ["path"],
     }
     assert "additionalProperties" not in schema
@@ -59,7 +62,11 @@ def test_nested_objects_declare_additional_properties_and_own_required() -> None
         "properties": {
             "host": {"type": "string", "required": True},
             "port": {"type": "integer"},
-            "tls": {"type": "object", "additionalProperties": True, "properties": {"ca": {"type": "string", "required": True}}},
+            "tls": {
+                "type": "object",
+                "additionalProperties": True,
+                "properties": {"ca": {"type": "string", "required": True}},
+            },
         },
     }
     assert value_schema_spec_to_json_schema(spec) == {
@@ -68,7 +75,12 @@ def test_nested_objects_declare_additional_properties_and_own_required() -> None
         "properties": {
             "host": {"type": "string"},
             "port": {"type": "integer"},
-            "tls": {"type": "object", "additionalProperties": True, "properties": {"ca": {"type": "string"}}, "required": ["ca"]},
+            "tls": {
+                "type": "object",
+                "additionalProperties": True,
+                "properties": {"ca": {"type": "string"}},
+                "required": ["ca"],
+            },
         },
         "required": ["host"],
     }
@@ -79,7 +91,13 @@ def test_nested_objects_declare_additional_properties_and_own_required() -> None
 
 
 def test_json_type_is_annotation_only() -> None:
-    spec: ValueSchemaSpec = {"type": "json", "description": "anything", "title": "T", "default": [1], "examples": [{"a": 1}]}
+    spec: ValueSchemaSpec = {
+        "type": "json",
+        "description": "anything",
+        "title": "T",
+        "default": [1],
+        "examples": [{"a": 1}],
+    }
     assert value_schema_spec_to_json_schema(spec) == {
         "description": "anything",
         "title": "T",
@@ -89,7 +107,10 @@ def test_json_type_is_annotation_only() -> None:
 
 
 def test_one_of() -> None:
-    spec: ValueSchemaSpec = {"oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "json"}}], "description": "d"}
+    spec: ValueSchemaSpec = {
+        "oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "json"}}],
+        "description": "d",
+    }
     assert value_schema_spec_to_json_schema(spec) == {
         "oneOf": [{"type": "string"}, {"type": "array", "items": {}}],
         "description": "d",
@@ -132,7 +153,9 @@ def test_unknown_keys_types_and_shapes() -> None:
         'spec.pattern is not a supported DSL key for type "boolean" '
         "(allowed: type, enum, const, description, title, default, examples)"
     ]
-    assert rejected({"type": "date"}) == ["spec.type must be one of string/number/integer/boolean/null/array/object/json"]
+    assert rejected({"type": "date"}) == [
+        "spec.type must be one of string/number/integer/boolean/null/array/object/json"
+    ]
     assert rejected({"description": "x"}) == [
         "spec must declare a type (string/number/integer/boolean/null/array/object/json) or oneOf"
     ]
@@ -140,9 +163,9 @@ def test_unknown_keys_types_and_shapes() -> None:
     assert rejected({1: {"type": "string"}}, parameters=True) == [
         "spec must be a mapping of property name to property spec"
     ]
-    assert rejected({"type": "object", "additionalProperties": True, "properties": {"a": {"type": "string"}, "b": 3}}) == [
-        "spec.properties.b must be a schema spec object"
-    ]
+    assert rejected(
+        {"type": "object", "additionalProperties": True, "properties": {"a": {"type": "string"}, "b": 3}}
+    ) == ["spec.properties.b must be a schema spec object"]
     assert rejected({"type": "string", "enum": {"a"}}) == ["spec.enum must be a non-empty array of string values"]
     assert rejected({"type": "string", "description": 3, "default": float("nan")}) == [
         "spec.description must be a string",
@@ -194,9 +217,7 @@ BAD = {
     "enum_of_wrong_type": 'spec: ValueSchemaSpec = {"type": "number", "enum": ["a"]}',
     "const_of_wrong_type": 'spec: ValueSchemaSpec = {"type": "string", "const": 1}',
     "required_false": 'spec: ParameterSchemaSpec = {"a": {"type": "string", "required": False}}',
-    "required_in_items": (
-        'spec: ValueSchemaSpec = {"type": "array", "items": {"type": "string", "required": True}}'
-    ),
+    "required_in_items": ('spec: ValueSchemaSpec = {"type": "array", "items": {"type": "string", "required": True}}'),
     "unknown_key": 'spec: ValueSchemaSpec = {"type": "boolean", "pattern": "x"}',
     "constraint_of_wrong_type": 'spec: ValueSchemaSpec = {"type": "string", "maxLength": "64"}',
     "description_not_str": 'spec: ValueSchemaSpec = {"type": "string", "description": 3}',
@@ -205,11 +226,22 @@ BAD = {
 
 def run_mypy(tmp_path: Path, name: str, body: str) -> subprocess.CompletedProcess[str]:
     source = tmp_path / f"{name}.py"
-    source.write_text("from dsh_codegen.schema import ParameterSchemaSpec, ValueSchemaSpec\n" + textwrap.dedent(body) + "\n")
+    source.write_text(
+        "from dsh_codegen.schema import ParameterSchemaSpec, ValueSchemaSpec\n" + textwrap.dedent(body) + "\n"
+    )
     return subprocess.run(
         # errors inside the package itself are the package's own check (make typecheck), not this test's
-        [sys.executable, "-m", "mypy", "--strict", "--follow-imports=silent", "--no-incremental",
-         "--cache-dir", str(tmp_path / ".cache"), str(source)],
+        [
+            sys.executable,
+            "-m",
+            "mypy",
+            "--strict",
+            "--follow-imports=silent",
+            "--no-incremental",
+            "--cache-dir",
+            str(tmp_path / ".cache"),
+            str(source),
+        ],
         capture_output=True,
         text=True,
         check=False,
@@ -236,9 +268,14 @@ def test_constraints_compile_to_json_schema_and_validate() -> None:
         "tags": {"type": "array", "items": {"type": "string", "minLength": 1}, "uniqueItems": True, "maxItems": 3},
     }
     assert parameter_schema_spec_to_json_schema(spec)["properties"]["tags"] == {  # type: ignore[arg-type]
-        "type": "array", "items": {"type": "string", "minLength": 1}, "uniqueItems": True, "maxItems": 3,
+        "type": "array",
+        "items": {"type": "string", "minLength": 1},
+        "uniqueItems": True,
+        "maxItems": 3,
     }
-    assert [str(v) for v in validate_args(spec, {"page": 0, "name": "B" * 65, "ratio": 0.3, "tags": ["a", "a", ""]})] == [
+    assert [
+        str(v) for v in validate_args(spec, {"page": 0, "name": "B" * 65, "ratio": 0.3, "tags": ["a", "a", ""]})
+    ] == [
         '"page" must be >= 1',
         '"name" must be at most 64 characters',
         '"name" must match pattern "^[a-z]"',

@@ -23,12 +23,93 @@ from hypothesis import strategies as st
 
 from dsh_codegen.schema._ecma import PatternError, compile_pattern, translate
 
-OUTSIDE = ["a", "b", "-", "[", "]", "^", "$", ".", "\\d", "\\w", "\\s", "\\b", "&", "~", "|", "(", ")", "?", "*", "+",
-           "{2}", "{1,}", "\\-", "\\]", "0", "z", "_", " ", "\n", "é", "[^", "(?:", "\\.", "\\\\", "\\x41", "\\u00e9"]
-INSIDE = ["a", "z", "-", "\\d", "\\w", "\\s", "\\b", "[", "&", "~", "|", "^", "0", "9", "_", "\\-", "\\]", "+",
-          "\\x41", "."]
-SUBJECTS = ["", "a", "b", "-", "ab", "a-b", "0", "_", "`", "z", "\n", "a\n", " ", "é", "\u00a0", "&", "~|", "[]",
-            "aab", "A", "\\", ".", "x-z", "\u2028", "\x08"]
+OUTSIDE = [
+    "a",
+    "b",
+    "-",
+    "[",
+    "]",
+    "^",
+    "$",
+    ".",
+    "\\d",
+    "\\w",
+    "\\s",
+    "\\b",
+    "&",
+    "~",
+    "|",
+    "(",
+    ")",
+    "?",
+    "*",
+    "+",
+    "{2}",
+    "{1,}",
+    "\\-",
+    "\\]",
+    "0",
+    "z",
+    "_",
+    " ",
+    "\n",
+    "é",
+    "[^",
+    "(?:",
+    "\\.",
+    "\\\\",
+    "\\x41",
+    "\\u00e9",
+]
+INSIDE = [
+    "a",
+    "z",
+    "-",
+    "\\d",
+    "\\w",
+    "\\s",
+    "\\b",
+    "[",
+    "&",
+    "~",
+    "|",
+    "^",
+    "0",
+    "9",
+    "_",
+    "\\-",
+    "\\]",
+    "+",
+    "\\x41",
+    ".",
+]
+SUBJECTS = [
+    "",
+    "a",
+    "b",
+    "-",
+    "ab",
+    "a-b",
+    "0",
+    "_",
+    "`",
+    "z",
+    "\n",
+    "a\n",
+    " ",
+    "é",
+    "\u00a0",
+    "&",
+    "~|",
+    "[]",
+    "aab",
+    "A",
+    "\\",
+    ".",
+    "x-z",
+    "\u2028",
+    "\x08",
+]
 
 NODE_ORACLE = """
 const [patterns, subjects] = JSON.parse(require('fs').readFileSync(0, 'utf8'));
@@ -55,8 +136,14 @@ def _ours(pattern: str) -> list[bool] | None:
 def _node(patterns: list[str]) -> dict[str, Any]:
     node = shutil.which("node")
     assert node is not None, "node is installed by make setup (the TypeScript checks need it too)"
-    result = subprocess.run([node, "-e", NODE_ORACLE], input=json.dumps([patterns, SUBJECTS]), capture_output=True,
-                            text=True, timeout=120, check=True)
+    result = subprocess.run(
+        [node, "-e", NODE_ORACLE],
+        input=json.dumps([patterns, SUBJECTS]),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
     answers: dict[str, Any] = json.loads(result.stdout)
     return answers
 
@@ -75,8 +162,22 @@ def _generated(seed: int, count: int) -> list[str]:
 
 # Each was translated wrongly or made ``re`` warn before the class was read range by range.
 HAZARDS = [
-    "^[[]$", "^[a&&b]+$", "^[~~]+$", "^[||]+$", "^[+--]$", "^[--a]+$", "^[--9]+$", "^[^--9]+$", "^[\\w-z]+$",
-    "^[a-\\d]+$", "^[\\s-]+$", "^[[&&~~||]+$", "^[\\--\\wa\\-]+$", "^[--[&]+$", "^[--~]+$", "^[\\b-z]+$",
+    "^[[]$",
+    "^[a&&b]+$",
+    "^[~~]+$",
+    "^[||]+$",
+    "^[+--]$",
+    "^[--a]+$",
+    "^[--9]+$",
+    "^[^--9]+$",
+    "^[\\w-z]+$",
+    "^[a-\\d]+$",
+    "^[\\s-]+$",
+    "^[[&&~~||]+$",
+    "^[\\--\\wa\\-]+$",
+    "^[--[&]+$",
+    "^[--~]+$",
+    "^[\\b-z]+$",
 ]
 
 

@@ -7,8 +7,14 @@ from typing import Any
 
 import pytest
 
-from dsh_codegen.registry import AbortController, ToolDefinition, ToolExecutionInput, ToolOutput, ToolRegistry, define_tool
-from dsh_codegen.schema import JsonSchemaError
+from dsh_codegen.registry import (
+    AbortController,
+    ToolDefinition,
+    ToolExecutionInput,
+    ToolOutput,
+    ToolRegistry,
+    define_tool,
+)
 from tests.corpus import corpus
 
 PYDANTIC_LIKE = {
@@ -44,12 +50,17 @@ def test_define_tool_takes_a_published_json_schema_as_parameters() -> None:
     registry = ToolRegistry()
     registry.register(definition)
     result = _run(registry, {"city": "", "unit": "k"})
-    assert result.error.message == 'invalid arguments: "city" must be at least 1 character; "unit" must be one of ["c","f"]'
+    assert (
+        result.error.message
+        == 'invalid arguments: "city" must be at least 1 character; "unit" must be one of ["c","f"]'
+    )
 
 
 def _run(registry: ToolRegistry, arguments: Any) -> Any:
     return asyncio.run(
-        registry.execute(ToolExecutionInput(call_id="c", name="weather", arguments=arguments, signal=AbortController().signal))
+        registry.execute(
+            ToolExecutionInput(call_id="c", name="weather", arguments=arguments, signal=AbortController().signal)
+        )
     )
 
 

@@ -54,15 +54,27 @@ def test_key_paths_render_like_the_shared_renderer(key: str, root: str, alias: s
 
 @pytest.mark.parametrize("key", KEYS)
 def test_undeclared_and_missing_keys_render_like_the_shared_renderer(key: str) -> None:
-    schema = {"type": "object", "properties": {"req": {"type": "object", "properties": {key: {"type": "null"}},
-                                                       "required": [key], "additionalProperties": False}}}
+    schema = {
+        "type": "object",
+        "properties": {
+            "req": {
+                "type": "object",
+                "properties": {key: {"type": "null"}},
+                "required": [key],
+                "additionalProperties": False,
+            }
+        },
+    }
     validator = compile_validator(schema)
     found = validator.violations({"req": {key + "!": None}})
     assert found == [
         Violation(("req", key), "required", "missing required property " + _expected_where(("req", key), "value", "")),
-        Violation(("req", key + "!"), "additionalProperties",
-                  _expected_where(("req", key + "!"), "value", "")
-                  + " is not a declared property (additionalProperties: false)"),
+        Violation(
+            ("req", key + "!"),
+            "additionalProperties",
+            _expected_where(("req", key + "!"), "value", "")
+            + " is not a declared property (additionalProperties: false)",
+        ),
     ]
 
 
@@ -82,8 +94,7 @@ def test_indices_past_the_cached_range_and_long_paths() -> None:
 
 
 def test_many_violations_leave_the_inline_record_buffer() -> None:
-    schema = {"type": "array", "items": {"type": "object", "properties": {"n": {"type": "integer"}},
-                                         "required": ["n"]}}
+    schema = {"type": "array", "items": {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}}
     value = [{"n": "bad"} if i % 2 else {} for i in range(50)]
     found = compile_validator(schema).violations(value)
     assert [v.path for v in found] == [(i, "n") for i in range(50)]
@@ -94,12 +105,18 @@ def test_values_only_python_can_classify_still_report_in_order() -> None:
     class Text(str):
         pass
 
-    schema = {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "string"},
-                                               "c": {}}, "additionalProperties": True}
+    schema = {
+        "type": "object",
+        "properties": {"a": {"type": "integer"}, "b": {"type": "string"}, "c": {}},
+        "additionalProperties": True,
+    }
     value = {"a": Text("1"), "b": 3, "c": {1: 2}, "d": {"e": [1, set()]}, "f": Decimal(1)}
     found = compile_validator(schema).violations(value)
     assert [(v.path, v.keyword) for v in found] == [
-        (("a",), "lossless"), (("b",), "type"), (("c",), "lossless"), (("d", "e", 1), "lossless"),
+        (("a",), "lossless"),
+        (("b",), "type"),
+        (("c",), "lossless"),
+        (("d", "e", 1), "lossless"),
         (("f",), "lossless"),
     ]
 
@@ -108,14 +125,25 @@ def test_values_only_python_can_classify_still_report_in_order() -> None:
 @pytest.mark.skipif(_schema_c is None, reason="the compiled twin is not built")
 @pytest.mark.parametrize("key", KEYS)
 def test_twins_render_identically(key: str) -> None:
-    schema = {"type": "object", "properties": {key: {"type": "array", "items": {"type": "string", "enum": ["a"]}},
-                                               "k": {"oneOf": [{"type": "string"}, {"type": "string"}]}},
-              "required": [key, "k"], "additionalProperties": False}
+    schema = {
+        "type": "object",
+        "properties": {
+            key: {"type": "array", "items": {"type": "string", "enum": ["a"]}},
+            "k": {"oneOf": [{"type": "string"}, {"type": "string"}]},
+        },
+        "required": [key, "k"],
+        "additionalProperties": False,
+    }
     program = compile_program(schema)
     compiled = _schema_c.CompiledValidator(program)
     pure = _validator_py.CompiledValidator(program)
-    values: list[Any] = [{key: ["b", 1, "a"] * 100, "k": "s", key + "?": 1}, {}, [], {key: [], "k": 1.5},
-                         {key: ["a"], "k": "s"}]
+    values: list[Any] = [
+        {key: ["b", 1, "a"] * 100, "k": "s", key + "?": 1},
+        {},
+        [],
+        {key: [], "k": 1.5},
+        {key: ["a"], "k": "s"},
+    ]
     for value in values:
         for root in ("value", "", "a b", "日本"):
             assert compiled.violations(value, root) == pure.violations(value, root)

@@ -18,6 +18,7 @@ from dsh_codegen.schema import (
     compile_validator,
 )
 
+
 def messages(schema: Any) -> list[str]:
     with pytest.raises(JsonSchemaError) as info:
         assert_supported_json_schema(schema)
@@ -62,8 +63,21 @@ def messages(schema: Any) -> list[str]:
         {"type": "object", "enum": [{}]},
         {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": "urn:x", "x-vendor": {"a": 1}},
         {"$schema": "http://json-schema.org/draft-07/schema#", "type": "object", "definitions": {"a": {}}},
-        {"type": "array", "prefixItems": [{"type": "string"}], "items": False, "contains": {"type": "string"}, "minContains": 1, "maxContains": 2},
-        {"type": "object", "dependentRequired": {"a": ["b"]}, "propertyNames": {"maxLength": 3}, "minProperties": 1, "maxProperties": 2.0},
+        {
+            "type": "array",
+            "prefixItems": [{"type": "string"}],
+            "items": False,
+            "contains": {"type": "string"},
+            "minContains": 1,
+            "maxContains": 2,
+        },
+        {
+            "type": "object",
+            "dependentRequired": {"a": ["b"]},
+            "propertyNames": {"maxLength": 3},
+            "minProperties": 1,
+            "maxProperties": 2.0,
+        },
         {"$anchor": "top", "type": "object", "properties": {"self": {"$ref": "#top"}}},
     ],
 )
@@ -91,9 +105,16 @@ def test_accepts_sibling_reuse() -> None:
         ({"type": 3}, ["schema.type must be one of object/array/string/number/integer/boolean/null"]),
         (
             {"type": ["string", "string"]},
-            ["schema.type must be a non-empty array of distinct type names (object/array/string/number/integer/boolean/null)"],
+            [
+                "schema.type must be a non-empty array of distinct type names (object/array/string/number/integer/boolean/null)"
+            ],
         ),
-        ({"type": []}, ["schema.type must be a non-empty array of distinct type names (object/array/string/number/integer/boolean/null)"]),
+        (
+            {"type": []},
+            [
+                "schema.type must be a non-empty array of distinct type names (object/array/string/number/integer/boolean/null)"
+            ],
+        ),
         ({"oneOf": []}, ["schema.oneOf must be a non-empty array of schemas"]),
         ({"oneOf": {}}, ["schema.oneOf must be a non-empty array of schemas"]),
         ({"anyOf": [{}, 3]}, ["schema.anyOf[1] must be a schema object"]),
@@ -108,12 +129,17 @@ def test_accepts_sibling_reuse() -> None:
         ),
         (
             {"type": "object", "patternProperties": {"^a": {}}},
-            ["schema.patternProperties is not supported: patternProperties is outside the tool-schema dialect (use propertyNames)"],
+            [
+                "schema.patternProperties is not supported: patternProperties is outside the tool-schema dialect (use propertyNames)"
+            ],
         ),
         ({"requried": ["a"]}, ["schema.requried is not a supported keyword"]),
         ({"Type": "string"}, ["schema.Type is not a supported keyword"]),
         ({"type": "strin"}, ["schema.type must be one of object/array/string/number/integer/boolean/null"]),
-        ({"$ref": "https://example.com/s.json"}, ['schema.$ref "https://example.com/s.json" is a remote reference (only local references are supported)']),
+        (
+            {"$ref": "https://example.com/s.json"},
+            ['schema.$ref "https://example.com/s.json" is a remote reference (only local references are supported)'],
+        ),
         ({"$ref": "#/$defs/missing"}, ['schema.$ref "#/$defs/missing" does not resolve']),
         ({"$ref": "#"}, ["schema.$ref loops back to itself without descending into the value"]),
         # through a combinator: its branches see the same value, so this loop descends into nothing either
@@ -122,8 +148,14 @@ def test_accepts_sibling_reuse() -> None:
             {"$defs": {"a": {"anyOf": [{"$ref": "#/$defs/a"}, {"type": "string"}]}}, "$ref": "#/$defs/a"},
             ["schema.$defs.a.anyOf[0].$ref loops back to itself without descending into the value"],
         ),
-        ({"type": "number", "exclusiveMaximum": True}, ["schema.exclusiveMaximum must be a number (draft-04's boolean form is not supported)"]),
-        ({"type": "string", "pattern": "\\p{L}"}, ['schema.pattern "\\\\p{L}" Unicode property escapes (\\p{...}) are not supported']),
+        (
+            {"type": "number", "exclusiveMaximum": True},
+            ["schema.exclusiveMaximum must be a number (draft-04's boolean form is not supported)"],
+        ),
+        (
+            {"type": "string", "pattern": "\\p{L}"},
+            ['schema.pattern "\\\\p{L}" Unicode property escapes (\\p{...}) are not supported'],
+        ),
         ({"type": "object", "items": {}}, ['schema.items is not supported on type "object"']),
         ({"type": "array", "properties": {}}, ['schema.properties is not supported on type "array"']),
         ({"type": "string", "minimum": 1}, ['schema.minimum is not supported on type "string"']),
@@ -143,9 +175,20 @@ def test_accepts_sibling_reuse() -> None:
         ({"enum": [-0.0]}, ["schema.enum must hold lossless JSON values"]),
         ({"type": "string", "maxLength": 2.5}, ["schema.maxLength must be a non-negative integer"]),
         ({"type": "number", "multipleOf": 0}, ["schema.multipleOf must be a number greater than 0"]),
-        ({"type": "array", "items": [{}]}, ["schema.items must be a schema (the array form is draft-07's; use prefixItems)"]),
-        ({"properties": {"a": {"$id": "urn:a"}}}, ["schema.properties.a.$id is not supported: a nested $id starts another schema resource (only the root may declare one)"]),
-        ({"$schema": "https://example.com/meta"}, ["schema.$schema must be the 2020-12, 2019-09 or draft-07 meta-schema URI"]),
+        (
+            {"type": "array", "items": [{}]},
+            ["schema.items must be a schema (the array form is draft-07's; use prefixItems)"],
+        ),
+        (
+            {"properties": {"a": {"$id": "urn:a"}}},
+            [
+                "schema.properties.a.$id is not supported: a nested $id starts another schema resource (only the root may declare one)"
+            ],
+        ),
+        (
+            {"$schema": "https://example.com/meta"},
+            ["schema.$schema must be the 2020-12, 2019-09 or draft-07 meta-schema URI"],
+        ),
         ({"type": "integer", "const": 1.5}, ["schema.const must be an integer value"]),
         ({"type": "string", "const": 1}, ["schema.const must be a string value"]),
         (
@@ -158,7 +201,9 @@ def test_accepts_sibling_reuse() -> None:
         ({"examples": [{1: 2}]}, ["schema.examples annotation must be lossless JSON data"]),
         (
             {"type": "object", "properties": {"a": {"type": "object", "properties": {"b c": {"type": "x"}}}}},
-            ['schema.properties.a.properties["b c"].type must be one of object/array/string/number/integer/boolean/null'],
+            [
+                'schema.properties.a.properties["b c"].type must be one of object/array/string/number/integer/boolean/null'
+            ],
         ),
         (
             {"type": "array", "items": {"oneOf": [{"type": "string"}, 3]}},
@@ -244,7 +289,9 @@ def test_object_root_through_a_root_ref() -> None:
     assert_object_json_schema({"$ref": "#/$defs/M", "$defs": {"M": {"type": "object", "properties": {}}}})
     with pytest.raises(JsonSchemaError) as info:
         assert_object_json_schema({"$ref": "#/$defs/M", "$defs": {"M": {"type": "string"}}})
-    assert [str(v) for v in info.value.violations] == ['schema.type must be "object" (structured output is object-rooted)']
+    assert [str(v) for v in info.value.violations] == [
+        'schema.type must be "object" (structured output is object-rooted)'
+    ]
 
 
 def test_object_root_through_a_root_ref_to_an_anchor() -> None:
@@ -252,7 +299,9 @@ def test_object_root_through_a_root_ref_to_an_anchor() -> None:
     assert_object_json_schema({"$defs": {"A": {"$anchor": "args", "type": "object"}}, "$ref": "#args"})
     with pytest.raises(JsonSchemaError) as info:
         assert_object_json_schema({"$defs": {"A": {"$anchor": "args", "type": "string"}}, "$ref": "#args"})
-    assert [str(v) for v in info.value.violations] == ['schema.type must be "object" (structured output is object-rooted)']
+    assert [str(v) for v in info.value.violations] == [
+        'schema.type must be "object" (structured output is object-rooted)'
+    ]
 
 
 @pytest.mark.parametrize("schema", [True, False])
@@ -260,7 +309,9 @@ def test_a_boolean_root_is_not_an_object_schema(schema: bool) -> None:
     assert_supported_json_schema(schema)  # a schema, but not an object schema
     with pytest.raises(JsonSchemaError) as info:
         assert_object_json_schema(schema)
-    assert [str(v) for v in info.value.violations] == ['schema.type must be "object" (structured output is object-rooted)']
+    assert [str(v) for v in info.value.violations] == [
+        'schema.type must be "object" (structured output is object-rooted)'
+    ]
 
 
 def test_dependent_required_names_must_be_unique() -> None:

@@ -32,7 +32,7 @@ def args_texts(spec: Any, args: Any) -> list[str]:
 
 S = {"type": "string"}
 N = {"type": "number"}
-I = {"type": "integer"}
+I = {"type": "integer"}  # noqa: E741 (one letter per type, as S, N, B, Z)
 B = {"type": "boolean"}
 Z = {"type": "null"}
 
@@ -145,7 +145,11 @@ EDIT_SPEC: Any = {
     },
     "servers": {
         "type": "array",
-        "items": {"type": "object", "additionalProperties": True, "properties": {"host": {"type": "string", "required": True}}},
+        "items": {
+            "type": "object",
+            "additionalProperties": True,
+            "properties": {"host": {"type": "string", "required": True}},
+        },
     },
     "tags": {"type": "array"},
     "bag": {"type": "object", "additionalProperties": True},
@@ -163,8 +167,12 @@ def test_validate_args_root_and_nested_paths() -> None:
     assert args_texts(EDIT_SPEC, {"path": "p", "edits": [], "servers": [{"host": "a"}, {}]}) == [
         'missing required property "servers[1].host"'
     ]
-    assert args_texts(EDIT_SPEC, {"path": "p", "edits": [{"old": "a", "new": 1}]}) == ['"edits[0].new" must be a string']
-    assert args_texts(EDIT_SPEC, {"path": "p", "edits": [], "config": {"host": 1}}) == ['"config.host" must be a string']
+    assert args_texts(EDIT_SPEC, {"path": "p", "edits": [{"old": "a", "new": 1}]}) == [
+        '"edits[0].new" must be a string'
+    ]
+    assert args_texts(EDIT_SPEC, {"path": "p", "edits": [], "config": {"host": 1}}) == [
+        '"config.host" must be a string'
+    ]
     assert args_texts(EDIT_SPEC, {"path": "p", "edits": [], "color": "blue"}) == [
         '"color" must be one of ["red","green"]'
     ]

@@ -27,7 +27,15 @@ def _cases(folder: Path) -> list[Any]:
     for path in sorted(folder.glob("*.json")):
         for group in json.loads(path.read_text(encoding="utf-8")):
             for test in group["tests"]:
-                out.append(pytest.param(path.stem, group["schema"], test["data"], test["valid"], id=f"{path.stem}: {group['description']}: {test['description']}"))
+                out.append(
+                    pytest.param(
+                        path.stem,
+                        group["schema"],
+                        test["data"],
+                        test["valid"],
+                        id=f"{path.stem}: {group['description']}: {test['description']}",
+                    )
+                )
     return out
 
 
@@ -38,10 +46,36 @@ DIALECT = _cases(HERE / "dialect")
 def test_every_keyword_file_is_present() -> None:
     names = {path.stem for path in HERE.glob("*.json")}
     assert len(SUITE) > 140
-    for keyword in ("type", "enum", "const", "minimum", "maximum", "exclusiveMinimum", "multipleOf", "minLength",
-                    "maxLength", "pattern", "items", "prefixItems", "minItems", "uniqueItems", "contains", "properties",
-                    "required", "additionalProperties", "minProperties", "propertyNames", "dependentRequired", "anyOf",
-                    "oneOf", "allOf", "ref", "anchor", "boolean_schema", "annotations"):
+    for keyword in (
+        "type",
+        "enum",
+        "const",
+        "minimum",
+        "maximum",
+        "exclusiveMinimum",
+        "multipleOf",
+        "minLength",
+        "maxLength",
+        "pattern",
+        "items",
+        "prefixItems",
+        "minItems",
+        "uniqueItems",
+        "contains",
+        "properties",
+        "required",
+        "additionalProperties",
+        "minProperties",
+        "propertyNames",
+        "dependentRequired",
+        "anyOf",
+        "oneOf",
+        "allOf",
+        "ref",
+        "anchor",
+        "boolean_schema",
+        "annotations",
+    ):
         assert keyword in names
 
 

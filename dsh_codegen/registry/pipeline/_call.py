@@ -294,9 +294,7 @@ def plain_failure(message: str, contexts: Any = ()) -> ToolFailure:
 
 def aborted_before_dispatch(contexts: Any = ()) -> ToolFailure:
     """The exact ``ABORTED_BEFORE_DISPATCH`` result (docs/texts.md)."""
-    return _coded_failure(
-        ABORTED_BEFORE_DISPATCH_MESSAGE, "AbortError", TOOL_ABORTED_BEFORE_DISPATCH, contexts
-    )
+    return _coded_failure(ABORTED_BEFORE_DISPATCH_MESSAGE, "AbortError", TOOL_ABORTED_BEFORE_DISPATCH, contexts)
 
 
 def aborted(contexts: Any = ()) -> ToolFailure:

@@ -55,10 +55,8 @@ _FAILED_VALUE: Final = "tools/post-execute cannot replace the value of a failed 
 def bad_post_decision(decision: object) -> TypeError:
     """The error for a post-execute listener that returned something other than a decision."""
     return TypeError(
-        f"tools/post-execute listener returned {type(decision).__name__};"
-        " expected Accept(...) or Block(feedback)"
+        f"tools/post-execute listener returned {type(decision).__name__}; expected Accept(...) or Block(feedback)"
     )
-
 
 
 class _PostNext:
@@ -112,19 +110,13 @@ async def _post_waterfall(
 
 def _feedback_message(content: Any) -> str:
     parts = [
-        (
-            block["text"]
-            if block["type"] == "text" and type(block.get("text")) is str
-            else f"[{block['type']} content]"
-        )
+        (block["text"] if block["type"] == "text" and type(block.get("text")) is str else f"[{block['type']} content]")
         for block in content
     ]
     return "\n".join(parts) if parts else _BLOCK_DEFAULT
 
 
-def apply_post_decision(
-    call: Call, result: ToolExecutionResult, decision: Accept | Block
-) -> ToolExecutionResult:
+def apply_post_decision(call: Call, result: ToolExecutionResult, decision: Accept | Block) -> ToolExecutionResult:
     """Apply an ``Accept``/``Block`` decision to ``result`` (see guarantees 49-56, docs/guarantees.md)."""
     if type(decision) is Block:
         try:
@@ -157,16 +149,12 @@ def apply_post_decision(
         except (ValueError, TypeError, RecursionError):
             return plain_failure(RESULT_NOT_LOSSLESS, kept)
         if isinstance(result, ToolSuccess):
-            return ToolSuccess(
-                result.value, new_content, result.meta, contexts, result.concludes_turn
-            )
+            return ToolSuccess(result.value, new_content, result.meta, contexts, result.concludes_turn)
         return ToolFailure(result.error, new_content, result.meta, contexts)
     if not added:
         return result
     if isinstance(result, ToolSuccess):
-        return ToolSuccess(
-            result.value, result.content, result.meta, contexts, result.concludes_turn
-        )
+        return ToolSuccess(result.value, result.content, result.meta, contexts, result.concludes_turn)
     return ToolFailure(result.error, result.content, result.meta, contexts)
 
 
@@ -246,9 +234,7 @@ def run_finalize(call: Call, result: ToolExecutionResult) -> ToolExecutionResult
     except (ValueError, TypeError, RecursionError):
         return plain_failure(RESULT_NOT_LOSSLESS, result.additional_contexts)
     if isinstance(result, ToolSuccess):
-        return ToolSuccess(
-            result.value, content, result.meta, result.additional_contexts, result.concludes_turn
-        )
+        return ToolSuccess(result.value, content, result.meta, result.additional_contexts, result.concludes_turn)
     return ToolFailure(result.error, content, result.meta, result.additional_contexts)
 
 

@@ -94,9 +94,7 @@ async def dispatch_core(call: Call, signal: AbortSignal) -> ToolExecutionResult:
     return await outcome
 
 
-def dispatch_started(
-    call: Call, signal: AbortSignal
-) -> ToolExecutionResult | Coroutine[Any, Any, ToolExecutionResult]:
+def dispatch_started(call: Call, signal: AbortSignal) -> ToolExecutionResult | Coroutine[Any, Any, ToolExecutionResult]:
     """:func:`dispatch_core` up to the body's first step: the result, or the coroutine that finishes the body.
 
     A body that never suspends (the common case) is finished here, so the
@@ -143,9 +141,7 @@ def dispatch_started(
         return drive_body(call, compiled, run, steps, yielded)
     run._release()
     deferred = run._deferred
-    return normalize_value(
-        call, compiled, value, () if deferred is None else tuple(deferred), run._concluded
-    )
+    return normalize_value(call, compiled, value, () if deferred is None else tuple(deferred), run._concluded)
 
 
 def _resolve_for_dispatch(call: Call) -> CompiledTool | ToolFailure:
@@ -183,9 +179,7 @@ def suspends(call: Call, exc: BaseException) -> bool:
     return isinstance(exc, CallDeferred) and exc.call_id == call.call_id
 
 
-def body_failure(
-    call: Call, run: ToolRunContext, exc: BaseException, driver: BodyDriver | None
-) -> ToolFailure:
+def body_failure(call: Call, run: ToolRunContext, exc: BaseException, driver: BodyDriver | None) -> ToolFailure:
     """The outcome of a body that raised ``exc`` (its deferred contexts kept).
 
     ``ABORTED`` when it raised ``CancelledError`` after the registry
@@ -285,9 +279,7 @@ class _WrapNext:
         return result
 
 
-async def _wrap_chain(
-    call: Call, index: int, dispatch: ToolDispatchExecution
-) -> ToolExecutionResult:
+async def _wrap_chain(call: Call, index: int, dispatch: ToolDispatchExecution) -> ToolExecutionResult:
     wrappers = call.listeners.wrappers
     while index < len(wrappers):
         entry = wrappers[index]
@@ -301,7 +293,6 @@ async def _wrap_chain(
             return normalize_authored(call, returned)
         index += 1
     return await dispatch_core(call, dispatch.signal)
-
 
 
 async def run_dispatch(call: Call, result: ToolExecutionResult | None) -> ToolExecutionResult:
@@ -335,9 +326,7 @@ async def run_dispatch(call: Call, result: ToolExecutionResult | None) -> ToolEx
             resolved = call.registry.resolve(call.name, call.chain)
         except Exception:
             resolved = None  # dispatch_core reports the error as the result
-    dispatch = ToolDispatchExecution(
-        execution, execution.signal, None if resolved is None else resolved.definition
-    )
+    dispatch = ToolDispatchExecution(execution, execution.signal, None if resolved is None else resolved.definition)
     try:
         result = await _wrap_chain(call, 0, dispatch)
     except Exception as exc:
@@ -359,4 +348,3 @@ def _pending_cancellation(call: Call) -> asyncio.CancelledError | None:
     if call.cancel_exc is not None and cancellation_withdrawn(call):
         call.cancel_exc = call.cancel_task = call.settled = None
     return call.cancel_exc
-

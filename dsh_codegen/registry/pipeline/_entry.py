@@ -61,9 +61,7 @@ def _read_fields(input: object) -> tuple[list[Any], str | None]:
     return values, failure
 
 
-def create_execution(
-    registry: RegistryReads, input: ToolExecutionInput, gate: PipelineGate | None
-) -> Call:
+def create_execution(registry: RegistryReads, input: ToolExecutionInput, gate: PipelineGate | None) -> Call:
     """Read every input field exactly once, snapshot the arguments and the listeners.
 
     ``gate``: the scheduler's ordering hook, or ``None``. A call with a gate,
@@ -170,24 +168,22 @@ def take_arguments(raw: object) -> tuple[Any, str | None]:
         return snapshot_json(raw, utf8_strings=True), None
     except (LosslessJsonError, JsonBudgetError) as exc:
         where = quote_path(format_path(exc.path, "arguments"))
-        reason = exc.reason if isinstance(exc, LosslessJsonError) else f"more than {exc.limit} values to walk (max_nodes)"
+        reason = (
+            exc.reason if isinstance(exc, LosslessJsonError) else f"more than {exc.limit} values to walk (max_nodes)"
+        )
         return None, f"{ARGUMENTS_NOT_LOSSLESS}: at {where}, {reason}"
     except ARGUMENT_SNAPSHOT_ERRORS:
         return None, ARGUMENTS_NOT_LOSSLESS
 
 
-def input_type_error(
-    call_id: object, name: object, signal: object, parent: object, root_call_id: object
-) -> TypeError:
+def input_type_error(call_id: object, name: object, signal: object, parent: object, root_call_id: object) -> TypeError:
     """The ``TypeError`` for the first malformed field of a call description."""
     if type(call_id) is not str:
         return TypeError(f"ToolExecutionInput.call_id must be a str, got {type(call_id).__name__}")
     if type(name) is not str:
         return TypeError(f"ToolExecutionInput.name must be a str, got {type(name).__name__}")
     if type(signal) is not AbortSignal:
-        return TypeError(
-            f"ToolExecutionInput.signal must be an AbortSignal, got {type(signal).__name__}"
-        )
+        return TypeError(f"ToolExecutionInput.signal must be an AbortSignal, got {type(signal).__name__}")
     if parent is not None and type(parent) is not ToolExecutionToken:
         return TypeError("ToolExecutionInput.parent must be a ToolExecutionToken or None")
     return TypeError("ToolExecutionInput.root_call_id must be a str or None")

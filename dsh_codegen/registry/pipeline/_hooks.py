@@ -58,9 +58,7 @@ class CallHooks:
             try:
                 settle = entry.fn(execution)
             except Exception as exc:
-                _log.warning(
-                    "on_execute hook %s raised: %s", safe_repr(entry.fn), error_message(exc), exc_info=True
-                )
+                _log.warning("on_execute hook %s raised: %s", safe_repr(entry.fn), error_message(exc), exc_info=True)
                 continue
             if settle is None:
                 continue
@@ -85,9 +83,7 @@ class CallHooks:
             try:
                 settle(result, error)
             except Exception as exc:
-                _log.warning(
-                    "on_execute settle %s raised: %s", safe_repr(settle), error_message(exc), exc_info=True
-                )
+                _log.warning("on_execute settle %s raised: %s", safe_repr(settle), error_message(exc), exc_info=True)
 
 
 async def run_hooked(

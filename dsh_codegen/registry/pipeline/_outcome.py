@@ -90,9 +90,7 @@ def normalize_value(
     return ToolSuccess(frozen, content, UNSET, contexts, concludes_turn)
 
 
-def _invalid_output(
-    compiled: CompiledTool, frozen: object, contexts: tuple[Any, ...]
-) -> ToolFailure:
+def _invalid_output(compiled: CompiledTool, frozen: object, contexts: tuple[Any, ...]) -> ToolFailure:
     violations = [str(v) for v in compiled.output_validator.violations(frozen, "value")]
     return _output_failure(compiled, violations, contexts)
 
@@ -106,9 +104,7 @@ def _content_problem(exc: Exception) -> str:
     return f"output.render failed: {error_message(exc)}"
 
 
-def _project_meta(
-    project: Any, args: object, frozen: object, render_problem: str | None
-) -> tuple[Any, list[str]]:
+def _project_meta(project: Any, args: object, frozen: object, render_problem: str | None) -> tuple[Any, list[str]]:
     """``presentation_meta(args, value)``, snapshotted, and every problem so far (rendering's first)."""
     problems = [] if render_problem is None else [render_problem]
     meta: Any = UNSET
@@ -126,12 +122,8 @@ def _project_meta(
     return meta, problems
 
 
-def _output_failure(
-    compiled: CompiledTool, violations: list[str], contexts: tuple[Any, ...]
-) -> ToolFailure:
-    return failure_from_exception(
-        ToolOutputError(compiled.name, violations), additional_contexts=contexts
-    )
+def _output_failure(compiled: CompiledTool, violations: list[str], contexts: tuple[Any, ...]) -> ToolFailure:
+    return failure_from_exception(ToolOutputError(compiled.name, violations), additional_contexts=contexts)
 
 
 def normalize_authored(call: Call, returned: object) -> ToolExecutionResult:
@@ -159,14 +151,10 @@ def normalize_authored(call: Call, returned: object) -> ToolExecutionResult:
         compiled = call.registry.resolve(name, call.chain)
         if compiled is None:
             return not_found(ToolNotFoundError.unknown(name), contexts)
-        return normalize_value(
-            call, compiled, returned.value, contexts, returned.concludes_turn is True
-        )
+        return normalize_value(call, compiled, returned.value, contexts, returned.concludes_turn is True)
     if type(returned) is ToolFailure:
         return _materialize_failure(returned)
-    raise TypeError(
-        f"tools/execute wrapper returned {type(returned).__name__}; expected a ToolSuccess or ToolFailure"
-    )
+    raise TypeError(f"tools/execute wrapper returned {type(returned).__name__}; expected a ToolSuccess or ToolFailure")
 
 
 def _materialize_failure(failure: ToolFailure) -> ToolFailure:
@@ -184,11 +172,6 @@ def _materialize_failure(failure: ToolFailure) -> ToolFailure:
         type(info) is not ToolErrorInfo or type(info.name) is not str or type(info.code) is not str
     ):
         return plain_failure(RESULT_NOT_LOSSLESS)
-    if (
-        content is failure.content
-        and meta is failure.meta
-        and contexts is failure.additional_contexts
-    ):
+    if content is failure.content and meta is failure.meta and contexts is failure.additional_contexts:
         return failure
     return ToolFailure(error, content, meta, contexts)
-

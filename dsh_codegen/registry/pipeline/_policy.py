@@ -40,10 +40,8 @@ _PRE_NEXT_TWICE: Final = "tools/pre-execute: next() was already called"
 def bad_pre_decision(decision: object) -> TypeError:
     """The error for a pre-execute listener that returned something other than a decision."""
     return TypeError(
-        f"tools/pre-execute listener returned {type(decision).__name__};"
-        " expected Allow(), Deny(reason) or Ask(reason)"
+        f"tools/pre-execute listener returned {type(decision).__name__}; expected Allow(), Deny(reason) or Ask(reason)"
     )
-
 
 
 class _PreNext:
@@ -51,9 +49,7 @@ class _PreNext:
 
     __slots__ = ("called", "entries", "execution", "index")
 
-    def __init__(
-        self, entries: tuple[ListenerEntry, ...], index: int, execution: ToolExecution
-    ) -> None:
+    def __init__(self, entries: tuple[ListenerEntry, ...], index: int, execution: ToolExecution) -> None:
         self.entries = entries
         self.index = index
         self.execution = execution
@@ -68,20 +64,14 @@ class _PreNext:
         return await _pre_waterfall(self.entries, self.index, self.execution)
 
 
-async def _pre_waterfall(
-    entries: tuple[ListenerEntry, ...], index: int, execution: ToolExecution
-) -> Any:
+async def _pre_waterfall(entries: tuple[ListenerEntry, ...], index: int, execution: ToolExecution) -> Any:
     while index < len(entries):
         entry = entries[index]
         if entry.alive:
             decision = entry.fn(execution, _PreNext(entries, index + 1, execution))
             if is_awaitable(decision):
                 decision = await decision
-            if (
-                type(decision) is not Allow
-                and type(decision) is not Deny
-                and type(decision) is not Ask
-            ):
+            if type(decision) is not Allow and type(decision) is not Deny and type(decision) is not Ask:
                 raise bad_pre_decision(decision)
             return decision
         index += 1
@@ -143,13 +133,9 @@ async def _approve(call: Call, reason: str | None) -> ToolFailure | None:
                 reason if reason is not None else f'tool "{name}" requires approval (not yet supported)'
             )
         if execution.agent is None and channel is None:
-            return plain_failure(
-                f'tool "{name}" requires approval, but the call has no agent to route it through'
-            )
+            return plain_failure(f'tool "{name}" requires approval, but the call has no agent to route it through')
         answer = await maybe_await(
-            approval.request(
-                ApprovalRequest(execution.agent, name, execution.call_id, reason, execution.signal)
-            )
+            approval.request(ApprovalRequest(execution.agent, name, execution.call_id, reason, execution.signal))
         )
     if execution.signal.aborted and answer != "rejected":
         return aborted_before_dispatch()
@@ -168,12 +154,8 @@ async def _approve(call: Call, reason: str | None) -> ToolFailure | None:
         scope.deferring(execution.call_id)
         raise CallDeferred(name, execution.call_id, reason, held=False)
     if answer == "unavailable":
-        return plain_failure(
-            f'tool "{name}" requires approval, but no approval channel is available'
-        )
-    return plain_failure(
-        f'approval for tool "{name}" returned an unsupported answer: {safe_repr(answer)}'
-    )
+        return plain_failure(f'tool "{name}" requires approval, but no approval channel is available')
+    return plain_failure(f'approval for tool "{name}" returned an unsupported answer: {safe_repr(answer)}')
 
 
 def _reason_text(reason: object) -> str:
@@ -185,9 +167,7 @@ def _reason_text(reason: object) -> str:
         return "<unprintable denial reason>"
 
 
-async def run_policy(
-    call: Call, result: ToolExecutionResult | None
-) -> ToolExecutionResult | None:
+async def run_policy(call: Call, result: ToolExecutionResult | None) -> ToolExecutionResult | None:
     """Pre-execute waterfall, then approval (for ``Ask``), then guards, then a cancellation recheck.
 
     ``result``: the outcome decided at entry, passed on unchanged (nothing

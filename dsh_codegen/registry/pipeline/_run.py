@@ -119,9 +119,7 @@ async def _commit(call: Call, result: ToolExecutionResult) -> ToolExecutionResul
     return result
 
 
-async def _commit_in_order(
-    call: Call, gate: PipelineGate, result: ToolExecutionResult
-) -> ToolExecutionResult:
+async def _commit_in_order(call: Call, gate: PipelineGate, result: ToolExecutionResult) -> ToolExecutionResult:
     """Stages 5-8 inside ``gate.commit()``; if entering the gate is cancelled, without it."""
     entered = False
     try:

@@ -106,15 +106,11 @@ def bad_yield(kind: Yielded, yielded: object) -> RuntimeError:
     if kind is Yielded.CURRENT_TASK:
         return RuntimeError("a tool body cannot await the task that runs it")
     if kind is Yielded.GENERATOR:
-        return RuntimeError(
-            f"yield was used instead of yield from for generator in a tool body with {yielded!r}"
-        )
+        return RuntimeError(f"yield was used instead of yield from for generator in a tool body with {yielded!r}")
     return RuntimeError(f"tool body got bad yield: {yielded!r}")
 
 
-def _resume(
-    wait: _ShieldedWait, wake_task: Callable[[Any], object], _future: object
-) -> None:
+def _resume(wait: _ShieldedWait, wake_task: Callable[[Any], object], _future: object) -> None:
     # F's done callback, run by the loop in the task's context: resume the task now, as the
     # task's own callback on F would have (a foreign future calling back from inside a task
     # gets the ordinary loop round instead).
@@ -168,9 +164,7 @@ class _ShieldedWait:
     def exception(self) -> None:
         return None
 
-    def add_done_callback(
-        self, fn: Callable[[Any], object], *, context: contextvars.Context | None = None
-    ) -> None:
+    def add_done_callback(self, fn: Callable[[Any], object], *, context: contextvars.Context | None = None) -> None:
         self.resumer = functools.partial(_resume, self, fn)
         self.future.add_done_callback(self.resumer, context=context)
 
@@ -268,9 +262,7 @@ class BodyDriver:
     def _cancelled(self, exc: asyncio.CancelledError) -> None:
         record_cancellation(self.call, exc)
 
-    def _wait(
-        self, future: asyncio.Future[Any], loop: asyncio.AbstractEventLoop
-    ) -> Generator[Any, None, None]:
+    def _wait(self, future: asyncio.Future[Any], loop: asyncio.AbstractEventLoop) -> Generator[Any, None, None]:
         future._asyncio_future_blocking = False  # taken over, as a Task takes it over
         if self.must_cancel and future.cancel():
             self.must_cancel = False  # delivered through the future, as a Task delivers it
