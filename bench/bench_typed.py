@@ -40,7 +40,7 @@ from bench.bench_registry import _round_robin
 
 BATCH = 50
 
-# The workload's classes are the benchmark's own (tests/registry_typed/_typed_helpers.py has the
+# The workload's classes are the benchmark's own (tests/registry/_typed_helpers.py has the
 # tests' copies): bench/ never imports tests/, and the measured signature stays put when tests change.
 
 

@@ -1,7 +1,7 @@
 """The one scheduler of ordered calls (``dsh_codegen.registry.scheduler``), on calls of its own.
 
 Its two users (the loop helper, Code Mode's sub-call pool) are tested in
-tests/registry_loop and tests/codemode_bridge; these tests pin the module's
+tests/registry (test_registry_loop_*) and tests/codemode (test_codemode_bridge*); these tests pin the module's
 contract without them: order, bounds, barriers, turns, gates, eager starts,
 withdrawal, stopping, waiting and failures.
 """
