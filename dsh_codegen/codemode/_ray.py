@@ -16,19 +16,18 @@ import contextlib
 import itertools
 import logging
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Any, Final, Unpack
 
 from dsh_codegen._extras import require_extra
 from dsh_codegen.codemode._processes import SPARES, Child, ExitReport
 from dsh_codegen.codemode._ray_node import Batch, CodeModeNode
 from dsh_codegen.codemode._links import LinkSink
-from dsh_codegen.codemode._subprocess import Launched, ProcessHost
+from dsh_codegen.codemode._subprocess import Launched, ProcessHost, ProcessOptions
 
 __all__ = ["RayRuntime"]
 
 _log = logging.getLogger("dsh_codegen")
 
-_MIB: Final = 1 << 20
 #: How long ``aclose`` gives an actor to stop its fork server before it is killed outright.
 _CLOSE_S: Final = 10.0
 
@@ -156,8 +155,8 @@ class RayRuntime(ProcessHost):
     the fewest runs. Its tool calls come back to this process over the actor
     channel and re-enter the registry's pipeline, so guards, approvals, the
     concurrency classes and the events are the host's. An actor or node that
-    dies ends its runs as ``worker-exit`` and is replaced. The budgets, the
-    pre-flight check, the failure kinds and the texts are those of
+    dies ends its runs as ``worker-exit`` and is replaced. The budgets (the
+    same keywords and defaults), the pre-flight check, the failure kinds and the texts are those of
     :class:`PythonSubprocessRuntime` (the child applies ``cpu_seconds``,
     ``memory_bytes``, ``max_processes`` and ``network=False`` on its node).
 
@@ -177,30 +176,14 @@ class RayRuntime(ProcessHost):
         actors: int = 1,
         spares_per_actor: int = SPARES,
         actor_options: Mapping[str, Any] | None = None,
-        wall_timeout_s: float = 30.0,
-        cpu_seconds: int | None = None,
-        memory_bytes: int | None = 2 << 30,
-        max_processes: int | None = None,
-        max_output_bytes: int = 64 * _MIB,
-        max_log_bytes: int = 1 * _MIB,
-        network: bool = True,
-        preflight: bool = True,
+        **limits: Unpack[ProcessOptions],
     ) -> None:
         self._ray = require_extra("ray", "ray", "RayRuntime")
         if type(actors) is not int or actors < 1:
             raise ValueError("actors must be a positive integer")
         if type(spares_per_actor) is not int or spares_per_actor < 0:
             raise ValueError("spares_per_actor must be a non-negative integer")
-        super().__init__(
-            wall_timeout_s=wall_timeout_s,
-            cpu_seconds=cpu_seconds,
-            memory_bytes=memory_bytes,
-            max_processes=max_processes,
-            max_output_bytes=max_output_bytes,
-            max_log_bytes=max_log_bytes,
-            network=network,
-            preflight=preflight,
-        )
+        super().__init__(**limits)
         self.address = address
         self.actors = actors
         self.spares_per_actor = spares_per_actor

@@ -19,8 +19,8 @@ import signal
 import sys
 import tempfile
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, Final, Literal
+from dataclasses import dataclass, fields
+from typing import Any, Final, Literal, TypedDict, Unpack
 
 from dsh_codegen.codemode._links import PipeLink, RunLink
 from dsh_codegen.codemode._processes import (
@@ -45,7 +45,15 @@ from dsh_codegen.registry.code_runtime import (
 from dsh_codegen.registry import UNSET, Unset
 from dsh_codegen.schema import JsonValue
 
-__all__ = ["CommandRuntime", "Launched", "ProcessHost", "PythonSubprocessRuntime", "StartMethod"]
+__all__ = [
+    "CommandRuntime",
+    "Launched",
+    "ProcessHost",
+    "ProcessLimits",
+    "ProcessOptions",
+    "PythonSubprocessRuntime",
+    "StartMethod",
+]
 
 StartMethod = Literal["fork-server", "spawn"]
 
@@ -78,9 +86,57 @@ class Launched:
     workdir: str | None = None
 
 
-def _positive_limit(name: str, limit: int | None) -> None:
-    if limit is not None and (type(limit) is not int or limit <= 0):
-        raise ValueError(f"{name} must be a positive integer or None")
+class ProcessOptions(TypedDict, total=False):
+    """The keywords for budgets and settings that every process runtime's constructor takes.
+
+    What each means, its default and its check: :class:`ProcessLimits` (a test
+    keeps the two lists of names equal).
+    """
+
+    wall_timeout_s: float
+    cpu_seconds: int | None
+    memory_bytes: int | None
+    max_processes: int | None
+    max_output_bytes: int
+    max_log_bytes: int
+    network: bool
+    preflight: bool
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessLimits:
+    """A process runtime's budgets and settings: their defaults and the one check of their values.
+
+    What each means is said once, in :class:`PythonSubprocessRuntime`'s
+    docstring; the other process runtimes take the same keywords.
+    """
+
+    wall_timeout_s: float = 30.0
+    cpu_seconds: int | None = None
+    memory_bytes: int | None = 2 << 30
+    max_processes: int | None = None
+    max_output_bytes: int = 64 * _MIB
+    max_log_bytes: int = 1 * _MIB
+    network: bool = True
+    preflight: bool = True
+
+    def __post_init__(self) -> None:
+        for name, value in (("max_output_bytes", self.max_output_bytes), ("max_log_bytes", self.max_log_bytes)):
+            if type(value) is not int or value < 0:
+                raise ValueError(f"{name} must be a non-negative integer")
+        for name, limit in (
+            ("cpu_seconds", self.cpu_seconds),
+            ("memory_bytes", self.memory_bytes),
+            ("max_processes", self.max_processes),
+        ):
+            if limit is not None and (type(limit) is not int or limit <= 0):
+                raise ValueError(f"{name} must be a positive integer or None")
+        timeout = self.wall_timeout_s
+        if not (isinstance(timeout, (int, float)) and 0 < timeout < float("inf")):
+            raise ValueError("wall_timeout_s must be a positive finite number")
+
+
+_LIMIT_NAMES: Final = frozenset(field.name for field in fields(ProcessLimits))
 
 
 class ProcessHost:
@@ -97,34 +153,19 @@ class ProcessHost:
 
     language = "python"
 
-    def __init__(
-        self,
-        *,
-        wall_timeout_s: float,
-        cpu_seconds: int | None,
-        memory_bytes: int | None,
-        max_processes: int | None,
-        max_output_bytes: int,
-        max_log_bytes: int,
-        network: bool,
-        preflight: bool,
-    ) -> None:
-        for name, value in (("max_output_bytes", max_output_bytes), ("max_log_bytes", max_log_bytes)):
-            if type(value) is not int or value < 0:
-                raise ValueError(f"{name} must be a non-negative integer")
-        _positive_limit("cpu_seconds", cpu_seconds)
-        _positive_limit("memory_bytes", memory_bytes)
-        _positive_limit("max_processes", max_processes)
-        if not (isinstance(wall_timeout_s, (int, float)) and 0 < wall_timeout_s < float("inf")):
-            raise ValueError("wall_timeout_s must be a positive finite number")
-        self.wall_timeout_s = float(wall_timeout_s)
-        self.cpu_seconds = cpu_seconds
-        self.memory_bytes = memory_bytes
-        self.max_processes = max_processes
-        self.max_output_bytes = max_output_bytes
-        self.max_log_bytes = max_log_bytes
-        self.network = bool(network)
-        self.preflight = bool(preflight)
+    def __init__(self, **options: Unpack[ProcessOptions]) -> None:
+        unknown = sorted(options.keys() - _LIMIT_NAMES)
+        if unknown:  # what Python would say, naming the runtime the caller made rather than the record
+            raise TypeError(f"{type(self).__name__}() got an unexpected keyword argument {unknown[0]!r}")
+        limits = ProcessLimits(**options)
+        self.wall_timeout_s = float(limits.wall_timeout_s)
+        self.cpu_seconds = limits.cpu_seconds
+        self.memory_bytes = limits.memory_bytes
+        self.max_processes = limits.max_processes
+        self.max_output_bytes = limits.max_output_bytes
+        self.max_log_bytes = limits.max_log_bytes
+        self.network = bool(limits.network)
+        self.preflight = bool(limits.preflight)
         self._runs: set[_Run] = set()
         self._removals: set[asyncio.Future[None]] = set()
         #: Completed runs' processes, killed and not yet reaped, with the directory to remove after.
@@ -228,16 +269,20 @@ class PythonSubprocessRuntime(ProcessHost):
     ``start="fork-server"`` (the default where the platform allows) forks each
     run's process from one pristine zygote this runtime owns, started on the
     first run and stopped by :meth:`aclose`; ``start="spawn"`` starts
-    ``python -I`` per run. Budgets: ``wall_timeout_s`` (``timeout``),
-    ``cpu_seconds`` (``RLIMIT_CPU``, ``timeout``), ``memory_bytes``
-    (``RLIMIT_AS``), ``max_processes`` (``RLIMIT_NPROC``, not enforced for
-    root), ``max_output_bytes`` (``output-limit``), ``max_log_bytes`` (later
-    ``print`` output is dropped behind one marker line). ``network=False``
-    starts the program in new user and network namespaces (Linux; a run whose
-    namespaces cannot be made fails as ``exception``). ``preflight`` (on by
-    default) reads the program against ``request.catalog`` before starting
-    anything and returns the findings as an ``exception`` failure (see
-    ``_preflight.py``).
+    ``python -I`` per run; ``python``: the interpreter (default: this one).
+
+    Budgets, each a keyword with its default: ``wall_timeout_s=30.0`` (seconds
+    of wall clock, then ``timeout``), ``cpu_seconds=None`` (``RLIMIT_CPU``, then
+    ``timeout``), ``memory_bytes=2 << 30`` (``RLIMIT_AS``),
+    ``max_processes=None`` (``RLIMIT_NPROC``, not enforced for root),
+    ``max_output_bytes=64 << 20`` (``output-limit``), ``max_log_bytes=1 << 20``
+    (later ``print`` output is dropped behind one marker line); ``None`` sets no
+    limit. ``network=True``; ``False`` starts the program in new user and
+    network namespaces (Linux; a run whose namespaces cannot be made fails as
+    ``exception``). ``preflight=True`` reads the program against
+    ``request.catalog`` before starting anything and returns the findings as an
+    ``exception`` failure (see ``_preflight.py``). A bad value raises
+    ``ValueError`` naming the keyword; an unknown keyword, ``TypeError``.
 
     Not a security sandbox: see ``docs/codemode-runtimes.md``.
     """
@@ -246,15 +291,8 @@ class PythonSubprocessRuntime(ProcessHost):
         self,
         *,
         start: StartMethod | None = None,
-        wall_timeout_s: float = 30.0,
-        cpu_seconds: int | None = None,
-        memory_bytes: int | None = 2 << 30,
-        max_processes: int | None = None,
-        max_output_bytes: int = 64 * _MIB,
-        max_log_bytes: int = 1 * _MIB,
-        network: bool = True,
-        preflight: bool = True,
         python: str | None = None,
+        **limits: Unpack[ProcessOptions],
     ) -> None:
         if start is None:
             start = "fork-server" if fork_server_supported() else "spawn"
@@ -262,16 +300,7 @@ class PythonSubprocessRuntime(ProcessHost):
             raise ValueError(f'start must be "fork-server" or "spawn", not {start!r}')
         elif start == "fork-server" and not fork_server_supported():
             raise ValueError("the fork server needs Linux (fork and file-descriptor passing)")
-        super().__init__(
-            wall_timeout_s=wall_timeout_s,
-            cpu_seconds=cpu_seconds,
-            memory_bytes=memory_bytes,
-            max_processes=max_processes,
-            max_output_bytes=max_output_bytes,
-            max_log_bytes=max_log_bytes,
-            network=network,
-            preflight=preflight,
-        )
+        super().__init__(**limits)
         self.start: StartMethod = start
         self._python = python or sys.executable
         self._env = child_env()
@@ -322,8 +351,8 @@ class CommandRuntime(ProcessHost):
     local runtime gives its children) in ``cwd``; every run ends with the command
     killed (``SIGTERM``, then its whole process group ``SIGKILL`` after a grace
     period) and reaped, its pipes drained and closed, every byte it writes
-    capped. The budgets, failure kinds, texts and events are those of
-    :class:`PythonSubprocessRuntime`; ``cpu_seconds``, ``memory_bytes``,
+    capped. The budgets (the same keywords and defaults), failure kinds, texts
+    and events are those of :class:`PythonSubprocessRuntime`; ``cpu_seconds``, ``memory_bytes``,
     ``max_processes`` and ``network=False`` are applied by the child, wherever
     the command runs it.
 
@@ -338,14 +367,7 @@ class CommandRuntime(ProcessHost):
         *,
         env: Mapping[str, str] | None = None,
         cwd: str | None = None,
-        wall_timeout_s: float = 30.0,
-        cpu_seconds: int | None = None,
-        memory_bytes: int | None = 2 << 30,
-        max_processes: int | None = None,
-        max_output_bytes: int = 64 * _MIB,
-        max_log_bytes: int = 1 * _MIB,
-        network: bool = True,
-        preflight: bool = True,
+        **limits: Unpack[ProcessOptions],
     ) -> None:
         if isinstance(argv, (str, bytes)) or not isinstance(argv, Sequence):
             raise TypeError(f"argv must be a list of strings (no shell line), not {type(argv).__name__}")
@@ -353,16 +375,7 @@ class CommandRuntime(ProcessHost):
             raise ValueError("argv must be a non-empty list of strings without NUL characters")
         if env is not None and any(type(key) is not str or type(value) is not str for key, value in env.items()):
             raise ValueError("env must map strings to strings")
-        super().__init__(
-            wall_timeout_s=wall_timeout_s,
-            cpu_seconds=cpu_seconds,
-            memory_bytes=memory_bytes,
-            max_processes=max_processes,
-            max_output_bytes=max_output_bytes,
-            max_log_bytes=max_log_bytes,
-            network=network,
-            preflight=preflight,
-        )
+        super().__init__(**limits)
         self.argv: tuple[str, ...] = tuple(argv)
         self.env: dict[str, str] = dict(env) if env is not None else child_env()
         self.cwd = cwd
