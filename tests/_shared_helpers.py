@@ -13,8 +13,10 @@ import functools
 import importlib
 import importlib.util
 import os
+import shutil
 import signal
 import subprocess
+import sys
 from collections.abc import Callable, Coroutine, Iterator, Sequence
 from pathlib import Path
 from types import ModuleType
@@ -23,15 +25,27 @@ from typing import Any
 import pytest
 
 __all__ = [
+    "REPO",
+    "TSC",
     "RecordingApprovals",
     "async_test",
     "compiled_twin",
     "import_file",
+    "needs_tsc",
     "render_text",
     "require_compiled_twin",
     "run_in_session",
+    "run_mypy",
+    "run_tsc",
     "session_process",
 ]
+
+#: The repository's root.
+REPO = Path(__file__).resolve().parents[1]
+#: TypeScript's compiler, as ``npm ci`` (run by ``make setup``) installs it.
+TSC = REPO / "node_modules" / ".bin" / "tsc"
+#: Marks a test that calls :func:`run_tsc`: skipped, saying why, where ``npm ci`` has not run.
+needs_tsc = pytest.mark.skipif(not TSC.exists(), reason="node_modules/.bin/tsc missing: run `npm ci` (make test does)")
 
 #: Seconds a process group gets between SIGTERM and SIGKILL.
 STOP_GRACE = 5.0
@@ -141,3 +155,38 @@ def run_in_session(
     with session_process(argv, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE, **options) as process:
         stdout, stderr = process.communicate(input, timeout=timeout)
     return subprocess.CompletedProcess(list(argv), process.returncode, stdout, stderr)
+
+
+def run_mypy(
+    folder: Path, *files: str | Path, options: Sequence[str] = (), cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Real ``mypy --strict`` (this interpreter's) over ``files``, with ``options`` added, run from ``cwd``
+    (default: ``folder``; the repository when the checked code imports ``dsh_codegen``, which the editable
+    install's import hook hides from mypy) with its cache in ``folder``. Returns the finished process
+    whatever its status: what it must report is the calling test's to assert."""
+    return subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--cache-dir", str(folder / ".mypy_cache"), *options]
+        + [str(file) for file in files],
+        cwd=cwd or folder,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+
+
+def run_tsc(folder: Path, *files: str) -> subprocess.CompletedProcess[str]:
+    """Real ``tsc --noEmit --strict`` over ``files`` in ``folder``, read as ES2022 modules resolved the way a
+    bundler resolves them (as generated SDKs are used). Returns the finished process whatever its status;
+    a test that calls it carries :data:`needs_tsc`."""
+    node = shutil.which("node")
+    assert node is not None, "node is not on PATH"
+    return subprocess.run(
+        [node, str(TSC), "--noEmit", "--strict", "--target", "es2022", "--module", "esnext"]
+        + ["--moduleResolution", "bundler", *files],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )

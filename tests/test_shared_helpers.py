@@ -1,5 +1,6 @@
 """The shared helpers: the subprocess helper stops a command's whole process group, not the command alone;
-the twin loader finds a built extension and reports a missing one."""
+the twin loader finds a built extension and reports a missing one; the type-checker helpers run the real
+checkers in their strict modes."""
 
 from __future__ import annotations
 
@@ -11,7 +12,15 @@ import time
 from pathlib import Path
 
 import pytest
-from _shared_helpers import compiled_twin, require_compiled_twin, run_in_session, session_process
+from _shared_helpers import (
+    compiled_twin,
+    needs_tsc,
+    require_compiled_twin,
+    run_in_session,
+    run_mypy,
+    run_tsc,
+    session_process,
+)
 
 # The command starts a child that outlives it unless its group is stopped, writes the child's pid, then sleeps.
 PARENT = """
@@ -84,3 +93,33 @@ def test_the_twin_loader_finds_a_built_twin_and_reports_a_missing_one() -> None:
     assert compiled_twin("_no_such_twin_c") is None
     with pytest.raises(pytest.skip.Exception, match=r"dsh_codegen\._no_such_twin_c is not built"):
         require_compiled_twin("_no_such_twin_c")
+
+
+@pytest.mark.once
+def test_run_mypy_is_strict_and_reports_each_error(tmp_path: Path) -> None:
+    (tmp_path / "good.py").write_text("def double(x: int) -> int:\n    return 2 * x\n", encoding="utf-8")
+    # the first error only --strict reports (an unannotated function), the second any mypy does
+    (tmp_path / "bad.py").write_text("def f(x):\n    return x\n\ny: int = 'one'\n", encoding="utf-8")
+    result = run_mypy(tmp_path, "good.py", "bad.py", options=["--no-error-summary"])
+    assert (result.returncode, result.stdout.splitlines()) == (
+        1,
+        [
+            "bad.py:1: error: Function is missing a type annotation  [no-untyped-def]",
+            'bad.py:4: error: Incompatible types in assignment (expression has type "str", variable has type "int")'
+            "  [assignment]",
+        ],
+    ), result.stdout + result.stderr
+    assert (tmp_path / ".mypy_cache").is_dir()  # the cache stays in the test's folder
+
+
+@pytest.mark.once
+@needs_tsc
+def test_run_tsc_is_strict_and_reports_each_error(tmp_path: Path) -> None:
+    (tmp_path / "good.ts").write_text("export const double = (x: number): number => 2 * x;\n", encoding="utf-8")
+    # the first error only --strict reports (an implicit any), the second any tsc does
+    (tmp_path / "bad.ts").write_text(
+        "export function f(x) {\n  return x;\n}\nexport const y: number = 'one';\n", encoding="utf-8"
+    )
+    result = run_tsc(tmp_path, "good.ts", "bad.ts")
+    errors = [line.split(": error ")[1].split(":")[0] for line in result.stdout.splitlines() if ": error " in line]
+    assert (result.returncode, errors) == (2, ["TS7006", "TS2322"]), result.stdout + result.stderr

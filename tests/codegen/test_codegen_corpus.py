@@ -5,22 +5,19 @@ argument set type-checks in TypeScript, and the TypeScript types never degrade."
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from codegen_helpers import REPO
+from _shared_helpers import needs_tsc, run_mypy, run_tsc
 from corpus import corpus
 from dsh_codegen.codegen import ToolSchemaEntry, render_sdk_module, render_ts_sdk
 from dsh_codegen.codegen._degraded import degraded_nodes
 from dsh_codegen.codegen._literals import code_string
 
 pytestmark = pytest.mark.once
-
-TSC = REPO / "node_modules" / ".bin" / "tsc"
 
 
 def _catalog() -> list[ToolSchemaEntry]:
@@ -33,7 +30,7 @@ def test_the_corpus_is_typed_without_degradation_in_typescript() -> None:
     assert degraded_nodes(catalog, "typescript") == []
 
 
-@pytest.mark.skipif(not TSC.exists(), reason="node_modules/.bin/tsc missing: run `npm ci` (make test does)")
+@needs_tsc
 def test_the_corpus_passes_tsc_strict_with_its_valid_arguments(tmp_path: Path) -> None:
     catalog = _catalog()
     (tmp_path / "sdk_corpus.ts").write_text(render_sdk_module(catalog, "typescript"), encoding="utf-8")
@@ -49,51 +46,13 @@ def test_the_corpus_passes_tsc_strict_with_its_valid_arguments(tmp_path: Path) -
             count += 1
     assert count >= 100
     (tmp_path / "check_corpus.ts").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    node = shutil.which("node")
-    assert node is not None
-    result = subprocess.run(
-        [
-            node,
-            str(TSC),
-            "--noEmit",
-            "--strict",
-            "--target",
-            "es2022",
-            "--module",
-            "esnext",
-            "--moduleResolution",
-            "bundler",
-            "sdk_corpus.ts",
-            "prompt_corpus.ts",
-            "check_corpus.ts",
-        ],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    result = run_tsc(tmp_path, "sdk_corpus.ts", "prompt_corpus.ts", "check_corpus.ts")
     assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-2000:]
 
 
 def test_the_corpus_module_passes_mypy_strict_and_imports(tmp_path: Path) -> None:
     (tmp_path / "sdk_corpus.py").write_text(render_sdk_module(_catalog(), "python"), encoding="utf-8")
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "mypy",
-            "--strict",
-            "--no-error-summary",
-            "--show-error-codes",
-            "--cache-dir",
-            str(tmp_path / ".mypy_cache"),
-            "sdk_corpus.py",
-        ],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    result = run_mypy(tmp_path, "sdk_corpus.py", options=["--no-error-summary", "--show-error-codes"])
     assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-2000:]
     run = subprocess.run([sys.executable, "-c", "import sdk_corpus"], cwd=tmp_path, capture_output=True, text=True)
     assert run.returncode == 0, run.stderr

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from _shared_helpers import run_mypy
 from codegen_helpers import CASES, case_names
 from dsh_codegen.cli import main
 from dsh_codegen.codegen import ToolSchemaEntry, load_catalog, render_py_sdk, render_sdk_module, render_ts_sdk
@@ -199,9 +200,6 @@ def test_keys_that_are_not_identifiers_are_typed_and_strict_passes(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Before: such an object rendered dict[str, Any] (in the SDK text and files) and --strict refused it."""
-    import subprocess
-    import sys
-
     catalog = tmp_path / "tools.json"
     catalog.write_text(json.dumps(CONVERT_UNITS), encoding="utf-8")
     out = tmp_path / "sdk_units.py"
@@ -222,23 +220,7 @@ def test_keys_that_are_not_identifiers_are_typed_and_strict_passes(
         'bad: ConvertUnitsArgs = {"value": 1.5, "from": 3, "to": "ft"}\n',
         encoding="utf-8",
     )
-    checked = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "mypy",
-            "--strict",
-            "--no-error-summary",
-            "--cache-dir",
-            str(tmp_path / ".mypy_cache"),
-            "sdk_units.py",
-            "use.py",
-        ],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    checked = run_mypy(tmp_path, "sdk_units.py", "use.py", options=["--no-error-summary"])
     assert checked.stdout.splitlines() == [
         'use.py:3: error: Incompatible types (expression has type "int", TypedDict item "from" has type "str")  [typeddict-item]'
     ]

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from _shared_helpers import import_file
+from _shared_helpers import import_file, run_mypy
 from codegen_helpers import CASES, REPO
 from dsh_codegen import __version__
 from dsh_codegen.codegen import (
@@ -194,23 +194,7 @@ def test_mypy_catches_a_body_reading_an_undeclared_key(tmp_path: Path) -> None:
         "    return {'text': args['encoding']}\n",
         encoding="utf-8",
     )
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "mypy",
-            "--strict",
-            "--no-error-summary",
-            "--cache-dir",
-            str(tmp_path / ".cache"),
-            "tool_sdk.py",
-            "body.py",
-        ],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    result = run_mypy(tmp_path, "tool_sdk.py", "body.py", options=["--no-error-summary"])
     errors = [line for line in result.stdout.splitlines() if ": error:" in line]
     assert errors == ['body.py:8: error: TypedDict "ReadFileArgs" has no key "encoding"  [typeddict-item]'], (
         result.stdout

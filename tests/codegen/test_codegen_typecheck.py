@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -20,15 +19,14 @@ from typing import Any
 
 import pytest
 
-from codegen_helpers import CASES, REPO, case_names, load_json, py_accepts, ts_accepts, variants
+from _shared_helpers import needs_tsc, run_mypy, run_tsc
+from codegen_helpers import CASES, case_names, load_json, py_accepts, ts_accepts, variants
 from dsh_codegen.codegen import ToolSchemaEntry, load_catalog, render_sdk_module, render_ts_sdk
 from dsh_codegen.codegen._literals import code_string
 from dsh_codegen.codegen._catalog import sorted_catalog
 from dsh_codegen.codegen._py_sdk import py_declarations
 
 pytestmark = pytest.mark.once
-
-TSC = REPO / "node_modules" / ".bin" / "tsc"
 
 
 def _candidates(case: str, entry: ToolSchemaEntry) -> tuple[list[Any], list[Any]]:
@@ -83,7 +81,7 @@ def catalogs() -> dict[str, list[ToolSchemaEntry]]:
     return {case: load_catalog(CASES / case / "catalog.json") for case in _oracle_cases()}
 
 
-@pytest.mark.skipif(not TSC.exists(), reason="node_modules/.bin/tsc missing: run `npm ci` (make test does)")
+@needs_tsc
 def test_typescript_sdks_pass_tsc_strict(tmp_path: Path, catalogs: dict[str, list[ToolSchemaEntry]]) -> None:
     files = []
     total_expected = 0
@@ -97,27 +95,7 @@ def test_typescript_sdks_pass_tsc_strict(tmp_path: Path, catalogs: dict[str, lis
         total_expected += expected
         (tmp_path / f"check_{case}.ts").write_text(check, encoding="utf-8")
         files += [f"sdk_{case}.ts", f"prompt_{case}.ts", f"check_{case}.ts"]
-    node = shutil.which("node")
-    assert node is not None
-    result = subprocess.run(
-        [
-            node,
-            str(TSC),
-            "--noEmit",
-            "--strict",
-            "--target",
-            "es2022",
-            "--module",
-            "esnext",
-            "--moduleResolution",
-            "bundler",
-            *files,
-        ],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    result = run_tsc(tmp_path, *files)
     assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-2000:]
     # The oracle must predict some rejections, or the expect-error half proves nothing.
     assert total_expected > 100
@@ -167,25 +145,8 @@ def test_python_sdks_pass_mypy_strict(tmp_path: Path, catalogs: dict[str, list[T
         (tmp_path / f"check_{case}.py").write_text(check, encoding="utf-8")
         expected[f"check_{case}.py"] = lines
         files += [f"sdk_{case}.py", f"check_{case}.py"]
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "mypy",
-            "--strict",
-            "--no-error-summary",
-            "--show-error-codes",
-            "--cache-dir",
-            str(tmp_path / ".mypy_cache"),
-            "--disable-error-code",
-            "unused-ignore",
-            *files,
-        ],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    options = ["--no-error-summary", "--show-error-codes", "--disable-error-code", "unused-ignore"]
+    result = run_mypy(tmp_path, *files, options=options)
     reported: dict[str, set[int]] = {name: set() for name in expected}
     unexpected_files = []
     for line in result.stdout.splitlines():
@@ -204,7 +165,7 @@ def test_python_sdks_pass_mypy_strict(tmp_path: Path, catalogs: dict[str, list[T
     assert sum(len(lines) for lines in expected.values()) > 100
 
 
-@pytest.mark.skipif(not TSC.exists(), reason="node_modules/.bin/tsc missing: run `npm ci` (make test does)")
+@needs_tsc
 @pytest.mark.parametrize("case", _checked_cases())
 def test_dialect_sdks_pass_tsc_strict_with_their_checks(tmp_path: Path, case: str) -> None:
     catalog = load_catalog(CASES / case / "catalog.json")
@@ -215,29 +176,7 @@ def test_dialect_sdks_pass_tsc_strict_with_their_checks(tmp_path: Path, case: st
     checks = (CASES / case / "checks.ts").read_text(encoding="utf-8")
     assert checks.count("@ts-expect-error") >= 5
     (tmp_path / "checks.ts").write_text(checks, encoding="utf-8")
-    node = shutil.which("node")
-    assert node is not None
-    result = subprocess.run(
-        [
-            node,
-            str(TSC),
-            "--noEmit",
-            "--strict",
-            "--target",
-            "es2022",
-            "--module",
-            "esnext",
-            "--moduleResolution",
-            "bundler",
-            f"sdk_{case}.ts",
-            f"prompt_{case}.ts",
-            "checks.ts",
-        ],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    result = run_tsc(tmp_path, f"sdk_{case}.ts", f"prompt_{case}.ts", "checks.ts")
     assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-2000:]
 
 
@@ -249,24 +188,7 @@ def test_dialect_sdks_pass_mypy_strict_with_their_checks(tmp_path: Path, case: s
     # --strict reports an unused ignore: each one below proves a rejection.
     assert checks.count("# type: ignore[") >= 5
     (tmp_path / "checks.py").write_text(checks, encoding="utf-8")
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "mypy",
-            "--strict",
-            "--no-error-summary",
-            "--show-error-codes",
-            "--cache-dir",
-            str(tmp_path / ".mypy_cache"),
-            f"sdk_{case}.py",
-            "checks.py",
-        ],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    result = run_mypy(tmp_path, f"sdk_{case}.py", "checks.py", options=["--no-error-summary", "--show-error-codes"])
     assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-2000:]
     # The module also imports and runs (forward references are postponed).
     run = subprocess.run([sys.executable, "-c", f"import sdk_{case}"], cwd=tmp_path, capture_output=True, text=True)

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import textwrap
 
 import pytest
+from _shared_helpers import REPO, run_mypy
 
 GOOD = """
 from typing import Annotated, Any, Literal, TypedDict
@@ -118,24 +117,8 @@ def mypy_output(tmp_path_factory: pytest.TempPathFactory) -> str:
     for name, source in (("typed_good", GOOD), ("typed_bad", BAD)):
         paths.append(folder / f"{name}.py")
         paths[-1].write_text(textwrap.dedent(source))
-    result = subprocess.run(
-        # the package's own errors are the package's check (make test), not this test's
-        [
-            sys.executable,
-            "-m",
-            "mypy",
-            "--strict",
-            "--follow-imports=silent",
-            "--no-incremental",
-            "--cache-dir",
-            str(folder / ".cache"),
-            *map(str, paths),
-        ],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=600,
-    )
+    # the package's own errors are the package's check (make test), not this test's
+    result = run_mypy(folder, *paths, options=["--follow-imports=silent", "--no-incremental"], cwd=REPO)
     # errors (typed_bad's) and nothing else: a crash or a config error would not say this
     assert result.returncode == 1 and "(checked 2 source files)" in result.stdout, result.stdout + result.stderr
     return result.stdout

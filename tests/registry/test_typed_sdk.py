@@ -7,12 +7,10 @@ or ``// @ts-expect-error`` (``tsc`` reports an unused one), so both halves can f
 
 from __future__ import annotations
 
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from _shared_helpers import needs_tsc, run_mypy, run_tsc
 from test_typed_peers import CASES
 
 from dsh_codegen.codegen import render_sdk_module
@@ -20,9 +18,6 @@ from dsh_codegen.registry import ToolRegistry
 from dsh_codegen.registry._typed import tool
 
 pytestmark = pytest.mark.once
-
-REPO = Path(__file__).resolve().parents[2]
-TSC = REPO / "node_modules" / ".bin" / "tsc"
 
 PY_CHECKS = """
 from sdk_typed import Tools
@@ -101,52 +96,13 @@ def _write_sdks(tmp_path: Path) -> None:
 def test_python_sdk_passes_mypy_strict(tmp_path: Path) -> None:
     _write_sdks(tmp_path)
     (tmp_path / "check_typed.py").write_text(PY_CHECKS, encoding="utf-8")
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "mypy",
-            "--strict",
-            "--no-incremental",
-            "--cache-dir",
-            str(tmp_path / ".cache"),
-            "sdk_typed.py",
-            "check_typed.py",
-        ],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
+    result = run_mypy(tmp_path, "sdk_typed.py", "check_typed.py", options=["--no-incremental"])
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-@pytest.mark.skipif(not TSC.exists(), reason="node_modules/.bin/tsc missing: run `npm ci` (make test does)")
+@needs_tsc
 def test_typescript_sdk_passes_tsc_strict(tmp_path: Path) -> None:
     _write_sdks(tmp_path)
     (tmp_path / "check_typed.ts").write_text(TS_CHECKS, encoding="utf-8")
-    node = shutil.which("node")
-    assert node is not None
-    result = subprocess.run(
-        [
-            node,
-            str(TSC),
-            "--noEmit",
-            "--strict",
-            "--target",
-            "es2022",
-            "--module",
-            "esnext",
-            "--moduleResolution",
-            "bundler",
-            "sdk_typed.ts",
-            "check_typed.ts",
-        ],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    result = run_tsc(tmp_path, "sdk_typed.ts", "check_typed.ts")
     assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-2000:]

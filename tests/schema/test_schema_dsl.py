@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import subprocess
-import sys
 import textwrap
 from pathlib import Path
 from typing import Any
 
 import pytest
+from _shared_helpers import REPO, run_mypy
 
 from dsh_codegen.schema import (
     JsonSchemaError,
@@ -224,36 +224,21 @@ BAD = {
 }
 
 
-def run_mypy(tmp_path: Path, name: str, body: str) -> subprocess.CompletedProcess[str]:
+def mypy_on_spec(tmp_path: Path, name: str, body: str) -> subprocess.CompletedProcess[str]:
     source = tmp_path / f"{name}.py"
     source.write_text(
         "from dsh_codegen.schema import ParameterSchemaSpec, ValueSchemaSpec\n" + textwrap.dedent(body) + "\n"
     )
-    return subprocess.run(
-        # errors inside the package itself are the package's own check (make typecheck), not this test's
-        [
-            sys.executable,
-            "-m",
-            "mypy",
-            "--strict",
-            "--follow-imports=silent",
-            "--no-incremental",
-            "--cache-dir",
-            str(tmp_path / ".cache"),
-            str(source),
-        ],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    # errors inside the package itself are the package's own check (make typecheck), not this test's
+    return run_mypy(tmp_path, source, options=["--follow-imports=silent", "--no-incremental"], cwd=REPO)
 
 
 @pytest.mark.once
 def test_spec_literals_type_check(tmp_path: Path) -> None:
-    result = run_mypy(tmp_path, "good", GOOD)
+    result = mypy_on_spec(tmp_path, "good", GOOD)
     assert result.returncode == 0, result.stdout + result.stderr
     bad_source = "\n".join(f"def case_{name}() -> None:\n    {line}" for name, line in BAD.items())
-    result = run_mypy(tmp_path, "bad", bad_source)
+    result = mypy_on_spec(tmp_path, "bad", bad_source)
     assert result.returncode == 1, result.stdout
     for index, name in enumerate(BAD):
         line_number = 2 + 2 * index + 1  # the import line, then two lines per case
