@@ -155,8 +155,8 @@ class ProcessHost:
 
     def __init__(self, **options: Unpack[ProcessOptions]) -> None:
         unknown = sorted(options.keys() - _LIMIT_NAMES)
-        if unknown:  # what Python would say, naming the runtime the caller made rather than the record
-            raise TypeError(f"{type(self).__name__}() got an unexpected keyword argument {unknown[0]!r}")
+        if unknown:  # what Python says of a keyword a signature lacks, naming the runtime rather than the record
+            raise TypeError(f"{type(self).__name__}.__init__() got an unexpected keyword argument {unknown[0]!r}")
         limits = ProcessLimits(**options)
         self.wall_timeout_s = float(limits.wall_timeout_s)
         self.cpu_seconds = limits.cpu_seconds
