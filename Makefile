@@ -72,8 +72,10 @@ test: setup
 # WORKERS=0 runs in this process). TESTS narrows a pass to some paths.
 WORKERS ?= auto
 TESTS ?=
-# --dist loadgroup: tests marked xdist_group share a worker (the Ray tests, one local cluster).
-PYTEST := $(BIN)/python -m pytest -q -n $(WORKERS) --dist loadgroup
+# --dist loadgroup: tests marked xdist_group share a worker (the Ray tests, one local cluster; the
+# modules whose fixture builds the wheel, runs the Code Mode corpus or mypy, so it runs once per pass).
+# --durations: each pass ends with its slowest tests, where CI's time goes.
+PYTEST := $(BIN)/python -m pytest -q -n $(WORKERS) --dist loadgroup --durations=15
 
 test-compiled: setup
 	DSH_CODEGEN_REQUIRE_EXTENSIONS=1 $(PYTEST) $(TESTS)

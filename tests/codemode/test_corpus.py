@@ -26,7 +26,8 @@ from dsh_codegen.codemode import CommandRuntime, MontyRuntime, PythonSubprocessR
 from dsh_codegen.codemode._processes import CHILD_SCRIPT  # noqa: E402
 from dsh_codegen.registry import AbortController, ToolExecutionInput  # noqa: E402
 
-pytestmark = pytest.mark.once
+# One worker runs the module: its fixture runs every program on every runtime, once per worker that needs it.
+pytestmark = [pytest.mark.once, pytest.mark.xdist_group("corpus")]
 
 #: The runs themselves are compared, so both without the pre-flight check (on by default on both; it reads
 #: the same on both too: ``test_the_pre_flight_reads_the_same_on_both``).

@@ -23,6 +23,9 @@ from pathlib import Path
 import pytest
 from _shared_helpers import run_in_session
 
+# One worker runs the module: its fixture builds the sdist and the wheel, once per worker that needs them.
+pytestmark = pytest.mark.xdist_group("wheel")
+
 ROOT = Path(__file__).resolve().parents[2]
 _SKIP = shutil.ignore_patterns(
     ".git",

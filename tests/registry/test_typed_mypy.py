@@ -7,6 +7,9 @@ import textwrap
 import pytest
 from _shared_helpers import REPO, run_mypy
 
+# One worker runs the module: its fixture is one cold mypy run, once per worker that needs it.
+pytestmark = pytest.mark.xdist_group("typed_mypy")
+
 GOOD = """
 from typing import Annotated, Any, Literal, TypedDict
 
