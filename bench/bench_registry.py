@@ -224,21 +224,12 @@ def _dsh_variants(loop: asyncio.AbstractEventLoop) -> list[tuple[str, Callable[[
     ]
 
 
-class _BodyValue:
-    """Where ``body_steps`` leaves the body's return value (the pipeline's call state holds it).
-
-    It is no execution source: the bench's body never reads ``run.execution``.
-    """
-
-    __slots__ = ("value",)
-
-
 def _data_steps(registry: Any) -> Callable[[Any], Awaitable[Any]]:
     """The data work of one plain ``execute`` on ``registry``, with no orchestration around it: the floor under the pipeline.
 
     What ``dsh execute`` does to its input and its value, step for step, with
     the registry's own functions: resolve the tool, validate the arguments,
-    make the run context, step the body through the trampoline's
+    make the execution and the run context, step the body through the trampoline's
     ``body_steps``, snapshot and validate the value, render it, snapshot the
     content, build the ``ToolSuccess``. Left out is everything the pipeline
     decides and keeps: the input's type checks, the listener snapshot and the
@@ -248,7 +239,8 @@ def _data_steps(registry: Any) -> Callable[[Any], Awaitable[Any]]:
     """
     from dsh_codegen.json import snapshot_json
     from dsh_codegen.json._json import snapshot_content
-    from dsh_codegen.registry._execution import FollowingRunContext
+    from dsh_codegen.registry._execution import FollowingRunContext, ToolExecution, ToolExecutionToken
+    from dsh_codegen.registry.pipeline._call import CallSettlement
     from dsh_codegen.registry._results import ToolSuccess
     from dsh_codegen.registry.pipeline._trampoline import DONE, body_steps
 
@@ -257,8 +249,9 @@ def _data_steps(registry: Any) -> Callable[[Any], Awaitable[Any]]:
         args = input.arguments
         if not compiled.args_validator.is_valid(args):
             raise AssertionError("invalid arguments")
-        holder = _BodyValue()
-        run = FollowingRunContext(holder, input.signal)
+        execution = ToolExecution(ToolExecutionToken(), input.call_id, input.name, args, input.signal, None, None, None)
+        holder = CallSettlement(None)
+        run = FollowingRunContext(execution, input.signal)
         body = body_steps(holder, compiled.execute(args, run))
         if next(body, DONE) is not DONE:
             raise AssertionError("the body suspended")

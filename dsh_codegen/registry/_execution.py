@@ -5,7 +5,7 @@
 - :class:`ToolExecution` is the immutable view every policy and observer sees.
 - :class:`ToolDispatchExecution` is the ``wrap_execute`` view (its signal is current).
 - :class:`ToolRunContext` is what a tool body receives as ``run`` (the pipeline makes a
-  :class:`FollowingRunContext`, which makes its execution and fused signal on first use).
+  :class:`FollowingRunContext`, which makes its fused signal on first use).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import asyncio
 import contextvars
 import functools
 from collections.abc import Callable, Hashable
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeVar, final
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar, final
 
 from dsh_codegen.registry._events import (
     LogLevel,
@@ -158,12 +158,6 @@ class ToolDispatchExecution(_ExecutionFields):
         self.definition = definition
 
 
-class ExecutionSource(Protocol):
-    """Whatever holds a call's execution (the pipeline's call state, which may make it on first use)."""
-
-    def made_execution(self) -> ToolExecution: ...
-
-
 class ToolRunContext(_ExecutionFields):
     """What a tool body receives as ``run``: the execution, the fused signal, and two effects.
 
@@ -174,11 +168,10 @@ class ToolRunContext(_ExecutionFields):
     ``concludes_turn=True``.
     """
 
-    __slots__ = ("_concluded", "_deferred", "_execution", "_follows", "_signal", "_source")
+    __slots__ = ("_concluded", "_deferred", "_execution", "_follows", "_signal")
 
     def __init__(self, execution: ToolExecution, signal: AbortSignal) -> None:
-        self._execution: ToolExecution | None = execution
-        self._source: ExecutionSource | None = None
+        self._execution = execution
         self._signal: AbortSignal | None = signal
         self._follows: AbortSignal | tuple[AbortSignal, ...] | None = None
         self._deferred: list[AdditionalContext] | None = None
@@ -187,12 +180,7 @@ class ToolRunContext(_ExecutionFields):
     @property
     def execution(self) -> ToolExecution:
         """The call's execution (the same object its listeners see)."""
-        execution = self._execution
-        if execution is None:
-            source = self._source
-            assert source is not None  # one of the two is set by construction
-            execution = self._execution = source.made_execution()
-        return execution
+        return self._execution
 
     @property
     def signal(self) -> AbortSignal:
@@ -286,11 +274,10 @@ class ToolRunContext(_ExecutionFields):
 
 
 class FollowingRunContext(ToolRunContext):
-    """The registry's own run context: its execution and fused signal are made on first use.
+    """The registry's own run context: its fused signal is made on first use.
 
-    The execution is ``source.made_execution()`` and the fused signal follows
-    ``follows``. Most bodies never look at ``run.signal`` or the execution
-    fields; they cost neither. The signal made later is the one an eager
+    The fused signal follows ``follows``. Most bodies never look at
+    ``run.signal``; they do not pay for it. The signal made later is the one an eager
     fused signal would be by then: following ``follows`` until
     ``run._release()``, and after it a pending signal with no sources (an
     eager one nobody polled never aborted).
@@ -298,9 +285,8 @@ class FollowingRunContext(ToolRunContext):
 
     __slots__ = ()
 
-    def __init__(self, source: ExecutionSource, follows: AbortSignal | tuple[AbortSignal, ...]) -> None:
-        self._execution = None
-        self._source = source
+    def __init__(self, execution: ToolExecution, follows: AbortSignal | tuple[AbortSignal, ...]) -> None:
+        self._execution = execution
         self._signal = None
         self._follows = follows
         self._deferred = None

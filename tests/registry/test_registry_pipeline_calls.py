@@ -8,9 +8,11 @@ a suspended body is driven to its value.
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import dataclasses
 import gc
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -45,6 +47,8 @@ async def test_run_context_signal_and_result_are_what_their_constructors_make() 
 
     async def body(args: Any, run: ToolRunContext) -> str:
         seen["run"] = run
+        # Given at construction (made at entry), not made when first read: read it raw first.
+        seen["execution_given"] = run._execution
         seen["signal"] = run.signal
         seen["aborted_inside"] = run.signal.aborted
         seen["sources_inside"] = run.signal._sources
@@ -65,7 +69,8 @@ async def test_run_context_signal_and_result_are_what_their_constructors_make() 
     assert isinstance(run, ToolRunContext) and type(run) is FollowingRunContext
     assert run._deferred is None and run._concluded is False
     execution = run.execution
-    assert type(execution) is ToolExecution
+    assert type(execution) is ToolExecution and seen["execution_given"] is execution
+    assert "_source" not in _slots(type(run))  # nothing to make the execution from later
     assert execution._fields == ToolExecution._fields
     assert type(execution.token) is ToolExecutionToken
     assert (execution.call_id, execution.name, execution.arguments) == ("c1", "echo", {"text": "hi"})
@@ -98,6 +103,55 @@ def test_results_are_plain_frozen_slotted_dataclasses() -> None:
             result.content = ()  # type: ignore[misc]
 
 
+def test_a_call_is_an_entry_record_no_stage_writes_and_one_settlement_record() -> None:
+    from dsh_codegen.registry import pipeline
+    from dsh_codegen.registry.pipeline._call import BodyCancellation, CallEntry, CallSettlement
+
+    # What entry read, with the execution made then; how the call settles is one plain
+    # record, its cancellation two fields: the error to re-raise, and what a running
+    # body's driver saw.
+    entry_fields = [field.name for field in dataclasses.fields(CallEntry)]
+    assert entry_fields == [
+        "registry",
+        "execution",
+        "chain",
+        "compiled",
+        "version",
+        "listeners",
+        "gate",
+        "failure",
+        "settlement",
+    ]
+    for record in (CallEntry, CallSettlement, BodyCancellation):
+        assert set(vars(record)["__slots__"]) == {field.name for field in dataclasses.fields(record)}
+    settlement = CallSettlement(None)
+    assert not hasattr(settlement, "__dict__")
+    names = {field.name for field in dataclasses.fields(settlement)}
+    assert {name for name in names if "cancel" in name} == {"cancelled", "body_cancellation"}
+    assert {field.name for field in dataclasses.fields(BodyCancellation)} == {"error", "task", "requests", "settled"}
+    # The entry record never changes: no module of the pipeline assigns one of its fields
+    # (it is not frozen, so that reading and building it stay cheap; this is what holds it).
+    written = []
+    for path in sorted(Path(pipeline.__file__).parent.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Assign):
+                targets = node.targets
+            elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+                targets = [node.target]
+            else:
+                targets = []
+            for target in targets:
+                for part in ast.walk(target):
+                    if isinstance(part, ast.Attribute) and isinstance(part.ctx, ast.Store):
+                        # (an object's own attributes, set in its __init__, are not the call's)
+                        owner = part.value
+                        if part.attr in entry_fields and not (isinstance(owner, ast.Name) and owner.id == "self"):
+                            written.append(f"{path.name}:{part.lineno} .{part.attr}")
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "setattr":
+                written.append(f"{path.name}:{node.lineno} setattr")
+    assert written == []
+
+
 @async_test
 async def test_each_call_mints_its_own_token() -> None:
     tokens = []
@@ -114,8 +168,8 @@ async def test_each_call_mints_its_own_token() -> None:
 
 @async_test
 async def test_the_body_and_the_observers_share_one_execution_even_after_the_call() -> None:
-    # The execution is made on first use (here by the observer, after the body ran);
-    # a run context the body kept still reads that same object once the call is over.
+    # The execution is made at entry, once; a run context the body kept still reads
+    # that same object once the call is over.
     kept: list[ToolRunContext] = []
 
     async def body(args: Any, run: ToolRunContext) -> str:
@@ -139,8 +193,8 @@ async def test_the_body_and_the_observers_share_one_execution_even_after_the_cal
 
 @async_test
 async def test_a_plain_call_leaves_no_cyclic_garbage() -> None:
-    # The call's state and its run context point at each other while the call runs;
-    # the pipeline drops that link when it returns, so reference counting frees both.
+    # The call's records, its execution and its run context form no cycle: reference
+    # counting frees them all when the call returns.
     kept: list[ToolRunContext] = []
 
     async def body(args: Any, run: ToolRunContext) -> str:

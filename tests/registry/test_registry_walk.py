@@ -85,7 +85,6 @@ def _recording_tool(seen: dict[str, Any], *, suspend: bool = False) -> Any:
             [
                 "_run:run_pipeline",
                 "_dispatch:run_dispatch",
-                "_dispatch:dispatch_core",
                 "_dispatch:dispatch_started",
                 "_trampoline:body_steps",
             ],
@@ -93,9 +92,7 @@ def _recording_tool(seen: dict[str, Any], *, suspend: bool = False) -> Any:
         (
             True,  # resumed by the event loop after its first step
             [
-                "_run:run_pipeline",
-                "_dispatch:run_dispatch",
-                "_dispatch:dispatch_core",
+                "_run:run_pipeline",  # which awaits the coroutine run_dispatch returned
                 "_dispatch:drive_body",
                 "_trampoline:BodyDriver.__await__",
                 "_trampoline:body_steps",
@@ -128,7 +125,7 @@ async def test_a_hooked_call_passes_through_the_listeners_and_named_pipeline_fun
     walk = await _walk(registry, seen, {wrapper.__code__})
     assert walk == [
         "_run:run_pipeline",
-        "_dispatch:run_dispatch",
+        "_dispatch:_run_wrapped",
         "_dispatch:_wrap_chain",
         "test:wrapper",
         "_dispatch:_WrapNext.__call__",

@@ -1,7 +1,8 @@
 """One call's state while the pipeline runs it, and the results every stage can make.
 
-:class:`Call` is the only mutable object of a call; the stages read and
-write it. The result constructors here make the registry's own failures
+:class:`CallEntry` is a call as entry read it (it never changes);
+:class:`CallSettlement`, the one record the stages write, is how it is
+settling. The result constructors here make the registry's own failures
 (docs/texts.md, "Error content" and "Cancellation and timeout results"), already frozen: a stage returns one of them (or
 a result from :mod:`._outcome`) and nothing normalizes it again.
 """
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import Hashable
+from dataclasses import dataclass
 from types import CoroutineType
 from typing import TYPE_CHECKING, Any, Final
 
@@ -26,27 +27,27 @@ from dsh_codegen.registry._results import (
     ToolErrorInfo,
     ToolExecutionResult,
     ToolFailure,
-    JsonValue,
     ToolSuccess,
     error_content,
     failure_from_exception,
 )
 
-from dsh_codegen.registry._execution import ToolExecution, ToolExecutionToken
 from dsh_codegen.registry.cancel import AbortError, abort_signal
 from dsh_codegen.schema import ToolArgsError
 
 if TYPE_CHECKING:
-    from dsh_codegen.registry._definitions import CompiledTool
-    from dsh_codegen.registry._execution import ToolRunContext
+    from dsh_codegen.registry._definitions import CompiledTool, FinalizeContent
+    from dsh_codegen.registry._execution import ToolExecution, ToolRunContext
     from dsh_codegen.registry._gate import PipelineGate
-    from dsh_codegen.registry.cancel import AbortSignal
     from dsh_codegen.registry._registry import ListenerSnapshot, ToolScope
     from dsh_codegen.registry.pipeline._reads import RegistryReads
 
 __all__ = [
     "ABORTED_MESSAGE",
-    "Call",
+    "RESULT_TYPES",
+    "BodyCancellation",
+    "CallEntry",
+    "CallSettlement",
     "aborted",
     "aborted_before_dispatch",
     "cancel_call",
@@ -60,6 +61,9 @@ __all__ = [
     "run_contexts",
     "safe_repr",
 ]
+
+#: The two kinds of ``ToolExecutionResult``: what a stage returns when it had nothing to await.
+RESULT_TYPES: Final = (ToolSuccess, ToolFailure)
 
 ABORTED_BEFORE_DISPATCH_MESSAGE: Final = "tool call aborted before dispatch"
 ABORTED_MESSAGE: Final = "tool call aborted"
@@ -86,160 +90,111 @@ _PLAIN_RESULTS: Final = frozenset(
 )
 
 
-class Call:
-    """The mutable state of one call while the pipeline runs it."""
+@dataclass(slots=True, eq=False)
+class CallEntry:
+    """One call as stage 1 read it: what it is and what it sees. No stage writes it.
 
-    __slots__ = (
-        "agent",
-        "arguments",
-        "call_id",
-        "cancel_exc",
-        "cancel_task",
-        "cancelled",
-        "cancelling",
-        "chain",
-        "compiled",
-        "execution",
-        "failure",
-        "finalize",
-        "gate",
-        "guarded",
-        "listeners",
-        "name",
-        "parent",
-        "produced",
-        "registry",
-        "root_call_id",
-        "run",
-        "runs_post_execute",
-        "settled",
-        "signal",
-        "validated",
-        "value",
-        "version",
-    )
+    ``compiled`` is the tool the calling scope resolved at entry (``None``
+    for ``run_code``, resolved at dispatch, and for an unknown name) at
+    registry ``version``; ``listeners`` are the ones registered then (guards
+    are read live); ``failure`` says why the input cannot run (an unreadable
+    field, lossy arguments), for :func:`~._entry.entry_outcome`. How the call
+    is settling is its ``settlement``, the one record the stages write. (Not
+    frozen: a frozen dataclass sets each field through ``object.__setattr__``,
+    and a named tuple's fields are slower to read than slots; the stages read
+    these fields many times per call. A test checks that no stage assigns one.)
+    """
 
-    def __init__(
-        self,
-        registry: RegistryReads,
-        call_id: str,
-        name: str,
-        arguments: JsonValue,
-        signal: AbortSignal,
-        agent: Hashable | None,
-        parent: ToolExecutionToken | None,
-        root_call_id: str | None,
-        chain: tuple[ToolScope, ...],
-        compiled: CompiledTool | None,
-        listeners: ListenerSnapshot,
-        guarded: bool,
-        version: int,
-        gate: PipelineGate | None,
-        failure: str | None,
-    ) -> None:
-        self.registry = registry
-        # The scheduler's ordering hook (entered by the policy stage and around the commit).
-        self.gate = gate
-        # Why the input cannot run (an unreadable field, lossy arguments), read by entry_outcome.
-        self.failure = failure
-        # The fields of the call's ToolExecution (arguments already snapshotted).
-        self.call_id = call_id
-        self.name = name
-        self.arguments = arguments
-        self.signal = signal
-        self.agent = agent
-        self.parent = parent
-        self.root_call_id = root_call_id
-        self.chain = chain
-        # The tool resolved at entry, reused while the registry's version is unchanged.
-        self.compiled = compiled
-        self.version = version
-        # Whether a guard applied at entry (the policy stage reads the guards live).
-        self.guarded = guarded
-        # Snapshotted now: it still applies if the tool is disposed mid-pipeline.
-        self.finalize = None if compiled is None else compiled.finalize_content
-        self.listeners = listeners
-        # The call's ToolExecution (and its token). A call with a listener, a guard, a gate
-        # or a finalizer makes it now, and its stages read this attribute; a plain call
-        # makes it only if its body asks (made_execution()): most bodies never do.
-        self.execution: ToolExecution | None = None
-        if gate is not None or guarded or listeners.any or self.finalize is not None:
-            self.made_execution()
-        # The run context of the latest body invocation (its deferred contexts survive
-        # cancellation); ``None`` until a body starts, so it also says whether one started.
-        self.run: ToolRunContext | None = None
-        # Whether the outcome so far goes through post-execute: set by the policy stage for a
-        # denial and by the dispatch stage for a body's (or a wrapper's) outcome; an entry
-        # outcome, a raising listener or wrapper and a cancellation skip it.
-        self.runs_post_execute = False
-        # The CancelledError of the awaiting task that the call re-raises once it has settled
-        # (a stage that was awaiting when it arrived recorded it: see cancel_call()).
-        self.cancelled: asyncio.CancelledError | None = None
-        # Results produced by ``next()`` for wrappers: returning one of them is not "authoring".
-        self.produced: list[ToolExecutionResult] | None = None
-        # The CancelledError that reached a suspended body's trampoline (the awaiting task was
-        # cancelled), and the outcome that body settled to afterwards.
-        self.cancel_exc: asyncio.CancelledError | None = None
-        self.settled: ToolExecutionResult | None = None
-        # The task that was cancelled and its count of cancellation requests then
-        # (see cancellation_withdrawn()).
-        self.cancel_task: asyncio.Task[Any] | None = None
-        self.cancelling = 0
-        # The body's return value (written by the trampoline's steps, read right after).
-        self.value: Any = None
-        # The tool whose argument schema accepted ``arguments`` at entry (dispatch does not
-        # validate them again unless it resolves another tool).
-        self.validated: CompiledTool | None = None
-
-    def made_execution(self) -> ToolExecution:
-        """The call's immutable view (with its token): made on the first call, the same object after."""
-        execution = self.execution
-        if execution is None:
-            execution = self.execution = ToolExecution(
-                ToolExecutionToken(),
-                self.call_id,
-                self.name,
-                self.arguments,
-                self.signal,
-                self.agent,
-                self.parent,
-                self.root_call_id,
-            )
-        return execution
+    registry: RegistryReads
+    execution: ToolExecution
+    chain: tuple[ToolScope, ...]
+    compiled: CompiledTool | None
+    version: int
+    listeners: ListenerSnapshot
+    gate: PipelineGate | None
+    failure: str | None
+    settlement: CallSettlement
 
 
-def cancel_call(call: Call, exc: asyncio.CancelledError) -> None:
+@dataclass(slots=True)
+class BodyCancellation:
+    """The awaiting task's cancellation as it reached a running body's driver.
+
+    ``requests`` is the task's count of cancellation requests then (see
+    :func:`cancellation_withdrawn`); ``settled`` is the outcome the body
+    settled to afterwards.
+    """
+
+    error: asyncio.CancelledError
+    task: asyncio.Task[Any] | None
+    requests: int
+    settled: ToolExecutionResult | None = None
+
+
+@dataclass(slots=True)
+class CallSettlement:
+    """How one call is settling: what the stages found out and decided while it ran.
+
+    - ``finalize``: ``finalize_content`` of the tool resolved at entry
+      (snapshotted: it still applies if the tool is disposed meanwhile), or
+      of the tool dispatch resolved when entry resolved none;
+    - ``validated``: the tool whose argument schema accepted the arguments
+      (dispatch validates again only against another tool);
+    - ``run``: the run context of the latest body invocation (``None`` until
+      a body starts, so it also says whether one started);
+    - ``value``: the body's return value (written by the trampoline's steps);
+    - ``produced``: the results ``next()`` gave wrappers (returning one is
+      not authoring);
+    - ``runs_post_execute``: whether the outcome so far goes through
+      post-execute (a dispatched outcome or a policy denial);
+    - ``cancelled``: the awaiting task's ``CancelledError`` that the call
+      re-raises once settled (see :func:`cancel_call`);
+    - ``body_cancellation``: that cancellation as a running body's driver
+      absorbed it.
+    """
+
+    finalize: FinalizeContent | None
+    validated: CompiledTool | None = None
+    run: ToolRunContext | None = None
+    value: Any = None
+    produced: list[ToolExecutionResult] | None = None
+    runs_post_execute: bool = False
+    cancelled: asyncio.CancelledError | None = None
+    body_cancellation: BodyCancellation | None = None
+
+
+def cancel_call(call: CallEntry, exc: asyncio.CancelledError) -> None:
     """The awaiting task was cancelled in a stage: keep ``exc`` to re-raise once the call settled.
 
     The first cancellation is kept. A body still running (its handed-off work)
     gets its signal aborted, so it stops.
     """
-    if call.cancelled is None:
-        call.cancelled = exc
-    run = call.run
+    settlement = call.settlement
+    if settlement.cancelled is None:
+        settlement.cancelled = exc
+    run = settlement.run
     if run is not None:
         abort_signal(run.signal, AbortError(ABORTED_MESSAGE))
 
 
-def record_cancellation(call: Call, exc: asyncio.CancelledError) -> None:
+def record_cancellation(call: CallEntry, exc: asyncio.CancelledError) -> None:
     """Keep the first ``CancelledError`` that reached a body's driver, with the task's request count."""
-    if call.cancel_exc is None:
-        call.cancel_exc = exc
+    settlement = call.settlement
+    if settlement.body_cancellation is None:
         task = asyncio.current_task()
-        if task is not None:
-            call.cancel_task = task
-            call.cancelling = task.cancelling()
+        requests = 0 if task is None else task.cancelling()
+        settlement.body_cancellation = BodyCancellation(exc, task, requests)
 
 
-def cancellation_withdrawn(call: Call) -> bool:
+def cancellation_withdrawn(cancellation: BodyCancellation) -> bool:
     """Whether the code that cancelled the task withdrew the request since (``Task.uncancel()``).
 
     ``asyncio.timeout()`` and ``TaskGroup`` cancel the task they run in and
     withdraw the request when they handle it: inside a wrapper around
     ``next()``, the call then goes on as that code decided, uncancelled.
     """
-    task = call.cancel_task
-    return task is not None and task.cancelling() < call.cancelling
+    task = cancellation.task
+    return task is not None and task.cancelling() < cancellation.requests
 
 
 def is_awaitable(value: object) -> bool:

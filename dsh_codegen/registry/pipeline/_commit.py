@@ -21,7 +21,7 @@ from dsh_codegen.registry._results import (
     failure_from_exception,
 )
 from dsh_codegen.registry.pipeline._call import (
-    Call,
+    CallEntry,
     aborted,
     cancel_call,
     aborted_before_dispatch,
@@ -33,6 +33,8 @@ from dsh_codegen.registry.pipeline._call import (
 from dsh_codegen.registry.pipeline._outcome import normalize_value
 
 if TYPE_CHECKING:
+    from collections.abc import Coroutine
+
     from dsh_codegen.registry._execution import ToolExecution
     from dsh_codegen.registry._registry import ListenerEntry
 
@@ -116,7 +118,7 @@ def _feedback_message(content: Any) -> str:
     return "\n".join(parts) if parts else _BLOCK_DEFAULT
 
 
-def apply_post_decision(call: Call, result: ToolExecutionResult, decision: Accept | Block) -> ToolExecutionResult:
+def apply_post_decision(call: CallEntry, result: ToolExecutionResult, decision: Accept | Block) -> ToolExecutionResult:
     """Apply an ``Accept``/``Block`` decision to ``result`` (see guarantees 49-56, docs/guarantees.md)."""
     if type(decision) is Block:
         try:
@@ -138,7 +140,7 @@ def apply_post_decision(call: Call, result: ToolExecutionResult, decision: Accep
     if value is not UNSET:
         if not isinstance(result, ToolSuccess):
             return plain_failure(_FAILED_VALUE, kept)
-        name = call.name
+        name = call.execution.name
         compiled = call.registry.resolve(name, call.chain)
         if compiled is None:
             return not_found(ToolNotFoundError.unknown(name), contexts)
@@ -158,11 +160,13 @@ def apply_post_decision(call: Call, result: ToolExecutionResult, decision: Accep
     return ToolFailure(result.error, result.content, result.meta, contexts)
 
 
-async def run_post_execute(call: Call, result: ToolExecutionResult) -> ToolExecutionResult:
+def run_post_execute(
+    call: CallEntry, result: ToolExecutionResult
+) -> ToolExecutionResult | Coroutine[Any, Any, ToolExecutionResult]:
     """The post-execute waterfall (chain end ``Accept()``) over the frozen ``result``.
 
     Runs only for an outcome that goes through post-execute
-    (``call.runs_post_execute``: a dispatched outcome or a policy denial)
+    (``call.settlement.runs_post_execute``: a dispatched outcome or a policy denial)
     of a call that has post-execute listeners and was not cancelled; else
     ``result`` is returned as it is. Returns the decided result: accept keeps, replaces content (value and meta
     kept) or replaces the value (re-validated, re-rendered, meta recomputed),
@@ -173,13 +177,22 @@ async def run_post_execute(call: Call, result: ToolExecutionResult) -> ToolExecu
     Cancellation: a ``CancelledError`` is recorded on the call
     (:func:`~._call.cancel_call`, re-raised once the call settled) and
     ``result`` stands.
+
+    A plain function: with no waterfall to run it returns ``result`` itself,
+    else the coroutine that decides (awaited by the pipeline).
     """
     entries = call.listeners.post
-    if not entries or not call.runs_post_execute or call.cancelled is not None:
+    if not entries or not call.settlement.runs_post_execute or call.settlement.cancelled is not None:
         return result
+    return _post_execute(call, entries, result)
+
+
+async def _post_execute(
+    call: CallEntry, entries: tuple[ListenerEntry, ...], result: ToolExecutionResult
+) -> ToolExecutionResult:
+    """:func:`run_post_execute`'s waterfall and what it decided."""
     try:
-        execution = call.execution or call.made_execution()
-        decision = await _post_waterfall(entries, 0, execution, result)
+        decision = await _post_waterfall(entries, 0, call.execution, result)
     except asyncio.CancelledError as exc:
         cancel_call(call, exc)
         return result
@@ -193,18 +206,18 @@ async def run_post_execute(call: Call, result: ToolExecutionResult) -> ToolExecu
 # --- 6. settle_cancellation ---------------------------------------------------------------
 
 
-def settle_cancellation(call: Call, result: ToolExecutionResult) -> ToolExecutionResult:
+def settle_cancellation(call: CallEntry, result: ToolExecutionResult) -> ToolExecutionResult:
     """Replace a success with ``ABORTED`` (body started) or ``ABORTED_BEFORE_DISPATCH`` if the caller cancelled.
 
     The caller cancelled when its signal aborted or its awaiting task was
-    cancelled (``call.cancelled``). Failures are kept (more specific). The
+    cancelled (``call.settlement.cancelled``). Failures are kept (more specific). The
     replacement keeps the success's additional contexts. Cancellation: synchronous.
     """
     if not isinstance(result, ToolSuccess):
         return result
-    if call.cancelled is None and not call.signal.aborted:
+    if call.settlement.cancelled is None and not call.execution.signal.aborted:
         return result
-    if call.run is not None:  # the body started
+    if call.settlement.run is not None:  # the body started
         return aborted(result.additional_contexts)
     return aborted_before_dispatch(result.additional_contexts)
 
@@ -212,7 +225,7 @@ def settle_cancellation(call: Call, result: ToolExecutionResult) -> ToolExecutio
 # --- 7. run_finalize ------------------------------------------------------------------------
 
 
-def run_finalize(call: Call, result: ToolExecutionResult) -> ToolExecutionResult:
+def run_finalize(call: CallEntry, result: ToolExecutionResult) -> ToolExecutionResult:
     """Call the snapshotted ``finalize_content(execution, result)`` exactly once.
 
     ``None`` keeps the content; returned content replaces only ``content``
@@ -220,11 +233,11 @@ def run_finalize(call: Call, result: ToolExecutionResult) -> ToolExecutionResult
     JSON-serializable``); a raising finalizer gives ``Error: <message>``. The
     finalizer is never called again. Contexts are kept. Cancellation: synchronous.
     """
-    finalize = call.finalize
+    finalize = call.settlement.finalize
     if finalize is None:
         return result
     try:
-        replaced = finalize(call.execution or call.made_execution(), result)
+        replaced = finalize(call.execution, result)
     except Exception as exc:
         return failure_from_exception(exc, additional_contexts=result.additional_contexts)
     if replaced is None:
@@ -241,7 +254,7 @@ def run_finalize(call: Call, result: ToolExecutionResult) -> ToolExecutionResult
 # --- 8. notify_result -----------------------------------------------------------------------
 
 
-async def notify_result(call: Call, result: ToolExecutionResult) -> None:
+def notify_result(call: CallEntry, result: ToolExecutionResult) -> Coroutine[Any, Any, None] | None:
     """Call every ``on_result`` observer with the execution and the final result (emit: no transform).
 
     Observer failures (raising, rejecting, unprintable) are logged at WARNING
@@ -249,11 +262,19 @@ async def notify_result(call: Call, result: ToolExecutionResult) -> None:
     observers are awaited one after the other, in registration order.
     Cancellation: a ``CancelledError`` from an observer (or while awaiting
     one) is recorded on the call (re-raised once every observer has run).
+
+    A plain function: with no observer it returns ``None``, else the
+    coroutine that notifies them (awaited by the pipeline).
     """
     entries = call.listeners.observers
     if not entries:
-        return
-    execution = call.execution or call.made_execution()
+        return None
+    return _notify(call, entries, result)
+
+
+async def _notify(call: CallEntry, entries: tuple[ListenerEntry, ...], result: ToolExecutionResult) -> None:
+    """:func:`notify_result`'s observers, one after the other."""
+    execution = call.execution
     for entry in entries:
         if not entry.alive:
             continue
@@ -262,8 +283,8 @@ async def notify_result(call: Call, result: ToolExecutionResult) -> None:
             if is_awaitable(outcome):
                 await outcome
         except asyncio.CancelledError as exc:
-            if call.cancelled is None:
-                call.cancelled = exc
+            if call.settlement.cancelled is None:
+                call.settlement.cancelled = exc
         except Exception as exc:
             _log_observer_failure(entry, exc)
 

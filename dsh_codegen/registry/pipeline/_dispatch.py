@@ -30,7 +30,8 @@ from dsh_codegen.registry._results import (
 )
 from dsh_codegen.registry.cancel import AbortSignal
 from dsh_codegen.registry.pipeline._call import (
-    Call,
+    BodyCancellation,
+    CallEntry,
     aborted,
     aborted_before_dispatch,
     cancellation_withdrawn,
@@ -54,15 +55,13 @@ def bad_next_signal(signal: object) -> TypeError:
     return TypeError(f"next(signal=...) expects an AbortSignal, got {type(signal).__name__}")
 
 
-def _raise_cancelled(call: Call, settled: ToolExecutionResult) -> NoReturn:
+def _raise_cancelled(cancellation: BodyCancellation, settled: ToolExecutionResult) -> NoReturn:
     """The body settled after its task was cancelled: keep its outcome and re-raise the cancellation."""
-    call.settled = settled
-    cancel_exc = call.cancel_exc
-    assert cancel_exc is not None
-    raise cancel_exc
+    cancellation.settled = settled
+    raise cancellation.error
 
 
-async def dispatch_core(call: Call, signal: AbortSignal) -> ToolExecutionResult:
+async def dispatch_core(call: CallEntry, signal: AbortSignal) -> ToolExecutionResult:
     """The innermost dispatch: resolve the tool now, run the body, normalize.
 
     ``signal`` is the current dispatch signal (the caller's, or a wrapper's
@@ -83,7 +82,7 @@ async def dispatch_core(call: Call, signal: AbortSignal) -> ToolExecutionResult:
     keeps driving it until it settles; the settled outcome is then normalized
     as usual (a success, its own failure, ``ABORTED`` if it ends with the
     ``CancelledError`` or re-raises the abort reason). After a cancellation
-    of the awaiting task it is kept on the call (``call.settled``) and the
+    of the awaiting task it is kept on the call (``body_cancellation.settled``) and the
     task's ``CancelledError`` is re-raised. Nothing else a body raises
     escapes: a ``CancelledError`` the registry did not cause is the body's
     failure (only ``KeyboardInterrupt`` and ``SystemExit`` propagate).
@@ -94,7 +93,9 @@ async def dispatch_core(call: Call, signal: AbortSignal) -> ToolExecutionResult:
     return await outcome
 
 
-def dispatch_started(call: Call, signal: AbortSignal) -> ToolExecutionResult | Coroutine[Any, Any, ToolExecutionResult]:
+def dispatch_started(
+    call: CallEntry, signal: AbortSignal
+) -> ToolExecutionResult | Coroutine[Any, Any, ToolExecutionResult]:
     """:func:`dispatch_core` up to the body's first step: the result, or the coroutine that finishes the body.
 
     A body that never suspends (the common case) is finished here, so the
@@ -103,35 +104,37 @@ def dispatch_started(call: Call, signal: AbortSignal) -> ToolExecutionResult | C
     Cancellation: synchronous; see :func:`dispatch_core` for the returned coroutine.
     """
     compiled = call.compiled
-    caller = call.signal
+    execution = call.execution
+    settlement = call.settlement
+    caller = execution.signal
     if compiled is None or call.version != call.registry.version:
         resolved = _resolve_for_dispatch(call)
         if isinstance(resolved, ToolFailure):
             return resolved
-        if compiled is None and call.finalize is None:
+        if compiled is None and settlement.finalize is None:
             # Resolved only now (run_code always is): its finalizer applies from here.
-            call.finalize = resolved.finalize_content
+            settlement.finalize = resolved.finalize_content
         compiled = resolved
     if caller.aborted or (signal is not caller and signal.aborted):
         return aborted_before_dispatch()
-    args = call.arguments
-    if compiled is not call.validated and compiled.args_validator is not None:
+    args = execution.arguments
+    if compiled is not settlement.validated and compiled.args_validator is not None:
         # A tool resolved after entry (the registry changed): its own schema decides.
         invalid = invalid_arguments(compiled, args)
         if invalid is not None:
             return invalid
-    run = FollowingRunContext(call, caller if signal is caller else (caller, signal))
-    call.run = run
+    run = FollowingRunContext(execution, caller if signal is caller else (caller, signal))
+    settlement.run = run
     steps = None
     try:
         value = compiled.execute(args, run)
         if type(value) is CoroutineType or is_awaitable(value):
-            steps = body_steps(call, value if type(value) is CoroutineType else await_any(value))
+            steps = body_steps(settlement, value if type(value) is CoroutineType else await_any(value))
             # The first step, inline: a body that never suspends ends here.
             yielded = next(steps, DONE)
             if yielded is DONE:
                 steps = None
-                value = call.value
+                value = settlement.value
     except BaseException as exc:
         run._release()
         if ends_the_process(exc) or suspends(call, exc):
@@ -144,9 +147,9 @@ def dispatch_started(call: Call, signal: AbortSignal) -> ToolExecutionResult | C
     return normalize_value(call, compiled, value, () if deferred is None else tuple(deferred), run._concluded)
 
 
-def _resolve_for_dispatch(call: Call) -> CompiledTool | ToolFailure:
+def _resolve_for_dispatch(call: CallEntry) -> CompiledTool | ToolFailure:
     """The tool the calling scope resolves now (the registry changed since entry), or the failure."""
-    name = call.name
+    name = call.execution.name
     try:
         compiled = call.registry.resolve(name, call.chain)
     except Exception as exc:  # e.g. run_code for an unknown runtime language
@@ -174,12 +177,12 @@ def ends_the_process(exc: BaseException) -> bool:
     return isinstance(exc, (KeyboardInterrupt, SystemExit))
 
 
-def suspends(call: Call, exc: BaseException) -> bool:
+def suspends(call: CallEntry, exc: BaseException) -> bool:
     """Whether a body raised its own call's :class:`CallDeferred` (a Code Mode run suspended inside it): no result, it propagates."""
-    return isinstance(exc, CallDeferred) and exc.call_id == call.call_id
+    return isinstance(exc, CallDeferred) and exc.call_id == call.execution.call_id
 
 
-def body_failure(call: Call, run: ToolRunContext, exc: BaseException, driver: BodyDriver | None) -> ToolFailure:
+def body_failure(call: CallEntry, run: ToolRunContext, exc: BaseException, driver: BodyDriver | None) -> ToolFailure:
     """The outcome of a body that raised ``exc`` (its deferred contexts kept).
 
     ``ABORTED`` when it raised ``CancelledError`` after the registry
@@ -193,8 +196,8 @@ def body_failure(call: Call, run: ToolRunContext, exc: BaseException, driver: Bo
     the call and re-raises the cancellation.
     """
     contexts = run_contexts(run)
-    caller = call.signal
-    cancelled = driver is not None and call.cancel_exc is not None
+    caller = call.execution.signal
+    cancellation = None if driver is None else call.settlement.body_cancellation
     if isinstance(exc, asyncio.CancelledError):
         if driver is not None and driver.cancelled_body:
             outcome = aborted(contexts)
@@ -204,17 +207,17 @@ def body_failure(call: Call, run: ToolRunContext, exc: BaseException, driver: Bo
             outcome = plain_failure(message, contexts)
     elif caller.aborted and exc is caller.reason:
         outcome = aborted(contexts)
-    elif cancelled and run._signal is not None and exc is run._signal.reason:
+    elif cancellation is not None and run._signal is not None and exc is run._signal.reason:
         outcome = aborted(contexts)  # the body re-raised the cancellation's abort reason
     else:
         outcome = failure_from_exception(exc, additional_contexts=contexts)
-    if cancelled:
-        _raise_cancelled(call, outcome)
+    if cancellation is not None:
+        _raise_cancelled(cancellation, outcome)
     return outcome
 
 
 async def drive_body(
-    call: Call,
+    call: CallEntry,
     compiled: CompiledTool,
     run: ToolRunContext,
     steps: Generator[Any, None, None],
@@ -235,9 +238,10 @@ async def drive_body(
         return body_failure(call, run, exc, driver)
     finally:
         run._release()
-    result = normalize_value(call, compiled, call.value, run_contexts(run), run._concluded)
-    if call.cancel_exc is not None:
-        _raise_cancelled(call, result)
+    result = normalize_value(call, compiled, call.settlement.value, run_contexts(run), run._concluded)
+    cancellation = call.settlement.body_cancellation
+    if cancellation is not None:
+        _raise_cancelled(cancellation, result)
     return result
 
 
@@ -246,7 +250,7 @@ class _WrapNext:
 
     __slots__ = ("call", "dispatch", "index")
 
-    def __init__(self, call: Call, index: int, dispatch: ToolDispatchExecution) -> None:
+    def __init__(self, call: CallEntry, index: int, dispatch: ToolDispatchExecution) -> None:
         self.call = call
         self.index = index
         self.dispatch = dispatch
@@ -271,20 +275,20 @@ class _WrapNext:
         finally:
             # Restore: outer wrappers (and the registry) see their own signal again.
             dispatch.signal = previous
-        produced = self.call.produced
+        produced = self.call.settlement.produced
         if produced is None:
-            self.call.produced = [result]
+            self.call.settlement.produced = [result]
         else:
             produced.append(result)
         return result
 
 
-async def _wrap_chain(call: Call, index: int, dispatch: ToolDispatchExecution) -> ToolExecutionResult:
+async def _wrap_chain(call: CallEntry, index: int, dispatch: ToolDispatchExecution) -> ToolExecutionResult:
     wrappers = call.listeners.wrappers
     while index < len(wrappers):
         entry = wrappers[index]
         if entry.alive:
-            if call.signal.aborted:
+            if call.execution.signal.aborted:
                 # The caller cancelled while an outer wrapper was still deciding.
                 return aborted_before_dispatch()
             returned = entry.fn(dispatch, _WrapNext(call, index + 1, dispatch))
@@ -295,12 +299,14 @@ async def _wrap_chain(call: Call, index: int, dispatch: ToolDispatchExecution) -
     return await dispatch_core(call, dispatch.signal)
 
 
-async def run_dispatch(call: Call, result: ToolExecutionResult | None) -> ToolExecutionResult:
+def run_dispatch(
+    call: CallEntry, result: ToolExecutionResult | None
+) -> ToolExecutionResult | Coroutine[Any, Any, ToolExecutionResult]:
     """Run the wrappers (first registered outermost) around :func:`dispatch_core`.
 
     ``result``: the outcome decided before dispatch (at entry or by the
     policy stage), passed on unchanged. Otherwise returns the dispatched
-    outcome, which goes on to post-execute (``call.runs_post_execute``),
+    outcome, which goes on to post-execute (``call.settlement.runs_post_execute``),
     except that a raising wrapper (or one returning a non-result) gives
     ``Error: <message>`` and skips post-execute. Without wrappers the body
     runs alone. A wrapper may replace only the signal (via
@@ -312,18 +318,28 @@ async def run_dispatch(call: Call, result: ToolExecutionResult | None) -> ToolEx
     (``asyncio.timeout()`` or a ``TaskGroup`` inside the wrapper, which
     cancel the task and ``uncancel()`` it): then the wrapper's outcome
     stands, as it would under plain asyncio.
+
+    A plain function: a body that never suspends, with no wrapper around it,
+    gives the outcome itself; else the coroutine that finishes the dispatch
+    (awaited by the pipeline).
     """
     if result is not None:
         return result
     if not call.listeners.wrappers:
-        result = await dispatch_core(call, call.signal)
-        call.runs_post_execute = True
-        return result
-    execution = call.execution or call.made_execution()
+        # Whatever the body settles to goes on to post-execute; a cancellation that
+        # ends the dispatch instead is recorded on the settlement, which post-execute reads.
+        call.settlement.runs_post_execute = True
+        return dispatch_started(call, call.execution.signal)
+    return _run_wrapped(call)
+
+
+async def _run_wrapped(call: CallEntry) -> ToolExecutionResult:
+    """:func:`run_dispatch` with wrappers: the chain around :func:`dispatch_core`."""
+    execution = call.execution
     resolved = call.compiled
     if resolved is None or call.version != call.registry.version:
         try:
-            resolved = call.registry.resolve(call.name, call.chain)
+            resolved = call.registry.resolve(call.execution.name, call.chain)
         except Exception:
             resolved = None  # dispatch_core reports the error as the result
     dispatch = ToolDispatchExecution(execution, execution.signal, None if resolved is None else resolved.definition)
@@ -335,16 +351,21 @@ async def run_dispatch(call: Call, result: ToolExecutionResult | None) -> ToolEx
         pending = _pending_cancellation(call)
         if pending is not None:
             raise pending from None  # a wrapper swallowed the task's cancellation
-        return failure_from_exception(exc, additional_contexts=run_contexts(call.run))
+        return failure_from_exception(exc, additional_contexts=run_contexts(call.settlement.run))
     pending = _pending_cancellation(call)
     if pending is not None:
         raise pending  # a wrapper swallowed the task's cancellation
-    call.runs_post_execute = True
+    call.settlement.runs_post_execute = True
     return result
 
 
-def _pending_cancellation(call: Call) -> asyncio.CancelledError | None:
+def _pending_cancellation(call: CallEntry) -> asyncio.CancelledError | None:
     """The task's cancellation a body's driver absorbed, unless the request was withdrawn since."""
-    if call.cancel_exc is not None and cancellation_withdrawn(call):
-        call.cancel_exc = call.cancel_task = call.settled = None
-    return call.cancel_exc
+    settlement = call.settlement
+    cancellation = settlement.body_cancellation
+    if cancellation is None:
+        return None
+    if cancellation_withdrawn(cancellation):
+        settlement.body_cancellation = None
+        return None
+    return cancellation.error

@@ -16,12 +16,13 @@ from dsh_codegen.json import (
 )
 from dsh_codegen.schema import relax_strict_arguments
 from dsh_codegen.registry._errors import RUN_CODE_NAME, ToolNotFoundError, error_message
-from dsh_codegen.registry._execution import ToolExecutionInput, ToolExecutionToken
+from dsh_codegen.registry._execution import ToolExecution, ToolExecutionInput, ToolExecutionToken
 from dsh_codegen.registry._materialize import ARGUMENTS_NOT_LOSSLESS
 from dsh_codegen.registry._results import ToolFailure
 from dsh_codegen.registry.cancel import AbortSignal
 from dsh_codegen.registry.pipeline._call import (
-    Call,
+    CallEntry,
+    CallSettlement,
     aborted_before_dispatch,
     invalid_arguments,
     not_found,
@@ -61,12 +62,12 @@ def _read_fields(input: object) -> tuple[list[Any], str | None]:
     return values, failure
 
 
-def create_execution(registry: RegistryReads, input: ToolExecutionInput, gate: PipelineGate | None) -> Call:
+def create_execution(registry: RegistryReads, input: ToolExecutionInput, gate: PipelineGate | None) -> CallEntry:
     """Read every input field exactly once, snapshot the arguments and the listeners.
 
-    ``gate``: the scheduler's ordering hook, or ``None``. A call with a gate,
-    a listener, a guard or a finalizer gets its ``ToolExecution`` now; a
-    plain call only when its body first asks. Returns the call; a failure
+    ``gate``: the scheduler's ordering hook, or ``None``. Returns the call's
+    entry record with its ``ToolExecution`` (the one object every listener,
+    hook and the body see) and a fresh settlement record; a failure
     found while reading (lossy arguments, or a field of a duck-typed
     description that raised on read) is kept on it for :func:`entry_outcome`.
     ``finalize_content`` is taken from the tool the calling scope resolves
@@ -101,7 +102,7 @@ def create_execution(registry: RegistryReads, input: ToolExecutionInput, gate: P
     arguments: Any = None
     if failure is None:
         arguments, failure = take_arguments(raw_arguments)
-    compiled, listeners, guarded, version = registry.entry_view(name, chain)
+    compiled, listeners, _guarded, version = registry.entry_view(name, chain)
     checked = False
     if (
         failure is None
@@ -110,26 +111,10 @@ def create_execution(registry: RegistryReads, input: ToolExecutionInput, gate: P
         and (registry.relax_strict_nulls or compiled.relax_strict_nulls)
     ):
         arguments, checked = strict_arguments(compiled, arguments)
-    call = Call(
-        registry,
-        call_id,
-        name,
-        arguments,
-        signal,
-        agent,
-        parent,
-        root_call_id,
-        chain,
-        compiled,
-        listeners,
-        guarded,
-        version,
-        gate,
-        failure,
-    )
-    if checked:
-        call.validated = compiled  # stage 2 does not validate them again
-    return call
+    execution = ToolExecution(ToolExecutionToken(), call_id, name, arguments, signal, agent, parent, root_call_id)
+    finalize = None if compiled is None else compiled.finalize_content
+    settlement = CallSettlement(finalize, compiled if checked else None)
+    return CallEntry(registry, execution, chain, compiled, version, listeners, gate, failure, settlement)
 
 
 def strict_arguments(compiled: CompiledTool, arguments: Any) -> tuple[Any, bool]:
@@ -189,7 +174,7 @@ def input_type_error(call_id: object, name: object, signal: object, parent: obje
     return TypeError("ToolExecutionInput.root_call_id must be a str or None")
 
 
-def entry_outcome(call: Call) -> ToolFailure | None:
+def entry_outcome(call: CallEntry) -> ToolFailure | None:
     """The final outcome decided at entry (unreadable or lossy input, a pre-aborted signal,
     the Code Mode collapse, invalid arguments), or None to run the policy stages.
 
@@ -206,13 +191,13 @@ def entry_outcome(call: Call) -> ToolFailure | None:
     """
     if call.failure is not None:
         return plain_failure(call.failure)
-    if call.signal.aborted:
+    if call.execution.signal.aborted:
         return aborted_before_dispatch()
-    name = call.name
+    name = call.execution.name
     registry = call.registry
     chain = call.chain
     if (
-        call.parent is None
+        call.execution.parent is None
         and name != RUN_CODE_NAME
         and registry.presentation(chain) == "code"
         and name in registry.view(chain)
@@ -221,7 +206,7 @@ def entry_outcome(call: Call) -> ToolFailure | None:
     return arguments_outcome(call)
 
 
-def arguments_outcome(call: Call) -> ToolFailure | None:
+def arguments_outcome(call: CallEntry) -> ToolFailure | None:
     """``INVALID_ARGS`` when the tool resolved at entry validates arguments and refuses these, else ``None``.
 
     Validation comes before every policy: a pre-execute listener, a guard or
@@ -233,9 +218,9 @@ def arguments_outcome(call: Call) -> ToolFailure | None:
     Cancellation: synchronous.
     """
     compiled = call.compiled
-    if compiled is None or compiled.args_validator is None or call.validated is compiled:
+    if compiled is None or compiled.args_validator is None or call.settlement.validated is compiled:
         return None
-    invalid = invalid_arguments(compiled, call.arguments)
+    invalid = invalid_arguments(compiled, call.execution.arguments)
     if invalid is None:
-        call.validated = compiled
+        call.settlement.validated = compiled
     return invalid

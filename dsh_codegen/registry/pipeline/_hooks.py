@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, TypeAlias
 
 from dsh_codegen.registry._errors import error_message
 from dsh_codegen.registry._results import ToolExecutionResult
-from dsh_codegen.registry.pipeline._call import Call, safe_repr
+from dsh_codegen.registry.pipeline._call import CallEntry, safe_repr
 from dsh_codegen.registry.pipeline._run import run_pipeline
 
 if TYPE_CHECKING:
@@ -41,7 +41,7 @@ class CallHooks:
         self.result: ToolExecutionResult | None = None
         self.settles: list[CallSettle] | None = None
 
-    def enter(self, call: Call) -> None:
+    def enter(self, call: CallEntry) -> None:
         """Call the hooks of the call's chain with its execution, keeping what they return to settle.
 
         A hook that raises, or returns something other than a callable or
@@ -50,7 +50,7 @@ class CallHooks:
         entries = call.listeners.calls
         if not entries:
             return
-        execution = call.execution or call.made_execution()
+        execution = call.execution
         settles: list[CallSettle] = []
         for entry in entries:
             if not entry.alive:

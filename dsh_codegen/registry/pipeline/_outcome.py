@@ -28,7 +28,7 @@ from dsh_codegen.registry._results import (
     ToolSuccess,
     failure_from_exception,
 )
-from dsh_codegen.registry.pipeline._call import Call, not_found, plain_failure
+from dsh_codegen.registry.pipeline._call import CallEntry, not_found, plain_failure
 
 if TYPE_CHECKING:
     from dsh_codegen.registry._definitions import CompiledTool
@@ -39,7 +39,7 @@ _NOT_BLOCKS: Final = "output.render must return a list of content blocks"
 
 
 def normalize_value(
-    call: Call,
+    call: CallEntry,
     compiled: CompiledTool,
     value: object,
     contexts: tuple[Any, ...],
@@ -64,7 +64,7 @@ def normalize_value(
         return _output_failure(compiled, [f"value snapshot failed: {error_message(exc)}"], contexts)
     if not compiled.output_validator.is_valid(frozen):
         return _invalid_output(compiled, frozen, contexts)
-    args = call.arguments
+    args = call.execution.arguments
     problem: str | None = None
     content: Any = None
     try:
@@ -80,7 +80,7 @@ def normalize_value(
             if content is None:
                 problem = _NOT_BLOCKS
     project = compiled.presentation_meta
-    if project is not None and call.parent is None:
+    if project is not None and call.execution.parent is None:
         meta, problems = _project_meta(project, args, frozen, problem)
         if problems:
             return _output_failure(compiled, problems, contexts)
@@ -126,7 +126,7 @@ def _output_failure(compiled: CompiledTool, violations: list[str], contexts: tup
     return failure_from_exception(ToolOutputError(compiled.name, violations), additional_contexts=contexts)
 
 
-def normalize_authored(call: Call, returned: object) -> ToolExecutionResult:
+def normalize_authored(call: CallEntry, returned: object) -> ToolExecutionResult:
     """Normalize what a wrapper returned.
 
     A result some ``next()`` produced is kept as is. A wrapper-authored
@@ -137,7 +137,7 @@ def normalize_authored(call: Call, returned: object) -> ToolExecutionResult:
     JSON-serializable`` if they are lossy). Anything else raises ``TypeError``
     (treated as a raising wrapper).
     """
-    produced = call.produced
+    produced = call.settlement.produced
     if produced is not None:
         for item in produced:
             if item is returned:
@@ -147,7 +147,7 @@ def normalize_authored(call: Call, returned: object) -> ToolExecutionResult:
             contexts = snapshot_contexts(returned.additional_contexts, "tools/execute")
         except (ValueError, TypeError, RecursionError):
             return plain_failure(RESULT_NOT_LOSSLESS)
-        name = call.name
+        name = call.execution.name
         compiled = call.registry.resolve(name, call.chain)
         if compiled is None:
             return not_found(ToolNotFoundError.unknown(name), contexts)

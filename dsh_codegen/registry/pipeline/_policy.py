@@ -19,7 +19,7 @@ from dsh_codegen.registry._results import (
     failure_from_exception,
 )
 from dsh_codegen.registry.pipeline._call import (
-    Call,
+    CallEntry,
     aborted_before_dispatch,
     is_awaitable,
     maybe_await,
@@ -28,7 +28,10 @@ from dsh_codegen.registry.pipeline._call import (
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Coroutine
+
     from dsh_codegen.registry._execution import ToolExecution
+    from dsh_codegen.registry._gate import PipelineGate
     from dsh_codegen.registry._registry import ListenerEntry
 
 __all__ = ["bad_pre_decision", "run_policy"]
@@ -78,9 +81,9 @@ async def _pre_waterfall(entries: tuple[ListenerEntry, ...], index: int, executi
     return ALLOW
 
 
-def _run_guards(call: Call) -> str | None:
+def _run_guards(call: CallEntry) -> str | None:
     """The first guard reason: the global layer (live: guards added meanwhile run too), then the chain."""
-    execution = call.execution or call.made_execution()
+    execution = call.execution
     registry = call.registry
     snapshot = registry.guards_of(None)
     done: set[int] | None = None
@@ -118,9 +121,9 @@ def _guard_reason(value: object) -> str | None:
     raise TypeError(f"guard returned {type(value).__name__}; expected a reason string or None")
 
 
-async def _approve(call: Call, reason: str | None) -> ToolFailure | None:
+async def _approve(call: CallEntry, reason: str | None) -> ToolFailure | None:
     """Service an ``Ask``: ``None`` when approved, else the denial (or cancellation) result."""
-    execution = call.execution or call.made_execution()
+    execution = call.execution
     name = execution.name
     scope = current_suspension_scope()
     # A resumed call's approval was answered while it was suspended: no service is asked.
@@ -167,7 +170,9 @@ def _reason_text(reason: object) -> str:
         return "<unprintable denial reason>"
 
 
-async def run_policy(call: Call, result: ToolExecutionResult | None) -> ToolExecutionResult | None:
+def run_policy(
+    call: CallEntry, result: ToolExecutionResult | None
+) -> ToolExecutionResult | None | Coroutine[Any, Any, ToolExecutionResult | None]:
     """Pre-execute waterfall, then approval (for ``Ask``), then guards, then a cancellation recheck.
 
     ``result``: the outcome decided at entry, passed on unchanged (nothing
@@ -176,7 +181,7 @@ async def run_policy(call: Call, result: ToolExecutionResult | None) -> ToolExec
     listener and no guard has nothing to decide (``None``; dispatch rechecks
     the caller's signal). Returns ``None`` when the call may dispatch, else
     the failure: a denial, an approval denial or a caller abort goes on to
-    post-execute (``call.runs_post_execute``); a raising listener, guard or
+    post-execute (``call.settlement.runs_post_execute``); a raising listener, guard or
     approval service gives ``Error: <message>`` and skips post-execute. A
     denial or error that settles after the caller aborted is kept (more
     specific); an ``Allow`` after the caller aborted becomes
@@ -186,21 +191,29 @@ async def run_policy(call: Call, result: ToolExecutionResult | None) -> ToolExec
     call ends without a result and nothing is committed.
     Cancellation: a ``CancelledError`` (from a listener, the approval service
     or entering the gate) propagates to :func:`~._run.run_pipeline`.
+
+    A plain function: with nothing to await it returns the outcome itself,
+    else the coroutine that decides it (awaited by the pipeline).
     """
     if result is not None:
         return result
     gate = call.gate
     if gate is not None:
-        async with gate.policy():
-            return await _decide(call)
+        return _decide_in_order(call, gate)
     if not call.listeners.pre and not call.registry.guarded(call.chain):
         return None
-    return await _decide(call)
+    return _decide(call)
 
 
-async def _decide(call: Call) -> ToolExecutionResult | None:
+async def _decide_in_order(call: CallEntry, gate: PipelineGate) -> ToolExecutionResult | None:
+    """:func:`_decide` inside ``gate.policy()``."""
+    async with gate.policy():
+        return await _decide(call)
+
+
+async def _decide(call: CallEntry) -> ToolExecutionResult | None:
     """:func:`run_policy`'s work once it has some."""
-    execution = call.execution or call.made_execution()
+    execution = call.execution
     listeners = call.listeners
     scope = current_suspension_scope()
     if scope is not None and scope.suspending():
@@ -209,12 +222,12 @@ async def _decide(call: Call) -> ToolExecutionResult | None:
     try:
         decision = await _pre_waterfall(listeners.pre, 0, execution) if listeners.pre else ALLOW
         if type(decision) is Deny:
-            call.runs_post_execute = True
+            call.settlement.runs_post_execute = True
             return plain_failure(_reason_text(decision.reason))
         if type(decision) is Ask:
             denied = await _approve(call, decision.reason)
             if denied is not None:
-                call.runs_post_execute = True
+                call.settlement.runs_post_execute = True
                 return denied
         reason = _run_guards(call) if call.registry.guarded(call.chain) else None
     except CallDeferred:
@@ -222,9 +235,9 @@ async def _decide(call: Call) -> ToolExecutionResult | None:
     except Exception as exc:
         return failure_from_exception(exc)
     if reason is not None:
-        call.runs_post_execute = True
+        call.settlement.runs_post_execute = True
         return plain_failure(reason)
     if execution.signal.aborted:
-        call.runs_post_execute = True
+        call.settlement.runs_post_execute = True
         return aborted_before_dispatch()
     return None

@@ -20,6 +20,11 @@ stage given a decided outcome passes it on. Stages 5-7 take the result and
 return it, replaced or not. Each stage decides for itself when it has
 nothing to do (no listener of its kind, no gate, no finalizer). Every result
 is normalized exactly once, where it is made.
+
+Every stage is a plain function. One with something to await (a listener,
+the gate, a body that suspends) returns the coroutine that finishes it, and
+:func:`run_pipeline` awaits that; one with nothing to await returns its
+outcome itself, so a plain call does not make a coroutine per stage.
 """
 
 from __future__ import annotations
@@ -30,7 +35,8 @@ from typing import TYPE_CHECKING, Final
 from dsh_codegen.registry._execution import ToolExecutionInput
 from dsh_codegen.registry._results import ToolExecutionResult
 from dsh_codegen.registry.pipeline._call import (
-    Call,
+    RESULT_TYPES,
+    CallEntry,
     aborted,
     aborted_before_dispatch,
     cancel_call,
@@ -90,8 +96,10 @@ async def run_pipeline(
     decided: ToolExecutionResult | None = entry_outcome(call)
     result: ToolExecutionResult
     try:
-        decided = await run_policy(call, decided)
-        result = await run_dispatch(call, decided)
+        policy = run_policy(call, decided)
+        decided = policy if policy is None or isinstance(policy, RESULT_TYPES) else await policy
+        dispatched = run_dispatch(call, decided)
+        result = dispatched if isinstance(dispatched, RESULT_TYPES) else await dispatched
     except asyncio.CancelledError as exc:
         cancel_call(call, exc)
         result = _cancelled_outcome(call)
@@ -99,27 +107,26 @@ async def run_pipeline(
         result = await _commit(call, result)
     else:
         result = await _commit_in_order(call, gate, result)
-    # The run context reads its execution from the call (made on first use), so the two
-    # point at each other: drop the call's side now, and reference counting frees both
-    # (no cycle left for the collector).
-    call.run = None
     if hooks is not None:
         hooks.result = result
-    if call.cancelled is not None:
-        raise call.cancelled
+    if call.settlement.cancelled is not None:
+        raise call.settlement.cancelled
     return result
 
 
-async def _commit(call: Call, result: ToolExecutionResult) -> ToolExecutionResult:
+async def _commit(call: CallEntry, result: ToolExecutionResult) -> ToolExecutionResult:
     """Stages 5-8. Cancellation: each stage records it on the call (none raises it)."""
-    result = await run_post_execute(call, result)
+    posted = run_post_execute(call, result)
+    result = posted if isinstance(posted, RESULT_TYPES) else await posted
     result = settle_cancellation(call, result)
     result = run_finalize(call, result)
-    await notify_result(call, result)
+    notified = notify_result(call, result)
+    if notified is not None:
+        await notified
     return result
 
 
-async def _commit_in_order(call: Call, gate: PipelineGate, result: ToolExecutionResult) -> ToolExecutionResult:
+async def _commit_in_order(call: CallEntry, gate: PipelineGate, result: ToolExecutionResult) -> ToolExecutionResult:
     """Stages 5-8 inside ``gate.commit()``; if entering the gate is cancelled, without it."""
     entered = False
     try:
@@ -133,12 +140,12 @@ async def _commit_in_order(call: Call, gate: PipelineGate, result: ToolExecution
         return await _commit(call, result)
 
 
-def _cancelled_outcome(call: Call) -> ToolExecutionResult:
+def _cancelled_outcome(call: CallEntry) -> ToolExecutionResult:
     # A body that settled after the cancellation reached it keeps its own outcome
     # (settle_cancellation then replaces only a success); else the stage that
     # was awaiting when the cancellation arrived never produced one.
-    settled = call.settled
-    if settled is not None:
-        return settled
-    contexts = run_contexts(call.run)
-    return aborted(contexts) if call.run is not None else aborted_before_dispatch(contexts)
+    cancellation = call.settlement.body_cancellation
+    if cancellation is not None and cancellation.settled is not None:
+        return cancellation.settled
+    contexts = run_contexts(call.settlement.run)
+    return aborted(contexts) if call.settlement.run is not None else aborted_before_dispatch(contexts)

@@ -39,7 +39,7 @@ from collections.abc import Awaitable, Callable, Generator
 from typing import TYPE_CHECKING, Any, Final
 
 from dsh_codegen.registry.cancel import AbortError, AbortSignal, abort_signal
-from dsh_codegen.registry.pipeline._call import ABORTED_MESSAGE, Call, record_cancellation
+from dsh_codegen.registry.pipeline._call import ABORTED_MESSAGE, CallEntry, CallSettlement, record_cancellation
 
 if TYPE_CHECKING:
     from dsh_codegen.registry._execution import ToolRunContext
@@ -50,14 +50,14 @@ __all__ = ["DONE", "BodyDriver", "await_any", "body_steps"]
 DONE: Final = object()
 
 
-def body_steps(call: Call, body: Any) -> Generator[Any, None, None]:
-    """The steps of ``body``: its yields pass out, its return value lands in ``call.value``.
+def body_steps(settlement: CallSettlement, body: Any) -> Generator[Any, None, None]:
+    """The steps of ``body``: its yields pass out, its return value lands in ``settlement.value``.
 
     ``yield from`` hands the return value over without a ``StopIteration``
     object; the function is a "coroutine generator" (below) so it may
     delegate to a native coroutine.
     """
-    call.value = yield from body
+    settlement.value = yield from body
 
 
 types.coroutine(body_steps)  # sets CO_ITERABLE_COROUTINE on the function in place
@@ -189,7 +189,7 @@ class BodyDriver:
     request of the awaiting task aborts that signal (reason
     ``AbortError("tool call aborted")``), or cancels the body again if the
     signal had already aborted; the first ``CancelledError`` the task then
-    delivers is recorded on the call (``call.cancel_exc``) and absorbed, as
+    delivers is recorded on the call (``settlement.body_cancellation``) and absorbed, as
     are later ones. The driver keeps driving the body until it settles, then
     returns (or raises the body's exception) normally; the dispatch stage
     turns the settled outcome into the call's result and re-raises the
@@ -201,7 +201,7 @@ class BodyDriver:
 
     def __init__(
         self,
-        call: Call,
+        call: CallEntry,
         steps: Generator[Any, None, None],
         yielded: object,
         run: ToolRunContext,
