@@ -896,7 +896,6 @@ cdef extern from "Python.h":
     void incref "Py_INCREF"(PyObject*)
     void decref "Py_DECREF"(PyObject*)
 
-    PyObject* PyDict_Copy(PyObject*) except NULL
     PyObject* PyDict_New() except NULL
     int PyDict_Update(PyObject*, PyObject*) except -1
     int PyDict_Next(PyObject*, Py_ssize_t*, PyObject**, PyObject**)
@@ -1303,19 +1302,19 @@ cdef int open_copy(Stack* st, PyObject* src, int kind, bint freeze) except -1:
         # The walk then reads the clone, not ``src``: the clone is private, so
         # the copy is complete whatever a finalizer does to ``src`` meanwhile
         # (its size is still checked, to report such a change).
+        # The empty copy is made first and filled after: its allocation may run a finalizer, so
+        # the clone is of what src is then. (PyDict_Copy allocates the copy after cloning the
+        # table and reads src's size after that: a finalizer clearing src in between leaves a
+        # copy whose size says empty while its table holds the old entries.)
         if freeze:
             f.dest = dsh_json_new_dict(<PyObject*>FrozenJsonObject, <PyObject*>EMPTY_TUPLE)
             if f.dest == NULL:
                 return propagate()
-            # (the allocation may have run a finalizer: clone what src is now)
-            if all_str_keys(src):
-                PyDict_Update(f.dest, src)
-                f.walk_dest = True
-        elif all_str_keys(src):
-            f.dest = PyDict_Copy(src)
-            f.walk_dest = True
         else:
             f.dest = PyDict_New()
+        if all_str_keys(src):
+            PyDict_Update(f.dest, src)
+            f.walk_dest = True
         f.size = PyDict_GET_SIZE(src)
     else:
         f.dest = PyList_New(f.size)
