@@ -11,6 +11,7 @@ import dataclasses
 import enum
 from typing import Any
 
+from _registry_helpers import error_code, text  # noqa: F401 (re-exported for the @tool tests)
 from _shared_helpers import async_test  # noqa: F401 (re-exported for this directory's tests)
 
 from dsh_codegen.registry import (
@@ -18,7 +19,6 @@ from dsh_codegen.registry import (
     ToolDefinition,
     ToolExecutionInput,
     ToolExecutionResult,
-    ToolFailure,
     ToolRegistry,
 )
 from dsh_codegen.registry._typed import tool
@@ -74,18 +74,3 @@ async def run_tool(definition: ToolDefinition, arguments: Any, *, call_id: str =
     return await registry.execute(
         ToolExecutionInput(call_id=call_id, name=definition.name, arguments=arguments, signal=AbortController().signal)
     )
-
-
-def text(result: ToolExecutionResult) -> str:
-    assert len(result.content) == 1
-    block = result.content[0]
-    assert block["type"] == "text"
-    value = block["text"]
-    assert isinstance(value, str)
-    return value
-
-
-def error_code(result: ToolExecutionResult) -> str | None:
-    assert isinstance(result, ToolFailure), result
-    info = result.error.info
-    return None if info is None else info.code
