@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -70,12 +71,44 @@ _INTERPRETER = sys.executable.encode()
 
 def our_processes() -> list[str]:
     """Every live or zombie process started from this checkout's child script (or by a command test),
-    with its state.
+    with its state: ``"<pid> <state> <command line>"``.
 
     Under pytest-xdist the other workers run child scripts of their own at the same time: a process
     that descends from a sibling worker is theirs and is left out. Orphans (reparented away from
     every worker) still count, whoever leaked them: an orphan is a leak in any test.
     """
+    return [f"{pid} {state} {command}" for pid, state, command, _orphan in _scan()]
+
+
+#: How long a new orphan may take to exit before it counts as leaked. Whose an orphan was is lost
+#: with its parent: it may be a sibling worker's, on its way out (the child of a fork server a
+#: program killed, which that worker's host finishes off; the workers of a Ray node a test killed).
+ORPHAN_GRACE_S = 10.0
+
+
+def leaked_processes(before: list[str]) -> list[str]:
+    """The processes of :func:`our_processes` that were not there in ``before``, each known by its pid
+    and command line (its state changes while it lives).
+
+    A new process that descends from this worker counts at once: a runtime leaves nothing behind when
+    its run or ``aclose`` returns. New orphans are given :data:`ORPHAN_GRACE_S` to exit first.
+    """
+    known = {_without_state(line) for line in before}
+    deadline = time.monotonic() + ORPHAN_GRACE_S
+    while True:
+        new = [(pid, state, command, orphan) for pid, state, command, orphan in _scan() if (pid, command) not in known]
+        if not any(orphan for *_, orphan in new) or time.monotonic() > deadline:
+            return [f"{pid} {state} {command}" for pid, state, command, _orphan in new]
+        time.sleep(0.05)
+
+
+def _without_state(line: str) -> tuple[int, str]:
+    pid, _state, command = line.split(" ", 2)
+    return int(pid), command
+
+
+def _scan() -> list[tuple[int, str, str, bool]]:
+    """Our processes (see :func:`our_processes`) as ``(pid, state, command, orphan)``."""
     parents: dict[int, int] = {}
     children: list[tuple[int, str, str]] = []
     for entry in os.listdir("/proc"):
@@ -93,8 +126,9 @@ def our_processes() -> list[str]:
         ):
             children.append((int(entry), fields[0], cmdline.replace(b"\0", b" ").decode(errors="replace")))
     siblings = _sibling_workers(parents)
+    me = {os.getpid()}
     return [
-        f"{pid} {state} {command}"
+        (pid, state, command, not _descends_from(pid, me, parents))
         for pid, state, command in children
         if not _descends_from(pid, siblings, parents) and not _a_siblings_zygote(command)
     ]

@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from _runtime_helpers import our_processes
+from _runtime_helpers import leaked_processes, our_processes
 
 
 @pytest.fixture(autouse=True)
 def no_leaked_processes() -> Iterator[None]:
-    before = set(our_processes())
+    before = our_processes()
     yield
-    leaked = [line for line in our_processes() if line not in before]
+    leaked = leaked_processes(before)
     assert leaked == [], f"processes left behind: {leaked}"
