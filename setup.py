@@ -88,8 +88,4 @@ class OptionalBuildExt(build_ext):
 
 PACKAGES = sorted(find_packages(include=["dsh_codegen", "dsh_codegen.*"]))
 
-setup(
-    packages=PACKAGES,
-    ext_modules=_extensions(),
-    cmdclass={"build_ext": OptionalBuildExt},
-)
+setup(packages=PACKAGES, ext_modules=_extensions(), cmdclass={"build_ext": OptionalBuildExt})
